@@ -1,0 +1,153 @@
+// Command stelae-bridge serves stdio MCP servers over MCP Streamable HTTP.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// run is the whole program; it returns the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	s, err := parseSettings(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 2
+	}
+	if s.version {
+		fmt.Fprintf(stdout, "stelae-bridge %s\n", version)
+		return 0
+	}
+	cfg, err := supervisor.LoadConfig(s.config, func(k string) (string, bool) {
+		v := getenv(k)
+		return v, v != ""
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 1
+	}
+	if s.check {
+		fmt.Fprintf(stdout, "%s: ok, %d destination(s): %v\n", s.config, len(cfg.Names), cfg.Names)
+		return 0
+	}
+	level := hclog.LevelFromString(s.logLevel)
+	if level == hclog.NoLevel {
+		fmt.Fprintf(stderr, "stelae-bridge: -log-level %q is not one of trace, debug, info, warn, error\n", s.logLevel)
+		return 2
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "stelae-bridge", Level: level, JSONFormat: s.logFormat == "json", Output: stderr})
+
+	dispatchers := buildDispatchers(cfg, s, log)
+	h := session.NewHandler(dispatchers, session.Options{
+		MaxSessions:    s.maxSessions,
+		RequestTimeout: s.requestTimeout,
+		MaxBodyBytes:   int64(s.maxBody),
+		SessionTTL:     s.sessionTTL,
+		KeepAlive:      s.keepAlive,
+		AuditBodies:    s.auditBodies,
+		Logger:         log.Named("http"),
+	})
+
+	ln, err := net.Listen("tcp", s.listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "stelae-bridge: cannot listen on %s: %v (is another bridge running? pass -listen ADDR)\n", s.listen, err)
+		return 1
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		// No WriteTimeout: it would cut SSE streams; writes carry their own deadlines.
+		ErrorLog: log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
+	}
+	log.Info("listening", "address", "http://"+ln.Addr().String(), "destinations", cfg.Names)
+	for _, name := range cfg.Names {
+		log.Info("destination", "name", name, "url", "http://"+ln.Addr().String()+"/"+name+"/mcp")
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	code := 0
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-serveErr:
+		log.Error("server stopped", "error", err)
+		code = 1
+	}
+	shutdown(s, log, srv, h, dispatchers)
+	return code
+}
+
+func buildDispatchers(cfg *supervisor.Config, s *settings, log hclog.Logger) []*dispatch.Dispatcher {
+	policy := supervisor.RestartPolicy{MaxRestarts: s.restartMax, Initial: s.restartDelay, StableAfter: s.restartStable}
+	var out []*dispatch.Dispatcher
+	for _, name := range cfg.Names {
+		d := cfg.Destinations[name]
+		out = append(out, dispatch.New(dispatch.Options{
+			Name: name,
+			Launch: supervisor.Launcher(d, supervisor.Options{
+				MaxMessage:   int(s.maxMessage),
+				StopGrace:    s.stopGrace,
+				WriteTimeout: s.requestTimeout,
+				Logger:       log.Named("supervisor"),
+			}),
+			NewBackOff:  policy.NewBackOff,
+			StableAfter: policy.StableAfter,
+			Linger:      s.linger,
+			StopTimeout: 3*s.stopGrace + time.Second,
+			Logger:      log.Named("dispatch"),
+		}))
+	}
+	return out
+}
+
+// shutdown stops accepting, ends the streams, then stops every child.
+func shutdown(s *settings, log hclog.Logger, srv *http.Server, h *session.Handler, dispatchers []*dispatch.Dispatcher) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout)
+	defer cancel()
+	h.Shutdown(ctx)
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("HTTP server did not drain in time; closing connections", "error", err)
+		srv.Close()
+	}
+	var wg sync.WaitGroup
+	for _, d := range dispatchers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := d.Close(ctx); err != nil {
+				log.Error("child did not stop in time", "destination", d.Name(), "error", err)
+			}
+		}()
+	}
+	wg.Wait()
+	log.Info("stopped")
+}

@@ -1,0 +1,235 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Call forwards a client's request to the child and returns the child's
+// response with the client's id restored. initialize, ping and the
+// resources/(un)subscribe reference counts are answered by the bridge.
+func (d *Dispatcher) Call(ctx context.Context, s Session, m *Message) ([]byte, error) {
+	switch m.Method {
+	case "initialize":
+		return d.initialize(ctx, m)
+	case "ping":
+		return appendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
+	case "resources/subscribe":
+		return d.subscribe(ctx, s, m)
+	case "resources/unsubscribe":
+		return d.unsubscribe(ctx, s, m)
+	}
+	return d.forward(ctx, s, m)
+}
+
+// forward sends m to the child under a fresh upstream id and waits.
+func (d *Dispatcher) forward(ctx context.Context, s Session, m *Message) ([]byte, error) {
+	c, err := d.running(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := d.roundTrip(ctx, c, s, m.ID, m.Method, m.Params)
+	if err != nil {
+		return nil, err
+	}
+	return appendResponse(make([]byte, 0, len(resp.Result)+len(resp.Error)+len(m.ID)+40), m.ID, resp.Result, resp.Error), nil
+}
+
+// initialize answers a session's initialize from the cached handshake,
+// starting the child (or retrying a failed one) when needed.
+func (d *Dispatcher) initialize(ctx context.Context, m *Message) ([]byte, error) {
+	d.mu.Lock()
+	if d.initParams == nil || d.state == stateIdle || d.state == stateFailed {
+		// The newest client's parameters are used for the next handshake.
+		d.initParams = normalizeParams(m.Params)
+	}
+	d.mu.Unlock()
+	if _, err := d.running(ctx, true); err != nil {
+		return nil, err
+	}
+	d.mu.RLock()
+	result := d.initResult
+	d.mu.RUnlock()
+	return appendResponse(nil, m.ID, result, nil), nil
+}
+
+func normalizeParams(p json.RawMessage) json.RawMessage {
+	if len(p) == 0 || string(p) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	return append(json.RawMessage(nil), p...)
+}
+
+// roundTrip registers a pending call, writes it and waits for the answer, the
+// child's exit or ctx. s is nil for the bridge's own calls.
+func (d *Dispatcher) roundTrip(ctx context.Context, c *child, s Session, clientID json.RawMessage, method string, params json.RawMessage) (*Message, error) {
+	up := d.seq.Add(1)
+	var idBuf [20]byte
+	upID := strconv.AppendUint(idBuf[:0], up, 10)
+	p := &pending{sess: s, clientID: clientID, reply: make(chan reply, 1)}
+	if s != nil && bytes.Contains(params, []byte(`"progressToken"`)) {
+		params, p.clientToken = rewriteProgressToken(params, upID)
+	}
+	msg := appendRequest(make([]byte, 0, len(params)+len(method)+64), upID, method, params)
+
+	// Register before writing: the answer may come before Write returns.
+	d.pmu.Lock()
+	d.pending[up] = p
+	d.pmu.Unlock()
+	if err := c.conn.WriteMessage(msg); err != nil {
+		d.takePending(up)
+		return nil, fmt.Errorf("%w: destination %q: %v", ErrChildExited, d.opts.Name, err)
+	}
+	select {
+	case r := <-p.reply:
+		return r.msg, r.err
+	case <-c.done:
+		if d.takePending(up) == nil {
+			r := <-p.reply // answered or failed just now
+			return r.msg, r.err
+		}
+		return nil, fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, exitStatus(c.conn))
+	case <-ctx.Done():
+		if d.takePending(up) == nil {
+			r := <-p.reply
+			return r.msg, r.err
+		}
+		err := ctxErr(ctx)
+		reason := "the client cancelled the request"
+		if err == ErrTimeout {
+			reason = "the bridge's request timeout expired"
+		}
+		d.sendCancel(c, upID, reason)
+		return nil, err
+	}
+}
+
+// takePending removes and returns pending call up, or nil when another path
+// (reply, cancel, session end) already took it.
+func (d *Dispatcher) takePending(up uint64) *pending {
+	d.pmu.Lock()
+	p := d.pending[up]
+	delete(d.pending, up)
+	d.pmu.Unlock()
+	return p
+}
+
+// sendCancel tells the child to stop working on upstream request upID.
+func (d *Dispatcher) sendCancel(c *child, upID []byte, reason string) {
+	params := append([]byte(`{"requestId":`), upID...)
+	params = append(params, `,"reason":`...)
+	params = appendString(params, reason)
+	params = append(params, '}')
+	if err := c.conn.WriteMessage(appendRequest(nil, nil, "notifications/cancelled", params)); err != nil {
+		d.log.Debug("could not send cancellation to the child", "destination", d.opts.Name, "error", err)
+	}
+}
+
+// fireAndForget sends a request whose answer nobody waits for.
+func (d *Dispatcher) fireAndForget(c *child, method string, params json.RawMessage) {
+	up := strconv.AppendUint(nil, d.seq.Add(1), 10)
+	if err := c.conn.WriteMessage(appendRequest(nil, up, method, params)); err != nil {
+		d.log.Debug("could not write to the child", "destination", d.opts.Name, "method", method, "error", err)
+	}
+}
+
+// rewriteProgressToken replaces params._meta.progressToken with token and
+// returns the new params and the client's token.
+func rewriteProgressToken(params json.RawMessage, token []byte) (json.RawMessage, json.RawMessage) {
+	meta := member(params, "_meta")
+	clientToken := member(meta, "progressToken")
+	if clientToken == nil {
+		return params, nil
+	}
+	newMeta, err := replaceMember(meta, "progressToken", token)
+	if err != nil {
+		return params, nil
+	}
+	newParams, err := replaceMember(params, "_meta", newMeta)
+	if err != nil {
+		return params, nil
+	}
+	return newParams, clientToken
+}
+
+// Notify forwards a client's notification. notifications/initialized is the
+// bridge's business and is dropped; notifications/cancelled is mapped to the
+// upstream id.
+func (d *Dispatcher) Notify(s Session, m *Message) error {
+	switch m.Method {
+	case "notifications/initialized":
+		return nil
+	case "notifications/cancelled":
+		return d.clientCancel(s, m)
+	}
+	d.mu.RLock()
+	c := d.cur
+	d.mu.RUnlock()
+	if c == nil {
+		d.log.Debug("notification dropped: child not running", "destination", d.opts.Name, "method", m.Method)
+		return nil
+	}
+	return c.conn.WriteMessage(appendRequest(nil, nil, m.Method, m.Params))
+}
+
+// clientCancel maps a client's cancellation to the upstream id and ends the
+// waiting call with a JSON-RPC error.
+func (d *Dispatcher) clientCancel(s Session, m *Message) error {
+	reqID := member(m.Params, "requestId")
+	if reqID == nil {
+		return nil
+	}
+	var found uint64
+	d.pmu.Lock()
+	for up, p := range d.pending {
+		if p.sess == s && bytes.Equal(p.clientID, reqID) && up > found {
+			found = up
+		}
+	}
+	p := d.pending[found]
+	delete(d.pending, found)
+	d.pmu.Unlock()
+	if p == nil {
+		return nil
+	}
+	errObj := json.RawMessage(`{"code":-32800,"message":"request cancelled by the client"}`)
+	p.reply <- reply{msg: &Message{ID: p.clientID, Error: errObj}}
+	d.mu.RLock()
+	c := d.cur
+	d.mu.RUnlock()
+	if c != nil {
+		reason := member(m.Params, "reason")
+		params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, found, 10)...)
+		if reason != nil {
+			params = append(append(params, `,"reason":`...), reason...)
+		}
+		params = append(params, '}')
+		return c.conn.WriteMessage(appendRequest(nil, nil, "notifications/cancelled", params))
+	}
+	return nil
+}
+
+// Respond forwards a client's answer to a request the child sent it.
+func (d *Dispatcher) Respond(s Session, m *Message) error {
+	key := string(m.ID)
+	d.pmu.Lock()
+	cr, ok := d.childReqs[key]
+	if ok && cr.sess == s {
+		delete(d.childReqs, key)
+	}
+	d.pmu.Unlock()
+	if !ok || cr.sess != s {
+		d.log.Warn("client answered a request the child is not waiting for; dropped", "destination", d.opts.Name, "session", s.SessionID(), "id", key)
+		return nil
+	}
+	d.mu.RLock()
+	c := d.cur
+	d.mu.RUnlock()
+	if c == nil {
+		return fmt.Errorf("%w: destination %q is restarting; the child's request was lost", ErrUnavailable, d.opts.Name)
+	}
+	return c.conn.WriteMessage(appendResponse(nil, m.ID, m.Result, m.Error))
+}

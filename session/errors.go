@@ -1,0 +1,65 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+)
+
+const headerSessionID = "Mcp-Session-Id"
+
+// JSON-RPC error codes used in transport error bodies.
+const (
+	codeParse           = -32700
+	codeInvalidRequest  = -32600
+	codeServer          = -32000
+	codeSessionNotFound = -32001
+)
+
+// writeError writes a transport error: a JSON-RPC error object with a null id
+// and a message a person can act on. It returns status.
+func writeError(w http.ResponseWriter, status, code int, msg string) int {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(dispatch.ErrorResponse(nil, code, msg))
+	return status
+}
+
+// statusFor maps a dispatch error to its HTTP status and message.
+func statusFor(dest string, err error) (int, string) {
+	switch {
+	case errors.Is(err, dispatch.ErrTimeout):
+		return http.StatusGatewayTimeout, fmt.Sprintf("destination %q did not answer within the request timeout; the request was cancelled at the server (raise -request-timeout for slow tools)", dest)
+	case errors.Is(err, dispatch.ErrTooLarge):
+		return http.StatusBadGateway, fmt.Sprintf("destination %q answered with a message over the maximum message size; it was discarded (raise -max-message-size)", dest)
+	case errors.Is(err, dispatch.ErrChildExited), errors.Is(err, dispatch.ErrUnavailable):
+		return http.StatusServiceUnavailable, err.Error()
+	case errors.Is(err, dispatch.ErrCanceled):
+		return http.StatusNotFound, "the session ended while the request was in flight; send initialize to start a new session"
+	case errors.Is(err, dispatch.ErrNotInitialized):
+		return http.StatusBadRequest, err.Error()
+	}
+	return http.StatusBadGateway, fmt.Sprintf("destination %q: %v", dest, err)
+}
+
+// validSessionID accepts the canonical UUID form the bridge hands out.
+func validSessionID(id string) bool {
+	if len(id) != 36 {
+		return false
+	}
+	_, err := uuid.Parse(id)
+	return err == nil
+}
+
+func setSSEHeaders(h http.Header) {
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+}

@@ -1,0 +1,254 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+)
+
+// Options configure the MCP endpoints.
+type Options struct {
+	// MaxSessions is the session cap per destination.
+	MaxSessions int
+	// RequestTimeout bounds one POSTed request (504 after it).
+	RequestTimeout time.Duration
+	// MaxBodyBytes caps a POST body (413 above it).
+	MaxBodyBytes int64
+	// SessionTTL expires sessions idle this long.
+	SessionTTL time.Duration
+	// EvictIdle is how long a session must be idle before it may be evicted
+	// to make room for a new one at the cap.
+	EvictIdle time.Duration
+	// KeepAlive is the interval of SSE keepalive comments.
+	KeepAlive time.Duration
+	// StreamQueue is the per-stream queue length; a stream that falls this far
+	// behind is closed.
+	StreamQueue int
+	// BacklogSize bounds the messages kept for a session without a stream.
+	BacklogSize int
+	// WriteTimeout bounds one write to a client.
+	WriteTimeout time.Duration
+	// AuditBodies logs request and response bodies, secrets redacted.
+	AuditBodies bool
+	// Logger is the HTTP layer's logger.
+	Logger hclog.Logger
+}
+
+func (o *Options) setDefaults() {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 10
+	}
+	def(&o.RequestTimeout, 30*time.Second)
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 10 << 20
+	}
+	def(&o.SessionTTL, 30*time.Minute)
+	def(&o.EvictIdle, time.Minute)
+	def(&o.KeepAlive, 15*time.Second)
+	def(&o.WriteTimeout, 30*time.Second)
+	if o.StreamQueue <= 0 {
+		o.StreamQueue = 256
+	}
+	if o.BacklogSize <= 0 {
+		o.BacklogSize = 256
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+}
+
+// endpoint is the MCP endpoint of one destination.
+type endpoint struct {
+	name string
+	d    *dispatch.Dispatcher
+	reg  *registry
+	opts *Options
+	log  hclog.Logger
+}
+
+// Handler serves every destination's MCP endpoint and the legacy routes.
+type Handler struct {
+	opts      Options
+	log       hclog.Logger
+	endpoints map[string]*endpoint
+	names     []string
+	// shutdown is closed when the bridge stops; open streams end.
+	shutdown     chan struct{}
+	shutdownOnce sync.Once
+	janitorDone  chan struct{}
+}
+
+// NewHandler serves the given destinations; it starts the session janitor.
+func NewHandler(dests []*dispatch.Dispatcher, opts Options) *Handler {
+	opts.setDefaults()
+	h := &Handler{opts: opts, log: opts.Logger, endpoints: map[string]*endpoint{}, shutdown: make(chan struct{}), janitorDone: make(chan struct{})}
+	for _, d := range dests {
+		h.endpoints[d.Name()] = &endpoint{name: d.Name(), d: d, reg: newRegistry(opts.MaxSessions, opts.EvictIdle), opts: &h.opts, log: h.log}
+		h.names = append(h.names, d.Name())
+	}
+	sort.Strings(h.names)
+	go h.janitor()
+	return h
+}
+
+// janitor expires idle sessions.
+func (h *Handler) janitor() {
+	defer close(h.janitorDone)
+	every := h.opts.SessionTTL / 4
+	if every > time.Minute {
+		every = time.Minute
+	}
+	if every < 10*time.Millisecond {
+		every = 10 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.shutdown:
+			return
+		case <-t.C:
+			for _, ep := range h.endpoints {
+				for _, s := range ep.reg.expired(h.opts.SessionTTL) {
+					h.log.Info("session expired", "destination", ep.name, "session", s.id, "ttl", h.opts.SessionTTL)
+					ep.end(s, errors.New("session expired"))
+				}
+			}
+		}
+	}
+}
+
+// end closes a session that was already removed from the registry.
+func (ep *endpoint) end(s *Session, reason error) {
+	s.close(reason)
+	ep.d.Detach(s)
+}
+
+// Shutdown ends every session and its streams; the dispatchers are stopped
+// by their owner.
+func (h *Handler) Shutdown(ctx context.Context) {
+	h.shutdownOnce.Do(func() { close(h.shutdown) })
+	for _, ep := range h.endpoints {
+		for _, s := range ep.reg.all() {
+			ep.end(s, errors.New("the bridge is shutting down"))
+		}
+	}
+	select {
+	case <-h.janitorDone:
+	case <-ctx.Done():
+	}
+}
+
+// SessionCount is the number of live sessions of a destination.
+func (h *Handler) SessionCount(dest string) int {
+	if ep := h.endpoints[dest]; ep != nil {
+		return ep.reg.count()
+	}
+	return 0
+}
+
+// ServeHTTP routes /{destination}/mcp, /{destination}/sse and
+// /{destination}/message. It never redirects.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := strings.Trim(r.URL.Path, "/")
+	dest, route, ok := strings.Cut(path, "/")
+	if !ok || strings.Contains(route, "/") {
+		writeError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; MCP endpoints are at /{destination}/mcp (destinations: %s)", r.URL.Path, h.list()))
+		return
+	}
+	ep := h.endpoints[dest]
+	if ep == nil {
+		writeError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no destination named %q; configured destinations: %s", dest, h.list()))
+		return
+	}
+	switch route {
+	case "mcp":
+		ep.serveMCP(w, r, h.shutdown)
+	case "sse", "message":
+		writeError(w, http.StatusGone, codeServer, fmt.Sprintf("the HTTP+SSE transport (/%s/sse, /%s/message) is gone; this bridge speaks MCP Streamable HTTP at /%s/mcp: configure your client with type \"http\" and that URL", dest, dest, dest))
+	default:
+		writeError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; the MCP endpoint of %q is /%s/mcp", r.URL.Path, dest, dest))
+	}
+}
+
+func (h *Handler) list() string {
+	if len(h.names) == 0 {
+		return "none"
+	}
+	return strings.Join(h.names, ", ")
+}
+
+func (ep *endpoint) serveMCP(w http.ResponseWriter, r *http.Request, shutdown <-chan struct{}) {
+	switch r.Method {
+	case http.MethodPost:
+		ep.servePost(w, r)
+	case http.MethodGet:
+		ep.serveGet(w, r, shutdown)
+	case http.MethodDelete:
+		ep.serveDelete(w, r)
+	case http.MethodHead:
+		setSSEHeaders(w.Header())
+		w.WriteHeader(http.StatusOK)
+	case http.MethodOptions:
+		w.Header().Set("Allow", allowMethods)
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", allowMethods)
+		writeError(w, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("method %s is not supported on an MCP endpoint; use POST, GET or DELETE", r.Method))
+	}
+}
+
+const allowMethods = "GET, POST, DELETE, HEAD, OPTIONS"
+
+// sessionFrom resolves the Mcp-Session-Id header. When the header is missing,
+// malformed or unknown it writes the error and returns nil and its status.
+func (ep *endpoint) sessionFrom(w http.ResponseWriter, r *http.Request) (*Session, int) {
+	id := r.Header.Get(headerSessionID)
+	if id == "" {
+		return nil, writeError(w, http.StatusBadRequest, codeServer, "missing Mcp-Session-Id header: send initialize first and repeat the Mcp-Session-Id it returns on every request")
+	}
+	if !validSessionID(id) {
+		return nil, writeError(w, http.StatusBadRequest, codeServer, "malformed Mcp-Session-Id header: expected the UUID the bridge returned on initialize")
+	}
+	s := ep.reg.get(id)
+	if s == nil {
+		return nil, writeError(w, http.StatusNotFound, codeSessionNotFound, "session not found (it expired, was deleted, or the bridge restarted): send initialize without Mcp-Session-Id to start a new one")
+	}
+	return s, 0
+}
+
+// serveDelete ends a session.
+func (ep *endpoint) serveDelete(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	status := http.StatusNoContent
+	defer func() {
+		ep.log.Info("DELETE", "destination", ep.name, "status_code", status, "latency_ms", ms(start))
+	}()
+	s, errStatus := ep.sessionFrom(w, r)
+	if s == nil {
+		status = errStatus
+		return
+	}
+	if ep.reg.remove(s) {
+		ep.end(s, errors.New("session deleted by the client"))
+	}
+	w.WriteHeader(status)
+}
+
+func ms(start time.Time) float64 {
+	return float64(time.Since(start).Microseconds()) / 1000
+}

@@ -1,0 +1,184 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+)
+
+// postLog collects what the access log says of one POST.
+type postLog struct {
+	status   int
+	method   string
+	rpcID    json.RawMessage
+	session  string
+	reqBody  []byte
+	respBody []byte
+}
+
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// servePost handles one POSTed JSON-RPC message.
+func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := postLog{status: http.StatusOK}
+	defer ep.logPost(&rec, start)
+
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			rec.status = writeError(w, http.StatusUnsupportedMediaType, codeServer, fmt.Sprintf("Content-Type %q is not supported: POST a JSON-RPC message as application/json", ct))
+			return
+		}
+	}
+	buf := bodyPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 1<<20 {
+			bodyPool.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, ep.opts.MaxBodyBytes)); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			rec.status = writeError(w, http.StatusRequestEntityTooLarge, codeServer, fmt.Sprintf("request body over the %d-byte limit (raise -max-body-size)", ep.opts.MaxBodyBytes))
+			return
+		}
+		rec.status = writeError(w, http.StatusBadRequest, codeServer, "could not read the request body: "+err.Error())
+		return
+	}
+	body := buf.Bytes()
+	// Messages go to the child as single lines: compact pretty-printed input.
+	if bytes.ContainsAny(body, "\r\n") {
+		var c bytes.Buffer
+		if err := json.Compact(&c, body); err == nil {
+			body = c.Bytes()
+		}
+	}
+	if ep.opts.AuditBodies {
+		rec.reqBody = append([]byte(nil), body...)
+	}
+	var m dispatch.Message
+	if err := dispatch.ParseInto(body, &m); err != nil {
+		if errors.Is(err, dispatch.ErrBatch) {
+			rec.status = writeError(w, http.StatusBadRequest, codeInvalidRequest, "batching is not supported: send one JSON-RPC message per POST")
+			return
+		}
+		rec.status = writeError(w, http.StatusBadRequest, codeParse, "the body is not a JSON-RPC message: "+err.Error())
+		return
+	}
+	rec.method, rec.rpcID = m.Method, m.ID
+	kind := m.Kind()
+	if kind == dispatch.KindInvalid {
+		rec.status = writeError(w, http.StatusBadRequest, codeInvalidRequest, `not a valid JSON-RPC 2.0 request, notification or response: a request needs "method" and a string or number "id"; a response needs "id" and "result" or "error"`)
+		return
+	}
+	if kind == dispatch.KindRequest && m.Method == "initialize" && r.Header.Get(headerSessionID) == "" {
+		ep.initialize(w, r, &m, &rec)
+		return
+	}
+	s, errStatus := ep.sessionFrom(w, r)
+	if s == nil {
+		rec.status = errStatus
+		return
+	}
+	rec.session = s.id
+	w.Header().Set(headerSessionID, s.id)
+	s.inflight.Add(1)
+	defer func() {
+		s.inflight.Add(-1)
+		s.touch()
+	}()
+
+	switch kind {
+	case dispatch.KindNotification, dispatch.KindResponse:
+		var err error
+		if kind == dispatch.KindNotification {
+			err = ep.d.Notify(s, &m)
+		} else {
+			err = ep.d.Respond(s, &m)
+		}
+		if err != nil {
+			st, msg := statusFor(ep.name, err)
+			rec.status = writeError(w, st, codeServer, msg)
+			return
+		}
+		rec.status = http.StatusAccepted
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), ep.opts.RequestTimeout)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	resp, err := ep.d.Call(ctx, s, &m)
+	ep.writeResult(w, resp, err, &rec)
+}
+
+// initialize creates a session and answers from the child's cached handshake.
+func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *dispatch.Message, rec *postLog) {
+	s, evicted, err := ep.reg.create(ep)
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		rec.status = writeError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("destination %q already has its maximum of %d sessions and none has been idle long enough to evict; retry later, close unused clients, or raise MAX_STDIO_CONNECTIONS", ep.name, ep.opts.MaxSessions))
+		return
+	}
+	if evicted != nil {
+		ep.log.Info("idle session evicted to make room", "destination", ep.name, "session", evicted.id)
+		ep.end(evicted, errors.New("evicted to make room for a new session"))
+	}
+	rec.session = s.id
+	ep.d.Attach(s)
+	s.inflight.Add(1)
+	ctx, cancel := context.WithTimeout(r.Context(), ep.opts.RequestTimeout)
+	resp, err := ep.d.Call(ctx, s, m)
+	cancel()
+	s.inflight.Add(-1)
+	s.touch()
+	if err != nil {
+		if ep.reg.remove(s) {
+			ep.end(s, err)
+		}
+	} else {
+		w.Header().Set(headerSessionID, s.id)
+		ep.log.Info("session started", "destination", ep.name, "session", s.id)
+	}
+	ep.writeResult(w, resp, err, rec)
+}
+
+func (ep *endpoint) writeResult(w http.ResponseWriter, resp []byte, err error, rec *postLog) {
+	if err != nil {
+		st, msg := statusFor(ep.name, err)
+		rec.status = writeError(w, st, codeServer, msg)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(resp)
+	if ep.opts.AuditBodies {
+		rec.respBody = resp
+	}
+}
+
+func (ep *endpoint) logPost(rec *postLog, start time.Time) {
+	if !ep.log.IsInfo() {
+		return
+	}
+	args := []any{"destination", ep.name, "mcp_method", rec.method, "rpc_id", string(rec.rpcID), "status_code", rec.status, "latency_ms", ms(start)}
+	if rec.session != "" {
+		args = append(args, "session", rec.session)
+	}
+	if ep.opts.AuditBodies {
+		args = append(args, "request_body", string(redact(rec.reqBody)), "response_body", string(redact(rec.respBody)))
+	}
+	ep.log.Info("POST", args...)
+}
+

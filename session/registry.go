@@ -1,0 +1,100 @@
+package session
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// errSessionCap is returned when a destination has no room for a session.
+var errSessionCap = errors.New("session limit reached")
+
+// registry holds the sessions of one destination.
+type registry struct {
+	max       int
+	evictIdle time.Duration
+
+	// mu guards sessions.
+	mu       sync.Mutex
+	sessions map[string]*Session
+}
+
+func newRegistry(max int, evictIdle time.Duration) *registry {
+	return &registry{max: max, evictIdle: evictIdle, sessions: map[string]*Session{}}
+}
+
+// create adds a session with a fresh UUID v4. At the cap it first evicts the
+// longest-idle session that has been idle for evictIdle; it returns that
+// victim so the caller can detach it.
+func (r *registry) create(ep *endpoint) (s *Session, evicted *Session, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.sessions) >= r.max {
+		now := time.Now()
+		var longest time.Duration
+		for _, c := range r.sessions {
+			if idle := c.idleFor(now); idle >= r.evictIdle && idle > longest {
+				longest, evicted = idle, c
+			}
+		}
+		if evicted == nil {
+			return nil, nil, errSessionCap
+		}
+		delete(r.sessions, evicted.id)
+	}
+	s = newSession(uuid.NewString(), ep)
+	r.sessions[s.id] = s
+	return s, evicted, nil
+}
+
+func (r *registry) get(id string) *Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sessions[id]
+}
+
+// remove deletes s; false when it was already gone.
+func (r *registry) remove(s *Session) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sessions[s.id] != s {
+		return false
+	}
+	delete(r.sessions, s.id)
+	return true
+}
+
+// expired removes and returns the sessions idle for at least ttl.
+func (r *registry) expired(ttl time.Duration) []*Session {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*Session
+	for id, s := range r.sessions {
+		if s.idleFor(now) >= ttl {
+			delete(r.sessions, id)
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// all removes and returns every session.
+func (r *registry) all() []*Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Session, 0, len(r.sessions))
+	for id, s := range r.sessions {
+		delete(r.sessions, id)
+		out = append(out, s)
+	}
+	return out
+}
+
+func (r *registry) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sessions)
+}

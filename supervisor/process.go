@@ -1,0 +1,262 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+)
+
+// Options tune how children are run.
+type Options struct {
+	// MaxMessage is the longest stdout line accepted, in bytes.
+	MaxMessage int
+	// StopGrace is how long each stop stage (stdin closed, SIGTERM) waits for
+	// the child to exit before escalating.
+	StopGrace time.Duration
+	// WriteTimeout bounds one write to the child's stdin.
+	WriteTimeout time.Duration
+	// Logger receives child lifecycle events and stderr lines.
+	Logger hclog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = 10 << 20
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 2 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+}
+
+// Launcher returns a dispatch.Launcher that starts d's command.
+func Launcher(d *Destination, opts Options) dispatch.Launcher {
+	opts.setDefaults()
+	return func(ctx context.Context) (dispatch.Conn, error) {
+		return Start(ctx, d, opts)
+	}
+}
+
+// Process is one running child: its own process group, stdin/stdout carrying
+// newline-delimited JSON, stderr logged line by line.
+type Process struct {
+	dest  *Destination
+	opts  Options
+	log   hclog.Logger
+	cmd   *exec.Cmd
+	lines *lineReader
+	// stdout is the bridge's end of the child's stdout; read only by the one
+	// goroutine calling ReadMessage.
+	stdout *os.File
+
+	// writeMu guards stdin and wbuf: one message is written at a time.
+	writeMu sync.Mutex
+	stdin   *os.File
+	wbuf    []byte
+
+	exited    chan struct{}
+	status    string // set before exited is closed
+	closeOnce sync.Once
+}
+
+// Start spawns d's command in its own process group.
+func Start(ctx context.Context, d *Destination, opts Options) (*Process, error) {
+	opts.setDefaults()
+	log := opts.Logger
+	cmd := exec.Command(d.Command, d.Args...)
+	cmd.Dir = d.Cwd
+	cmd.Env = os.Environ()
+	keys := make([]string, 0, len(d.Env))
+	for k := range d.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cmd.Env = append(cmd.Env, k+"="+d.Env[k])
+	}
+	// Own process group so the whole tree (npx → node, sh -c → …) can be
+	// signalled at once; Pdeathsig takes the leader down if the bridge dies
+	// without running its shutdown.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = opts.StopGrace
+
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	pipe := func() (*os.File, *os.File, error) {
+		r, w, err := os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("destination %q: cannot create pipes: %w", d.Name, err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("destination %q: cannot create pipes: %w", d.Name, err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("destination %q: cannot create pipes: %w", d.Name, err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := ctx.Err(); err != nil {
+		closeAll()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("destination %q: cannot start %q: %w (check 'command:' in the destinations file and that the program is installed and on PATH)", d.Name, d.Command, err)
+	}
+	// The child holds its own copies now.
+	inR.Close()
+	outW.Close()
+	errW.Close()
+
+	p := &Process{
+		dest:   d,
+		opts:   opts,
+		log:    log,
+		cmd:    cmd,
+		stdin:  inW,
+		stdout: outR,
+		lines:  newLineReader(outR, opts.MaxMessage),
+		exited: make(chan struct{}),
+	}
+	log.Info("child started", "destination", d.Name, "pid", cmd.Process.Pid, "command", d.Command)
+	go p.logStderr(errR)
+	go p.wait()
+	return p, nil
+}
+
+// wait reaps the child, then clears out whatever is left of its process group
+// and unblocks a stdout reader that a stray descendant keeps waiting.
+func (p *Process) wait() {
+	err := p.cmd.Wait()
+	pid := p.cmd.Process.Pid
+	if p.cmd.ProcessState != nil {
+		p.status = p.cmd.ProcessState.String()
+	} else if err != nil {
+		p.status = err.Error()
+	}
+	// Descendants that stayed in the group die with the leader: no orphans.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	p.log.Info("child exited", "destination", p.dest.Name, "pid", pid, "status", p.status)
+	close(p.exited)
+	// A descendant that left the group may still hold stdout open; do not let
+	// it keep the reader waiting.
+	time.AfterFunc(p.opts.StopGrace, func() { p.stdout.Close() })
+}
+
+func (p *Process) logStderr(f *os.File) {
+	defer f.Close()
+	r := newLineReader(f, 64<<10)
+	for {
+		line, err := r.next()
+		var tooLong *dispatch.LineTooLongError
+		switch {
+		case errors.As(err, &tooLong):
+			p.log.Warn("child stderr", "destination", p.dest.Name, "line", string(tooLong.Prefix)+"…(truncated)")
+		case err != nil:
+			return
+		case len(line) > 0:
+			p.log.Warn("child stderr", "destination", p.dest.Name, "line", string(line))
+		}
+	}
+}
+
+// ReadMessage implements dispatch.Conn.
+func (p *Process) ReadMessage() ([]byte, error) {
+	return p.lines.next()
+}
+
+// WriteMessage implements dispatch.Conn.
+func (p *Process) WriteMessage(msg []byte) error {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	p.wbuf = append(append(p.wbuf[:0], msg...), '\n')
+	if cap(p.wbuf) > keepBuf {
+		defer func() { p.wbuf = nil }()
+	}
+	if err := p.stdin.SetWriteDeadline(time.Now().Add(p.opts.WriteTimeout)); err != nil {
+		return fmt.Errorf("destination %q: child stdin is closed: %w", p.dest.Name, err)
+	}
+	if _, err := p.stdin.Write(p.wbuf); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("destination %q: child did not read its stdin for %s", p.dest.Name, p.opts.WriteTimeout)
+		}
+		return fmt.Errorf("destination %q: cannot write to the child: %w", p.dest.Name, err)
+	}
+	return nil
+}
+
+// Stop implements dispatch.Conn: close stdin, then SIGTERM, then SIGKILL to
+// the process group, each stage waiting StopGrace.
+func (p *Process) Stop(ctx context.Context) error {
+	p.closeOnce.Do(func() { p.stdin.Close() })
+	pid := p.cmd.Process.Pid
+	stages := []struct {
+		sig  syscall.Signal
+		name string
+	}{{syscall.SIGTERM, "SIGTERM"}, {syscall.SIGKILL, "SIGKILL"}}
+	for _, st := range stages {
+		t := time.NewTimer(p.opts.StopGrace)
+		select {
+		case <-p.exited:
+			t.Stop()
+			return nil
+		case <-ctx.Done():
+			t.Stop()
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			return ctx.Err()
+		case <-t.C:
+		}
+		p.log.Warn("child did not exit in time; signalling its process group", "destination", p.dest.Name, "pid", pid, "signal", st.name)
+		_ = syscall.Kill(-pid, st.sig)
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Exited implements dispatch.Conn.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// ExitStatus implements dispatch.Conn.
+func (p *Process) ExitStatus() string {
+	select {
+	case <-p.exited:
+		return p.status
+	default:
+		return ""
+	}
+}
+
+// PID implements dispatch.Conn.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
