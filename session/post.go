@@ -181,4 +181,3 @@ func (ep *endpoint) logPost(rec *postLog, start time.Time) {
 	}
 	ep.log.Info("POST", args...)
 }
-

@@ -1,0 +1,352 @@
+// Package fakemcp is a scripted stdio MCP server for tests. A test binary
+// calls Serve from TestMain so that it can re-execute itself as the child:
+// Command returns the command line and environment for a given mode.
+package fakemcp
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// EnvMode selects the fake server's behaviour; when it is set, Serve runs the
+// server instead of returning.
+const EnvMode = "STELAE_FAKE_MCP"
+
+// Modes.
+const (
+	// ModeServer is the full scripted server (see the tools below).
+	ModeServer = "server"
+	// ModeEcho answers every request at once with an empty result: the
+	// benchmark child.
+	ModeEcho = "echo"
+	// ModeExitAtStart exits with status 3 before reading anything.
+	ModeExitAtStart = "exit-at-start"
+	// ModeStubborn ignores SIGTERM and stdin EOF: only SIGKILL stops it.
+	ModeStubborn = "stubborn"
+	// ModeSleeper sleeps forever: a grandchild.
+	ModeSleeper = "sleeper"
+)
+
+// Command returns how to start the fake server in mode: the running test
+// binary itself, with the mode in the environment.
+func Command(mode string) (command string, args []string, env map[string]string) {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return exe, []string{"-test.run=^$"}, map[string]string{EnvMode: mode}
+}
+
+// Serve runs the fake server when EnvMode is set, then exits the process. It
+// returns at once otherwise.
+func Serve() {
+	mode := os.Getenv(EnvMode)
+	if mode == "" {
+		return
+	}
+	switch mode {
+	case ModeExitAtStart:
+		fmt.Fprintln(os.Stderr, "fake: exiting at start as scripted")
+		os.Exit(3)
+	case ModeSleeper:
+		time.Sleep(time.Hour)
+		os.Exit(0)
+	case ModeEcho:
+		echo(os.Stdin, os.Stdout)
+		os.Exit(0)
+	case ModeServer, ModeStubborn:
+		s := newServer(os.Stdout)
+		if mode == ModeStubborn {
+			signal.Ignore(syscall.SIGTERM)
+		}
+		s.run(os.Stdin)
+		if mode == ModeStubborn {
+			time.Sleep(time.Hour)
+		}
+		os.Exit(0)
+	}
+	fmt.Fprintln(os.Stderr, "fake: unknown mode", mode)
+	os.Exit(2)
+}
+
+// echo answers each request line with {"jsonrpc":"2.0","id":ID,"result":{}}
+// (initialize with a minimal result), reading the id without a full decode.
+func echo(r io.Reader, w io.Writer) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var out []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return
+		}
+		id := idOf(line)
+		if id == nil {
+			continue // a notification
+		}
+		out = append(out[:0], `{"jsonrpc":"2.0","id":`...)
+		out = append(out, id...)
+		if strings.Contains(string(line[:min(len(line), 80)]), `"initialize"`) {
+			out = append(out, `,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"echo","version":"1"}}}`...)
+		} else {
+			out = append(out, `,"result":{}}`...)
+		}
+		out = append(out, '\n')
+		bw.Write(out)
+		if br.Buffered() == 0 {
+			bw.Flush()
+		}
+	}
+}
+
+// idOf finds the value of the top-level "id" in a bridge-written line, where
+// it follows {"jsonrpc":"2.0",.
+func idOf(line []byte) []byte {
+	const key = `"id":`
+	i := strings.Index(string(line), key)
+	if i < 0 {
+		return nil
+	}
+	rest := line[i+len(key):]
+	end := 0
+	for end < len(rest) && rest[end] != ',' && rest[end] != '}' {
+		end++
+	}
+	return rest[:end]
+}
+
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+// server is the scripted server's state.
+type server struct {
+	// outMu guards out.
+	outMu sync.Mutex
+	out   *bufio.Writer
+
+	// mu guards every field below.
+	mu          sync.Mutex
+	inits       int
+	initParams  json.RawMessage
+	cancelled   []json.RawMessage
+	subscribes  map[string]int
+	nextID      int
+	waiting     map[string]chan message
+	notifsSeen  []string
+	grandchilds []int
+}
+
+func newServer(w io.Writer) *server {
+	return &server{out: bufio.NewWriter(w), subscribes: map[string]int{}, waiting: map[string]chan message{}}
+}
+
+func (s *server) send(v any) {
+	b, _ := json.Marshal(v)
+	s.sendRaw(b)
+}
+
+func (s *server) sendRaw(b []byte) {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	s.out.Write(b)
+	s.out.WriteByte('\n')
+	s.out.Flush()
+}
+
+func (s *server) reply(id json.RawMessage, result any) {
+	s.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func (s *server) run(r io.Reader) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(strings.TrimSpace(string(line))) > 0 {
+			var m message
+			if json.Unmarshal(line, &m) != nil {
+				fmt.Fprintf(os.Stderr, "fake: bad line from bridge: %q\n", line)
+			} else {
+				s.handle(m)
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *server) handle(m message) {
+	switch {
+	case m.Method == "" && len(m.ID) > 0:
+		// A response to one of our requests.
+		s.mu.Lock()
+		ch := s.waiting[string(m.ID)]
+		delete(s.waiting, string(m.ID))
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- m
+		}
+	case len(m.ID) == 0:
+		s.mu.Lock()
+		s.notifsSeen = append(s.notifsSeen, m.Method)
+		if m.Method == "notifications/cancelled" {
+			var p struct {
+				RequestID json.RawMessage `json:"requestId"`
+			}
+			json.Unmarshal(m.Params, &p)
+			s.cancelled = append(s.cancelled, p.RequestID)
+		}
+		s.mu.Unlock()
+	default:
+		go s.request(m)
+	}
+}
+
+func (s *server) request(m message) {
+	switch m.Method {
+	case "initialize":
+		s.mu.Lock()
+		s.inits++
+		s.initParams = m.Params
+		s.mu.Unlock()
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		json.Unmarshal(m.Params, &p)
+		s.reply(m.ID, map[string]any{
+			"protocolVersion": p.ProtocolVersion,
+			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}, "resources": map[string]any{"subscribe": true}},
+			"serverInfo":      map[string]any{"name": "fakemcp", "version": "1.0.0"},
+		})
+	case "tools/list":
+		tools := []map[string]any{}
+		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify"} {
+			tools = append(tools, map[string]any{"name": n, "description": "fake " + n, "inputSchema": map[string]any{"type": "object"}})
+		}
+		s.reply(m.ID, map[string]any{"tools": tools})
+	case "resources/subscribe", "resources/unsubscribe":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		json.Unmarshal(m.Params, &p)
+		s.mu.Lock()
+		if m.Method == "resources/subscribe" {
+			s.subscribes[p.URI]++
+		} else {
+			s.subscribes[p.URI]--
+		}
+		s.mu.Unlock()
+		s.reply(m.ID, map[string]any{})
+	case "tools/call":
+		s.call(m)
+	default:
+		s.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "method not found: " + m.Method}})
+	}
+}
+
+func text(t string) map[string]any {
+	return map[string]any{"content": []map[string]any{{"type": "text", "text": t}}}
+}
+
+func (s *server) call(m message) {
+	var p struct {
+		Name      string         `json:"name"`
+		Arguments map[string]any `json:"arguments"`
+		Meta      struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	json.Unmarshal(m.Params, &p)
+	arg := func(k string) string { v, _ := p.Arguments[k].(string); return v }
+	num := func(k string) int { v, _ := p.Arguments[k].(float64); return int(v) }
+	switch p.Name {
+	case "echo":
+		s.reply(m.ID, text(arg("text")))
+	case "whoami":
+		s.mu.Lock()
+		inits := s.inits
+		s.mu.Unlock()
+		s.reply(m.ID, map[string]any{"pid": os.Getpid(), "inits": inits, "upstream_id": m.ID})
+	case "stats":
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.reply(m.ID, map[string]any{"pid": os.Getpid(), "inits": s.inits, "cancelled": s.cancelled, "subscribes": s.subscribes, "notifications": s.notifsSeen, "init_params": s.initParams, "grandchildren": s.grandchilds})
+	case "slow":
+		time.Sleep(time.Duration(num("ms")) * time.Millisecond)
+		s.reply(m.ID, text(arg("text")))
+	case "never":
+		// Never answers.
+	case "progress":
+		for i := 1; i <= num("steps"); i++ {
+			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": i, "total": num("steps")}})
+			time.Sleep(time.Duration(num("ms")) * time.Millisecond)
+		}
+		s.reply(m.ID, text("done"))
+	case "notify":
+		// A notification to every session, e.g. resources/updated or message.
+		method := arg("method")
+		var params any
+		if u := arg("uri"); u != "" {
+			params = map[string]any{"uri": u}
+		}
+		s.send(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+		s.reply(m.ID, text("sent"))
+	case "list_changed":
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+		s.reply(m.ID, text("sent"))
+	case "sample":
+		s.mu.Lock()
+		s.nextID++
+		id := json.RawMessage(fmt.Sprintf(`"fake-%d"`, s.nextID))
+		ch := make(chan message, 1)
+		s.waiting[string(id)] = ch
+		s.mu.Unlock()
+		s.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": "sampling/createMessage", "params": map[string]any{
+			"messages": []map[string]any{{"role": "user", "content": map[string]any{"type": "text", "text": arg("prompt")}}}, "maxTokens": 10}})
+		select {
+		case r := <-ch:
+			s.reply(m.ID, map[string]any{"child_request_id": id, "answer": r.Result, "error": r.Error})
+		case <-time.After(20 * time.Second):
+			s.reply(m.ID, text("sampling timed out"))
+		}
+	case "crash":
+		os.Exit(7)
+	case "big":
+		n := num("bytes")
+		pad := strings.Repeat("x", n)
+		s.sendRaw([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}`, m.ID, pad)))
+	case "garbage":
+		s.sendRaw([]byte("this is not json {"))
+		s.sendRaw([]byte(`{"jsonrpc":"2.0","id":999999999,"result":{}}`))
+		s.reply(m.ID, text("after garbage"))
+	case "spawn_grandchild":
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), EnvMode+"="+ModeSleeper)
+		if err := cmd.Start(); err != nil {
+			s.reply(m.ID, text("spawn failed: "+err.Error()))
+			return
+		}
+		s.mu.Lock()
+		s.grandchilds = append(s.grandchilds, cmd.Process.Pid)
+		s.mu.Unlock()
+		s.reply(m.ID, map[string]any{"pid": cmd.Process.Pid})
+	default:
+		s.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32602, "message": "unknown tool " + p.Name}})
+	}
+}

@@ -1,0 +1,384 @@
+// Package tests holds the end-to-end tests: the bridge's HTTP handler, wired
+// as cmd/stelae-bridge wires it, against real child processes (this test
+// binary re-executed as a scripted MCP server) over real HTTP.
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+)
+
+func TestMain(m *testing.M) {
+	fakemcp.Serve()
+	os.Exit(m.Run())
+}
+
+// bridge is a running bridge under test.
+type bridge struct {
+	t           *testing.T
+	srv         *httptest.Server
+	handler     *session.Handler
+	dispatchers map[string]*dispatch.Dispatcher
+	logs        *syncBuffer
+}
+
+// bridgeConfig tunes newBridge; zero values take the defaults below.
+type bridgeConfig struct {
+	session      session.Options
+	restart      supervisor.RestartPolicy
+	stopGrace    time.Duration
+	maxMessage   int
+	linger       time.Duration
+	extraEnv     map[string]string
+	useRestartOf bool
+}
+
+// newBridge serves one destination per name → fake server mode.
+func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *bridge {
+	t.Helper()
+	logs := &syncBuffer{}
+	log := hclog.New(&hclog.LoggerOptions{Name: "test", Level: hclog.Debug, Output: logs})
+	if cfg.restart.MaxRestarts == 0 && cfg.restart.Initial == 0 && !cfg.useRestartOf {
+		cfg.restart = supervisor.RestartPolicy{MaxRestarts: 3, Initial: 50 * time.Millisecond, StableAfter: time.Minute}
+	}
+	if cfg.stopGrace == 0 {
+		cfg.stopGrace = 500 * time.Millisecond
+	}
+	if cfg.session.RequestTimeout == 0 {
+		cfg.session.RequestTimeout = 10 * time.Second
+	}
+	cfg.session.Logger = log.Named("http")
+	b := &bridge{t: t, dispatchers: map[string]*dispatch.Dispatcher{}, logs: logs}
+	var ds []*dispatch.Dispatcher
+	for name, mode := range modes {
+		command, args, env := fakemcp.Command(mode)
+		for k, v := range cfg.extraEnv {
+			env[k] = v
+		}
+		dest := &supervisor.Destination{Name: name, Command: command, Args: args, Env: env}
+		d := dispatch.New(dispatch.Options{
+			Name:        name,
+			Launch:      supervisor.Launcher(dest, supervisor.Options{MaxMessage: cfg.maxMessage, StopGrace: cfg.stopGrace, WriteTimeout: 5 * time.Second, Logger: log.Named("supervisor")}),
+			NewBackOff:  cfg.restart.NewBackOff,
+			StableAfter: cfg.restart.StableAfter,
+			Linger:      cfg.linger,
+			StopTimeout: 3*cfg.stopGrace + time.Second,
+			Logger:      log.Named("dispatch"),
+		})
+		b.dispatchers[name] = d
+		ds = append(ds, d)
+	}
+	b.handler = session.NewHandler(ds, cfg.session)
+	b.srv = httptest.NewServer(b.handler)
+	t.Cleanup(b.close)
+	return b
+}
+
+func (b *bridge) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b.handler.Shutdown(ctx)
+	b.srv.Close()
+	for name, d := range b.dispatchers {
+		if err := d.Close(ctx); err != nil {
+			b.t.Errorf("destination %s did not stop: %v", name, err)
+		}
+	}
+	if b.t.Failed() {
+		b.t.Logf("bridge logs:\n%s", b.logs.String())
+	}
+}
+
+func (b *bridge) url(dest string) string { return b.srv.URL + "/" + dest + "/mcp" }
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	// mu guards buf.
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// client is a minimal Streamable HTTP client for one session.
+type client struct {
+	t    testing.TB
+	url  string
+	sid  string
+	http *http.Client
+}
+
+func newClient(t testing.TB, url string) *client {
+	return &client{t: t, url: url, http: &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// response is one HTTP answer.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends a request with the session header (when set) and extra headers.
+func (c *client) do(method, body string, headers ...string) response {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.url, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	if c.sid != "" {
+		req.Header.Set("Mcp-Session-Id", c.sid)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+		} else {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, c.url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("reading %s %s: %v", method, c.url, err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func (c *client) post(body string, headers ...string) response {
+	c.t.Helper()
+	return c.do(http.MethodPost, body, headers...)
+}
+
+const initBody = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"sampling":{}},"clientInfo":{"name":"test","version":"1"}}}`
+
+// initialize starts a session and sends notifications/initialized.
+func (c *client) initialize() json.RawMessage {
+	c.t.Helper()
+	r := c.post(initBody)
+	if r.status != http.StatusOK {
+		c.t.Fatalf("initialize: status %d: %s", r.status, r.body)
+	}
+	c.sid = r.header.Get("Mcp-Session-Id")
+	if c.sid == "" {
+		c.t.Fatalf("initialize: no Mcp-Session-Id header")
+	}
+	if r := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.status != http.StatusAccepted {
+		c.t.Fatalf("notifications/initialized: status %d: %s", r.status, r.body)
+	}
+	return r.body
+}
+
+// callTool calls a tool and returns the response; id is raw JSON.
+func (c *client) callTool(id, name string, args any) response {
+	c.t.Helper()
+	a, _ := json.Marshal(args)
+	return c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, a))
+}
+
+// rpc is a decoded JSON-RPC response.
+type rpc struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func decode(t testing.TB, b []byte) rpc {
+	t.Helper()
+	var r rpc
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("not JSON-RPC: %v: %s", err, b)
+	}
+	return r
+}
+
+// stats asks the fake child for its state.
+type childStats struct {
+	PID           int               `json:"pid"`
+	Inits         int               `json:"inits"`
+	Cancelled     []json.RawMessage `json:"cancelled"`
+	Subscribes    map[string]int    `json:"subscribes"`
+	Notifications []string          `json:"notifications"`
+	InitParams    json.RawMessage   `json:"init_params"`
+	Grandchildren []int             `json:"grandchildren"`
+}
+
+func (c *client) stats() childStats {
+	c.t.Helper()
+	r := c.callTool(`"stats"`, "stats", nil)
+	if r.status != http.StatusOK {
+		c.t.Fatalf("stats: %d %s", r.status, r.body)
+	}
+	var s childStats
+	if err := json.Unmarshal(decode(c.t, r.body).Result, &s); err != nil {
+		c.t.Fatalf("stats: %v: %s", err, r.body)
+	}
+	return s
+}
+
+// sseEvent is one server-sent event.
+type sseEvent struct {
+	id, event string
+	data      []byte
+}
+
+// stream is an open GET stream.
+type stream struct {
+	resp   *http.Response
+	events chan sseEvent
+	// comments counts ": keepalive" lines.
+	mu       sync.Mutex
+	comments int
+	cancel   context.CancelFunc
+}
+
+// openStream opens a GET SSE stream for the session.
+func (c *client) openStream() *stream {
+	c.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.sid)
+	resp, err := (&http.Client{}).Do(req)
+	if err != nil {
+		cancel()
+		c.t.Fatalf("GET: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		c.t.Fatalf("GET: status %d: %s", resp.StatusCode, b)
+	}
+	s := &stream{resp: resp, events: make(chan sseEvent, 1024), cancel: cancel}
+	go s.read()
+	c.t.Cleanup(s.close)
+	return s
+}
+
+func (s *stream) close() {
+	s.cancel()
+	s.resp.Body.Close()
+}
+
+func (s *stream) read() {
+	defer close(s.events)
+	br := bufio.NewReader(s.resp.Body)
+	var ev sseEvent
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "":
+			if ev.data != nil || ev.id != "" {
+				s.events <- ev
+			}
+			ev = sseEvent{}
+		case strings.HasPrefix(line, ":"):
+			s.mu.Lock()
+			s.comments++
+			s.mu.Unlock()
+		case strings.HasPrefix(line, "id: "):
+			ev.id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			ev.event = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			ev.data = append(ev.data, line[6:]...)
+		}
+	}
+}
+
+// next waits for the next event carrying a message with the given method.
+func (s *stream) next(t testing.TB, method string, within time.Duration) rpc {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				t.Fatalf("stream closed while waiting for %s", method)
+			}
+			m := decode(t, ev.data)
+			if m.Method == method {
+				return m
+			}
+		case <-deadline:
+			t.Fatalf("no %s on the stream within %s", method, within)
+		}
+	}
+}
+
+// none asserts that no message with method arrives within d.
+func (s *stream) none(t testing.TB, method string, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				return
+			}
+			if m := decode(t, ev.data); m.Method == method {
+				t.Fatalf("unexpected %s on the stream: %s", method, ev.data)
+			}
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
