@@ -6,48 +6,50 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Call forwards a client's request to the child and returns the child's
 // response with the client's id restored. initialize, ping and the
-// resources/(un)subscribe reference counts are answered by the bridge.
-func (d *Dispatcher) Call(ctx context.Context, s Session, m *Message) ([]byte, error) {
+// resources/(un)subscribe reference counts are answered by the bridge. The
+// call ends with ErrTimeout after timeout (a cancellation is sent to the
+// child) and with ErrCanceled when ctx ends or the session is detached.
+func (d *Dispatcher) Call(ctx context.Context, s Session, m *Message, timeout time.Duration) ([]byte, error) {
+	if m.Method == "ping" {
+		return appendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
+	}
+	p := getPending(timeout)
+	defer putPending(p)
 	switch m.Method {
 	case "initialize":
-		return d.initialize(ctx, m)
-	case "ping":
-		return appendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
+		return d.initialize(ctx, p.timer.C, m)
 	case "resources/subscribe":
-		return d.subscribe(ctx, s, m)
+		return d.subscribe(ctx, p, s, m)
 	case "resources/unsubscribe":
-		return d.unsubscribe(ctx, s, m)
+		return d.unsubscribe(ctx, p, s, m)
 	}
-	return d.forward(ctx, s, m)
+	return d.forward(ctx, p, s, m)
 }
 
 // forward sends m to the child under a fresh upstream id and waits.
-func (d *Dispatcher) forward(ctx context.Context, s Session, m *Message) ([]byte, error) {
-	c, err := d.running(ctx, false)
+func (d *Dispatcher) forward(ctx context.Context, p *pending, s Session, m *Message) ([]byte, error) {
+	c, err := d.running(ctx, p.timer.C, false)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := d.roundTrip(ctx, c, s, m.ID, m.Method, m.Params)
-	if err != nil {
-		return nil, err
-	}
-	return appendResponse(make([]byte, 0, len(resp.Result)+len(resp.Error)+len(m.ID)+40), m.ID, resp.Result, resp.Error), nil
+	return d.roundTrip(ctx, p, c, s, m.ID, m.Method, m.Params)
 }
 
 // initialize answers a session's initialize from the cached handshake,
 // starting the child (or retrying a failed one) when needed.
-func (d *Dispatcher) initialize(ctx context.Context, m *Message) ([]byte, error) {
+func (d *Dispatcher) initialize(ctx context.Context, timeout <-chan time.Time, m *Message) ([]byte, error) {
 	d.mu.Lock()
 	if d.initParams == nil || d.state == stateIdle || d.state == stateFailed {
 		// The newest client's parameters are used for the next handshake.
 		d.initParams = normalizeParams(m.Params)
 	}
 	d.mu.Unlock()
-	if _, err := d.running(ctx, true); err != nil {
+	if _, err := d.running(ctx, timeout, true); err != nil {
 		return nil, err
 	}
 	d.mu.RLock()
@@ -63,24 +65,31 @@ func normalizeParams(p json.RawMessage) json.RawMessage {
 	return append(json.RawMessage(nil), p...)
 }
 
-// roundTrip registers a pending call, writes it and waits for the answer, the
-// child's exit or ctx. s is nil for the bridge's own calls.
-func (d *Dispatcher) roundTrip(ctx context.Context, c *child, s Session, clientID json.RawMessage, method string, params json.RawMessage) (*Message, error) {
+// roundTrip registers p as a pending call, writes the request and waits for
+// the answer, the child's exit, p's timer or ctx. It returns the response with
+// clientID. s is nil for the bridge's own calls, whose clientID is the
+// upstream id. On return p is out of the pending map and its channel empty.
+func (d *Dispatcher) roundTrip(ctx context.Context, p *pending, c *child, s Session, clientID json.RawMessage, method string, params json.RawMessage) ([]byte, error) {
 	up := d.seq.Add(1)
-	var idBuf [20]byte
-	upID := strconv.AppendUint(idBuf[:0], up, 10)
-	p := &pending{sess: s, clientID: clientID, reply: make(chan reply, 1)}
+	upID := strconv.AppendUint(p.idBuf[:0], up, 10)
+	if clientID == nil {
+		clientID = upID
+	}
+	p.sess, p.clientID = s, clientID
 	if s != nil && bytes.Contains(params, []byte(`"progressToken"`)) {
 		params, p.clientToken = rewriteProgressToken(params, upID)
 	}
-	msg := appendRequest(make([]byte, 0, len(params)+len(method)+64), upID, method, params)
+	p.out = appendRequest(p.out[:0], upID, method, params)
 
 	// Register before writing: the answer may come before Write returns.
 	d.pmu.Lock()
 	d.pending[up] = p
 	d.pmu.Unlock()
-	if err := c.conn.WriteMessage(msg); err != nil {
-		d.takePending(up)
+	if err := c.conn.WriteMessage(p.out); err != nil {
+		if d.takePending(up) == nil {
+			r := <-p.reply // taken by a reply or a cancel just now
+			return r.msg, r.err
+		}
 		return nil, fmt.Errorf("%w: destination %q: %v", ErrChildExited, d.opts.Name, err)
 	}
 	select {
@@ -88,23 +97,26 @@ func (d *Dispatcher) roundTrip(ctx context.Context, c *child, s Session, clientI
 		return r.msg, r.err
 	case <-c.done:
 		if d.takePending(up) == nil {
-			r := <-p.reply // answered or failed just now
-			return r.msg, r.err
-		}
-		return nil, fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, exitStatus(c.conn))
-	case <-ctx.Done():
-		if d.takePending(up) == nil {
 			r := <-p.reply
 			return r.msg, r.err
 		}
-		err := ctxErr(ctx)
-		reason := "the client cancelled the request"
-		if err == ErrTimeout {
-			reason = "the bridge's request timeout expired"
-		}
-		d.sendCancel(c, upID, reason)
-		return nil, err
+		return nil, fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, exitStatus(c.conn))
+	case <-p.timer.C:
+		return d.abandon(c, p, up, upID, ErrTimeout, "the bridge's request timeout expired")
+	case <-ctx.Done():
+		return d.abandon(c, p, up, upID, ctxErr(ctx), "the client cancelled the request")
 	}
+}
+
+// abandon gives up on a pending call and tells the child, unless the answer
+// has just arrived.
+func (d *Dispatcher) abandon(c *child, p *pending, up uint64, upID []byte, err error, reason string) ([]byte, error) {
+	if d.takePending(up) == nil {
+		r := <-p.reply
+		return r.msg, r.err
+	}
+	d.sendCancel(c, upID, reason)
+	return nil, err
 }
 
 // takePending removes and returns pending call up, or nil when another path
@@ -195,8 +207,7 @@ func (d *Dispatcher) clientCancel(s Session, m *Message) error {
 	if p == nil {
 		return nil
 	}
-	errObj := json.RawMessage(`{"code":-32800,"message":"request cancelled by the client"}`)
-	p.reply <- reply{msg: &Message{ID: p.clientID, Error: errObj}}
+	p.reply <- reply{msg: ErrorResponse(p.clientID, -32800, "request cancelled by the client")}
 	d.mu.RLock()
 	c := d.cur
 	d.mu.RUnlock()

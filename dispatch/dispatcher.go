@@ -89,17 +89,50 @@ type lifetime struct {
 	done     chan struct{}
 }
 
-// pending is a call forwarded to the child and not yet answered.
+// pending is a call forwarded to the child and not yet answered. Pendings are
+// pooled with their channel, timer and buffers: a call allocates only its
+// response.
 type pending struct {
 	sess     Session // nil for the bridge's own calls
 	clientID json.RawMessage
+	// clientID aliases the caller's request, which stays alive while the
+	// caller waits; for the bridge's own calls it is the upstream id.
 	// clientToken is the client's progress token; nil when none was given.
 	clientToken json.RawMessage
-	reply       chan reply // buffer of one
+	reply       chan reply // buffer of one; empty when pooled
+	timer       *time.Timer
+	idBuf       [20]byte
+	out         []byte // the request as written to the child
 }
 
+var pendingPool = sync.Pool{New: func() any { return &pending{reply: make(chan reply, 1)} }}
+
+// getPending returns a pending whose timer fires after timeout.
+func getPending(timeout time.Duration) *pending {
+	p := pendingPool.Get().(*pending)
+	if p.timer == nil {
+		p.timer = time.NewTimer(timeout)
+	} else {
+		p.timer.Reset(timeout)
+	}
+	return p
+}
+
+// putPending recycles p. p must be out of the pending map with its reply
+// channel drained.
+func putPending(p *pending) {
+	p.timer.Stop()
+	p.sess, p.clientID, p.clientToken = nil, nil, nil
+	if cap(p.out) > 64<<10 {
+		p.out = nil
+	}
+	pendingPool.Put(p)
+}
+
+// reply ends a pending call: the response to write to the client (with the
+// client's id restored), or an error.
 type reply struct {
-	msg *Message
+	msg []byte
 	err error
 }
 
@@ -188,7 +221,7 @@ func (d *Dispatcher) Status() Status {
 
 // running returns the running child, starting it when it is idle (or, with
 // mayRestartFailed, failed) and waiting while it starts or restarts.
-func (d *Dispatcher) running(ctx context.Context, mayRestartFailed bool) (*child, error) {
+func (d *Dispatcher) running(ctx context.Context, timeout <-chan time.Time, mayRestartFailed bool) (*child, error) {
 	first := true
 	for {
 		d.mu.Lock()
@@ -220,6 +253,8 @@ func (d *Dispatcher) running(ctx context.Context, mayRestartFailed bool) (*child
 		first = false
 		select {
 		case <-ready:
+		case <-timeout:
+			return nil, ErrTimeout
 		case <-ctx.Done():
 			return nil, ctxErr(ctx)
 		}
@@ -341,7 +376,13 @@ func (d *Dispatcher) handshake(ctx context.Context, c *child) error {
 	d.mu.RLock()
 	params := d.initParams
 	d.mu.RUnlock()
-	m, err := d.roundTrip(ctx, c, nil, nil, "initialize", params)
+	p := getPending(d.opts.HandshakeTimeout)
+	defer putPending(p)
+	msg, err := d.roundTrip(ctx, p, c, nil, nil, "initialize", params)
+	var m *Message
+	if err == nil {
+		m, err = Parse(msg)
+	}
 	if err != nil {
 		if errors.Is(err, ErrChildExited) {
 			return fmt.Errorf("the child exited during initialize (%s)", exitStatus(c.conn))

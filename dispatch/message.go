@@ -9,7 +9,8 @@ import (
 )
 
 // Message is one JSON-RPC 2.0 message with its members kept as raw JSON, so
-// ids, params and results travel byte for byte.
+// ids, params and results travel byte for byte. Messages from Parse alias the
+// bytes they were parsed from.
 type Message struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id,omitempty"`
@@ -33,8 +34,9 @@ const (
 // ErrBatch is returned by Parse for a JSON array.
 var ErrBatch = errors.New("JSON-RPC batching is not supported; send one message per request")
 
-// Parse decodes one JSON-RPC message. A line that is not a JSON object is an
-// error; a JSON array yields ErrBatch.
+// Parse decodes one JSON-RPC message into a new Message whose members alias
+// b. A line that is not a JSON object is an error; a JSON array yields
+// ErrBatch.
 func Parse(b []byte) (*Message, error) {
 	m := new(Message)
 	if err := ParseInto(b, m); err != nil {
@@ -43,24 +45,164 @@ func Parse(b []byte) (*Message, error) {
 	return m, nil
 }
 
-// ParseInto is Parse into a caller-owned Message.
+// ParseInto is Parse into a caller-owned Message. It does not copy: ID,
+// Params, Result and Error are slices of b, valid as long as b is.
 func ParseInto(b []byte, m *Message) error {
-	if i := firstNonSpace(b); i >= 0 && b[i] == '[' {
+	*m = Message{}
+	i := skipSpace(b, 0)
+	if i < len(b) && b[i] == '[' {
 		return ErrBatch
 	}
-	*m = Message{}
-	return json.Unmarshal(b, m)
+	if !json.Valid(b) {
+		// Let encoding/json describe the syntax error.
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		return errors.New("invalid JSON")
+	}
+	if i >= len(b) || b[i] != '{' {
+		return errors.New("a JSON-RPC message must be a JSON object")
+	}
+	// b is valid JSON: walk the top-level members only.
+	i++
+	for {
+		i = skipSpace(b, i)
+		if b[i] == '}' {
+			return nil
+		}
+		if b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+		kEnd := skipString(b, i)
+		key := b[i+1 : kEnd-1]
+		i = skipSpace(b, kEnd)
+		i = skipSpace(b, i+1) // the colon
+		vStart := i
+		i = skipValue(b, i)
+		val := b[vStart:i]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var k string
+			_ = json.Unmarshal(b[kEnd-len(key)-2:kEnd], &k)
+			key = []byte(k)
+		}
+		switch string(key) {
+		case "jsonrpc":
+			m.JSONRPC = internString(val)
+		case "id":
+			m.ID = val
+		case "method":
+			if val[0] != '"' {
+				return errors.New(`"method" must be a string`)
+			}
+			m.Method = internString(val)
+		case "params":
+			m.Params = val
+		case "result":
+			m.Result = val
+		case "error":
+			m.Error = val
+		}
+	}
 }
 
-func firstNonSpace(b []byte) int {
-	for i, c := range b {
-		switch c {
+// internString decodes a JSON string value, without allocating for the
+// common method names.
+func internString(val []byte) string {
+	if len(val) < 2 || val[0] != '"' {
+		return ""
+	}
+	raw := val[1 : len(val)-1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		var s string
+		_ = json.Unmarshal(val, &s)
+		return s
+	}
+	switch string(raw) {
+	case "2.0":
+		return "2.0"
+	case "tools/call":
+		return "tools/call"
+	case "tools/list":
+		return "tools/list"
+	case "initialize":
+		return "initialize"
+	case "ping":
+		return "ping"
+	case "notifications/initialized":
+		return "notifications/initialized"
+	case "notifications/progress":
+		return "notifications/progress"
+	case "notifications/cancelled":
+		return "notifications/cancelled"
+	case "resources/read":
+		return "resources/read"
+	case "resources/list":
+		return "resources/list"
+	case "prompts/get":
+		return "prompts/get"
+	case "prompts/list":
+		return "prompts/list"
+	}
+	return string(raw)
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
 		case ' ', '\t', '\r', '\n':
+			i++
 		default:
 			return i
 		}
 	}
-	return -1
+	return i
+}
+
+// skipString returns the index after the JSON string starting at b[i]. b must
+// be valid JSON.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipValue returns the index after the JSON value starting at b[i]. b must
+// be valid JSON.
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+	}
+	return i
 }
 
 // HasID reports whether the message carries a non-null id.

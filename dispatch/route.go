@@ -76,8 +76,8 @@ func (d *Dispatcher) routeResponse(m *Message) {
 		d.log.Debug("response for no pending call; dropped", "destination", d.opts.Name, "id", string(m.ID))
 		return
 	}
-	resp := &Message{Result: m.Result, Error: m.Error}
-	p.reply <- reply{msg: resp}
+	// The line is reused by the next read: build the client's response now.
+	p.reply <- reply{msg: appendResponse(make([]byte, 0, len(m.Result)+len(m.Error)+len(p.clientID)+40), p.clientID, m.Result, m.Error)}
 }
 
 // routeNotification sends a child's notification to the sessions it concerns.

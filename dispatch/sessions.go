@@ -94,10 +94,10 @@ func (d *Dispatcher) stopIfUnused(gen int) {
 
 // subscribe forwards the first subscription to a uri and answers the others
 // itself, so one session's unsubscribe cannot cancel another's.
-func (d *Dispatcher) subscribe(ctx context.Context, s Session, m *Message) ([]byte, error) {
+func (d *Dispatcher) subscribe(ctx context.Context, p *pending, s Session, m *Message) ([]byte, error) {
 	uri, ok := paramURI(m)
 	if !ok {
-		return d.forward(ctx, s, m)
+		return d.forward(ctx, p, s, m)
 	}
 	d.mu.Lock()
 	set := d.subs[uri]
@@ -111,7 +111,7 @@ func (d *Dispatcher) subscribe(ctx context.Context, s Session, m *Message) ([]by
 	if !first {
 		return appendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
 	}
-	resp, err := d.forward(ctx, s, m)
+	resp, err := d.forward(ctx, p, s, m)
 	if failed(resp, err) {
 		d.mu.Lock()
 		if set := d.subs[uri]; set != nil {
@@ -126,10 +126,10 @@ func (d *Dispatcher) subscribe(ctx context.Context, s Session, m *Message) ([]by
 }
 
 // unsubscribe forwards only when the last subscriber of a uri leaves.
-func (d *Dispatcher) unsubscribe(ctx context.Context, s Session, m *Message) ([]byte, error) {
+func (d *Dispatcher) unsubscribe(ctx context.Context, p *pending, s Session, m *Message) ([]byte, error) {
 	uri, ok := paramURI(m)
 	if !ok {
-		return d.forward(ctx, s, m)
+		return d.forward(ctx, p, s, m)
 	}
 	d.mu.Lock()
 	set := d.subs[uri]
@@ -143,7 +143,7 @@ func (d *Dispatcher) unsubscribe(ctx context.Context, s Session, m *Message) ([]
 	if !last {
 		return appendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
 	}
-	return d.forward(ctx, s, m)
+	return d.forward(ctx, p, s, m)
 }
 
 func paramURI(m *Message) (string, bool) {

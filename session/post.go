@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,15 +28,8 @@ var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // servePost handles one POSTed JSON-RPC message.
 func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := postLog{status: http.StatusOK}
-	defer ep.logPost(&rec, start)
-
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			rec.status = writeError(w, http.StatusUnsupportedMediaType, codeServer, fmt.Sprintf("Content-Type %q is not supported: POST a JSON-RPC message as application/json", ct))
-			return
-		}
-	}
+	// The parsed message aliases buf: it goes back to the pool last, after
+	// the access log has been written.
 	buf := bodyPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer func() {
@@ -45,6 +37,15 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 			bodyPool.Put(buf)
 		}
 	}()
+	rec := postLog{status: http.StatusOK}
+	defer ep.logPost(&rec, start)
+
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			rec.status = writeError(w, http.StatusUnsupportedMediaType, codeServer, fmt.Sprintf("Content-Type %q is not supported: POST a JSON-RPC message as application/json", ct))
+			return
+		}
+	}
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, ep.opts.MaxBodyBytes)); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -115,11 +116,7 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ctx, cancel := context.WithTimeout(r.Context(), ep.opts.RequestTimeout)
-	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
-	defer stop()
-	resp, err := ep.d.Call(ctx, s, &m)
+	resp, err := ep.d.Call(r.Context(), s, &m, ep.opts.RequestTimeout)
 	ep.writeResult(w, resp, err, &rec)
 }
 
@@ -138,9 +135,7 @@ func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *dispat
 	rec.session = s.id
 	ep.d.Attach(s)
 	s.inflight.Add(1)
-	ctx, cancel := context.WithTimeout(r.Context(), ep.opts.RequestTimeout)
-	resp, err := ep.d.Call(ctx, s, m)
-	cancel()
+	resp, err := ep.d.Call(r.Context(), s, m, ep.opts.RequestTimeout)
 	s.inflight.Add(-1)
 	s.touch()
 	if err != nil {

@@ -64,10 +64,15 @@ type Process struct {
 	// goroutine calling ReadMessage.
 	stdout *os.File
 
-	// writeMu guards stdin and wbuf: one message is written at a time.
+	stdin *os.File
+	// writeMu guards queue, spare, writing and werr. Writers append to queue;
+	// the one that finds no write in progress writes everything queued, so
+	// concurrent calls share one write(2).
 	writeMu sync.Mutex
-	stdin   *os.File
-	wbuf    []byte
+	queue   []byte
+	spare   []byte
+	writing bool
+	werr    error
 
 	exited    chan struct{}
 	status    string // set before exited is closed
@@ -193,18 +198,50 @@ func (p *Process) ReadMessage() ([]byte, error) {
 	return p.lines.next()
 }
 
-// WriteMessage implements dispatch.Conn.
+// WriteMessage implements dispatch.Conn. The message is queued; when no
+// write is in progress this call writes the queue (its own message and any
+// that arrive meanwhile) itself. A write that the child does not take within
+// WriteTimeout fails, and so does every later one.
 func (p *Process) WriteMessage(msg []byte) error {
 	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
-	p.wbuf = append(append(p.wbuf[:0], msg...), '\n')
-	if cap(p.wbuf) > keepBuf {
-		defer func() { p.wbuf = nil }()
+	if p.werr != nil {
+		err := p.werr
+		p.writeMu.Unlock()
+		return err
 	}
+	p.queue = append(append(p.queue, msg...), '\n')
+	if p.writing {
+		p.writeMu.Unlock()
+		return nil
+	}
+	p.writing = true
+	var err error
+	for len(p.queue) > 0 && err == nil {
+		buf := p.queue
+		p.queue = p.spare[:0]
+		p.writeMu.Unlock()
+		err = p.write(buf)
+		p.writeMu.Lock()
+		if cap(buf) <= keepBuf {
+			p.spare = buf[:0]
+		} else {
+			p.spare = nil
+		}
+	}
+	if err != nil {
+		p.werr = err
+		p.queue = nil
+	}
+	p.writing = false
+	p.writeMu.Unlock()
+	return err
+}
+
+func (p *Process) write(buf []byte) error {
 	if err := p.stdin.SetWriteDeadline(time.Now().Add(p.opts.WriteTimeout)); err != nil {
 		return fmt.Errorf("destination %q: child stdin is closed: %w", p.dest.Name, err)
 	}
-	if _, err := p.stdin.Write(p.wbuf); err != nil {
+	if _, err := p.stdin.Write(buf); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return fmt.Errorf("destination %q: child did not read its stdin for %s", p.dest.Name, p.opts.WriteTimeout)
 		}

@@ -55,7 +55,11 @@ type bridgeConfig struct {
 func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *bridge {
 	t.Helper()
 	logs := &syncBuffer{}
-	log := hclog.New(&hclog.LoggerOptions{Name: "test", Level: hclog.Debug, Output: logs})
+	level := hclog.Debug
+	if os.Getenv("STELAE_TEST_QUIET") != "" {
+		level = hclog.Warn
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "test", Level: level, Output: logs})
 	if cfg.restart.MaxRestarts == 0 && cfg.restart.Initial == 0 && !cfg.useRestartOf {
 		cfg.restart = supervisor.RestartPolicy{MaxRestarts: 3, Initial: 50 * time.Millisecond, StableAfter: time.Minute}
 	}
@@ -382,3 +386,5 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

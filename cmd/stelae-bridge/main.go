@@ -87,9 +87,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// No WriteTimeout: it would cut SSE streams; writes carry their own deadlines.
 		ErrorLog: log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
 	}
-	log.Info("listening", "address", "http://"+ln.Addr().String(), "destinations", cfg.Names)
+	// The addresses go to stdout whatever the log level: they are what the
+	// user needs to configure a client.
+	fmt.Fprintf(stdout, "stelae-bridge %s listening on http://%s\n", version, ln.Addr())
 	for _, name := range cfg.Names {
-		log.Info("destination", "name", name, "url", "http://"+ln.Addr().String()+"/"+name+"/mcp")
+		fmt.Fprintf(stdout, "  %s: http://%s/%s/mcp\n", name, ln.Addr(), name)
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -1,0 +1,89 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+)
+
+// memConn is an in-memory echo child for measuring the dispatcher alone: each
+// request is answered with an empty result carrying its id.
+type memConn struct {
+	lines  chan []byte
+	exited chan struct{}
+}
+
+func newMemConn() *memConn {
+	return &memConn{lines: make(chan []byte, 1024), exited: make(chan struct{})}
+}
+
+func (c *memConn) ReadMessage() ([]byte, error) {
+	select {
+	case l := <-c.lines:
+		return l, nil
+	case <-c.exited:
+		return nil, context.Canceled
+	}
+}
+
+func (c *memConn) WriteMessage(msg []byte) error {
+	i := bytes.Index(msg, []byte(`"id":`))
+	if i < 0 {
+		return nil
+	}
+	j := i + 5 + bytes.IndexByte(msg[i+5:], ',')
+	var out []byte
+	if bytes.Contains(msg, []byte(`"initialize"`)) {
+		out = append(append([]byte(`{"jsonrpc":"2.0","id":`), msg[i+5:j]...), `,"result":{"protocolVersion":"2025-06-18"}}`...)
+	} else {
+		out = append(append([]byte(`{"jsonrpc":"2.0","id":`), msg[i+5:j]...), `,"result":{}}`...)
+	}
+	c.lines <- out
+	return nil
+}
+
+func (c *memConn) Stop(context.Context) error {
+	select {
+	case <-c.exited:
+	default:
+		close(c.exited)
+	}
+	return nil
+}
+func (c *memConn) Exited() <-chan struct{} { return c.exited }
+func (c *memConn) ExitStatus() string      { return "" }
+func (c *memConn) PID() int                { return 1 }
+
+type nopSession struct{}
+
+func (nopSession) SessionID() string   { return "bench" }
+func (nopSession) Deliver([]byte) bool { return true }
+func (nopSession) End(error)           {}
+
+// BenchmarkCall measures one forwarded call through the dispatcher: id
+// rewriting, pending registration, routing of the answer and restoring the
+// client's id. The memConn's own allocations (one line per answer) are
+// included.
+func BenchmarkCall(b *testing.B) {
+	d := New(Options{Name: "bench", Launch: func(context.Context) (Conn, error) { return newMemConn(), nil }})
+	defer d.Close(context.Background())
+	ctx := context.Background()
+	init, _ := Parse([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`))
+	if _, err := d.Call(ctx, nopSession{}, init, time.Second); err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"jsonrpc":"2.0","id":"client-7","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var m Message
+	for i := 0; i < b.N; i++ {
+		if err := ParseInto(body, &m); err != nil {
+			b.Fatal(err)
+		}
+		resp, err := d.Call(ctx, nopSession{}, &m, time.Minute)
+		if err != nil || !bytes.HasPrefix(resp, []byte(`{"jsonrpc":"2.0","id":"client-7","result":{}}`)) {
+			b.Fatalf("%s %v", resp, err)
+		}
+	}
+}

@@ -1,0 +1,540 @@
+package dispatch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestParseKind(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want Kind
+	}{
+		{"request number id", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, KindRequest},
+		{"request string id", `{"jsonrpc":"2.0","id":"abc","method":"tools/list","params":{}}`, KindRequest},
+		{"request negative id", `{"jsonrpc":"2.0","id":-1,"method":"x"}`, KindRequest},
+		{"request zero id", `{"jsonrpc":"2.0","id":0,"method":"x"}`, KindRequest},
+		{"request empty string id", `{"jsonrpc":"2.0","id":"","method":"x"}`, KindRequest},
+		{"request with whitespace", " \r\n\t{ \"id\" : 5 , \"method\" : \"x\" }\n", KindRequest},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, KindNotification},
+		{"notification with params", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1}}`, KindNotification},
+		{"response result", `{"jsonrpc":"2.0","id":1,"result":{}}`, KindResponse},
+		{"response null result", `{"jsonrpc":"2.0","id":1,"result":null}`, KindResponse},
+		{"response error", `{"jsonrpc":"2.0","id":"a","error":{"code":-32601,"message":"nope"}}`, KindResponse},
+		{"error response with null id", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`, KindResponse},
+		{"request with null id", `{"jsonrpc":"2.0","id":null,"method":"x"}`, KindInvalid},
+		{"request with bool id", `{"jsonrpc":"2.0","id":true,"method":"x"}`, KindInvalid},
+		{"request with false id", `{"jsonrpc":"2.0","id":false,"method":"x"}`, KindInvalid},
+		{"request with object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"x"}`, KindInvalid},
+		{"request with array id", `{"jsonrpc":"2.0","id":[1],"method":"x"}`, KindInvalid},
+		{"response with bool id", `{"jsonrpc":"2.0","id":true,"result":{}}`, KindInvalid},
+		{"response with object id", `{"jsonrpc":"2.0","id":{},"result":{}}`, KindInvalid},
+		{"response without result or error", `{"jsonrpc":"2.0","id":1}`, KindInvalid},
+		{"result without id", `{"jsonrpc":"2.0","result":{}}`, KindInvalid},
+		{"empty object", `{}`, KindInvalid},
+		{"empty method with id", `{"jsonrpc":"2.0","id":1,"method":""}`, KindInvalid},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Parse([]byte(tc.in))
+			if err != nil {
+				t.Fatalf("Parse(%s): %v", tc.in, err)
+			}
+			if got := m.Kind(); got != tc.want {
+				t.Errorf("Kind(%s) = %d; want %d", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseNonObject(t *testing.T) {
+	// A JSON value that is not an object is either a parse error or an
+	// invalid message, never a request, notification or response.
+	for _, in := range []string{`null`, `true`, `"x"`, `1`} {
+		m, err := Parse([]byte(in))
+		if err == nil && m.Kind() != KindInvalid {
+			t.Errorf("Parse(%s) = kind %d; want an error or KindInvalid", in, m.Kind())
+		}
+	}
+}
+
+func TestParseKeepsRawMembers(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":12345678901234567890123,"method":"tools/call","params":{"name":"x","arguments":{"n":1.50}}}`
+	m, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.ID) != "12345678901234567890123" {
+		t.Errorf("ID = %s; want every digit kept", m.ID)
+	}
+	if string(m.Params) != `{"name":"x","arguments":{"n":1.50}}` {
+		t.Errorf("Params = %s; want the bytes kept", m.Params)
+	}
+	if m.Method != "tools/call" || m.JSONRPC != "2.0" {
+		t.Errorf("Method/JSONRPC = %q/%q", m.Method, m.JSONRPC)
+	}
+	if !m.HasID() {
+		t.Error("HasID = false")
+	}
+	m, err = Parse([]byte(`{"jsonrpc":"2.0","id":"\u0041b","result":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.ID) != `"\u0041b"` {
+		t.Errorf("string ID = %s; want the escape kept byte for byte", m.ID)
+	}
+}
+
+func TestHasID(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"method":"x"}`:           false,
+		`{"method":"x","id":null}`: false,
+		`{"method":"x","id":0}`:    true,
+		`{"method":"x","id":""}`:   true,
+	} {
+		m, err := Parse([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.HasID(); got != want {
+			t.Errorf("HasID(%s) = %v; want %v", in, got, want)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, in := range []string{`[{"jsonrpc":"2.0","id":1,"method":"x"}]`, `[]`, "  \n\t[1]"} {
+		if _, err := Parse([]byte(in)); !errors.Is(err, ErrBatch) {
+			t.Errorf("Parse(%q) = %v; want ErrBatch", in, err)
+		}
+	}
+	if !strings.Contains(ErrBatch.Error(), "batch") {
+		t.Errorf("ErrBatch = %q; want it to say batching is not supported", ErrBatch)
+	}
+	for _, in := range []string{``, `   `, `not json`, `{"id":1,`, `{"method":1}`, `{"id":1,"method":"x"} trailing`} {
+		m, err := Parse([]byte(in))
+		if err == nil {
+			t.Errorf("Parse(%q) succeeded: %+v", in, m)
+		}
+		if errors.Is(err, ErrBatch) {
+			t.Errorf("Parse(%q) = ErrBatch", in)
+		}
+	}
+}
+
+func TestParseIntoResets(t *testing.T) {
+	var m Message
+	if err := ParseInto([]byte(`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":1}}`), &m); err != nil {
+		t.Fatal(err)
+	}
+	if err := ParseInto([]byte(`{"jsonrpc":"2.0","method":"y"}`), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != nil || m.Params != nil || m.Method != "y" {
+		t.Errorf("ParseInto kept members of the previous message: %+v", m)
+	}
+	if m.Kind() != KindNotification {
+		t.Errorf("Kind = %d; want notification", m.Kind())
+	}
+}
+
+// mustValidJSON fails unless b is valid JSON.
+func mustValidJSON(t *testing.T, b []byte) {
+	t.Helper()
+	if !json.Valid(b) {
+		t.Fatalf("not valid JSON: %s", b)
+	}
+}
+
+func TestAppendResponse(t *testing.T) {
+	tests := []struct {
+		name        string
+		id          string
+		result, err string
+		want        string
+	}{
+		{"result", `1`, `{"tools":[]}`, ``, `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`},
+		{"string id", `"a-b"`, `{}`, ``, `{"jsonrpc":"2.0","id":"a-b","result":{}}`},
+		{"big id", `12345678901234567890123`, `1`, ``, `{"jsonrpc":"2.0","id":12345678901234567890123,"result":1}`},
+		{"error wins", `2`, `{}`, `{"code":-1,"message":"m"}`, `{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"m"}}`},
+		{"error only", `2`, ``, `{"code":-1,"message":"m"}`, `{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"m"}}`},
+		{"empty result is null", `3`, ``, ``, `{"jsonrpc":"2.0","id":3,"result":null}`},
+		{"null id", `null`, ``, `{"code":-32700,"message":"x"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var result, rpcErr json.RawMessage
+			if tc.result != "" {
+				result = json.RawMessage(tc.result)
+			}
+			if tc.err != "" {
+				rpcErr = json.RawMessage(tc.err)
+			}
+			got := appendResponse(nil, json.RawMessage(tc.id), result, rpcErr)
+			if string(got) != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+			mustValidJSON(t, got)
+			m, err := Parse(got)
+			if err != nil || m.Kind() != KindResponse {
+				t.Errorf("re-parse: %v, kind %v", err, m)
+			}
+		})
+	}
+	// Appends to dst.
+	got := appendResponse([]byte("prefix:"), json.RawMessage(`1`), json.RawMessage(`{}`), nil)
+	if string(got) != `prefix:{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Errorf("append to dst: %s", got)
+	}
+}
+
+func TestAppendRequest(t *testing.T) {
+	tests := []struct {
+		name   string
+		id     []byte
+		method string
+		params string
+		want   string
+	}{
+		{"request", []byte(`7`), "tools/list", `{}`, `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`},
+		{"no params", []byte(`7`), "ping", ``, `{"jsonrpc":"2.0","id":7,"method":"ping"}`},
+		{"notification", nil, "notifications/cancelled", `{"requestId":3}`, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`},
+		{"notification without params", nil, "notifications/initialized", ``, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
+		{"string id", []byte(`"x"`), "a", `[1,2]`, `{"jsonrpc":"2.0","id":"x","method":"a","params":[1,2]}`},
+		{"method needing escapes", []byte(`1`), "a\"b\\c\n", ``, `{"jsonrpc":"2.0","id":1,"method":"a\"b\\c\n"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var params json.RawMessage
+			if tc.params != "" {
+				params = json.RawMessage(tc.params)
+			}
+			got := appendRequest(nil, tc.id, tc.method, params)
+			if string(got) != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+			mustValidJSON(t, got)
+			m, err := Parse(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Method != tc.method {
+				t.Errorf("method round trip: %q; want %q", m.Method, tc.method)
+			}
+			wantKind := KindRequest
+			if tc.id == nil {
+				wantKind = KindNotification
+			}
+			if m.Kind() != wantKind {
+				t.Errorf("Kind = %d; want %d", m.Kind(), wantKind)
+			}
+		})
+	}
+}
+
+func TestAppendString(t *testing.T) {
+	tests := []string{
+		"",
+		"plain ascii",
+		"tools/call",
+		`quote " here`,
+		`back\slash`,
+		"new\nline",
+		"tab\there",
+		"\x00\x01\x1f",
+		"\x7f del",
+		"héllo wörld",
+		"日本語",
+		"emoji 🎉",
+		"line sep \u2028 para sep \u2029",
+		"\xff\xfe invalid utf-8",
+		"mixed \"q\" and é\n",
+	}
+	for _, s := range tests {
+		got := appendString(nil, s)
+		mustValidJSON(t, got)
+		want, _ := json.Marshal(s)
+		// json.Marshal escapes <, > and & for HTML; appendString need not.
+		// Everything else must match byte for byte.
+		if !strings.ContainsAny(s, "<>&") && !bytes.Equal(got, want) {
+			t.Errorf("appendString(%q) = %s; json.Marshal gives %s", s, got, want)
+		}
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Errorf("appendString(%q) = %s does not decode: %v", s, got, err)
+			continue
+		}
+		if utf8.ValidString(s) && back != s {
+			t.Errorf("appendString(%q) decodes to %q", s, back)
+		}
+	}
+	// HTML characters: valid JSON that decodes to the same string.
+	for _, s := range []string{"<a href='x'>&amp;</a>", "a<b", "é<"} {
+		got := appendString([]byte("x"), s)
+		if got[0] != 'x' {
+			t.Errorf("appendString did not append to dst")
+		}
+		var back string
+		if err := json.Unmarshal(got[1:], &back); err != nil || back != s {
+			t.Errorf("appendString(%q) = %s → %q, %v", s, got[1:], back, err)
+		}
+	}
+}
+
+func TestParseUint(t *testing.T) {
+	tests := []struct {
+		in string
+		n  uint64
+		ok bool
+	}{
+		{"0", 0, true},
+		{"1", 1, true},
+		{"42", 42, true},
+		{"18446744073709551615"[:19], 1844674407370955161, true},
+		{"9999999999999999999", 9999999999999999999, true},
+		{"18446744073709551615", 0, false}, // 20 digits: longer than any minted id
+		{"", 0, false},
+		{"-1", 0, false},
+		{"+1", 0, false},
+		{"1.5", 0, false},
+		{"1e3", 0, false},
+		{`"1"`, 0, false},
+		{" 1", 0, false},
+		{"12a", 0, false},
+		{"null", 0, false},
+	}
+	for _, tc := range tests {
+		n, ok := parseUint([]byte(tc.in))
+		if n != tc.n || ok != tc.ok {
+			t.Errorf("parseUint(%q) = %d, %v; want %d, %v", tc.in, n, ok, tc.n, tc.ok)
+		}
+	}
+}
+
+func TestIDFromPrefix(t *testing.T) {
+	tests := []struct {
+		name   string
+		prefix string
+		n      uint64
+		ok     bool
+	}{
+		{"response", `{"jsonrpc":"2.0","id":42,"result":`, 42, true},
+		{"spaces around colon", `{"jsonrpc":"2.0","id" : 7,"result":{"x":`, 7, true},
+		{"tabs", "{\"id\"\t:\t9,", 9, true},
+		{"id first", `{"id":123456,"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"aaaa`, 123456, true},
+		{"id cut at the end", `{"jsonrpc":"2.0","id":42`, 42, true},
+		{"string id", `{"jsonrpc":"2.0","id":"42","result":`, 0, false},
+		{"string id with spaces", `{"jsonrpc":"2.0","id" : "abc","result":`, 0, false},
+		{"negative id", `{"jsonrpc":"2.0","id":-3,"result":`, 0, false},
+		{"null id", `{"jsonrpc":"2.0","id":null,"error":`, 0, false},
+		{"no id", `{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"aaaa`, 0, false},
+		{"id key without colon", `{"jsonrpc":"2.0","method":"x","params":["id",3]}`, 0, false},
+		{"empty", ``, 0, false},
+		{"id cut before value", `{"jsonrpc":"2.0","id":`, 0, false},
+		{"nested id before the top-level id", `{"jsonrpc":"2.0","result":{"content":[{"id":7,"text":"aaaa`, 0, false},
+		{"id inside a string value", `{"jsonrpc":"2.0","result":{"text":"the \"id\": 5 is`, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n, ok := idFromPrefix([]byte(tc.prefix))
+			if n != tc.n || ok != tc.ok {
+				t.Errorf("idFromPrefix(%s) = %d, %v; want %d, %v", tc.prefix, n, ok, tc.n, tc.ok)
+			}
+		})
+	}
+}
+
+func TestRewriteProgressToken(t *testing.T) {
+	tests := []struct {
+		name      string
+		params    string
+		wantToken string // the client's token, byte-exact; "" when none
+	}{
+		{"string token", `{"name":"t","_meta":{"progressToken":"abc-123"},"arguments":{}}`, `"abc-123"`},
+		{"number token", `{"_meta":{"progressToken":17}}`, `17`},
+		{"20-digit number token", `{"_meta":{"progressToken":12345678901234567890}}`, `12345678901234567890`},
+		{"float-looking token", `{"_meta":{"progressToken":1.0e2}}`, `1.0e2`},
+		{"escaped string token", `{"_meta":{"progressToken":"\u00e9\"x"}}`, `"\u00e9\"x"`},
+		{"other meta kept", `{"_meta":{"other":{"k":[1,2]},"progressToken":"t"},"x":1}`, `"t"`},
+		{"whitespace", `{ "_meta" : { "progressToken" : "t" } }`, `"t"`},
+	}
+	upID := []byte("9000")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			newParams, token := rewriteProgressToken(json.RawMessage(tc.params), upID)
+			if string(token) != tc.wantToken {
+				t.Errorf("client token = %s; want %s (byte-exact)", token, tc.wantToken)
+			}
+			mustValidJSON(t, newParams)
+			meta := member(newParams, "_meta")
+			if got := member(meta, "progressToken"); string(got) != "9000" {
+				t.Errorf("new progressToken = %s; want 9000 (params %s)", got, newParams)
+			}
+			// Every other member survives with the same value.
+			var before, after map[string]any
+			if err := json.Unmarshal([]byte(tc.params), &before); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(newParams, &after); err != nil {
+				t.Fatal(err)
+			}
+			before["_meta"].(map[string]any)["progressToken"] = float64(9000)
+			if !reflect.DeepEqual(before, after) {
+				t.Errorf("params changed beyond the token:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+	// Without a token, params come back untouched.
+	for _, p := range []string{
+		``,
+		`{}`,
+		`{"_meta":{}}`,
+		`{"_meta":{"other":1}}`,
+		`{"progressToken":"top-level-is-not-meta"}`,
+		`{"_meta":"not an object"}`,
+		`[1,2]`,
+		`not json`,
+	} {
+		newParams, token := rewriteProgressToken(json.RawMessage(p), upID)
+		if token != nil {
+			t.Errorf("rewriteProgressToken(%s) found token %s", p, token)
+		}
+		if string(newParams) != p {
+			t.Errorf("rewriteProgressToken(%s) changed params to %s", p, newParams)
+		}
+	}
+}
+
+func TestErrorResponse(t *testing.T) {
+	tests := []struct {
+		id   json.RawMessage
+		code int
+		msg  string
+		want string
+	}{
+		{nil, -32600, "bad", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad"}}`},
+		{json.RawMessage(`5`), -32000, "x", `{"jsonrpc":"2.0","id":5,"error":{"code":-32000,"message":"x"}}`},
+		{json.RawMessage(`"s"`), 1, `say "hi"` + "\n", `{"jsonrpc":"2.0","id":"s","error":{"code":1,"message":"say \"hi\"\n"}}`},
+		{json.RawMessage{}, 0, "", `{"jsonrpc":"2.0","id":null,"error":{"code":0,"message":""}}`},
+	}
+	for _, tc := range tests {
+		got := ErrorResponse(tc.id, tc.code, tc.msg)
+		if string(got) != tc.want {
+			t.Errorf("ErrorResponse(%s, %d, %q) = %s; want %s", tc.id, tc.code, tc.msg, got, tc.want)
+		}
+		mustValidJSON(t, got)
+		m, err := Parse(got)
+		if err != nil || m.Kind() != KindResponse {
+			t.Errorf("ErrorResponse does not parse as a response: %v", err)
+		}
+	}
+	// Non-ASCII and destination names with quotes stay valid JSON.
+	got := ErrorResponse(nil, -32000, `destination "wörld" failed: "exit status 1"`)
+	mustValidJSON(t, got)
+	var v struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(got, &v); err != nil || v.Error.Message != `destination "wörld" failed: "exit status 1"` {
+		t.Errorf("message round trip: %q, %v", v.Error.Message, err)
+	}
+}
+
+func TestMemberAndReplaceMember(t *testing.T) {
+	obj := json.RawMessage(`{"a":1,"b":{"c":"d"}}`)
+	if got := member(obj, "b"); string(got) != `{"c":"d"}` {
+		t.Errorf("member b = %s", got)
+	}
+	if got := member(obj, "z"); got != nil {
+		t.Errorf("member z = %s; want nil", got)
+	}
+	if got := member(nil, "a"); got != nil {
+		t.Errorf("member of nil = %s", got)
+	}
+	if got := member(json.RawMessage(`[1]`), "a"); got != nil {
+		t.Errorf("member of array = %s", got)
+	}
+	out, err := replaceMember(obj, "a", json.RawMessage(`"x"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := member(out, "a"); string(got) != `"x"` {
+		t.Errorf("replaced a = %s", got)
+	}
+	if _, err := replaceMember(json.RawMessage(`[1]`), "a", json.RawMessage(`1`)); err == nil {
+		t.Error("replaceMember on an array succeeded")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":"x","method":"a\u0000b","params":{"_meta":{"progressToken":1}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"x"}`,
+		`{"id":1e400,"method":"x"}`,
+		`{"id":-0.0,"method":"\ud800","params":null}`,
+		`[{"id":1}]`,
+		` `,
+		`{"method":"é","id":"\"","params":[]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := Parse(b)
+		if err != nil {
+			if m != nil {
+				t.Fatalf("Parse returned a message with error %v", err)
+			}
+			return
+		}
+		kind := m.Kind()
+		if kind < KindInvalid || kind > KindResponse {
+			t.Fatalf("Kind = %d", kind)
+		}
+		switch kind {
+		case KindRequest:
+			out := appendRequest(nil, m.ID, m.Method, m.Params)
+			if !json.Valid(out) {
+				t.Fatalf("appendRequest gives invalid JSON: %s (from %s)", out, b)
+			}
+			back, err := Parse(out)
+			if err != nil {
+				t.Fatalf("re-parse %s: %v", out, err)
+			}
+			if back.Kind() != KindRequest {
+				t.Fatalf("re-encoded request %s has kind %d", out, back.Kind())
+			}
+			if !bytes.Equal(back.ID, m.ID) {
+				t.Fatalf("id %s became %s", m.ID, back.ID)
+			}
+			if utf8.ValidString(m.Method) && back.Method != m.Method {
+				t.Fatalf("method %q became %q", m.Method, back.Method)
+			}
+			// The progress-token rewrite keeps the params valid JSON.
+			if p, tok := rewriteProgressToken(m.Params, []byte("1")); tok != nil && !json.Valid(p) {
+				t.Fatalf("rewriteProgressToken gives invalid JSON: %s", p)
+			}
+		case KindNotification:
+			out := appendRequest(nil, nil, m.Method, m.Params)
+			if !json.Valid(out) {
+				t.Fatalf("appendRequest (notification) gives invalid JSON: %s", out)
+			}
+		case KindResponse:
+			out := appendResponse(nil, m.ID, m.Result, m.Error)
+			if !json.Valid(out) {
+				t.Fatalf("appendResponse gives invalid JSON: %s", out)
+			}
+		}
+		_, _ = idFromPrefix(b)
+		_ = ErrorResponse(m.ID, -1, m.Method)
+	})
+}

@@ -1,0 +1,91 @@
+package session
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAcceptsSSE(t *testing.T) {
+	tests := []struct {
+		accept string
+		want   bool
+	}{
+		{"", false},
+		{"text/event-stream", true},
+		{"TEXT/EVENT-STREAM", true},
+		{"Text/Event-Stream", true},
+		{"application/json, text/event-stream", true},
+		{"text/event-stream, application/json", true},
+		{"application/json,text/event-stream", true},
+		{"  text/event-stream  ", true},
+		{"text/event-stream; charset=utf-8", true},
+		{"text/event-stream;q=0.9, application/json;q=1", true},
+		{"*/*", true},
+		{"*/*;q=0.1", true},
+		{"text/*", true},
+		{"application/json", false},
+		{"text/html", false},
+		{"text/plain, application/json", false},
+		{"text/event-streams", false},
+		{"event-stream", false},
+		{"application/text/event-stream", false},
+		{",", false},
+		{";", false},
+	}
+	for _, tc := range tests {
+		if got := acceptsSSE(tc.accept); got != tc.want {
+			t.Errorf("acceptsSSE(%q) = %v; want %v", tc.accept, got, tc.want)
+		}
+	}
+}
+
+func TestAppendEvent(t *testing.T) {
+	msg := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`)
+	got := appendEvent(nil, 7, msg)
+	want := "event: message\nid: 7\ndata: " + string(msg) + "\n\n"
+	if string(got) != want {
+		t.Errorf("appendEvent = %q; want %q", got, want)
+	}
+	// Appends: several events in one buffer, ids as decimal.
+	buf := appendEvent(nil, 1, []byte(`{"a":1}`))
+	buf = appendEvent(buf, 18446744073709551615, []byte(`{"b":2}`))
+	want = "event: message\nid: 1\ndata: {\"a\":1}\n\n" +
+		"event: message\nid: 18446744073709551615\ndata: {\"b\":2}\n\n"
+	if string(buf) != want {
+		t.Errorf("two events = %q; want %q", buf, want)
+	}
+	// dst is preserved.
+	got = appendEvent([]byte(": keepalive\n\n"), 0, []byte(`{}`))
+	if !strings.HasPrefix(string(got), ": keepalive\n\nevent: message\nid: 0\ndata: {}\n\n") {
+		t.Errorf("appendEvent overwrote dst: %q", got)
+	}
+}
+
+func TestValidSessionID(t *testing.T) {
+	tests := []struct {
+		id   string
+		want bool
+	}{
+		{"0f8fad5b-d9cb-469f-a165-70867728950e", true},
+		{"0F8FAD5B-D9CB-469F-A165-70867728950E", true},
+		{"00000000-0000-0000-0000-000000000000", true},
+		{"", false},
+		{"abc", false},
+		{"0f8fad5bd9cb469fa16570867728950e", false},              // no dashes
+		{"{0f8fad5b-d9cb-469f-a165-70867728950e}", false},        // braces
+		{"urn:uuid:0f8fad5b-d9cb-469f-a165-70867728950e", false}, // urn form
+		{"0f8fad5b-d9cb-469f-a165-70867728950", false},           // short
+		{"0f8fad5b-d9cb-469f-a165-70867728950e0", false},         // long
+		{"0f8fad5b-d9cb-469f-a165-70867728950g", false},          // non-hex
+		{"0f8fad5b_d9cb_469f_a165_70867728950e", false},          // wrong separators
+		{"0f8fad5b-d9cb-469f-a165-7086772895\u00e9", false},      // non-ASCII, 36 bytes
+		{" 0f8fad5b-d9cb-469f-a165-70867728950", false},          // leading space
+		{"0f8fad5b-d9cb-469f-a165-70867728950e\n", false},        // trailing newline
+		{"../../../../../../../../../../etc/pa", false},          // 36 bytes of path
+	}
+	for _, tc := range tests {
+		if got := validSessionID(tc.id); got != tc.want {
+			t.Errorf("validSessionID(%q) = %v; want %v", tc.id, got, tc.want)
+		}
+	}
+}

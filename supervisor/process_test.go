@@ -1,0 +1,491 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+)
+
+var _ dispatch.Conn = (*Process)(nil)
+
+func startProcess(t *testing.T, d *Destination, opts Options) *Process {
+	t.Helper()
+	if d.Name == "" {
+		d.Name = "test"
+	}
+	p, err := Start(context.Background(), d, opts)
+	if err != nil {
+		t.Fatalf("Start(%s %q): %v", d.Command, d.Args, err)
+	}
+	t.Cleanup(func() {
+		// Never leave a child behind, whatever the test did.
+		_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+		select {
+		case <-p.Exited():
+		case <-time.After(10 * time.Second):
+			t.Errorf("child %d did not exit after SIGKILL", p.PID())
+		}
+	})
+	return p
+}
+
+// readLine reads one message with a deadline so a broken child cannot hang
+// the test.
+func readLine(t *testing.T, p *Process) string {
+	t.Helper()
+	type res struct {
+		line string
+		err  error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		b, err := p.ReadMessage()
+		ch <- res{string(b), err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("ReadMessage: %v", r.err)
+		}
+		return r.line
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadMessage did not return within 10s")
+	}
+	return ""
+}
+
+func waitExited(t *testing.T, p *Process, within time.Duration) {
+	t.Helper()
+	select {
+	case <-p.Exited():
+	case <-time.After(within):
+		t.Fatalf("child did not exit within %s", within)
+	}
+}
+
+// processGone reports whether pid no longer runs (a zombie counts as gone:
+// it runs nothing and only waits for its new parent to reap it).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// The state follows the parenthesised command name.
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] == 'Z' || s[i+2] == 'X'
+	}
+	return false
+}
+
+func waitGone(t *testing.T, pid int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !processGone(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still runs %s later", pid, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestProcessRoundTripWithCat(t *testing.T) {
+	p := startProcess(t, &Destination{Command: "cat"}, Options{StopGrace: time.Second})
+	if p.PID() <= 0 {
+		t.Fatalf("PID = %d", p.PID())
+	}
+	if s := p.ExitStatus(); s != "" {
+		t.Errorf("ExitStatus while running = %q; want empty", s)
+	}
+	msgs := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"x","result":{"text":"héllo \u2028 wörld"}}`,
+		strings.Repeat("a", 200<<10), // longer than a pipe buffer and the bufio buffer
+	}
+	for _, m := range msgs {
+		// Write concurrently: cat echoes while it reads, so a message larger
+		// than the pipe buffers needs a reader on the other side.
+		werr := make(chan error, 1)
+		go func() { werr <- p.WriteMessage([]byte(m)) }()
+		if got := readLine(t, p); got != m {
+			t.Fatalf("echo = %.80q; want %.80q", got, m)
+		}
+		if err := <-werr; err != nil {
+			t.Fatalf("WriteMessage: %v", err)
+		}
+	}
+	// WriteMessage must not keep a reference to the caller's slice.
+	buf := []byte(`{"id":2}`)
+	if err := p.WriteMessage(buf); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "XXXXXXXX")
+	if got := readLine(t, p); got != `{"id":2}` {
+		t.Errorf("echo = %q", got)
+	}
+}
+
+func TestProcessLineTooLong(t *testing.T) {
+	p := startProcess(t, &Destination{Command: "cat"}, Options{MaxMessage: 1000, StopGrace: time.Second})
+	long := `{"jsonrpc":"2.0","id":7,"result":"` + strings.Repeat("x", 5000) + `"}`
+	if err := p.WriteMessage([]byte(long)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WriteMessage([]byte(`{"id":8}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.ReadMessage()
+	var tl *dispatch.LineTooLongError
+	if !errors.As(err, &tl) {
+		t.Fatalf("ReadMessage error = %v; want *dispatch.LineTooLongError", err)
+	}
+	if !strings.HasPrefix(string(tl.Prefix), `{"jsonrpc":"2.0","id":7,`) {
+		t.Errorf("Prefix = %q", tl.Prefix)
+	}
+	if got := readLine(t, p); got != `{"id":8}` {
+		t.Errorf("next line = %q", got)
+	}
+}
+
+func TestProcessStopCooperative(t *testing.T) {
+	const grace = 2 * time.Second
+	p := startProcess(t, &Destination{Command: "cat"}, Options{StopGrace: grace})
+	start := time.Now()
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if d := time.Since(start); d >= grace {
+		t.Errorf("Stop took %s; closing stdin should end cat well within the %s grace", d, grace)
+	}
+	select {
+	case <-p.Exited():
+	default:
+		t.Fatal("Exited not closed after Stop returned")
+	}
+	if s := p.ExitStatus(); s != "exit status 0" {
+		t.Errorf("ExitStatus = %q; want \"exit status 0\"", s)
+	}
+	if _, err := p.ReadMessage(); err != io.EOF {
+		t.Errorf("ReadMessage after exit = %v; want io.EOF", err)
+	}
+	if err := p.WriteMessage([]byte("{}")); err == nil {
+		t.Error("WriteMessage after Stop succeeded; want an error")
+	} else if !strings.Contains(err.Error(), "test") {
+		t.Errorf("WriteMessage error %q does not name the destination", err)
+	}
+	// A second Stop is harmless.
+	if err := p.Stop(context.Background()); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+}
+
+func TestProcessStopEscalatesToSIGKILL(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	p := startProcess(t, &Destination{
+		Command: "sh",
+		Args:    []string{"-c", `trap "" TERM; echo ready; while :; do sleep 0.1; done`},
+	}, Options{StopGrace: grace})
+	if got := readLine(t, p); got != "ready" {
+		t.Fatalf("first line = %q", got)
+	}
+	start := time.Now()
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	took := time.Since(start)
+	if took < 2*grace-50*time.Millisecond {
+		t.Errorf("Stop took %s; the child ignores stdin EOF and SIGTERM so it should take about 2×%s", took, grace)
+	}
+	if took > 2*grace+time.Second {
+		t.Errorf("Stop took %s; want about 2×%s", took, grace)
+	}
+	if s := p.ExitStatus(); s != "signal: killed" {
+		t.Errorf("ExitStatus = %q; want \"signal: killed\"", s)
+	}
+}
+
+func TestProcessStopSIGTERM(t *testing.T) {
+	// A child that ignores stdin EOF but honours SIGTERM ends at the second
+	// stage.
+	const grace = 300 * time.Millisecond
+	p := startProcess(t, &Destination{
+		Command: "sh",
+		Args:    []string{"-c", `echo ready; while :; do sleep 0.1; done`},
+	}, Options{StopGrace: grace})
+	readLine(t, p)
+	start := time.Now()
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if took := time.Since(start); took < grace-50*time.Millisecond || took > 2*grace {
+		t.Errorf("Stop took %s; want about %s (one grace, then SIGTERM)", took, grace)
+	}
+	if s := p.ExitStatus(); s != "signal: terminated" {
+		t.Errorf("ExitStatus = %q; want \"signal: terminated\"", s)
+	}
+}
+
+func TestProcessStopContextCancelled(t *testing.T) {
+	p := startProcess(t, &Destination{
+		Command: "sh",
+		Args:    []string{"-c", `trap "" TERM; echo ready; while :; do sleep 0.1; done`},
+	}, Options{StopGrace: 10 * time.Second})
+	readLine(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := p.Stop(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Stop = %v; want context.DeadlineExceeded", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Stop with an expiring context took %s", took)
+	}
+	// The group was killed on the way out.
+	waitExited(t, p, 5*time.Second)
+}
+
+func TestProcessStopKillsGrandchild(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	p := startProcess(t, &Destination{
+		Command: "sh",
+		Args:    []string{"-c", `sleep 60 & echo $!; wait`},
+	}, Options{StopGrace: grace})
+	pid, err := strconv.Atoi(readLine(t, p))
+	if err != nil || pid <= 0 {
+		t.Fatalf("grandchild pid: %v", err)
+	}
+	if processGone(pid) {
+		t.Fatalf("grandchild %d is not running before Stop", pid)
+	}
+	start := time.Now()
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if took := time.Since(start); took > 2*grace+time.Second {
+		t.Errorf("Stop took %s", took)
+	}
+	waitGone(t, pid, 2*time.Second)
+	// Stdout reaches EOF: nobody holds the pipe any more.
+	done := make(chan error, 1)
+	go func() { _, err := p.ReadMessage(); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("ReadMessage after Stop returned a line")
+		}
+	case <-time.After(2*grace + 2*time.Second):
+		t.Errorf("ReadMessage still blocked after Stop")
+	}
+}
+
+func TestProcessLeaderExitKillsGrandchild(t *testing.T) {
+	// The leader exits on its own, leaving a grandchild in its group: no
+	// orphans, ever.
+	p := startProcess(t, &Destination{
+		Command: "sh",
+		Args:    []string{"-c", `sleep 60 & echo $!`},
+	}, Options{StopGrace: 300 * time.Millisecond})
+	pid, err := strconv.Atoi(readLine(t, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitExited(t, p, 5*time.Second)
+	waitGone(t, pid, 2*time.Second)
+	if s := p.ExitStatus(); s != "exit status 0" {
+		t.Errorf("ExitStatus = %q", s)
+	}
+}
+
+func TestProcessReadUnblocksWhenEscapedDescendantHoldsStdout(t *testing.T) {
+	// A descendant that left the process group keeps stdout open; the reader
+	// must still see the end within about StopGrace of the leader's exit.
+	const grace = 300 * time.Millisecond
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid is not installed")
+	}
+	p := startProcess(t, &Destination{
+		Command: "sh",
+		// The escaped process prints its pid once it is in its own session;
+		// the leader then waits for its stdin to close.
+		Args: []string{"-c", `setsid sh -c 'echo $$; exec sleep 5' & read x`},
+	}, Options{StopGrace: grace})
+	pid, _ := strconv.Atoi(readLine(t, p))
+	t.Cleanup(func() {
+		if pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	waitExited(t, p, 5*time.Second)
+	if processGone(pid) {
+		t.Fatalf("the escaped process %d is gone already; the test cannot check the reader", pid)
+	}
+	exited := time.Now()
+	done := make(chan error, 1)
+	go func() { _, err := p.ReadMessage(); done <- err }()
+	select {
+	case err := <-done:
+		t.Logf("ReadMessage ended %s after the leader's exit: %v", time.Since(exited), err)
+		if err == nil {
+			t.Errorf("ReadMessage returned a line")
+		}
+	case <-time.After(grace + 2*time.Second):
+		t.Errorf("ReadMessage still blocked %s after the leader exited", grace+2*time.Second)
+	}
+}
+
+func TestProcessEnvAndCwd(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("STELAE_TEST_INHERITED", "inherited")
+	p := startProcess(t, &Destination{
+		Command: "sh",
+		Args:    []string{"-c", `echo "$FOO"; echo "$STELAE_TEST_INHERITED"; echo "$OVERRIDE"; pwd -P`},
+		Env:     map[string]string{"FOO": "bar baz", "OVERRIDE": "mine"},
+		Cwd:     dir,
+	}, Options{})
+	if got := readLine(t, p); got != "bar baz" {
+		t.Errorf("$FOO = %q; want \"bar baz\"", got)
+	}
+	if got := readLine(t, p); got != "inherited" {
+		t.Errorf("inherited variable = %q; the bridge's environment should reach the child", got)
+	}
+	if got := readLine(t, p); got != "mine" {
+		t.Errorf("$OVERRIDE = %q", got)
+	}
+	want, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readLine(t, p); got != want {
+		t.Errorf("pwd = %q; want %q", got, want)
+	}
+}
+
+func TestProcessEnvOverridesInherited(t *testing.T) {
+	t.Setenv("STELAE_TEST_OVERRIDE", "from-bridge")
+	p := startProcess(t, &Destination{
+		Command: "sh",
+		Args:    []string{"-c", `echo "$STELAE_TEST_OVERRIDE"`},
+		Env:     map[string]string{"STELAE_TEST_OVERRIDE": "from-config"},
+	}, Options{})
+	if got := readLine(t, p); got != "from-config" {
+		t.Errorf("child saw %q; the destination's env should win over the bridge's", got)
+	}
+}
+
+func TestProcessStartMissingCommand(t *testing.T) {
+	const cmd = "stelae-no-such-command-xyz"
+	p, err := Start(context.Background(), &Destination{Name: "ghost", Command: cmd}, Options{})
+	if err == nil {
+		_ = p.Stop(context.Background())
+		t.Fatal("Start succeeded for a missing command")
+	}
+	msg := err.Error()
+	for _, want := range []string{cmd, "PATH", `"ghost"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not mention %q", msg, want)
+		}
+	}
+}
+
+func TestProcessStartBadCwd(t *testing.T) {
+	p, err := Start(context.Background(), &Destination{Name: "x", Command: "cat", Cwd: filepath.Join(t.TempDir(), "missing")}, Options{})
+	if err == nil {
+		_ = p.Stop(context.Background())
+		t.Fatal("Start succeeded with a missing cwd")
+	}
+}
+
+func TestProcessStartCancelledContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p, err := Start(ctx, &Destination{Name: "x", Command: "cat"}, Options{})
+	if err == nil {
+		_ = p.Stop(context.Background())
+		t.Fatal("Start succeeded with a cancelled context")
+	}
+}
+
+func TestProcessExitStatus(t *testing.T) {
+	p := startProcess(t, &Destination{Command: "sh", Args: []string{"-c", "exit 3"}}, Options{})
+	waitExited(t, p, 5*time.Second)
+	if s := p.ExitStatus(); s != "exit status 3" {
+		t.Errorf("ExitStatus = %q; want \"exit status 3\"", s)
+	}
+	if _, err := p.ReadMessage(); err != io.EOF {
+		t.Errorf("ReadMessage = %v; want io.EOF", err)
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Errorf("Stop after exit: %v", err)
+	}
+}
+
+func TestProcessStderrDoesNotReachStdout(t *testing.T) {
+	p := startProcess(t, &Destination{
+		Command: "sh",
+		Args:    []string{"-c", `echo oops >&2; echo out`},
+	}, Options{})
+	if got := readLine(t, p); got != "out" {
+		t.Errorf("first stdout line = %q; want \"out\" (stderr must not be mixed in)", got)
+	}
+}
+
+func TestProcessWriteTimeout(t *testing.T) {
+	// A child that never reads its stdin: WriteMessage gives up.
+	p := startProcess(t, &Destination{
+		Command: "sh",
+		Args:    []string{"-c", `exec sleep 30`},
+	}, Options{WriteTimeout: 300 * time.Millisecond, StopGrace: 200 * time.Millisecond})
+	msg := make([]byte, 1<<20) // larger than any pipe buffer
+	for i := range msg {
+		msg[i] = 'a'
+	}
+	start := time.Now()
+	err := p.WriteMessage(msg)
+	if err == nil {
+		t.Fatal("WriteMessage to a child that does not read succeeded")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("WriteMessage took %s with a 300ms timeout", took)
+	}
+	if !strings.Contains(err.Error(), "did not read its stdin") {
+		t.Errorf("error = %q", err)
+	}
+}
+
+func TestLauncher(t *testing.T) {
+	launch := Launcher(&Destination{Name: "l", Command: "cat"}, Options{StopGrace: time.Second})
+	c, err := launch(context.Background())
+	if err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	defer func() {
+		if err := c.Stop(context.Background()); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	}()
+	if err := c.WriteMessage([]byte(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	line, err := c.ReadMessage()
+	if err != nil || string(line) != `{"a":1}` {
+		t.Fatalf("ReadMessage = %q, %v", line, err)
+	}
+}

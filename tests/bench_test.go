@@ -1,0 +1,288 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	neturl "net/url"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+)
+
+// load describes one benchmark shape: sessions × calls in flight per session.
+type load struct {
+	sessions, inflight int
+}
+
+func (l load) String() string { return fmt.Sprintf("%dx%d", l.sessions, l.inflight) }
+
+// result is what one run measured.
+type result struct {
+	calls    int
+	errors   int64
+	elapsed  time.Duration
+	p50, p99 time.Duration
+}
+
+func (r result) perSecond() float64 { return float64(r.calls) / r.elapsed.Seconds() }
+
+func (r result) report(b *testing.B) {
+	b.ReportMetric(r.perSecond(), "calls/s")
+	b.ReportMetric(float64(r.p50.Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(r.p99.Microseconds())/1000, "p99_ms")
+	b.ReportMetric(float64(r.errors), "errors")
+	b.ReportMetric(0, "ns/op")
+}
+
+// drive runs n calls spread over workers, each call timed by do.
+func drive(n, workers int, do func(worker, i int) error) result {
+	lat := make([][]time.Duration, workers)
+	var errs atomic.Int64
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1))
+				if i > n {
+					return
+				}
+				t0 := time.Now()
+				if err := do(w, i); err != nil {
+					errs.Add(1)
+				}
+				lat[w] = append(lat[w], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	r := result{calls: n, errors: errs.Load(), elapsed: elapsed}
+	if len(all) > 0 {
+		r.p50 = all[len(all)/2]
+		r.p99 = all[len(all)*99/100]
+	}
+	return r
+}
+
+// directChild drives the echo child over its stdio with calls in flight, as
+// a minimal multiplexer would: the floor the bridge is compared with.
+type directChild struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	wmu  sync.Mutex // guards in and wbuf
+	wbuf []byte
+	pmu  sync.Mutex // guards waiting
+	wait map[string]chan struct{}
+	seq  atomic.Int64
+}
+
+func startDirect(b *testing.B) *directChild {
+	command, args, env := fakemcp.Command(fakemcp.ModeEcho)
+	cmd := exec.Command(command, args...)
+	for k, v := range env {
+		cmd.Env = append(cmd.Environ(), k+"="+v)
+	}
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	d := &directChild{cmd: cmd, in: in, wait: map[string]chan struct{}{}}
+	go func() {
+		br := bufio.NewReaderSize(out, 64<<10)
+		for {
+			line, err := br.ReadSlice('\n')
+			if err != nil {
+				return
+			}
+			i := bytes.Index(line, []byte(`"id":`))
+			j := bytes.IndexByte(line[i+5:], ',')
+			d.pmu.Lock()
+			ch := d.wait[string(line[i+5:i+5+j])]
+			delete(d.wait, string(line[i+5:i+5+j]))
+			d.pmu.Unlock()
+			if ch != nil {
+				close(ch)
+			}
+		}
+	}()
+	b.Cleanup(func() { in.Close(); cmd.Wait() })
+	return d
+}
+
+func (d *directChild) call() error {
+	id := strconv.FormatInt(d.seq.Add(1), 10)
+	ch := make(chan struct{})
+	d.pmu.Lock()
+	d.wait[id] = ch
+	d.pmu.Unlock()
+	d.wmu.Lock()
+	d.wbuf = append(append(append(d.wbuf[:0], `{"jsonrpc":"2.0","id":`...), id...), `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`+"\n"...)
+	_, err := d.in.Write(d.wbuf)
+	d.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("no answer")
+	}
+}
+
+// rawConn is a minimal HTTP/1.1 keep-alive client for load generation: it
+// writes prebuilt requests and reads just enough of each response, so the
+// figures measure the bridge rather than the load generator (as wrk does).
+type rawConn struct {
+	c   net.Conn
+	br  *bufio.Reader
+	req []byte
+}
+
+func dialRaw(base string) (*rawConn, error) {
+	u, err := neturl.Parse(base)
+	if err != nil {
+		return nil, err
+	}
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		return nil, err
+	}
+	return &rawConn{c: c, br: bufio.NewReaderSize(c, 16<<10)}, nil
+}
+
+// post sends one POST and returns the status code; the body is discarded.
+func (rc *rawConn) post(path, sid string, body []byte) (int, error) {
+	rc.req = append(rc.req[:0], "POST "...)
+	rc.req = append(rc.req, path...)
+	rc.req = append(rc.req, " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: "...)
+	rc.req = append(rc.req, sid...)
+	rc.req = append(rc.req, "\r\nContent-Length: "...)
+	rc.req = strconv.AppendInt(rc.req, int64(len(body)), 10)
+	rc.req = append(rc.req, "\r\n\r\n"...)
+	rc.req = append(rc.req, body...)
+	if _, err := rc.c.Write(rc.req); err != nil {
+		return 0, err
+	}
+	status, length := 0, -1
+	for first := true; ; first = false {
+		line, err := rc.br.ReadSlice('\n')
+		if err != nil {
+			return 0, err
+		}
+		if first {
+			if len(line) < 12 {
+				return 0, fmt.Errorf("bad status line %q", line)
+			}
+			status, _ = strconv.Atoi(string(line[9:12]))
+			continue
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if len(line) > 16 && (line[0] == 'C' || line[0] == 'c') && bytes.EqualFold(line[:15], []byte("Content-Length:")) {
+			length, _ = strconv.Atoi(string(bytes.TrimSpace(line[15:])))
+		}
+	}
+	if length < 0 {
+		return 0, fmt.Errorf("response without Content-Length")
+	}
+	_, err := rc.br.Discard(length)
+	return status, err
+}
+
+// cpuTime is the user+system CPU time a process has used.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// BenchmarkEcho compares calls through the bridge binary over loopback HTTP
+// with the same echo child driven directly over stdio. Run without -race:
+//
+//	go test -run '^$' -bench BenchmarkEcho -benchtime 20000x ./tests/
+func BenchmarkEcho(b *testing.B) {
+	b.Run("direct/1x16", func(b *testing.B) {
+		d := startDirect(b)
+		d.call() // warm up
+		b.ResetTimer()
+		drive(b.N, 16, func(int, int) error { return d.call() }).report(b)
+	})
+	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho}), "-log-level", "warn", "-max-sessions", "64")
+	url := p.base + "/echo/mcp"
+	for _, l := range []load{{1, 1}, {1, 16}, {8, 64}} {
+		b.Run("bridge/"+l.String(), func(b *testing.B) {
+			sids := make([]string, l.sessions)
+			for i := range sids {
+				c := newClient(b, url)
+				c.initialize()
+				sids[i] = c.sid
+			}
+			workers := l.sessions * l.inflight
+			conns := make([]*rawConn, workers)
+			bodies := make([][]byte, workers)
+			for w := range conns {
+				rc, err := dialRaw(p.base)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer rc.c.Close()
+				conns[w] = rc
+			}
+			call := func(w, i int) error {
+				bodies[w] = append(bodies[w][:0], `{"jsonrpc":"2.0","id":`...)
+				bodies[w] = strconv.AppendInt(bodies[w], int64(i), 10)
+				bodies[w] = append(bodies[w], `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`...)
+				status, err := conns[w].post("/echo/mcp", sids[w%l.sessions], bodies[w])
+				if err == nil && status != http.StatusOK {
+					err = fmt.Errorf("status %d", status)
+				}
+				return err
+			}
+			for w := range conns {
+				if err := call(w, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu0 := cpuTime(p.cmd.Process.Pid)
+			b.ResetTimer()
+			r := drive(b.N, l.sessions*l.inflight, call)
+			b.StopTimer()
+			r.report(b)
+			b.ReportMetric(float64((cpuTime(p.cmd.Process.Pid)-cpu0).Microseconds())/float64(b.N), "bridge_cpu_us/call")
+			b.ReportMetric(float64(rssKiB(p.cmd.Process.Pid, "VmRSS"))/1024, "rss_MiB")
+			b.ReportMetric(float64(rssKiB(p.cmd.Process.Pid, "VmHWM"))/1024, "peak_rss_MiB")
+			for _, sid := range sids {
+				c := newClient(b, url)
+				c.sid = sid
+				c.do(http.MethodDelete, "")
+			}
+		})
+	}
+}

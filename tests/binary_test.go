@@ -1,0 +1,238 @@
+package tests
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// bridgeBinary builds cmd/stelae-bridge once per test run.
+func bridgeBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "stelae-bridge-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "stelae-bridge")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/stelae-bridge/stelae-bridge/cmd/stelae-bridge").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// binaryProc is the real stelae-bridge binary running on a loopback port.
+type binaryProc struct {
+	cmd  *exec.Cmd
+	base string // http://127.0.0.1:PORT
+	logs *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+var listenLine = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
+
+// fakeDestinations writes a destinations file whose children are this test
+// binary in the given modes.
+func fakeDestinations(t testing.TB, modes map[string]string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("destinations:\n")
+	for name, mode := range modes {
+		command, args, env := fakemcp.Command(mode)
+		fmt.Fprintf(&b, "  %s:\n    command: %s\n    args: [%s]\n    env:\n", name, strconv.Quote(command), strconv.Quote(args[0]))
+		for k, v := range env {
+			fmt.Fprintf(&b, "      %s: %s\n", k, strconv.Quote(v))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "destinations.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startBinary runs the bridge binary with the config file and extra flags.
+func startBinary(t testing.TB, config string, flags ...string) *binaryProc {
+	t.Helper()
+	args := append([]string{"-config", config, "-listen", "127.0.0.1:0"}, flags...)
+	cmd := exec.Command(bridgeBinary(t), args...)
+	p := &binaryProc{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = p.logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		br := bufio.NewReader(stdout)
+		for {
+			line, err := br.ReadString('\n')
+			p.logs.Write([]byte(line))
+			if m := listenLine.FindStringSubmatch(line); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+			if err != nil {
+				if err != io.EOF {
+					p.logs.Write([]byte(err.Error()))
+				}
+				break
+			}
+		}
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-p.done
+	})
+	select {
+	case p.base = <-addr:
+	case <-p.done:
+		t.Fatalf("bridge exited at start: %v\n%s", p.err, p.logs.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("bridge did not report its address:\n%s", p.logs.String())
+	}
+	return p
+}
+
+// rssKiB reads a process's resident set size (VmRSS) or peak (VmHWM).
+func rssKiB(pid int, field string) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, field+":") {
+			n, _ := strconv.Atoi(strings.Fields(line)[1])
+			return n
+		}
+	}
+	return -1
+}
+
+// processAlive reports whether pid exists and is not a zombie.
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// descendants lists the live processes below pid.
+func descendants(pid int) []int {
+	parent := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || i+2 >= len(s) {
+			continue
+		}
+		f := strings.Fields(s[i+2:])
+		if len(f) < 2 || f[0] == "Z" {
+			continue
+		}
+		pp, _ := strconv.Atoi(f[1])
+		parent[n] = pp
+	}
+	var out []int
+	for n := range parent {
+		for p := parent[n]; p > 1; p = parent[p] {
+			if p == pid {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestBinaryShutdownLeavesNoChild runs the real binary, starts a child with
+// a grandchild and an open SSE stream, sends SIGINT and checks the bridge
+// exits 0 within a few seconds and no process of its tree is left.
+func TestBinaryShutdownLeavesNoChild(t *testing.T) {
+	for _, mode := range []string{fakemcp.ModeServer, fakemcp.ModeStubborn} {
+		t.Run(mode, func(t *testing.T) {
+			p := startBinary(t, fakeDestinations(t, map[string]string{"fake": mode}), "-stop-grace", "300ms")
+			c := newClient(t, p.base+"/fake/mcp")
+			c.initialize()
+			r := c.callTool("1", "spawn_grandchild", nil)
+			var gc struct{ PID int }
+			if err := jsonUnmarshal(decode(t, r.body).Result, &gc); err != nil || gc.PID == 0 {
+				t.Fatalf("spawn_grandchild: %s", r.body)
+			}
+			st := c.openStream()
+			tree := descendants(p.cmd.Process.Pid)
+			if len(tree) < 2 {
+				t.Fatalf("expected child and grandchild below the bridge, got %v", tree)
+			}
+			start := time.Now()
+			if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-p.done:
+			case <-time.After(8 * time.Second):
+				t.Fatalf("bridge still running 8s after SIGINT\n%s", p.logs.String())
+			}
+			if p.err != nil {
+				t.Fatalf("bridge exited with %v, want status 0\n%s", p.err, p.logs.String())
+			}
+			t.Logf("bridge stopped %v after SIGINT", time.Since(start).Round(time.Millisecond))
+			for _, pid := range append(tree, gc.PID) {
+				waitFor(t, 2*time.Second, fmt.Sprintf("process %d to be gone", pid), func() bool { return !processAlive(pid) })
+			}
+			// The SSE stream was closed by the shutdown.
+			select {
+			case _, ok := <-st.events:
+				for ok {
+					_, ok = <-st.events
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("SSE stream still open after shutdown")
+			}
+		})
+	}
+}
