@@ -90,7 +90,7 @@ func (d *Dispatcher) roundTrip(ctx context.Context, p *pending, c *child, s Sess
 			r := <-p.reply // taken by a reply or a cancel just now
 			return r.msg, r.err
 		}
-		return nil, fmt.Errorf("%w: destination %q: %v", ErrChildExited, d.opts.Name, err)
+		return nil, fmt.Errorf("%w: %v", ErrChildExited, err)
 	}
 	select {
 	case r := <-p.reply:

@@ -68,10 +68,28 @@ const (
 	stateRunning
 	stateRestarting
 	stateFailed
+	// stateStopping: the child is being stopped (no session left, or
+	// shutdown); callers wait for the lifetime to end, then start anew.
+	stateStopping
 )
 
 func (s state) String() string {
-	return [...]string{"idle", "starting", "running", "restarting", "failed"}[s]
+	return [...]string{"idle", "starting", "running", "restarting", "failed", "stopping"}[s]
+}
+
+// waiting reports whether callers wait on d.ready in this state.
+func (s state) waiting() bool { return s == stateStarting || s == stateRestarting }
+
+// setStateLocked moves to st: d.ready is made when a waiting state begins and
+// closed when it ends. d.mu must be held.
+func (d *Dispatcher) setStateLocked(st state) {
+	switch {
+	case d.state.waiting() && !st.waiting():
+		close(d.ready)
+	case !d.state.waiting() && st.waiting():
+		d.ready = make(chan struct{})
+	}
+	d.state = st
 }
 
 // child is one running instance of the destination's process.
@@ -84,9 +102,8 @@ type child struct {
 
 // lifetime is one stretch from start to stop of the supervised child.
 type lifetime struct {
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
+	stop chan struct{} // closed (under d.mu) to ask for the end
+	done chan struct{} // closed when the child is gone
 }
 
 // pending is a call forwarded to the child and not yet answered. Pendings are
@@ -147,7 +164,8 @@ type Dispatcher struct {
 	log  hclog.Logger
 	seq  atomic.Uint64
 
-	// mu guards the lifecycle (state, cur, life, ready, failErr, lastExit),
+	// mu guards the lifecycle (state, cur, life, ready, failErr, lastExit,
+	// restarts),
 	// the initialize cache, the session set and the subscription sets.
 	mu         sync.RWMutex
 	state      state
@@ -212,6 +230,9 @@ func (d *Dispatcher) Status() Status {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	st := Status{State: d.state.String(), Restarts: d.restarts, Sessions: len(d.sessions), LastExit: d.lastExit}
+	if d.state == stateStopping {
+		st.State = stateIdle.String()
+	}
 	if d.state == stateRunning && d.cur != nil {
 		st.PID = d.cur.conn.PID()
 		st.Started = d.cur.started
@@ -230,6 +251,17 @@ func (d *Dispatcher) running(ctx context.Context, timeout <-chan time.Time, mayR
 			c := d.cur
 			d.mu.Unlock()
 			return c, nil
+		case stateStopping:
+			done := d.life.done
+			d.mu.Unlock()
+			select {
+			case <-done:
+				continue
+			case <-timeout:
+				return nil, ErrTimeout
+			case <-ctx.Done():
+				return nil, ctxErr(ctx)
+			}
 		case stateFailed:
 			if !first || !mayRestartFailed {
 				err := d.failErr
@@ -270,8 +302,7 @@ func ctxErr(ctx context.Context) error {
 
 // startLocked begins a new lifetime. d.mu must be held.
 func (d *Dispatcher) startLocked() {
-	d.state = stateStarting
-	d.ready = make(chan struct{})
+	d.setStateLocked(stateStarting)
 	d.failErr = nil
 	d.restarts = 0
 	life := &lifetime{stop: make(chan struct{}), done: make(chan struct{})}
@@ -285,9 +316,15 @@ func (d *Dispatcher) supervise(life *lifetime) {
 	defer close(life.done)
 	bo := d.opts.NewBackOff()
 	for {
+		select {
+		case <-life.stop:
+			d.setIdle(life)
+			return
+		default:
+		}
 		c, err := d.launch(life)
 		if err == nil {
-			d.setRunning(c)
+			d.setRunning(life, c)
 			select {
 			case <-c.done:
 			case <-life.stop:
@@ -311,9 +348,9 @@ func (d *Dispatcher) supervise(life *lifetime) {
 			return
 		}
 		d.mu.Lock()
-		if d.state == stateRunning {
-			d.state = stateRestarting
-			d.ready = make(chan struct{})
+		if d.life == life && d.state == stateRunning {
+			d.setStateLocked(stateRestarting)
+			d.cur = nil
 		}
 		d.restarts++
 		n := d.restarts
@@ -414,12 +451,15 @@ func uriParams(uri string) json.RawMessage {
 	return b
 }
 
-func (d *Dispatcher) setRunning(c *child) {
+// setRunning publishes c, unless the lifetime is being stopped.
+func (d *Dispatcher) setRunning(life *lifetime, c *child) {
 	d.mu.Lock()
-	d.state = stateRunning
+	defer d.mu.Unlock()
+	if d.life != life || d.state == stateStopping {
+		return
+	}
 	d.cur = c
-	close(d.ready)
-	d.mu.Unlock()
+	d.setStateLocked(stateRunning)
 	d.log.Info("child ready", "destination", d.opts.Name, "pid", c.conn.PID())
 }
 
@@ -429,10 +469,7 @@ func (d *Dispatcher) setIdle(life *lifetime) {
 	if d.life != life {
 		return
 	}
-	if d.state == stateStarting || d.state == stateRestarting {
-		close(d.ready)
-	}
-	d.state = stateIdle
+	d.setStateLocked(stateIdle)
 	d.cur = nil
 	d.life = nil
 }
@@ -444,12 +481,16 @@ func (d *Dispatcher) setFailed(life *lifetime, cause error) {
 		d.mu.Unlock()
 		return
 	}
+	if d.state == stateStopping {
+		// Nobody is left to tell; a new initialize starts afresh.
+		d.setStateLocked(stateIdle)
+		d.cur, d.life = nil, nil
+		d.mu.Unlock()
+		return
+	}
 	d.failErr = fmt.Errorf("%w: destination %q failed after %d restart(s): %v; last exit: %s; the next initialize will try to start it again",
 		ErrUnavailable, d.opts.Name, d.restarts, cause, d.lastExit)
-	if d.state == stateStarting || d.state == stateRestarting {
-		close(d.ready)
-	}
-	d.state = stateFailed
+	d.setStateLocked(stateFailed)
 	d.cur = nil
 	d.life = nil
 	sessions := make([]Session, 0, len(d.sessions))
@@ -472,11 +513,14 @@ func (d *Dispatcher) stopChild(c *child) {
 	}
 }
 
-// stopLifetime asks the current lifetime to end; it returns what to wait on.
+// stopLifetimeLocked asks the current lifetime to end and returns it (nil when
+// there is none). From now on callers wait for it to end. d.mu must be held.
 func (d *Dispatcher) stopLifetimeLocked() *lifetime {
 	life := d.life
-	if life != nil {
-		life.stopOnce.Do(func() { close(life.stop) })
+	if life != nil && d.state != stateStopping {
+		close(life.stop)
+		d.setStateLocked(stateStopping)
+		d.cur = nil
 	}
 	return life
 }

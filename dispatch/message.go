@@ -220,7 +220,7 @@ func (m *Message) Kind() Kind {
 		return KindRequest
 	case m.Method != "" && len(m.ID) == 0:
 		return KindNotification
-	case m.Method == "" && len(m.ID) > 0 && (len(m.Result) > 0 || len(m.Error) > 0):
+	case m.Method == "" && (validID(m.ID) || string(m.ID) == "null") && (len(m.Result) > 0 || len(m.Error) > 0):
 		return KindResponse
 	}
 	return KindInvalid
@@ -312,22 +312,44 @@ func parseUint(b []byte) (uint64, bool) {
 }
 
 // idFromPrefix finds a numeric top-level "id" in the first bytes of a line
-// that was too long to parse.
+// that was too long to parse. Only members that end within prefix are seen.
 func idFromPrefix(prefix []byte) (uint64, bool) {
-	i := bytes.Index(prefix, []byte(`"id"`))
-	if i < 0 {
+	b := prefix
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
 		return 0, false
 	}
-	rest := bytes.TrimLeft(prefix[i+4:], " \t")
-	if len(rest) == 0 || rest[0] != ':' {
-		return 0, false
+	i++
+	for {
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+		if i >= len(b) || b[i] != '"' {
+			return 0, false
+		}
+		kEnd := skipString(b, i)
+		if kEnd > len(b) || b[kEnd-1] != '"' {
+			return 0, false
+		}
+		key := b[i+1 : kEnd-1]
+		i = skipSpace(b, kEnd)
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		i = skipSpace(b, i+1)
+		if i >= len(b) {
+			return 0, false
+		}
+		vEnd := skipValue(b, i)
+		if vEnd >= len(b) {
+			return 0, false // the value runs past the prefix
+		}
+		if string(key) == "id" {
+			return parseUint(b[i:vEnd])
+		}
+		i = vEnd
 	}
-	rest = bytes.TrimLeft(rest[1:], " \t")
-	end := 0
-	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
-		end++
-	}
-	return parseUint(rest[:end])
 }
 
 // replaceMember returns obj (a JSON object) with member key set to value.

@@ -128,12 +128,14 @@ func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *dispat
 		rec.status = writeError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("destination %q already has its maximum of %d sessions and none has been idle long enough to evict; retry later, close unused clients, or raise MAX_STDIO_CONNECTIONS", ep.name, ep.opts.MaxSessions))
 		return
 	}
+	// Attach before the evicted session detaches, so the child is not
+	// stopped for lack of sessions.
+	ep.d.Attach(s)
 	if evicted != nil {
 		ep.log.Info("idle session evicted to make room", "destination", ep.name, "session", evicted.id)
 		ep.end(evicted, errors.New("evicted to make room for a new session"))
 	}
 	rec.session = s.id
-	ep.d.Attach(s)
 	s.inflight.Add(1)
 	resp, err := ep.d.Call(r.Context(), s, m, ep.opts.RequestTimeout)
 	s.inflight.Add(-1)

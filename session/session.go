@@ -24,10 +24,11 @@ type Session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// mu guards streams, backlog and endReason.
+	// mu guards streams, backlog, dropping and endReason.
 	mu        sync.Mutex
 	streams   map[*stream]struct{}
 	backlog   [][]byte
+	dropping  bool // the backlog overflowed since a stream last attached
 	endReason error
 }
 
@@ -66,7 +67,10 @@ func (s *Session) Deliver(msg []byte) bool {
 			// Keep the newest: drop the oldest.
 			copy(s.backlog, s.backlog[1:])
 			s.backlog = s.backlog[:len(s.backlog)-1]
-			s.ep.log.Warn("session backlog full; oldest notification dropped", "session", s.id, "destination", s.ep.name)
+			if !s.dropping {
+				s.dropping = true
+				s.ep.log.Warn("session has no GET stream and its backlog is full; dropping the oldest notifications until a stream attaches", "session", s.id, "destination", s.ep.name, "backlog", s.ep.opts.BacklogSize)
+			}
 		}
 		s.backlog = append(s.backlog, msg)
 		return true
@@ -77,9 +81,15 @@ func (s *Session) Deliver(msg []byte) bool {
 		case st.ch <- msg:
 			delivered = true
 		default:
-			s.ep.log.Warn("SSE stream fell behind; closing it so the client reconnects", "session", s.id, "destination", s.ep.name)
+			// Never wait on a slow client: end its stream; it reconnects.
+			s.ep.log.Warn("SSE stream fell behind; closing it so the client reconnects", "session", s.id, "destination", s.ep.name, "queue", cap(st.ch))
+			delete(s.streams, st)
 			st.kick()
 		}
+	}
+	if !delivered && len(s.streams) == 0 {
+		s.backlog = append(s.backlog, msg)
+		return true
 	}
 	return delivered
 }
@@ -113,6 +123,7 @@ func (s *Session) openStream() (*stream, bool) {
 		st.ch <- s.backlog[0]
 		s.backlog = s.backlog[1:]
 	}
+	s.dropping = false
 	s.streams[st] = struct{}{}
 	return st, true
 }

@@ -35,72 +35,52 @@ func (r *lineReader) next() ([]byte, error) {
 	if cap(r.buf) > keepBuf {
 		r.buf = nil
 	}
-	line, err := r.br.ReadSlice('\n')
-	switch {
-	case err == nil:
-		if len(line)-1 > r.max {
-			return nil, &dispatch.LineTooLongError{Len: len(line) - 1, Prefix: clonePrefix(line), Max: r.max}
-		}
-		return trimEOL(line), nil
-	case errors.Is(err, bufio.ErrBufferFull):
-		// Longer than the buffer: assemble below.
-	case len(line) > 0 && errors.Is(err, io.EOF):
-		// A last line without newline.
-		if len(line) > r.max {
-			return nil, &dispatch.LineTooLongError{Len: len(line), Prefix: clonePrefix(line), Max: r.max}
-		}
-		return trimEOL(line), nil
-	default:
-		return nil, err
-	}
-
-	r.buf = append(r.buf[:0], line...)
+	r.buf = r.buf[:0]
+	n := 0 // bytes of the current line so far, without its '\n'
+	var tooLong *dispatch.LineTooLongError
 	for {
-		line, err = r.br.ReadSlice('\n')
-		if len(r.buf)+len(line) > r.max+1 {
-			return nil, r.discard(len(r.buf)+len(line), err)
+		line, err := r.br.ReadSlice('\n')
+		complete := err == nil
+		chunk := line
+		if complete {
+			chunk = line[:len(line)-1]
 		}
-		r.buf = append(r.buf, line...)
+		if n == 0 && complete && len(chunk) <= r.max {
+			return trimCR(chunk), nil // the common case: no copy
+		}
+		if tooLong == nil && n+len(chunk) > r.max {
+			tooLong = &dispatch.LineTooLongError{Prefix: linePrefix(r.buf, chunk), Max: r.max}
+			r.buf = r.buf[:0]
+		}
+		if tooLong == nil {
+			r.buf = append(r.buf, chunk...)
+		}
+		n += len(chunk)
 		switch {
-		case err == nil:
-			return trimEOL(r.buf), nil
+		case complete, err != nil && !errors.Is(err, bufio.ErrBufferFull) && n > 0:
+			// The end of a line, or a last line without a newline (its error
+			// comes again with the next call).
+			if tooLong != nil {
+				tooLong.Len = n
+				return nil, tooLong
+			}
+			return trimCR(r.buf), nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		case errors.Is(err, io.EOF):
-			return trimEOL(r.buf), nil
 		default:
 			return nil, err
 		}
 	}
 }
 
-// discard drops the rest of an over-long line whose first n bytes were read.
-func (r *lineReader) discard(n int, err error) error {
-	tooLong := &dispatch.LineTooLongError{Prefix: clonePrefix(r.buf), Max: r.max}
-	r.buf = r.buf[:0]
-	for errors.Is(err, bufio.ErrBufferFull) {
-		var line []byte
-		line, err = r.br.ReadSlice('\n')
-		n += len(line)
-	}
-	tooLong.Len = n - 1
-	if err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	return tooLong
+// linePrefix copies the first prefixLen bytes of head followed by tail.
+func linePrefix(head, tail []byte) []byte {
+	p := make([]byte, 0, prefixLen)
+	p = append(p, head[:min(len(head), prefixLen)]...)
+	return append(p, tail[:min(len(tail), prefixLen-len(p))]...)
 }
 
-func clonePrefix(b []byte) []byte {
-	if len(b) > prefixLen {
-		b = b[:prefixLen]
-	}
-	return append([]byte(nil), b...)
-}
-
-func trimEOL(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		b = b[:n-1]
-	}
+func trimCR(b []byte) []byte {
 	if n := len(b); n > 0 && b[n-1] == '\r' {
 		b = b[:n-1]
 	}
