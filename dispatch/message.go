@@ -329,7 +329,7 @@ func idFromPrefix(prefix []byte) (uint64, bool) {
 			return 0, false
 		}
 		kEnd := skipString(b, i)
-		if kEnd > len(b) || b[kEnd-1] != '"' {
+		if kEnd > len(b) || kEnd-1 <= i || b[kEnd-1] != '"' {
 			return 0, false
 		}
 		key := b[i+1 : kEnd-1]

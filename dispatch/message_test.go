@@ -328,7 +328,9 @@ func TestIDFromPrefix(t *testing.T) {
 		{"spaces around colon", `{"jsonrpc":"2.0","id" : 7,"result":{"x":`, 7, true},
 		{"tabs", "{\"id\"\t:\t9,", 9, true},
 		{"id first", `{"id":123456,"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"aaaa`, 123456, true},
-		{"id cut at the end", `{"jsonrpc":"2.0","id":42`, 42, true},
+		{"id complete before the cut", `{"jsonrpc":"2.0","id":42,`, 42, true},
+		// The digits may go on past the prefix (42 could be 421): unknown.
+		{"id cut at the end", `{"jsonrpc":"2.0","id":42`, 0, false},
 		{"string id", `{"jsonrpc":"2.0","id":"42","result":`, 0, false},
 		{"string id with spaces", `{"jsonrpc":"2.0","id" : "abc","result":`, 0, false},
 		{"negative id", `{"jsonrpc":"2.0","id":-3,"result":`, 0, false},
@@ -347,6 +349,44 @@ func TestIDFromPrefix(t *testing.T) {
 				t.Errorf("idFromPrefix(%s) = %d, %v; want %d, %v", tc.prefix, n, ok, tc.n, tc.ok)
 			}
 		})
+	}
+}
+
+// TestIDFromPrefixEveryCut cuts real messages at every byte: idFromPrefix
+// must never panic and never report an id the message does not have.
+func TestIDFromPrefixEveryCut(t *testing.T) {
+	msgs := []struct {
+		msg string
+		id  uint64 // 0: no numeric top-level id
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{}}`, 1},
+		{`{"jsonrpc":"2.0","id":4217,"result":{"content":[{"type":"text","text":"a \"quoted\" \\ text"}]}}`, 4217},
+		{`{"result":{"content":[{"id":7,"text":"x"}],"isError":false},"jsonrpc":"2.0","id":12}`, 12},
+		{` { "jsonrpc" : "2.0" , "id" : 99 , "error" : { "code" : -1 , "message" : "m" } } `, 99},
+		{`{"jsonrpc":"2.0","id":"42","result":{"id":42}}`, 0},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":3}}`, 0},
+		{`{"a":[1,2,{"b":"}"}],"c":"\"id\":5","id":6,"result":null}`, 6},
+	}
+	for _, m := range msgs {
+		if !json.Valid([]byte(m.msg)) {
+			t.Fatalf("test message is not JSON: %s", m.msg)
+		}
+		for k := 0; k <= len(m.msg); k++ {
+			prefix := []byte(m.msg[:k])
+			var n uint64
+			var ok bool
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("idFromPrefix(%q) panicked: %v", prefix, r)
+					}
+				}()
+				n, ok = idFromPrefix(prefix)
+			}()
+			if ok && (m.id == 0 || n != m.id) {
+				t.Errorf("idFromPrefix(%q) = %d; the message's top-level id is %d (0: none)", prefix, n, m.id)
+			}
+		}
 	}
 }
 
@@ -485,16 +525,62 @@ func FuzzParse(f *testing.F) {
 		`[{"id":1}]`,
 		` `,
 		`{"method":"é","id":"\"","params":[]}`,
+		`{"id":1,"ID":2,"Method":"x","method":"y","id":3}`,
+		`{"m\u0065thod":"x","\u0069d":1,"params":{"a":"}"}}`,
+		`{"method":null,"id":1}`,
+		`{"jsonrpc":2,"method":"x"}`,
+		`{"id":1,"result":[1,{"a":[]}] , "method" : "\u00e9"}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// Any bytes can be the prefix of a too-long line.
+		_, _ = idFromPrefix(b)
 		m, err := Parse(b)
+		// Reference: encoding/json into a map keeps each member's raw bytes
+		// (exact, case-sensitive keys; the last duplicate wins).
+		var ref map[string]json.RawMessage
+		refErr := json.Unmarshal(b, &ref)
 		if err != nil {
 			if m != nil {
 				t.Fatalf("Parse returned a message with error %v", err)
 			}
+			if errors.Is(err, ErrBatch) {
+				if i := bytes.IndexAny(b, "[{\"0123456789-tfn"); i < 0 || b[i] != '[' {
+					t.Fatalf("ErrBatch for %q, which does not start with '['", b)
+				}
+				return
+			}
+			if refErr == nil && ref != nil {
+				if meth, ok := ref["method"]; !ok || meth[0] == '"' {
+					t.Fatalf("Parse(%q) failed (%v) but it is a JSON object with a string or no method", b, err)
+				}
+			}
 			return
+		}
+		if refErr != nil || ref == nil {
+			t.Fatalf("Parse(%q) succeeded but it is not a JSON object (%v)", b, refErr)
+		}
+		for key, got := range map[string]json.RawMessage{"id": m.ID, "params": m.Params, "result": m.Result, "error": m.Error} {
+			if !bytes.Equal(got, ref[key]) {
+				t.Fatalf("Parse(%q): %s = %q; encoding/json gives %q", b, key, got, ref[key])
+			}
+		}
+		for key, got := range map[string]string{"method": m.Method, "jsonrpc": m.JSONRPC} {
+			raw, ok := ref[key]
+			if !ok {
+				if got != "" {
+					t.Fatalf("Parse(%q): %s = %q but the member is absent", b, key, got)
+				}
+				continue
+			}
+			var want string
+			if json.Unmarshal(raw, &want) != nil || raw[0] != '"' {
+				continue // not a string: Parse's choice
+			}
+			if utf8.Valid(raw) && got != want {
+				t.Fatalf("Parse(%q): %s = %q; want %q", b, key, got, want)
+			}
 		}
 		kind := m.Kind()
 		if kind < KindInvalid || kind > KindResponse {
@@ -534,7 +620,20 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("appendResponse gives invalid JSON: %s", out)
 			}
 		}
-		_, _ = idFromPrefix(b)
+		// A too-long line's prefix never yields an id the whole message
+		// does not have.
+		if kind == KindResponse && bytes.Count(b, []byte(`"id"`)) == 1 && !bytes.Contains(b, []byte(`\u`)) {
+			for _, k := range []int{len(b), len(b) / 2, len(b) / 3, 2 * len(b) / 3, len(b) - 1} {
+				if k < 0 || k > len(b) {
+					continue
+				}
+				if n, ok := idFromPrefix(b[:k]); ok {
+					if full, fok := parseUint(m.ID); !fok || full != n {
+						t.Fatalf("idFromPrefix(%q) = %d, but the message's id is %s", b[:k], n, m.ID)
+					}
+				}
+			}
+		}
 		_ = ErrorResponse(m.ID, -1, m.Method)
 	})
 }

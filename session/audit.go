@@ -5,11 +5,12 @@ import (
 	"strings"
 )
 
-// secretKeys are substrings of object keys whose values are never logged.
-var secretKeys = []string{"token", "password", "passwd", "secret", "authorization", "api_key", "apikey", "api-key", "cookie", "credential", "private_key"}
+// secretKeys are substrings of object keys whose values are never logged;
+// keys ending in "token" (access_token, apiToken, …) are secret too.
+var secretKeys = []string{"password", "passwd", "secret", "authorization", "api_key", "apikey", "api-key", "cookie", "credential", "private_key"}
 
 // redact returns body with the values of secret-looking keys replaced. A body
-// that is not JSON is summarised by its size.
+// that is not JSON is replaced by a placeholder.
 func redact(body []byte) []byte {
 	if len(body) == 0 {
 		return nil
@@ -45,8 +46,8 @@ func redactValue(v any) any {
 
 func isSecretKey(k string) bool {
 	k = strings.ToLower(k)
-	if k == "progresstoken" {
-		return false
+	if strings.HasSuffix(k, "token") {
+		return k != "progresstoken"
 	}
 	for _, s := range secretKeys {
 		if strings.Contains(k, s) {

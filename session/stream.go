@@ -96,10 +96,25 @@ func acceptsSSE(accept string) bool {
 		return false
 	}
 	for _, part := range strings.Split(accept, ",") {
-		mt := strings.TrimSpace(strings.SplitN(part, ";", 2)[0])
-		switch strings.ToLower(mt) {
+		mt, params, _ := strings.Cut(part, ";")
+		switch strings.ToLower(strings.TrimSpace(mt)) {
 		case "text/event-stream", "*/*", "text/*":
-			return true
+			if !zeroQuality(params) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// zeroQuality reports whether media-type parameters say q=0 ("not
+// acceptable").
+func zeroQuality(params string) bool {
+	for _, p := range strings.Split(params, ";") {
+		k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+		if strings.EqualFold(k, "q") {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return err == nil && f == 0
 		}
 	}
 	return false
