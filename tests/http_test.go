@@ -1,0 +1,1267 @@
+package tests
+
+// End-to-end tests of the HTTP surface of /{destination}/mcp: sessions,
+// status codes, transport errors, SSE streams, legacy routes, and the
+// demultiplexing of one shared child among several sessions. Every test runs
+// real child processes (the fake MCP server) behind a real HTTP server.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+)
+
+// ---------------------------------------------------------------------------
+// Helpers (prefixed hx to stay clear of other files in the package).
+
+// hxUUIDv4 is the canonical lower-case UUID with version 4 and the RFC 4122
+// variant.
+var hxUUIDv4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// hxUnknownSID is a well-formed UUID v4 that the bridge never handed out.
+const hxUnknownSID = "0b6f3c1e-9d2a-4c51-8e7f-2a9b4c6d8e10"
+
+// hxHTTP never follows redirects and is safe to use from goroutines.
+var hxHTTP = &http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// hxDo sends one request and returns the answer or an error; it never fails
+// the test, so goroutines can use it. headers are name, value pairs; an empty
+// value deletes the header.
+func hxDo(method, url, sid, body string, headers ...string) (response, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		return response{}, err
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	if method == http.MethodGet {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+		} else {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+	}
+	resp, err := hxHTTP.Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return response{}, err
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// hxMust is hxDo that fails the test on a transport error (test goroutine
+// only).
+func hxMust(t *testing.T, method, url, sid, body string, headers ...string) response {
+	t.Helper()
+	r, err := hxDo(method, url, sid, body, headers...)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return r
+}
+
+// hxToolCall is the body of a tools/call; id is raw JSON.
+func hxToolCall(id, name string, args any) string {
+	a, _ := json.Marshal(args)
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, a)
+}
+
+// hxCheckTransportError checks a transport error answer: the status, a JSON
+// content type, and a JSON-RPC error body with "id": null, the given code
+// (when non-zero) and a human-readable message containing every want.
+// It returns the message. Safe for goroutines (uses Errorf only).
+func hxCheckTransportError(t *testing.T, what string, r response, status, code int, want ...string) string {
+	t.Helper()
+	if r.status != status {
+		t.Errorf("%s: status %d, want %d; body %s", what, r.status, status, r.body)
+		return ""
+	}
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("%s: Content-Type %q, want application/json; body %s", what, ct, r.body)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(r.body, &top); err != nil {
+		t.Errorf("%s: body is not a JSON object (%v): %q", what, err, r.body)
+		return ""
+	}
+	if string(top["jsonrpc"]) != `"2.0"` {
+		t.Errorf(`%s: "jsonrpc" is %s, want "2.0": %s`, what, top["jsonrpc"], r.body)
+	}
+	if id, ok := top["id"]; !ok || string(id) != "null" {
+		t.Errorf(`%s: want "id": null, got %q (present %v): %s`, what, id, ok, r.body)
+	}
+	if _, ok := top["result"]; ok {
+		t.Errorf("%s: error body carries a result: %s", what, r.body)
+	}
+	var e struct {
+		Code    *int   `json:"code"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(top["error"], &e); err != nil || e.Code == nil {
+		t.Errorf("%s: no JSON-RPC error object with a code: %s", what, r.body)
+		return ""
+	}
+	if code != 0 && *e.Code != code {
+		t.Errorf("%s: error code %d, want %d: %s", what, *e.Code, code, r.body)
+	}
+	if len(e.Message) < 15 || !strings.Contains(e.Message, " ") {
+		t.Errorf("%s: error message %q is not a human-readable sentence", what, e.Message)
+	}
+	for _, w := range want {
+		if !strings.Contains(e.Message, w) {
+			t.Errorf("%s: error message %q does not mention %q", what, e.Message, w)
+		}
+	}
+	return e.Message
+}
+
+// hxCheckEmpty checks an answer with status and no body.
+func hxCheckEmpty(t *testing.T, what string, r response, status int) {
+	t.Helper()
+	if r.status != status {
+		t.Errorf("%s: status %d, want %d; body %s", what, r.status, status, r.body)
+	}
+	if len(r.body) != 0 {
+		t.Errorf("%s: want an empty body, got %q", what, r.body)
+	}
+}
+
+// hxCheckRPC checks a JSON-RPC answer carried with HTTP 200: JSON content
+// type, the session header, and the id byte for byte. It returns the decoded
+// message. Safe for goroutines. sid "" skips the session header check.
+func hxCheckRPC(t *testing.T, what string, r response, sid, id string) (rpc, bool) {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Errorf("%s: status %d, want 200; body %s", what, r.status, r.body)
+		return rpc{}, false
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s: Content-Type %q, want application/json", what, ct)
+		return rpc{}, false
+	}
+	if sid != "" && r.header.Get("Mcp-Session-Id") != sid {
+		t.Errorf("%s: Mcp-Session-Id %q, want %q", what, r.header.Get("Mcp-Session-Id"), sid)
+	}
+	var m rpc
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Errorf("%s: not JSON-RPC (%v): %s", what, err, r.body)
+		return rpc{}, false
+	}
+	if m.JSONRPC != "2.0" {
+		t.Errorf("%s: jsonrpc %q: %s", what, m.JSONRPC, r.body)
+	}
+	if string(m.ID) != id || !bytes.Contains(r.body, []byte(`"id":`+id)) {
+		t.Errorf("%s: id %s, want exactly %s: %s", what, m.ID, id, r.body)
+		return m, false
+	}
+	return m, true
+}
+
+// hxResultOK checks a successful JSON-RPC result and returns it.
+func hxResultOK(t *testing.T, what string, r response, sid, id string) (json.RawMessage, bool) {
+	t.Helper()
+	m, ok := hxCheckRPC(t, what, r, sid, id)
+	if !ok {
+		return nil, false
+	}
+	if m.Error != nil || len(m.Result) == 0 {
+		t.Errorf("%s: want a result, got %s", what, r.body)
+		return nil, false
+	}
+	return m.Result, true
+}
+
+// hxText returns the text of the first content item of a tool result.
+func hxText(result json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(result, &r) != nil || len(r.Content) == 0 {
+		return "<no text content: " + string(result) + ">"
+	}
+	return r.Content[0].Text
+}
+
+// hxCheckSSEHeaders checks the headers of an SSE answer.
+func hxCheckSSEHeaders(t *testing.T, what string, h http.Header) {
+	t.Helper()
+	for name, want := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"} {
+		if got := h.Get(name); got != want {
+			t.Errorf("%s: %s %q, want %q", what, name, got, want)
+		}
+	}
+}
+
+// hxRawStream is a GET stream read line by line, for checks of the exact
+// wire format that the harness's parser hides.
+type hxRawStream struct {
+	resp *http.Response
+	// headersAfter is how long the response headers took.
+	headersAfter time.Duration
+	lines        chan string
+}
+
+func hxOpenRaw(t *testing.T, url, sid string) *hxRawStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	start := time.Now()
+	// A client with no overall timeout: the body is a stream. The header wait
+	// is bounded by ResponseHeaderTimeout.
+	cl := &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 5 * time.Second}}
+	resp, err := cl.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatalf("GET stream: %v", err)
+	}
+	s := &hxRawStream{resp: resp, headersAfter: time.Since(start), lines: make(chan string, 4096)}
+	t.Cleanup(func() {
+		cancel()
+		resp.Body.Close()
+	})
+	go func() {
+		defer close(s.lines)
+		br := bufio.NewReader(resp.Body)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			select {
+			case s.lines <- strings.TrimRight(line, "\r\n"):
+			default: // the test stopped reading
+			}
+		}
+	}()
+	return s
+}
+
+// line returns the next line, failing after within.
+func (s *hxRawStream) line(t *testing.T, within time.Duration) string {
+	t.Helper()
+	select {
+	case l, ok := <-s.lines:
+		if !ok {
+			t.Fatalf("stream closed")
+		}
+		return l
+	case <-time.After(within):
+		t.Fatalf("no line on the stream within %s", within)
+	}
+	return ""
+}
+
+// hxCollect gathers the messages with method arriving on st until d passes.
+func hxCollect(t *testing.T, st *stream, method string, d time.Duration) []rpc {
+	t.Helper()
+	var out []rpc
+	deadline := time.After(d)
+	for {
+		select {
+		case ev, ok := <-st.events:
+			if !ok {
+				return out
+			}
+			if m := decode(t, ev.data); m.Method == method {
+				out = append(out, m)
+			}
+		case <-deadline:
+			return out
+		}
+	}
+}
+
+// hxResult is the outcome of a request sent from a goroutine.
+type hxResult struct {
+	r   response
+	err error
+	at  time.Time
+}
+
+// hxGo sends a POST in a goroutine.
+func hxGo(url, sid, body string) <-chan hxResult {
+	ch := make(chan hxResult, 1)
+	go func() {
+		r, err := hxDo(http.MethodPost, url, sid, body)
+		ch <- hxResult{r: r, err: err, at: time.Now()}
+	}()
+	return ch
+}
+
+// hxWait waits for a goroutine's answer.
+func hxWait(t *testing.T, what string, ch <-chan hxResult, within time.Duration) response {
+	t.Helper()
+	select {
+	case res := <-ch:
+		if res.err != nil {
+			t.Fatalf("%s: %v", what, res.err)
+		}
+		return res.r
+	case <-time.After(within):
+		t.Fatalf("%s: no answer within %s (the request hangs)", what, within)
+	}
+	return response{}
+}
+
+func hxFake(t *testing.T, opts session.Options) *bridge {
+	return newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: opts})
+}
+
+// ---------------------------------------------------------------------------
+// 1. initialize creates a session.
+
+func TestHTTPInitializeCreatesSession(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	seen := map[string]bool{}
+	for _, tc := range []struct {
+		name, id string
+	}{
+		{"number id", `17`},
+		{"zero id", `0`},
+		{"string id", `"init-abc"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}}`, tc.id)
+			r := hxMust(t, http.MethodPost, b.url("fake"), "", body)
+			sid := r.header.Get("Mcp-Session-Id")
+			if !hxUUIDv4.MatchString(sid) {
+				t.Fatalf("Mcp-Session-Id %q is not a canonical UUID v4 (version nibble 4, variant 8-b)", sid)
+			}
+			if seen[sid] {
+				t.Fatalf("session id %s handed out twice", sid)
+			}
+			seen[sid] = true
+			res, ok := hxResultOK(t, "initialize", r, sid, tc.id)
+			if !ok {
+				t.FailNow()
+			}
+			var init struct {
+				ProtocolVersion string `json:"protocolVersion"`
+				Capabilities    struct {
+					Tools     map[string]any `json:"tools"`
+					Resources map[string]any `json:"resources"`
+				} `json:"capabilities"`
+				ServerInfo struct{ Name, Version string } `json:"serverInfo"`
+			}
+			if err := json.Unmarshal(res, &init); err != nil {
+				t.Fatalf("initialize result: %v: %s", err, res)
+			}
+			if init.ServerInfo.Name != "fakemcp" || init.ServerInfo.Version != "1.0.0" || init.ProtocolVersion != "2025-06-18" ||
+				init.Capabilities.Tools["listChanged"] != true || init.Capabilities.Resources["subscribe"] != true {
+				t.Fatalf("initialize result is not the child's handshake: %s", res)
+			}
+			// The session works.
+			r = hxMust(t, http.MethodPost, b.url("fake"), sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			hxCheckEmpty(t, "notifications/initialized", r, http.StatusAccepted)
+			r = hxMust(t, http.MethodPost, b.url("fake"), sid, hxToolCall(`1`, "echo", map[string]string{"text": sid}))
+			if res, ok := hxResultOK(t, "echo", r, sid, `1`); ok && hxText(res) != sid {
+				t.Fatalf("echo answered %q, want %q", hxText(res), sid)
+			}
+		})
+	}
+	if n := b.handler.SessionCount("fake"); n != 3 {
+		t.Fatalf("SessionCount = %d, want 3", n)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 2. Session id errors.
+
+func TestHTTPSessionIDErrors(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	valid := c.sid
+	call := hxToolCall(`1`, "echo", map[string]string{"text": "x"})
+	for _, tc := range []struct {
+		name   string
+		method string
+		sid    string
+		body   string
+		status int
+		code   int
+		want   string
+	}{
+		{"POST malformed", http.MethodPost, "not-a-session", call, 400, -32000, "malformed"},
+		{"POST malformed braces", http.MethodPost, "{" + valid + "}", call, 400, -32000, "malformed"},
+		{"POST malformed urn", http.MethodPost, "urn:uuid:" + valid, call, 400, -32000, "malformed"},
+		{"POST malformed truncated", http.MethodPost, valid[:35], call, 400, -32000, "malformed"},
+		{"POST unknown", http.MethodPost, hxUnknownSID, call, 404, -32001, "not found"},
+		{"POST missing", http.MethodPost, "", call, 400, -32000, "missing"},
+		{"POST missing notification", http.MethodPost, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, 400, -32000, "missing"},
+		{"GET malformed", http.MethodGet, "nope", "", 400, -32000, "malformed"},
+		{"GET unknown", http.MethodGet, hxUnknownSID, "", 404, -32001, "not found"},
+		{"GET missing", http.MethodGet, "", "", 400, -32000, "missing"},
+		{"DELETE malformed", http.MethodDelete, "nope", "", 400, -32000, "malformed"},
+		{"DELETE unknown", http.MethodDelete, hxUnknownSID, "", 404, -32001, "not found"},
+		{"DELETE missing", http.MethodDelete, "", "", 400, -32000, "missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := hxMust(t, tc.method, b.url("fake"), tc.sid, tc.body)
+			hxCheckTransportError(t, tc.name, r, tc.status, tc.code, tc.want)
+			if got := r.header.Get("Mcp-Session-Id"); got != "" {
+				t.Errorf("error answer carries Mcp-Session-Id %q", got)
+			}
+		})
+	}
+	// The valid session is untouched by all of that.
+	r := c.callTool(`2`, "echo", map[string]string{"text": "still here"})
+	if res, ok := hxResultOK(t, "echo after errors", r, valid, `2`); ok && hxText(res) != "still here" {
+		t.Fatalf("echo: %s", r.body)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 3. Notifications, responses, requests and child errors.
+
+func TestHTTPPostMessageKinds(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	for _, tc := range []struct {
+		name string
+		body string
+		// status 202: empty body. status 200: id and either result text
+		// (wantText), a result member (wantResult) or an error code.
+		status     int
+		id         string
+		wantText   string
+		wantResult string
+		errCode    int
+		errWant    string
+	}{
+		{name: "notification", body: `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`, status: 202},
+		{name: "notification with params", body: `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`, status: 202},
+		{name: "response to nothing", body: `{"jsonrpc":"2.0","id":"no-such-request","result":{}}`, status: 202},
+		{name: "error response to nothing", body: `{"jsonrpc":"2.0","id":41,"error":{"code":-1,"message":"no"}}`, status: 202},
+		{name: "request", body: hxToolCall(`"r-1"`, "echo", map[string]string{"text": "hi there"}), status: 200, id: `"r-1"`, wantText: "hi there"},
+		{name: "ping", body: `{"jsonrpc":"2.0","id":3,"method":"ping"}`, status: 200, id: `3`, wantResult: `{}`},
+		{name: "unknown method", body: `{"jsonrpc":"2.0","id":5,"method":"nope/nope"}`, status: 200, id: `5`, errCode: -32601, errWant: "nope/nope"},
+		{name: "unknown tool", body: hxToolCall(`"u"`, "no_such_tool", map[string]string{}), status: 200, id: `"u"`, errCode: -32602, errWant: "unknown tool"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.post(tc.body)
+			if r.status == http.StatusAccepted || tc.status == http.StatusAccepted {
+				hxCheckEmpty(t, tc.name, r, tc.status)
+				if got := r.header.Get("Mcp-Session-Id"); got != c.sid {
+					t.Errorf("Mcp-Session-Id %q, want %q", got, c.sid)
+				}
+				return
+			}
+			m, ok := hxCheckRPC(t, tc.name, r, c.sid, tc.id)
+			if !ok {
+				return
+			}
+			switch {
+			case tc.errCode != 0:
+				if m.Error == nil || m.Error.Code != tc.errCode || !strings.Contains(m.Error.Message, tc.errWant) || len(m.Result) != 0 {
+					t.Errorf("want child error %d mentioning %q, got %s", tc.errCode, tc.errWant, r.body)
+				}
+			case tc.wantResult != "":
+				if m.Error != nil || string(m.Result) != tc.wantResult {
+					t.Errorf("want result %s, got %s", tc.wantResult, r.body)
+				}
+			default:
+				if m.Error != nil || hxText(m.Result) != tc.wantText {
+					t.Errorf("want text %q, got %s", tc.wantText, r.body)
+				}
+			}
+		})
+	}
+	// The notifications reached the child; the bridge's own
+	// notifications/initialized handling is not the client's.
+	st := c.stats()
+	got := strings.Join(st.Notifications, ",")
+	for _, want := range []string{"notifications/roots/list_changed", "notifications/message"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("child did not receive %s; it saw %v", want, st.Notifications)
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 4. Session cap, eviction and expiry.
+
+func TestHTTPSessionCap(t *testing.T) {
+	b := hxFake(t, session.Options{MaxSessions: 2})
+	c1, c2 := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
+	c1.initialize()
+	c2.initialize()
+	r := hxMust(t, http.MethodPost, b.url("fake"), "", initBody)
+	hxCheckTransportError(t, "third initialize", r, http.StatusServiceUnavailable, 0, "fake", "maximum")
+	ra := r.header.Get("Retry-After")
+	if n, err := strconv.Atoi(ra); err != nil || n <= 0 {
+		t.Errorf("Retry-After %q, want a positive number of seconds", ra)
+	}
+	if sid := r.header.Get("Mcp-Session-Id"); sid != "" {
+		t.Errorf("refused initialize handed out session %q", sid)
+	}
+	if n := b.handler.SessionCount("fake"); n != 2 {
+		t.Errorf("SessionCount = %d, want 2", n)
+	}
+	// The two sessions are unharmed.
+	for i, c := range []*client{c1, c2} {
+		r := c.callTool(`1`, "echo", map[string]string{"text": "ok"})
+		if res, ok := hxResultOK(t, fmt.Sprintf("echo on session %d", i+1), r, c.sid, `1`); ok && hxText(res) != "ok" {
+			t.Errorf("echo: %s", r.body)
+		}
+	}
+}
+
+func TestHTTPSessionEvictIdle(t *testing.T) {
+	b := hxFake(t, session.Options{MaxSessions: 1, EvictIdle: 50 * time.Millisecond})
+	old := newClient(t, b.url("fake"))
+	old.initialize()
+	time.Sleep(150 * time.Millisecond) // idle past EvictIdle
+	nc := newClient(t, b.url("fake"))
+	r := nc.post(initBody)
+	nc.sid = r.header.Get("Mcp-Session-Id")
+	if !hxUUIDv4.MatchString(nc.sid) || nc.sid == old.sid {
+		t.Fatalf("new session id %q (old %q): status %d %s", nc.sid, old.sid, r.status, r.body)
+	}
+	if _, ok := hxResultOK(t, "initialize at the cap", r, nc.sid, `0`); !ok {
+		t.FailNow()
+	}
+	r = old.callTool(`1`, "echo", map[string]string{"text": "x"})
+	hxCheckTransportError(t, "POST on the evicted session", r, http.StatusNotFound, -32001, "not found")
+	if n := b.handler.SessionCount("fake"); n != 1 {
+		t.Errorf("SessionCount = %d, want 1", n)
+	}
+	// The new session is usable at once.
+	r = nc.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	hxCheckEmpty(t, "notifications/initialized", r, http.StatusAccepted)
+	r = nc.callTool(`2`, "echo", map[string]string{"text": "after eviction"})
+	if res, ok := hxResultOK(t, "echo on the new session", r, nc.sid, `2`); ok && hxText(res) != "after eviction" {
+		t.Errorf("echo: %s", r.body)
+	}
+}
+
+func TestHTTPSessionTTL(t *testing.T) {
+	b := hxFake(t, session.Options{SessionTTL: 200 * time.Millisecond})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	r := c.callTool(`1`, "echo", map[string]string{"text": "alive"})
+	if _, ok := hxResultOK(t, "echo before expiry", r, c.sid, `1`); !ok {
+		t.FailNow()
+	}
+	// No request in between: any request would keep the session alive.
+	time.Sleep(time.Second)
+	r = c.callTool(`2`, "echo", map[string]string{"text": "expired?"})
+	hxCheckTransportError(t, "POST after TTL", r, http.StatusNotFound, -32001, "not found")
+	r = hxMust(t, http.MethodGet, b.url("fake"), c.sid, "")
+	hxCheckTransportError(t, "GET after TTL", r, http.StatusNotFound, -32001)
+	r = hxMust(t, http.MethodDelete, b.url("fake"), c.sid, "")
+	hxCheckTransportError(t, "DELETE after TTL", r, http.StatusNotFound, -32001)
+	if n := b.handler.SessionCount("fake"); n != 0 {
+		t.Errorf("SessionCount = %d, want 0", n)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 5. Bad bodies.
+
+func TestHTTPBadBodies(t *testing.T) {
+	b := hxFake(t, session.Options{MaxBodyBytes: 1024})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	bigText := strings.Repeat("x", 2048)
+	for _, tc := range []struct {
+		name   string
+		body   string
+		ct     string
+		status int
+		code   int
+		want   string
+	}{
+		{name: "malformed JSON", body: `{"jsonrpc":"2.0","id":1,`, status: 400, code: -32700},
+		{name: "not an object", body: `"just a string"`, status: 400, code: -32700},
+		{name: "batch", body: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, status: 400, want: "batching is not supported"},
+		{name: "batch with leading space", body: ` [{"jsonrpc":"2.0","id":1,"method":"ping"}]`, status: 400, want: "batching is not supported"},
+		{name: "too large", body: hxToolCall(`1`, "echo", map[string]string{"text": bigText}), status: 413, want: "1024"},
+		{name: "text/plain", body: hxToolCall(`1`, "echo", map[string]string{"text": "x"}), ct: "text/plain", status: 415, want: "text/plain"},
+		{name: "form", body: `a=b`, ct: "application/x-www-form-urlencoded", status: 415},
+	} {
+		for _, withSession := range []bool{true, false} {
+			name := tc.name + map[bool]string{true: " with session", false: " without session"}[withSession]
+			t.Run(name, func(t *testing.T) {
+				sid := ""
+				if withSession {
+					sid = c.sid
+				}
+				var hdr []string
+				if tc.ct != "" {
+					hdr = []string{"Content-Type", tc.ct}
+				}
+				r := hxMust(t, http.MethodPost, b.url("fake"), sid, tc.body, hdr...)
+				hxCheckTransportError(t, name, r, tc.status, tc.code, tc.want)
+			})
+		}
+	}
+	// Just under the limit is fine, and the session survived all of that.
+	text := strings.Repeat("y", 900)
+	body := hxToolCall(`"fits"`, "echo", map[string]string{"text": text})
+	if len(body) > 1024 {
+		t.Fatalf("test bug: body of %d bytes", len(body))
+	}
+	r := c.post(body)
+	if res, ok := hxResultOK(t, "body under the limit", r, c.sid, `"fits"`); ok && hxText(res) != text {
+		t.Errorf("echo lost text: %s", r.body)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 6. GET streams.
+
+func TestHTTPGetStreamHeadersAtOnce(t *testing.T) {
+	// Default keepalive (15 s): nothing but the headers can arrive early.
+	b := hxFake(t, session.Options{})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	s := hxOpenRaw(t, b.url("fake"), c.sid)
+	if s.resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: status %d", s.resp.StatusCode)
+	}
+	if s.headersAfter > 2*time.Second {
+		t.Errorf("GET headers took %s: they must be flushed at once", s.headersAfter)
+	}
+	hxCheckSSEHeaders(t, "GET", s.resp.Header)
+	if got := s.resp.Header.Get("Mcp-Session-Id"); got != c.sid {
+		t.Errorf("GET Mcp-Session-Id %q, want %q", got, c.sid)
+	}
+	// Headers came before any event: the stream is still silent.
+	select {
+	case l, ok := <-s.lines:
+		t.Fatalf("unexpected early stream content %q (open %v)", l, ok)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func TestHTTPGetKeepAliveAndEventFormat(t *testing.T) {
+	b := hxFake(t, session.Options{KeepAlive: 100 * time.Millisecond})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	s := hxOpenRaw(t, b.url("fake"), c.sid)
+	if s.resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: status %d", s.resp.StatusCode)
+	}
+	hxCheckSSEHeaders(t, "GET", s.resp.Header)
+	// Two keepalive comments within a second.
+	keepalives := 0
+	deadline := time.Now().Add(2 * time.Second)
+	for keepalives < 2 && time.Now().Before(deadline) {
+		switch l := s.line(t, 2*time.Second); l {
+		case ": keepalive":
+			keepalives++
+		case "":
+		default:
+			t.Fatalf("unexpected line on an idle stream: %q", l)
+		}
+	}
+	if keepalives < 2 {
+		t.Fatalf("saw %d keepalive comments in 2 s with KeepAlive 100ms", keepalives)
+	}
+	// Two events: each is event: message, id: N, data: JSON, blank line;
+	// ids increase.
+	var lastID uint64
+	for i := 0; i < 2; i++ {
+		r := c.callTool(strconv.Itoa(10+i), "list_changed", nil)
+		if _, ok := hxResultOK(t, "list_changed", r, c.sid, strconv.Itoa(10+i)); !ok {
+			t.FailNow()
+		}
+		var ev []string
+		for len(ev) < 4 {
+			l := s.line(t, 3*time.Second)
+			if len(ev) == 0 && (l == ": keepalive" || l == "") {
+				continue
+			}
+			ev = append(ev, l)
+		}
+		if ev[0] != "event: message" || !strings.HasPrefix(ev[1], "id: ") || !strings.HasPrefix(ev[2], "data: ") || ev[3] != "" {
+			t.Fatalf("event %d is not event/id/data/blank: %q", i, ev)
+		}
+		id, err := strconv.ParseUint(strings.TrimPrefix(ev[1], "id: "), 10, 64)
+		if err != nil || id <= lastID {
+			t.Fatalf("event id %q is not an increasing number (last %d)", ev[1], lastID)
+		}
+		lastID = id
+		m := decode(t, []byte(strings.TrimPrefix(ev[2], "data: ")))
+		if m.JSONRPC != "2.0" || m.Method != "notifications/tools/list_changed" || len(m.ID) != 0 {
+			t.Fatalf("event data %q is not the list_changed notification", ev[2])
+		}
+	}
+}
+
+func TestHTTPGetSeveralStreamsEachReceive(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	var streams []*stream
+	for i := 0; i < 3; i++ {
+		st := c.openStream()
+		hxCheckSSEHeaders(t, fmt.Sprintf("stream %d", i), st.resp.Header)
+		streams = append(streams, st)
+	}
+	r := c.callTool(`1`, "list_changed", nil)
+	if res, ok := hxResultOK(t, "list_changed", r, c.sid, `1`); !ok || hxText(res) != "sent" {
+		t.Fatalf("list_changed: %s", r.body)
+	}
+	for i, st := range streams {
+		select {
+		case ev, ok := <-st.events:
+			if !ok {
+				t.Fatalf("stream %d closed", i)
+			}
+			if ev.event != "message" || ev.id == "" {
+				t.Errorf("stream %d: event %q id %q, want event message with an id", i, ev.event, ev.id)
+			}
+			if m := decode(t, ev.data); m.Method != "notifications/tools/list_changed" {
+				t.Errorf("stream %d: got %s", i, ev.data)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("stream %d: no list_changed within 5s", i)
+		}
+	}
+	// Exactly once each.
+	for _, st := range streams {
+		st.none(t, "notifications/tools/list_changed", 200*time.Millisecond)
+	}
+}
+
+func TestHTTPGetBuffersUntilStreamAttaches(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	// No stream open: the notification goes to the session's backlog.
+	r := c.callTool(`1`, "list_changed", nil)
+	if res, ok := hxResultOK(t, "list_changed", r, c.sid, `1`); !ok || hxText(res) != "sent" {
+		t.Fatalf("list_changed: %s", r.body)
+	}
+	time.Sleep(100 * time.Millisecond)
+	st := c.openStream()
+	hxCheckSSEHeaders(t, "GET", st.resp.Header)
+	select {
+	case ev, ok := <-st.events:
+		if !ok {
+			t.Fatal("stream closed")
+		}
+		if m := decode(t, ev.data); ev.event != "message" || ev.id == "" || m.Method != "notifications/tools/list_changed" {
+			t.Fatalf("first event: event %q id %q data %s", ev.event, ev.id, ev.data)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the buffered list_changed was not delivered when the stream attached")
+	}
+	// The backlog is handed over once: a second stream gets nothing old.
+	st2 := c.openStream()
+	st2.none(t, "notifications/tools/list_changed", 200*time.Millisecond)
+}
+
+// ---------------------------------------------------------------------------
+// 7. DELETE.
+
+func TestHTTPDeleteEndsSession(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	keep := newClient(t, b.url("fake"))
+	keep.initialize()
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	st := c.openStream()
+	r := c.do(http.MethodDelete, "")
+	hxCheckEmpty(t, "DELETE", r, http.StatusNoContent)
+	// The open stream ends.
+	waitFor(t, 3*time.Second, "the GET stream to end after DELETE", func() bool {
+		select {
+		case _, ok := <-st.events:
+			return !ok
+		default:
+			return false
+		}
+	})
+	for _, tc := range []struct{ method, body string }{
+		{http.MethodPost, hxToolCall(`1`, "echo", map[string]string{"text": "x"})},
+		{http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
+		{http.MethodGet, ""},
+		{http.MethodDelete, ""},
+	} {
+		r := hxMust(t, tc.method, b.url("fake"), c.sid, tc.body)
+		hxCheckTransportError(t, tc.method+" after DELETE", r, http.StatusNotFound, -32001, "not found")
+	}
+	if n := b.handler.SessionCount("fake"); n != 1 {
+		t.Errorf("SessionCount = %d, want 1", n)
+	}
+	// The other session is untouched.
+	r = keep.callTool(`1`, "echo", map[string]string{"text": "fine"})
+	if res, ok := hxResultOK(t, "echo on the other session", r, keep.sid, `1`); ok && hxText(res) != "fine" {
+		t.Errorf("echo: %s", r.body)
+	}
+}
+
+func TestHTTPDeleteCancelsInFlight(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	other := newClient(t, b.url("fake"))
+	other.initialize() // keeps the child alive after the DELETE
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	if n := len(other.stats().Cancelled); n != 0 {
+		t.Fatalf("child saw %d cancellations before the test", n)
+	}
+	pending := hxGo(b.url("fake"), c.sid, hxToolCall(`"never-1"`, "never", map[string]any{}))
+	// Let the call reach the child.
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case res := <-pending:
+		t.Fatalf("tool never answered: %v %d %s", res.err, res.r.status, res.r.body)
+	default:
+	}
+	start := time.Now()
+	r := c.do(http.MethodDelete, "")
+	hxCheckEmpty(t, "DELETE", r, http.StatusNoContent)
+	pr := hxWait(t, "the in-flight POST after DELETE", pending, 5*time.Second)
+	t.Logf("in-flight POST ended %s after the DELETE began: %d %s", time.Since(start), pr.status, pr.body)
+	hxCheckTransportError(t, "in-flight POST", pr, http.StatusNotFound, 0, "session")
+	var st childStats
+	waitFor(t, 3*time.Second, "the child to receive notifications/cancelled", func() bool {
+		st = other.stats()
+		return len(st.Cancelled) > 0
+	})
+	if len(st.Cancelled) != 1 {
+		t.Errorf("child saw %d cancellations, want 1: %s", len(st.Cancelled), st.Cancelled)
+	}
+	if id := string(st.Cancelled[0]); id == `"never-1"` || id == "null" {
+		t.Errorf("cancellation names request %s: want the bridge's upstream id, not the client's", id)
+	}
+	if !strings.Contains(strings.Join(st.Notifications, ","), "notifications/cancelled") {
+		t.Errorf("child notifications %v lack notifications/cancelled", st.Notifications)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 8. Routes.
+
+func TestHTTPRoutes(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	base := b.srv.URL
+	for _, tc := range []struct {
+		name   string
+		method string
+		path   string
+		body   string
+		status int
+		want   []string
+	}{
+		{"legacy GET sse", http.MethodGet, "/fake/sse", "", 410, []string{"/fake/mcp"}},
+		{"legacy POST message", http.MethodPost, "/fake/message", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, 410, []string{"/fake/mcp"}},
+		{"legacy POST message with query", http.MethodPost, "/fake/message?sessionId=abc", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, 410, []string{"/fake/mcp"}},
+		{"unknown destination POST", http.MethodPost, "/nope/mcp", initBody, 404, []string{`"nope"`, "fake"}},
+		{"unknown destination GET", http.MethodGet, "/nope/mcp", "", 404, []string{`"nope"`}},
+		{"unknown destination legacy", http.MethodGet, "/nope/sse", "", 404, []string{`"nope"`}},
+		{"unknown route", http.MethodPost, "/fake/other", initBody, 404, []string{"/fake/mcp"}},
+		{"root", http.MethodGet, "/", "", 404, []string{"/{destination}/mcp"}},
+		{"method not allowed", http.MethodPut, "/fake/mcp", "", 405, []string{"PUT"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := hxMust(t, tc.method, base+tc.path, "", tc.body)
+			hxCheckTransportError(t, tc.name, r, tc.status, 0, tc.want...)
+			if loc := r.header.Get("Location"); loc != "" {
+				t.Errorf("Location %q on a %d", loc, r.status)
+			}
+		})
+	}
+
+	t.Run("trailing slash works for POST", func(t *testing.T) {
+		url := b.url("fake") + "/"
+		r := hxMust(t, http.MethodPost, url, "", initBody)
+		sid := r.header.Get("Mcp-Session-Id")
+		if _, ok := hxResultOK(t, "initialize at /fake/mcp/", r, sid, `0`); !ok || !hxUUIDv4.MatchString(sid) {
+			t.Fatalf("initialize at /fake/mcp/: %d %q %s", r.status, sid, r.body)
+		}
+		r = hxMust(t, http.MethodPost, url, sid, hxToolCall(`1`, "echo", map[string]string{"text": "slash"}))
+		if res, ok := hxResultOK(t, "echo at /fake/mcp/", r, sid, `1`); ok && hxText(res) != "slash" {
+			t.Errorf("echo: %s", r.body)
+		}
+	})
+
+	for _, path := range []string{"//fake/mcp", "/fake/../fake/mcp", "/fake/./mcp", "/fake//mcp", "//fake//mcp/"} {
+		t.Run("never redirects "+path, func(t *testing.T) {
+			for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+				body := ""
+				if method == http.MethodPost {
+					body = initBody
+				}
+				r := hxMust(t, method, base+path, "", body)
+				if r.status >= 300 && r.status < 400 || r.header.Get("Location") != "" {
+					t.Errorf("%s %s: redirect %d to %q", method, path, r.status, r.header.Get("Location"))
+					continue
+				}
+				if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+					t.Errorf("%s %s: %d with Content-Type %q: %q", method, path, r.status, ct, r.body)
+				}
+				if !json.Valid(r.body) || !bytes.Contains(r.body, []byte(`"jsonrpc":"2.0"`)) {
+					t.Errorf("%s %s: %d body is not JSON-RPC: %q", method, path, r.status, r.body)
+				}
+				if r.status >= 400 {
+					hxCheckTransportError(t, method+" "+path, r, r.status, 0)
+				}
+				if sid := r.header.Get("Mcp-Session-Id"); sid != "" && r.status == http.StatusOK {
+					hxMust(t, http.MethodDelete, b.url("fake"), sid, "")
+				}
+			}
+		})
+	}
+
+	t.Run("HEAD", func(t *testing.T) {
+		r := hxMust(t, http.MethodHead, b.url("fake"), "", "")
+		if r.status != http.StatusOK {
+			t.Fatalf("HEAD: status %d", r.status)
+		}
+		hxCheckSSEHeaders(t, "HEAD", r.header)
+		if len(r.body) != 0 {
+			t.Errorf("HEAD body %q", r.body)
+		}
+	})
+	t.Run("OPTIONS", func(t *testing.T) {
+		r := hxMust(t, http.MethodOptions, b.url("fake"), "", "")
+		hxCheckEmpty(t, "OPTIONS", r, http.StatusNoContent)
+		allow := r.header.Get("Allow")
+		for _, m := range []string{"GET", "POST", "DELETE"} {
+			if !strings.Contains(allow, m) {
+				t.Errorf("Allow %q lacks %s", allow, m)
+			}
+		}
+	})
+}
+
+// ---------------------------------------------------------------------------
+// 9. Multiplexing and ids.
+
+func TestHTTPMultiplexSameIDsAcrossSessions(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	const n = 50
+	sessions := map[string]*client{"A": newClient(t, b.url("fake")), "B": newClient(t, b.url("fake"))}
+	for _, c := range sessions {
+		c.initialize()
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for name, c := range sessions {
+		for i := 1; i <= n; i++ {
+			for _, id := range []string{strconv.Itoa(i), strconv.Quote(strconv.Itoa(i))} {
+				text := fmt.Sprintf("session %s id %s", name, id)
+				wg.Add(1)
+				go func(sid, id, text string) {
+					defer wg.Done()
+					<-start
+					r, err := hxDo(http.MethodPost, b.url("fake"), sid, hxToolCall(id, "echo", map[string]string{"text": text}))
+					if err != nil {
+						t.Errorf("%s: %v", text, err)
+						return
+					}
+					if res, ok := hxResultOK(t, text, r, sid, id); ok && hxText(res) != text {
+						t.Errorf("%s: got someone else's answer %q", text, hxText(res))
+					}
+				}(c.sid, id, text)
+			}
+		}
+	}
+	close(start)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("concurrent calls did not all finish within 20s")
+	}
+}
+
+func TestHTTPIDsByteExact(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	for _, tc := range []struct{ name, id string }{
+		{"integer", `1`},
+		{"string one", `"1"`},
+		{"zero", `0`},
+		{"negative", `-1`},
+		{"20 digits", `12345678901234567890`},
+		{"beyond float64 precision", `9007199254740993`},
+		{"min int64", `-9223372036854775808`},
+		{"30 digits", `123456789012345678901234567890`},
+		{"numeric string of 20 digits", `"12345678901234567890"`},
+		{"empty string", `""`},
+		{"escaped quotes", `"a \"quoted\" id"`},
+		{"unicode escape", `"\u00e9t\u00e9"`},
+		{"utf-8", `"été-☃"`},
+		{"looks like an upstream id", `"42"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := "id " + tc.id
+			r := c.post(hxToolCall(tc.id, "echo", map[string]string{"text": text}))
+			if res, ok := hxResultOK(t, tc.name, r, c.sid, tc.id); ok && hxText(res) != text {
+				t.Errorf("echo text %q, want %q", hxText(res), text)
+			}
+		})
+	}
+}
+
+func TestHTTPSameIDReusedWhileInFlight(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	first := hxGo(c.url, c.sid, hxToolCall(`7`, "slow", map[string]any{"ms": 300, "text": "first"}))
+	time.Sleep(50 * time.Millisecond) // the first is in flight
+	r := c.callTool(`7`, "echo", map[string]string{"text": "second"})
+	secondAt := time.Now()
+	if res, ok := hxResultOK(t, "second call with id 7", r, c.sid, `7`); ok && hxText(res) != "second" {
+		t.Errorf("second call got %q, want %q", hxText(res), "second")
+	}
+	var fr hxResult
+	select {
+	case fr = <-first:
+	case <-time.After(5 * time.Second):
+		t.Fatal("first call with id 7 never answered")
+	}
+	if fr.err != nil {
+		t.Fatalf("first call: %v", fr.err)
+	}
+	if res, ok := hxResultOK(t, "first call with id 7", fr.r, c.sid, `7`); ok && hxText(res) != "first" {
+		t.Errorf("first call got %q, want %q", hxText(res), "first")
+	}
+	if fr.at.Before(secondAt) {
+		t.Logf("note: the slow call finished before the echo (%s earlier)", secondAt.Sub(fr.at))
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 10. One handshake per child.
+
+func TestHTTPInitializeOncePerChild(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	var clients []*client
+	sids := map[string]bool{}
+	for i := 0; i < 5; i++ {
+		c := newClient(t, b.url("fake"))
+		c.initialize()
+		if sids[c.sid] {
+			t.Fatalf("session id %s reused", c.sid)
+		}
+		sids[c.sid] = true
+		clients = append(clients, c)
+	}
+	pid := 0
+	ups := map[string]bool{}
+	for i, c := range clients {
+		r := c.callTool(`"who"`, "whoami", nil)
+		res, ok := hxResultOK(t, "whoami", r, c.sid, `"who"`)
+		if !ok {
+			t.FailNow()
+		}
+		var w struct {
+			PID        int             `json:"pid"`
+			Inits      int             `json:"inits"`
+			UpstreamID json.RawMessage `json:"upstream_id"`
+		}
+		if err := json.Unmarshal(res, &w); err != nil {
+			t.Fatalf("whoami: %v: %s", err, res)
+		}
+		if w.Inits != 1 {
+			t.Errorf("session %d: child saw %d initialize requests, want 1", i, w.Inits)
+		}
+		if i == 0 {
+			pid = w.PID
+		} else if w.PID != pid {
+			t.Errorf("session %d talks to pid %d, session 0 to %d: want one shared child", i, w.PID, pid)
+		}
+		if _, err := strconv.ParseUint(string(w.UpstreamID), 10, 64); err != nil || ups[string(w.UpstreamID)] {
+			t.Errorf("session %d: upstream id %s is not a fresh bridge-minted number", i, w.UpstreamID)
+		}
+		ups[string(w.UpstreamID)] = true
+	}
+	if st := b.dispatchers["fake"].Status(); st.PID != pid || st.Sessions != 5 {
+		t.Errorf("dispatcher status pid %d sessions %d, want pid %d sessions 5", st.PID, st.Sessions, pid)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 11. Progress routing.
+
+func TestHTTPProgressReachesOnlyItsSession(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	a, bb := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
+	a.initialize()
+	bb.initialize()
+	stA, stB := a.openStream(), bb.openStream()
+	progressCall := func(id, token string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"progress","arguments":{"steps":3,"ms":10},"_meta":{"progressToken":%s}}}`, id, token)
+	}
+	callA := hxGo(a.url, a.sid, progressCall(`1`, `"tokA"`))
+	callB := hxGo(bb.url, bb.sid, progressCall(`1`, `7`))
+	ra := hxWait(t, "progress call A", callA, 10*time.Second)
+	rb := hxWait(t, "progress call B", callB, 10*time.Second)
+	if res, ok := hxResultOK(t, "progress call A", ra, a.sid, `1`); ok && hxText(res) != "done" {
+		t.Errorf("A: %s", ra.body)
+	}
+	if res, ok := hxResultOK(t, "progress call B", rb, bb.sid, `1`); ok && hxText(res) != "done" {
+		t.Errorf("B: %s", rb.body)
+	}
+	for _, tc := range []struct {
+		name  string
+		st    *stream
+		token string
+	}{{"A", stA, `"tokA"`}, {"B", stB, `7`}} {
+		got := hxCollect(t, tc.st, "notifications/progress", 500*time.Millisecond)
+		if len(got) != 3 {
+			t.Errorf("stream %s: %d progress notifications, want 3: %v", tc.name, len(got), got)
+		}
+		for i, m := range got {
+			var p struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+				Progress      int             `json:"progress"`
+				Total         int             `json:"total"`
+			}
+			if err := json.Unmarshal(m.Params, &p); err != nil {
+				t.Fatalf("stream %s: progress params %s: %v", tc.name, m.Params, err)
+			}
+			if string(p.ProgressToken) != tc.token {
+				t.Errorf("stream %s: progress with token %s, want exactly %s (another session's progress, or a rewritten token)", tc.name, p.ProgressToken, tc.token)
+			}
+			if p.Progress != i+1 || p.Total != 3 {
+				t.Errorf("stream %s: progress %d/%d at position %d", tc.name, p.Progress, p.Total, i)
+			}
+		}
+	}
+	// A list_changed reaches every session's stream.
+	r := a.callTool(`2`, "list_changed", nil)
+	if _, ok := hxResultOK(t, "list_changed", r, a.sid, `2`); !ok {
+		t.FailNow()
+	}
+	stA.next(t, "notifications/tools/list_changed", 5*time.Second)
+	stB.next(t, "notifications/tools/list_changed", 5*time.Second)
+}
+
+// ---------------------------------------------------------------------------
+// 12. Child → client requests.
+
+func TestHTTPChildRequestRoutedToCaller(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	a, other := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
+	a.initialize()
+	other.initialize()
+	stA, stOther := a.openStream(), other.openStream()
+	call := hxGo(a.url, a.sid, hxToolCall(`"s-1"`, "sample", map[string]string{"prompt": "hi"}))
+	req := stA.next(t, "sampling/createMessage", 5*time.Second)
+	if len(req.ID) == 0 || string(req.ID) == "null" {
+		t.Fatalf("sampling/createMessage without an id")
+	}
+	var p struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content struct{ Type, Text string }
+		} `json:"messages"`
+		MaxTokens int `json:"maxTokens"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil || len(p.Messages) != 1 || p.Messages[0].Content.Text != "hi" || p.MaxTokens != 10 {
+		t.Fatalf("sampling params %s (%v)", req.Params, err)
+	}
+	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"pong"},"model":"m"}}`, req.ID)
+	r := a.post(answer)
+	hxCheckEmpty(t, "POST of the sampling answer", r, http.StatusAccepted)
+	if got := r.header.Get("Mcp-Session-Id"); got != a.sid {
+		t.Errorf("Mcp-Session-Id %q, want %q", got, a.sid)
+	}
+	res, ok := hxResultOK(t, "sample", hxWait(t, "sample call", call, 10*time.Second), a.sid, `"s-1"`)
+	if !ok {
+		t.FailNow()
+	}
+	var out struct {
+		ChildRequestID json.RawMessage `json:"child_request_id"`
+		Answer         json.RawMessage `json:"answer"`
+		Error          json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(res, &out); err != nil {
+		t.Fatalf("sample result: %v: %s", err, res)
+	}
+	if !bytes.Contains(out.Answer, []byte(`"pong"`)) || !bytes.Contains(out.Answer, []byte(`"model":"m"`)) {
+		t.Errorf("the child got answer %s, want the client's pong", out.Answer)
+	}
+	if len(out.Error) != 0 && string(out.Error) != "null" {
+		t.Errorf("the child got an error: %s", out.Error)
+	}
+	if string(out.ChildRequestID) != string(req.ID) {
+		t.Errorf("child_request_id %s, stream showed id %s: the child's id must reach the client unchanged", out.ChildRequestID, req.ID)
+	}
+	stOther.none(t, "sampling/createMessage", 300*time.Millisecond)
+}
+
+// ---------------------------------------------------------------------------
+// 13. resources/subscribe reference counting.
+
+func TestHTTPSubscribeRefCount(t *testing.T) {
+	b := hxFake(t, session.Options{})
+	a, bb := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
+	a.initialize()
+	bb.initialize()
+	stA, stB := a.openStream(), bb.openStream()
+	const uri = "test://a"
+	sub := func(c *client, method, id string) {
+		t.Helper()
+		r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q,"params":{"uri":%q}}`, id, method, uri))
+		if res, ok := hxResultOK(t, method, r, c.sid, id); ok && string(res) != "{}" {
+			t.Errorf("%s: result %s, want {}", method, res)
+		}
+	}
+	count := func(want int, when string) {
+		t.Helper()
+		if got := a.stats().Subscribes[uri]; got != want {
+			t.Errorf("%s: child subscription count for %s is %d, want %d", when, uri, got, want)
+		}
+	}
+	sub(a, "resources/subscribe", `1`)
+	count(1, "after A subscribed")
+	sub(bb, "resources/subscribe", `"b1"`)
+	count(1, "after B subscribed too")
+	sub(a, "resources/unsubscribe", `2`)
+	count(1, "after A unsubscribed")
+
+	r := a.callTool(`3`, "notify", map[string]string{"method": "notifications/resources/updated", "uri": uri})
+	if res, ok := hxResultOK(t, "notify", r, a.sid, `3`); ok && hxText(res) != "sent" {
+		t.Errorf("notify: %s", r.body)
+	}
+	m := stB.next(t, "notifications/resources/updated", 5*time.Second)
+	var p struct{ URI string }
+	if err := json.Unmarshal(m.Params, &p); err != nil || p.URI != uri {
+		t.Errorf("resources/updated params %s", m.Params)
+	}
+	stA.none(t, "notifications/resources/updated", 300*time.Millisecond)
+
+	sub(bb, "resources/unsubscribe", `"b2"`)
+	count(0, "after B unsubscribed")
+}
