@@ -215,6 +215,31 @@ func New(opts Options) *Dispatcher {
 // Name is the destination's name.
 func (d *Dispatcher) Name() string { return d.opts.Name }
 
+// Status is a snapshot of the destination for health reports.
+type Status struct {
+	State    string
+	PID      int
+	Restarts int
+	Sessions int
+	Started  time.Time
+	LastExit string
+}
+
+// Status reports the destination's current state.
+func (d *Dispatcher) Status() Status {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	st := Status{State: d.state.String(), Restarts: d.restarts, Sessions: len(d.sessions), LastExit: d.lastExit}
+	if d.state == stateStopping {
+		st.State = stateIdle.String()
+	}
+	if d.state == stateRunning && d.cur != nil {
+		st.PID = d.cur.conn.PID()
+		st.Started = d.cur.started
+	}
+	return st
+}
+
 // running returns the running child, starting it when it is idle (or, with
 // mayRestartFailed, failed) and waiting while it starts or restarts.
 func (d *Dispatcher) running(ctx context.Context, timeout <-chan time.Time, mayRestartFailed bool) (*child, error) {

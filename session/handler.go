@@ -153,6 +153,14 @@ func (h *Handler) Shutdown(ctx context.Context) {
 	}
 }
 
+// SessionCount is the number of live sessions of a destination.
+func (h *Handler) SessionCount(dest string) int {
+	if ep := h.endpoints[dest]; ep != nil {
+		return ep.reg.count()
+	}
+	return 0
+}
+
 // ServeHTTP routes /{destination}/mcp, /{destination}/sse and
 // /{destination}/message. It never redirects.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

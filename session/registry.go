@@ -92,3 +92,9 @@ func (r *registry) all() []*Session {
 	}
 	return out
 }
+
+func (r *registry) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sessions)
+}
