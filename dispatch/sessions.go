@@ -15,10 +15,14 @@ func (d *Dispatcher) Attach(s Session) {
 	d.mu.Unlock()
 }
 
-// Detach removes a session: its in-flight calls are cancelled at the child,
-// requests the child sent it are answered with an error, its subscriptions
-// are released, and the child is stopped when no session is left.
-func (d *Dispatcher) Detach(s Session) {
+// Detach removes a session: its in-flight calls end with cause (ErrCanceled
+// when nil) and are cancelled at the child, requests the child sent it are
+// answered with an error, its subscriptions are released, and the child is
+// stopped when no session is left.
+func (d *Dispatcher) Detach(s Session, cause error) {
+	if cause == nil {
+		cause = ErrCanceled
+	}
 	d.mu.Lock()
 	if _, ok := d.sessions[s]; !ok {
 		d.mu.Unlock()
@@ -48,7 +52,7 @@ func (d *Dispatcher) Detach(s Session) {
 		if p.sess == s {
 			delete(d.pending, up)
 			cancelled = append(cancelled, up)
-			p.reply <- reply{err: ErrCanceled}
+			p.reply <- reply{err: cause}
 		}
 	}
 	for id, cr := range d.childReqs {

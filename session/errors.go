@@ -41,7 +41,7 @@ func statusFor(dest string, err error) (int, string) {
 	case errors.Is(err, dispatch.ErrChildExited), errors.Is(err, dispatch.ErrUnavailable):
 		return http.StatusServiceUnavailable, err.Error()
 	case errors.Is(err, dispatch.ErrCanceled):
-		return http.StatusNotFound, "the session ended while the request was in flight; send initialize to start a new session"
+		return http.StatusNotFound, "the session ended while the request was in flight (" + err.Error() + "); send initialize to start a new session"
 	case errors.Is(err, dispatch.ErrNotInitialized):
 		return http.StatusBadRequest, err.Error()
 	}

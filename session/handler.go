@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -125,17 +124,25 @@ func (h *Handler) janitor() {
 			for _, ep := range h.endpoints {
 				for _, s := range ep.reg.expired(h.opts.SessionTTL) {
 					h.log.Info("session expired", "destination", ep.name, "session", s.id, "ttl", h.opts.SessionTTL)
-					ep.end(s, errors.New("session expired"))
+					ep.end(s, errExpired)
 				}
 			}
 		}
 	}
 }
 
+// Why sessions end; calls in flight end with the same error.
+var (
+	errExpired  = fmt.Errorf("%w: the session expired", dispatch.ErrCanceled)
+	errDeleted  = fmt.Errorf("%w: the session was deleted", dispatch.ErrCanceled)
+	errEvicted  = fmt.Errorf("%w: the session was evicted to make room for a new one", dispatch.ErrCanceled)
+	errShutdown = fmt.Errorf("%w: the bridge is shutting down; retry when it is back", dispatch.ErrUnavailable)
+)
+
 // end closes a session that was already removed from the registry.
 func (ep *endpoint) end(s *Session, reason error) {
 	s.close(reason)
-	ep.d.Detach(s)
+	ep.d.Detach(s, reason)
 }
 
 // Shutdown ends every session and its streams; the dispatchers are stopped
@@ -144,7 +151,7 @@ func (h *Handler) Shutdown(ctx context.Context) {
 	h.shutdownOnce.Do(func() { close(h.shutdown) })
 	for _, ep := range h.endpoints {
 		for _, s := range ep.reg.all() {
-			ep.end(s, errors.New("the bridge is shutting down"))
+			ep.end(s, errShutdown)
 		}
 	}
 	select {
@@ -244,7 +251,7 @@ func (ep *endpoint) serveDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ep.reg.remove(s) {
-		ep.end(s, errors.New("session deleted by the client"))
+		ep.end(s, errDeleted)
 	}
 	w.WriteHeader(status)
 }

@@ -133,7 +133,7 @@ func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *dispat
 	ep.d.Attach(s)
 	if evicted != nil {
 		ep.log.Info("idle session evicted to make room", "destination", ep.name, "session", evicted.id)
-		ep.end(evicted, errors.New("evicted to make room for a new session"))
+		ep.end(evicted, errEvicted)
 	}
 	rec.session = s.id
 	s.inflight.Add(1)

@@ -55,11 +55,7 @@ type bridgeConfig struct {
 func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *bridge {
 	t.Helper()
 	logs := &syncBuffer{}
-	level := hclog.Debug
-	if os.Getenv("STELAE_TEST_QUIET") != "" {
-		level = hclog.Warn
-	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "test", Level: level, Output: logs})
+	log := hclog.New(&hclog.LoggerOptions{Name: "test", Level: hclog.Debug, Output: logs})
 	if cfg.restart.MaxRestarts == 0 && cfg.restart.Initial == 0 && !cfg.useRestartOf {
 		cfg.restart = supervisor.RestartPolicy{MaxRestarts: 3, Initial: 50 * time.Millisecond, StableAfter: time.Minute}
 	}

@@ -1,0 +1,1097 @@
+package tests
+
+// Fault and lifecycle tests: children that hang, crash, exit at start, write
+// garbage or huge lines, ignore SIGTERM, leave grandchildren, get killed from
+// outside; slow stream readers; session churn; bridge shutdown.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+)
+
+// ---- helpers (prefixed "ft" to stay clear of the other test files) ----
+
+// ftProc identifies one process by pid and start time, so a recycled pid is
+// not mistaken for the process we watched.
+type ftProc struct {
+	pid   int
+	start string
+}
+
+// ftStat reads /proc/PID/stat: state, parent pid and start time.
+func ftStat(pid int) (state byte, ppid int, start string, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, "", false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return 0, 0, "", false
+	}
+	// Fields after "pid (comm) ": state(3) ppid(4) ... starttime(22).
+	f := strings.Fields(s[i+2:])
+	if len(f) < 20 {
+		return 0, 0, "", false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return f[0][0], ppid, f[19], true
+}
+
+// ftWatch records pid's identity; the process must be alive now.
+func ftWatch(t testing.TB, pid int) ftProc {
+	t.Helper()
+	if pid <= 0 {
+		t.Fatalf("bad pid %d", pid)
+	}
+	st, _, start, ok := ftStat(pid)
+	if !ok || st == 'Z' {
+		t.Fatalf("process %d is not running (state %q)", pid, st)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("process %d: kill -0: %v", pid, err)
+	}
+	return ftProc{pid: pid, start: start}
+}
+
+// alive: the same process still exists and is not a zombie.
+func (p ftProc) alive() bool {
+	if err := syscall.Kill(p.pid, 0); err != nil {
+		return false
+	}
+	st, _, start, ok := ftStat(p.pid)
+	return ok && start == p.start && st != 'Z'
+}
+
+func ftWaitGone(t testing.TB, p ftProc, within time.Duration, what string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	waitFor(t, within, fmt.Sprintf("%s (pid %d) to be gone", what, p.pid), func() bool { return !p.alive() })
+	return time.Since(start)
+}
+
+// ftChildren lists the processes whose parent is this test process, with
+// their state (zombies included: an unreaped child is a leak too).
+func ftChildren() map[int]byte {
+	self := os.Getpid()
+	out := map[int]byte{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ppid, _, ok := ftStat(pid); ok && ppid == self {
+			out[pid] = st
+		}
+	}
+	return out
+}
+
+func ftFDs() int {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	return len(ents)
+}
+
+// ftErr asserts a transport error: status, JSON content type, a JSON-RPC
+// error with a null id, and a message holding every word.
+func ftErr(t testing.TB, what string, r response, status int, words ...string) string {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("%s: status %d, want %d: %s", what, r.status, status, r.body)
+	}
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("%s: Content-Type %q, want application/json: %s", what, ct, r.body)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("%s: body is not JSON: %v: %s", what, err, r.body)
+	}
+	if id, ok := m["id"]; !ok || string(id) != "null" {
+		t.Fatalf(`%s: error body must carry "id": null: %s`, what, r.body)
+	}
+	rp := decode(t, r.body)
+	if rp.Error == nil || rp.Error.Message == "" {
+		t.Fatalf("%s: no JSON-RPC error in the body: %s", what, r.body)
+	}
+	for _, w := range words {
+		if !strings.Contains(rp.Error.Message, w) {
+			t.Fatalf("%s: error message %q does not mention %q", what, rp.Error.Message, w)
+		}
+	}
+	return rp.Error.Message
+}
+
+// ftOK asserts a 200 JSON-RPC result and returns it.
+func ftOK(t testing.TB, what string, r response) json.RawMessage {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Fatalf("%s: status %d: %s", what, r.status, r.body)
+	}
+	m := decode(t, r.body)
+	if m.Error != nil || len(m.Result) == 0 {
+		t.Fatalf("%s: no result: %s", what, r.body)
+	}
+	return m.Result
+}
+
+func ftEcho(t testing.TB, c *client, id, text string) {
+	t.Helper()
+	r := c.callTool(id, "echo", map[string]string{"text": text})
+	res := ftOK(t, "echo "+text, r)
+	want := fmt.Sprintf(`{"content":[{"text":%q,"type":"text"}]}`, text)
+	if string(res) != want {
+		t.Fatalf("echo %s: result %s, want %s", text, res, want)
+	}
+	if got := string(decode(t, r.body).ID); got != id {
+		t.Fatalf("echo %s: id %s, want %s", text, got, id)
+	}
+}
+
+type ftWho struct {
+	PID        int             `json:"pid"`
+	Inits      int             `json:"inits"`
+	UpstreamID json.RawMessage `json:"upstream_id"`
+}
+
+func ftWhoami(t testing.TB, c *client) ftWho {
+	t.Helper()
+	var w ftWho
+	res := ftOK(t, "whoami", c.callTool(`"who"`, "whoami", nil))
+	if err := json.Unmarshal(res, &w); err != nil || w.PID == 0 {
+		t.Fatalf("whoami: %v: %s", err, res)
+	}
+	return w
+}
+
+// ftTry is client.do without t.Fatal, for use off the test goroutine.
+func ftTry(c *client, method, body string) (response, error) {
+	req, err := http.NewRequest(method, c.url, strings.NewReader(body))
+	if err != nil {
+		return response{}, err
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	if c.sid != "" {
+		req.Header.Set("Mcp-Session-Id", c.sid)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, err
+}
+
+func ftToolBody(id, name string, args any) string {
+	a, _ := json.Marshal(args)
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, a)
+}
+
+func ftDelete(t testing.TB, c *client) {
+	t.Helper()
+	if r := c.do(http.MethodDelete, ""); r.status != http.StatusNoContent {
+		t.Fatalf("DELETE: status %d: %s", r.status, r.body)
+	}
+}
+
+// ftLogPIDs returns, in order, the pids of the bridge log lines
+// "<what>: destination=<dest> pid=N" (what: "child started", "child ready",
+// "child exited").
+func ftLogPIDs(logs, what, dest string) []int {
+	re := regexp.MustCompile(regexp.QuoteMeta(what) + `: destination=` + regexp.QuoteMeta(dest) + ` pid=(\d+)`)
+	var out []int
+	for _, m := range re.FindAllStringSubmatch(logs, -1) {
+		n, _ := strconv.Atoi(m[1])
+		out = append(out, n)
+	}
+	return out
+}
+
+// ftReadyPID is the pid of the destination's child that completed its
+// handshake most recently and has not exited since, or 0, per the log.
+func ftReadyPID(b *bridge, dest string) int {
+	logs := b.logs.String()
+	ready := ftLogPIDs(logs, "child ready", dest)
+	if len(ready) == 0 {
+		return 0
+	}
+	pid := ready[len(ready)-1]
+	for _, e := range ftLogPIDs(logs, "child exited", dest) {
+		if e == pid {
+			return 0
+		}
+	}
+	return pid
+}
+
+// ftRunning waits until the destination runs a child other than notPID.
+func ftRunning(t testing.TB, b *bridge, dest string, notPID int, within time.Duration) int {
+	t.Helper()
+	var pid int
+	waitFor(t, within, fmt.Sprintf("%s to run a child other than pid %d", dest, notPID), func() bool {
+		pid = ftReadyPID(b, dest)
+		return pid != 0 && pid != notPID
+	})
+	return pid
+}
+
+// ftJSONEqual compares two JSON texts by value.
+func ftJSONEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// ftInitRetry initializes, retrying while the answer is the request timeout
+// (the child is still starting).
+func ftInitRetry(t testing.TB, c *client, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		r := c.post(initBody)
+		if r.status == http.StatusOK {
+			c.sid = r.header.Get("Mcp-Session-Id")
+			if c.sid == "" {
+				t.Fatal("initialize: no Mcp-Session-Id")
+			}
+			if r := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.status != http.StatusAccepted {
+				t.Fatalf("notifications/initialized: %d %s", r.status, r.body)
+			}
+			return
+		}
+		if r.status != http.StatusGatewayTimeout || time.Now().After(deadline) {
+			t.Fatalf("initialize: %d %s", r.status, r.body)
+		}
+	}
+}
+
+// ftLogLine is one timestamped bridge log line.
+type ftLogLine struct {
+	at   time.Time
+	text string
+}
+
+// ftLogLines returns the log lines holding any of subs.
+func ftLogLines(t testing.TB, logs string, subs ...string) []ftLogLine {
+	t.Helper()
+	var out []ftLogLine
+	for _, l := range strings.Split(logs, "\n") {
+		for _, s := range subs {
+			if strings.Contains(l, s) {
+				ts, _, _ := strings.Cut(l, " ")
+				at, err := time.Parse("2006-01-02T15:04:05.000Z0700", ts)
+				if err != nil {
+					t.Fatalf("log line without a timestamp: %q", l)
+				}
+				out = append(out, ftLogLine{at, l})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// ftCheckRestartTimeline checks one initialize against a child that exits at
+// start, from the bridge's log: one start per try, each restart after exactly
+// the policy's delay, and an answer within maxTotal. When the answer took
+// longer, the time the child processes themselves took (exec, start-up and
+// exit of a -race binary on a loaded machine) is not held against the
+// bridge, but the rest must stay under maxTotal-0.5 s.
+func ftCheckRestartTimeline(t testing.TB, logs string, reqAt, respAt time.Time, delays []time.Duration, maxTotal time.Duration) {
+	t.Helper()
+	starts := ftLogLines(t, logs, "supervisor: child started:")
+	exits := ftLogLines(t, logs, "supervisor: child exited:")
+	restarts := ftLogLines(t, logs, "; restarting:")
+	if len(starts) != len(delays)+1 || len(exits) != len(delays)+1 || len(restarts) != len(delays) {
+		t.Fatalf("%d starts, %d exits, %d restarts; want %d, %d, %d", len(starts), len(exits), len(restarts), len(delays)+1, len(delays)+1, len(delays))
+	}
+	var childTime, execTime time.Duration
+	execTime = starts[0].at.Sub(reqAt)
+	for i := range starts {
+		childTime += exits[i].at.Sub(starts[i].at)
+	}
+	var report []string
+	for i, d := range delays {
+		if !strings.Contains(restarts[i].text, "delay="+d.String()) {
+			t.Fatalf("restart %d: want delay=%s: %s", i+1, d, restarts[i].text)
+		}
+		if react := restarts[i].at.Sub(exits[i].at); react > 1200*time.Millisecond {
+			t.Fatalf("restart %d decided %s after the child exited", i+1, react)
+		}
+		gap := starts[i+1].at.Sub(restarts[i].at)
+		if gap < d-10*time.Millisecond || gap > d+time.Second {
+			t.Fatalf("restart %d: next start %s after the restart decision, want the %s delay", i+1, gap, d)
+		}
+		execTime += gap - d
+		report = append(report, fmt.Sprintf("%s→%s", d, gap.Round(time.Millisecond)))
+	}
+	elapsed := respAt.Sub(reqAt)
+	bridge := elapsed - childTime - execTime
+	t.Logf("answered after %s: delays %v, child processes ran %s, exec %s, backoff+bridge %s", elapsed.Round(time.Millisecond), report, childTime.Round(time.Millisecond), execTime.Round(time.Millisecond), bridge.Round(time.Millisecond))
+	if elapsed > maxTotal && bridge > maxTotal-500*time.Millisecond {
+		t.Fatalf("answered after %s (> %s), of which %s is not the child processes' own time", elapsed, maxTotal, bridge)
+	}
+}
+
+// ---- 1. request timeout ----
+
+func TestFaultTimeoutCancelsAtChild(t *testing.T) {
+	// The 300 ms timeout also bounds initialize, and a -race child on a busy
+	// machine may take longer to start: linger keeps a start going while
+	// initialize is retried (bounded) until the child is up.
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{RequestTimeout: 300 * time.Millisecond}, linger: 20 * time.Second})
+	c := newClient(t, b.url("fake"))
+	ftInitRetry(t, c, 20*time.Second)
+	start := time.Now()
+	r := c.callTool(`"never-1"`, "never", nil)
+	elapsed := time.Since(start)
+	ftErr(t, "never", r, http.StatusGatewayTimeout, `"fake"`, "timeout")
+	if got := r.header.Get("Mcp-Session-Id"); got != c.sid {
+		t.Fatalf("504 carries session %q, want %q", got, c.sid)
+	}
+	if elapsed < 250*time.Millisecond || elapsed > 3*time.Second {
+		t.Fatalf("504 after %s, want about 300ms", elapsed)
+	}
+	s := c.stats()
+	if len(s.Cancelled) != 1 {
+		t.Fatalf("child saw %d cancellations, want 1: %s", len(s.Cancelled), s.Cancelled)
+	}
+	if id := string(s.Cancelled[0]); id == `"never-1"` || id == "" || id == "null" {
+		t.Fatalf("cancellation carries requestId %s; want the upstream id the bridge minted", id)
+	}
+	// The next call on the same session works.
+	ftEcho(t, c, "2", "after timeout")
+	t.Logf("504 after %s; child cancelled requestId %s", elapsed, s.Cancelled[0])
+}
+
+// ---- 2 + 8. a child that exits at start ----
+
+func TestFaultExitAtStartDefaultPolicy(t *testing.T) {
+	b := newBridge(t, map[string]string{"dead": fakemcp.ModeExitAtStart}, bridgeConfig{restart: supervisor.DefaultRestartPolicy})
+	c := newClient(t, b.url("dead"))
+	for attempt := 1; attempt <= 2; attempt++ {
+		logsBefore := len(b.logs.String())
+		start := time.Now()
+		r := c.post(initBody)
+		end := time.Now()
+		elapsed := end.Sub(start)
+		msg := ftErr(t, fmt.Sprintf("initialize #%d", attempt), r, http.StatusServiceUnavailable, `"dead"`, "exit status 3")
+		if sid := r.header.Get("Mcp-Session-Id"); sid != "" {
+			t.Fatalf("initialize #%d: failed initialize handed out session %q", attempt, sid)
+		}
+		if elapsed < 3300*time.Millisecond {
+			t.Fatalf("initialize #%d answered after %s; want 3 retries (0.5+1+2 s) ≈ 3.5 s", attempt, elapsed)
+		}
+		// ≤ 5 s, not counting what the child processes themselves took
+		// (first try + 3 restarts, each delay honoured).
+		ftCheckRestartTimeline(t, b.logs.String()[logsBefore:], start, end,
+			[]time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}, 5*time.Second)
+		if n := b.handler.SessionCount("dead"); n != 0 {
+			t.Fatalf("initialize #%d left %d sessions", attempt, n)
+		}
+		if n := strings.Count(b.logs.String()[logsBefore:], "destination failed; giving up on restarts"); n != 1 {
+			t.Fatalf("initialize #%d: %d 'destination failed' log lines, want 1", attempt, n)
+		}
+		t.Logf("initialize #%d: 503 after %s: %s", attempt, elapsed, msg)
+	}
+	// A request with no session is still refused sensibly, not a crash.
+	ftErr(t, "tools/list without session", c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), http.StatusBadRequest, "Mcp-Session-Id")
+}
+
+func TestFaultExitAtStartFastPolicy(t *testing.T) {
+	b := newBridge(t, map[string]string{"dead": fakemcp.ModeExitAtStart}, bridgeConfig{restart: supervisor.RestartPolicy{MaxRestarts: 3, Initial: 20 * time.Millisecond}})
+	c := newClient(t, b.url("dead"))
+	for attempt := 1; attempt <= 3; attempt++ {
+		logsBefore := len(b.logs.String())
+		start := time.Now()
+		r := c.post(initBody)
+		end := time.Now()
+		ftErr(t, fmt.Sprintf("initialize #%d", attempt), r, http.StatusServiceUnavailable, `"dead"`, "exit status 3", "failed after 3 restart(s)")
+		ftCheckRestartTimeline(t, b.logs.String()[logsBefore:], start, end,
+			[]time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}, 1500*time.Millisecond)
+		t.Logf("initialize #%d: 503 after %s", attempt, end.Sub(start))
+	}
+	// stderr of the child is logged with the destination name.
+	if !strings.Contains(b.logs.String(), "fake: exiting at start as scripted") {
+		t.Fatalf("the child's stderr line was not logged")
+	}
+}
+
+// ---- 8. restart exhaustion after a successful start: its sessions end ----
+
+func TestFaultRestartExhaustionEndsSessions(t *testing.T) {
+	// The harness policy: 3 restarts (50/100/200 ms), StableAfter 1 min, so a
+	// fourth crash in a row exhausts it.
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{})
+	a := newClient(t, b.url("fake"))
+	a.initialize()
+	bb := newClient(t, b.url("fake"))
+	bb.initialize()
+	st := a.openStream()
+	pid := 0
+	for i := 1; i <= 4; i++ {
+		pid = ftRunning(t, b, "fake", pid, 10*time.Second)
+		w := ftWhoami(t, a)
+		if w.PID != pid || w.Inits != 1 {
+			t.Fatalf("crash #%d: whoami %+v, status pid %d", i, w, pid)
+		}
+		ftErr(t, fmt.Sprintf("crash #%d", i), a.callTool(strconv.Itoa(100+i), "crash", nil), http.StatusServiceUnavailable, `"fake"`, "exit status 7")
+	}
+	waitFor(t, 10*time.Second, "destination failed", func() bool {
+		return strings.Contains(b.logs.String(), "destination failed; giving up on restarts")
+	})
+	if l := ftLogLines(t, b.logs.String(), "destination failed; giving up"); len(l) != 1 || !strings.Contains(l[0].text, "exit status 7") {
+		t.Fatalf("failure log: %v", l)
+	}
+	// Its sessions end (just after the state turns failed; a request in
+	// between gets 503): the GET stream closes, the ids are unknown.
+	waitFor(t, 5*time.Second, "the failed destination's sessions to end", func() bool { return b.handler.SessionCount("fake") == 0 })
+	deadline := time.After(5 * time.Second)
+drain:
+	for {
+		select {
+		case _, ok := <-st.events:
+			if !ok {
+				break drain
+			}
+		case <-deadline:
+			t.Fatalf("GET stream of a session of a failed destination still open")
+		}
+	}
+	ftErr(t, "session A after failure", a.callTool("1", "echo", map[string]string{"text": "x"}), http.StatusNotFound, "session")
+	ftErr(t, "session B after failure", bb.callTool("1", "echo", map[string]string{"text": "x"}), http.StatusNotFound, "session")
+	// The next initialize tries again, and the child starts fine.
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	ftEcho(t, c, "1", "back")
+	w := ftWhoami(t, c)
+	if w.Inits != 1 || w.PID == pid {
+		t.Fatalf("after re-initialize: whoami %+v (old pid %d)", w, pid)
+	}
+	// The ended sessions are forgotten: when the only live session goes,
+	// the child is stopped (linger 0), and fan-out reaches only c.
+	st2 := c.openStream()
+	ftOK(t, "list_changed", c.callTool(`"lc"`, "list_changed", nil))
+	st2.next(t, "notifications/tools/list_changed", 5*time.Second)
+	if strings.Contains(b.logs.String(), "notification not delivered") {
+		t.Fatalf("a notification was offered to a session that had ended")
+	}
+	child := ftWatch(t, w.PID)
+	ftDelete(t, c)
+	ftWaitGone(t, child, 3*ftStopGrace+time.Second, "child after its only live session was deleted (following a failure)")
+}
+
+// ---- 3. garbage and over-long lines ----
+
+func TestFaultGarbageAndHugeLine(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	pid := ftWhoami(t, c).PID
+
+	res := ftOK(t, "garbage", c.callTool(`"g"`, "garbage", nil))
+	if !strings.Contains(string(res), "after garbage") {
+		t.Fatalf("garbage: result %s", res)
+	}
+	if !strings.Contains(b.logs.String(), "not a JSON-RPC message") {
+		t.Fatalf("the non-JSON line was not logged")
+	}
+	ftEcho(t, c, "1", "after garbage")
+
+	start := time.Now()
+	r := c.callTool(`"big"`, "big", map[string]int{"bytes": 12 << 20})
+	ftErr(t, "12 MiB line", r, http.StatusBadGateway, `"fake"`, "maximum message size")
+	t.Logf("12 MiB line → 502 after %s", time.Since(start))
+	if got := r.header.Get("Mcp-Session-Id"); got != c.sid {
+		t.Fatalf("502 carries session %q", got)
+	}
+	ftEcho(t, c, "2", "after big")
+	// A message under the maximum still passes whole.
+	res = ftOK(t, "1 MiB", c.callTool("3", "big", map[string]int{"bytes": 1 << 20}))
+	if len(res) < 1<<20 {
+		t.Fatalf("1 MiB answer truncated to %d bytes", len(res))
+	}
+	if w := ftWhoami(t, c); w.PID != pid || w.Inits != 1 {
+		t.Fatalf("the child was restarted (pid %d → %d, inits %d)", pid, w.PID, w.Inits)
+	}
+}
+
+// ---- 4. a child that ignores SIGTERM and stdin EOF ----
+
+const ftStopGrace = 500 * time.Millisecond // the harness default
+
+func TestFaultStubbornChildKilledAfterDelete(t *testing.T) {
+	b := newBridge(t, map[string]string{"stub": fakemcp.ModeStubborn}, bridgeConfig{})
+	c := newClient(t, b.url("stub"))
+	c.initialize()
+	p := ftWatch(t, ftWhoami(t, c).PID)
+	start := time.Now()
+	ftDelete(t, c)
+	ftWaitGone(t, p, 3*ftStopGrace+time.Second, "stubborn child after DELETE")
+	took := time.Since(start)
+	if !strings.Contains(b.logs.String(), "SIGKILL") {
+		t.Fatalf("stubborn child gone without SIGKILL escalation?")
+	}
+	t.Logf("stubborn child gone %s after DELETE", took)
+	if kids := ftChildren(); len(kids) != 0 {
+		t.Fatalf("children left: %v", kids)
+	}
+}
+
+func TestFaultStubbornChildKilledOnBridgeClose(t *testing.T) {
+	b := newBridge(t, map[string]string{"stub": fakemcp.ModeStubborn}, bridgeConfig{})
+	c := newClient(t, b.url("stub"))
+	c.initialize()
+	p := ftWatch(t, ftWhoami(t, c).PID)
+	start := time.Now()
+	b.close()
+	took := time.Since(start)
+	if took > 3*ftStopGrace+time.Second {
+		t.Fatalf("bridge close took %s", took)
+	}
+	ftWaitGone(t, p, 3*ftStopGrace+time.Second, "stubborn child after bridge close")
+	t.Logf("bridge close returned after %s; child gone %s after close began", took, time.Since(start))
+}
+
+// ---- 5. grandchildren ----
+
+func ftSpawnGrandchild(t testing.TB, c *client) ftProc {
+	t.Helper()
+	var g struct {
+		PID int `json:"pid"`
+	}
+	res := ftOK(t, "spawn_grandchild", c.callTool(`"spawn"`, "spawn_grandchild", nil))
+	if err := json.Unmarshal(res, &g); err != nil || g.PID == 0 {
+		t.Fatalf("spawn_grandchild: %v %s", err, res)
+	}
+	return ftWatch(t, g.PID)
+}
+
+func TestFaultGrandchildGoneAfterDelete(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	child := ftWatch(t, ftWhoami(t, c).PID)
+	g := ftSpawnGrandchild(t, c)
+	ftDelete(t, c)
+	ftWaitGone(t, child, 3*ftStopGrace+time.Second, "child after DELETE")
+	took := ftWaitGone(t, g, 3*ftStopGrace+time.Second, "grandchild after DELETE")
+	t.Logf("grandchild gone %s after the child", took)
+}
+
+func TestFaultGrandchildGoneAfterCrash(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	child := ftWatch(t, ftWhoami(t, c).PID)
+	g := ftSpawnGrandchild(t, c)
+	ftErr(t, "crash", c.callTool("9", "crash", nil), http.StatusServiceUnavailable, `"fake"`, "exit status 7")
+	ftWaitGone(t, child, 2*time.Second, "crashed child")
+	ftWaitGone(t, g, 3*ftStopGrace+time.Second, "grandchild of the crashed child")
+	// The session goes on with the restarted child.
+	ftRunning(t, b, "fake", child.pid, 10*time.Second)
+	ftEcho(t, c, "10", "after crash")
+}
+
+// ---- 6. child killed from outside ----
+
+func TestFaultChildSIGKILLRestartsWithCachedHandshake(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	sid := c.sid
+	w1 := ftWhoami(t, c)
+	if w1.Inits != 1 {
+		t.Fatalf("first child: inits %d", w1.Inits)
+	}
+	old := ftWatch(t, w1.PID)
+	if err := syscall.Kill(w1.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ftWaitGone(t, old, 2*time.Second, "killed child")
+	newPID := ftRunning(t, b, "fake", w1.PID, 10*time.Second)
+
+	// Same session, no new initialize.
+	ftEcho(t, c, "1", "after kill")
+	if c.sid != sid {
+		t.Fatal("session id changed")
+	}
+	w2 := ftWhoami(t, c)
+	if w2.PID == w1.PID || w2.PID != newPID {
+		t.Fatalf("whoami after restart: pid %d (old %d, status %d)", w2.PID, w1.PID, newPID)
+	}
+	if w2.Inits != 1 {
+		t.Fatalf("restarted child saw %d initialize requests, want 1 (the bridge's replayed handshake)", w2.Inits)
+	}
+	s := c.stats()
+	var init struct {
+		Params json.RawMessage `json:"params"`
+	}
+	_ = json.Unmarshal([]byte(initBody), &init)
+	if !ftJSONEqual(s.InitParams, init.Params) {
+		t.Fatalf("restarted child's initialize params\n %s\nwant the first client's\n %s", s.InitParams, init.Params)
+	}
+	if !strings.Contains(strings.Join(s.Notifications, ","), "notifications/initialized") {
+		t.Fatalf("restarted child did not get notifications/initialized: %v", s.Notifications)
+	}
+	exit := ftLogLines(t, b.logs.String(), fmt.Sprintf("child exited: destination=fake pid=%d ", w1.PID))
+	if len(exit) != 1 || !strings.Contains(exit[0].text, "signal: killed") {
+		t.Fatalf("exit of the killed child in the log: %v", exit)
+	}
+	if n := len(ftLogLines(t, b.logs.String(), "; restarting:")); n != 1 {
+		t.Fatalf("%d restarts logged, want 1", n)
+	}
+	t.Logf("restart: pid %d → %d", w1.PID, w2.PID)
+}
+
+// ---- 7. in-flight calls when the child crashes ----
+
+func TestFaultCrashFailsInFlightCalls(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{RequestTimeout: 20 * time.Second}})
+	a := newClient(t, b.url("fake"))
+	a.initialize()
+	bb := newClient(t, b.url("fake"))
+	bb.initialize()
+	oldPID := ftWhoami(t, a).PID
+
+	type res struct {
+		r   response
+		err error
+		at  time.Time
+	}
+	done := make(chan res, 1)
+	go func() {
+		r, err := ftTry(a, http.MethodPost, ftToolBody(`"n1"`, "never", nil))
+		done <- res{r, err, time.Now()}
+	}()
+	time.Sleep(300 * time.Millisecond) // let the call reach the child
+	crashAt := time.Now()
+	rb := bb.callTool(`"c1"`, "crash", nil)
+	ftErr(t, "B's crash", rb, http.StatusServiceUnavailable, `"fake"`, "exit status 7")
+	var ra res
+	select {
+	case ra = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("A's in-flight call not answered 5 s after the crash")
+	}
+	if ra.err != nil {
+		t.Fatal(ra.err)
+	}
+	ftErr(t, "A's in-flight never", ra.r, http.StatusServiceUnavailable, `"fake"`, "exit")
+	lat := ra.at.Sub(crashAt)
+	if lat > 2*time.Second {
+		t.Fatalf("A's in-flight call failed %s after the crash; want promptly", lat)
+	}
+	t.Logf("A's in-flight call → 503 %s after the crash", lat)
+
+	// Both sessions work again right away (calls wait for the restart).
+	ftEcho(t, a, "2", "A again")
+	ftEcho(t, bb, "2", "B again")
+	if w := ftWhoami(t, bb); w.PID == oldPID || w.Inits != 1 {
+		t.Fatalf("after crash: whoami %+v, old pid %d", w, oldPID)
+	}
+}
+
+// ---- 9. a stalled GET stream does not slow the others ----
+
+func TestFaultStalledStreamDoesNotDelayOthers(t *testing.T) {
+	// A short stream queue so the stalled stream falls behind within the
+	// flood's time bound: the socket buffers absorb about 3 MiB first, and
+	// under -race on 2 CPUs the flood moves about 1 MiB/s.
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{StreamQueue: 64}})
+	a := newClient(t, b.url("fake"))
+	a.initialize()
+	bb := newClient(t, b.url("fake"))
+	bb.initialize()
+	cc := newClient(t, b.url("fake"))
+	cc.initialize()
+	pid := ftWhoami(t, cc).PID
+
+	// A: a raw GET with a tiny receive buffer whose body is never read.
+	addr := b.srv.Listener.Addr().String()
+	dialer := net.Dialer{Timeout: 2 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := dialer.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "GET /fake/mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", addr, a.sid)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReaderSize(conn, 4096)
+	getResp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("raw GET: %v", err)
+	}
+	if getResp.StatusCode != http.StatusOK || getResp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("raw GET: %d %v", getResp.StatusCode, getResp.Header)
+	}
+	// From here on A never reads.
+
+	payload := strings.Repeat("u", 16<<10)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var lats []time.Duration
+	var cErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 20000; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			start := time.Now()
+			r, err := ftTry(cc, http.MethodPost, ftToolBody(strconv.Itoa(i), "echo", map[string]string{"text": "c"}))
+			lat := time.Since(start)
+			if err != nil || r.status != http.StatusOK || !bytes.Contains(r.body, []byte(`"text":"c"`)) {
+				cErr = fmt.Errorf("C's echo %d: %v %d %s", i, err, r.status, r.body)
+				return
+			}
+			lats = append(lats, lat)
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+
+	floodStart := time.Now()
+	calls, behindAt := 0, -1
+	for calls < 3000 && time.Since(floodStart) < 8*time.Second {
+		r := bb.callTool(strconv.Itoa(calls), "notify", map[string]string{"method": "notifications/message", "uri": payload})
+		if r.status != http.StatusOK {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("flood call %d: %d %s", calls, r.status, r.body)
+		}
+		calls++
+		if behindAt < 0 && calls%10 == 0 && strings.Contains(b.logs.String(), "SSE stream fell behind") {
+			behindAt = calls
+		}
+		if behindAt >= 0 && calls >= behindAt+100 {
+			break
+		}
+	}
+	floodTook := time.Since(floodStart)
+	close(stop)
+	wg.Wait()
+	if cErr != nil {
+		t.Fatal(cErr)
+	}
+	if behindAt < 0 && !strings.Contains(b.logs.String(), "SSE stream fell behind") {
+		t.Fatalf("after %d notifications of 16 KiB in %s the stalled stream never fell behind: the test did not exercise the slow path", calls, floodTook)
+	}
+	if len(lats) < 10 {
+		t.Fatalf("only %d echo calls from C during the flood", len(lats))
+	}
+	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
+	p99 := lats[len(lats)*99/100]
+	max := lats[len(lats)-1]
+	t.Logf("flood: %d notify calls in %s (stream fell behind at call %d); C: %d echo calls, p50 %s p99 %s max %s",
+		calls, floodTook, behindAt, len(lats), lats[len(lats)/2], p99, max)
+	if max > 200*time.Millisecond {
+		t.Fatalf("C's echo calls slowed by A's stalled stream: max %s (p99 %s)", max, p99)
+	}
+
+	// The bridge is healthy: same child, every session answers, streams work.
+	if w := ftWhoami(t, cc); w.PID != pid || w.Inits != 1 {
+		t.Fatalf("after the flood: whoami %+v, pid was %d", w, pid)
+	}
+	ftEcho(t, a, `"a"`, "A still served")
+	ftEcho(t, bb, `"b"`, "B still served")
+	st := cc.openStream()
+	ftOK(t, "list_changed", cc.callTool(`"lc"`, "list_changed", nil))
+	st.next(t, "notifications/tools/list_changed", 10*time.Second)
+
+	// The stalled stream was closed by the bridge: once A reads again, its
+	// response body ends (cleanly, with the chunked terminator) after what
+	// was already buffered.
+	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	readStart := time.Now()
+	n, err := io.Copy(io.Discard, getResp.Body)
+	if err != nil {
+		t.Fatalf("A's stalled stream was not closed by the bridge: after reading %d bytes for %s: %v", n, time.Since(readStart), err)
+	}
+	t.Logf("A's stalled stream: %d buffered bytes, then closed (%s)", n, time.Since(readStart))
+}
+
+// ---- 10. churn leaves nothing behind ----
+
+func TestFaultSessionChurnLeavesNothing(t *testing.T) {
+	// GORACE: a -race child exiting with status 0 (stdin EOF) sleeps 1 s in
+	// the race runtime's exit hook; without this every stop would escalate to
+	// SIGTERM and the 100 stop/start cycles below would take minutes.
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{linger: 0, session: session.Options{MaxSessions: 64},
+		extraEnv: map[string]string{"GORACE": "atexit_sleep_ms=0"}})
+	tr := &http.Transport{MaxIdleConnsPerHost: 32}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	mk := func() *client { return &client{t: t, url: b.url("fake"), http: hc} }
+
+	var pidMu sync.Mutex
+	pids := map[int]ftProc{}
+	one := func(i int) error {
+		c := mk()
+		r, err := ftTry(c, http.MethodPost, initBody)
+		if err != nil {
+			return err
+		}
+		if r.status != http.StatusOK || r.header.Get("Mcp-Session-Id") == "" {
+			return fmt.Errorf("initialize %d: %d %s", i, r.status, r.body)
+		}
+		c.sid = r.header.Get("Mcp-Session-Id")
+		if r, err := ftTry(c, http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil || r.status != http.StatusAccepted {
+			return fmt.Errorf("initialized %d: %v %d %s", i, err, r.status, r.body)
+		}
+		if i%10 == 0 {
+			for pid := range ftChildren() {
+				if _, _, start, ok := ftStat(pid); ok {
+					pidMu.Lock()
+					pids[pid] = ftProc{pid: pid, start: start}
+					pidMu.Unlock()
+				}
+			}
+		}
+		if r, err := ftTry(c, http.MethodDelete, ""); err != nil || r.status != http.StatusNoContent {
+			return fmt.Errorf("DELETE %d: %v %d %s", i, err, r.status, r.body)
+		}
+		return nil
+	}
+	run := func(n, workers int) error {
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		next := make(chan int)
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					if err := one(i); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		var err error
+	feed:
+		for i := 0; i < n; i++ {
+			if time.Now().After(deadline) {
+				err = fmt.Errorf("only %d of %d sessions within 60 s", i, n)
+				break
+			}
+			select {
+			case next <- i:
+			case err = <-errs:
+				break feed
+			}
+		}
+		close(next)
+		wg.Wait()
+		if err == nil {
+			select {
+			case err = <-errs:
+			default:
+			}
+		}
+		return err
+	}
+	noChildren := func() bool { return len(ftChildren()) == 0 }
+
+	// Warm up (HTTP connections, pools), then settle and take the baseline.
+	if err := run(16, 8); err != nil {
+		t.Fatal(err)
+	}
+	tr.CloseIdleConnections()
+	waitFor(t, 5*time.Second, "no child after warm-up", noChildren)
+	time.Sleep(2 * ftStopGrace) // the stdout closer fires StopGrace after exit
+	baseG, baseFD := runtime.NumGoroutine(), ftFDs()
+
+	// 950 sessions 8 at a time (the child mostly stays up), then 50 one
+	// after another, each waiting for the child to be stopped (linger 0), so
+	// the child is started and stopped 50 times: pipes, reader, waiter,
+	// stderr logger, timers.
+	start := time.Now()
+	startsBefore := strings.Count(b.logs.String(), "child started")
+	if err := run(950, 8); err != nil {
+		t.Fatal(err)
+	}
+	idle := func() bool { return len(ftChildren()) == 0 }
+	for i := 950; i < 1000; i++ {
+		waitFor(t, 5*time.Second, "the child to stop", idle)
+		if err := one(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	tr.CloseIdleConnections()
+	starts := strings.Count(b.logs.String(), "child started") - startsBefore
+
+	// Wait for everything to be back to the baseline; after 10 s a small
+	// slack (3 goroutines, 2 fds) is tolerated as noise, more is a leak.
+	var g, fds int
+	var kids map[int]byte
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		g, fds, kids = runtime.NumGoroutine(), ftFDs(), ftChildren()
+		if g <= baseG && fds <= baseFD && len(kids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) && g <= baseG+3 && fds <= baseFD+2 && len(kids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			var buf bytes.Buffer
+			_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+			links := []string{}
+			ents, _ := os.ReadDir("/proc/self/fd")
+			for _, e := range ents {
+				l, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+				links = append(links, e.Name()+"→"+l)
+			}
+			t.Fatalf("after 1000 sessions: goroutines %d (baseline %d), fds %d (baseline %d), children %v\nfds: %v\n%s",
+				g, baseG, fds, baseFD, kids, links, buf.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for pid, p := range pids {
+		if p.alive() {
+			t.Fatalf("child %d seen during the run is still alive", pid)
+		}
+	}
+	// Every child the bridge logged as started: none is left anywhere (not
+	// even reparented away from us).
+	exe, _ := os.Executable()
+	for _, pid := range ftLogPIDs(b.logs.String(), "child started", "fake") {
+		st, _, _, ok := ftStat(pid)
+		if !ok || st == 'Z' {
+			continue
+		}
+		if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); l == exe {
+			t.Fatalf("child %d (started by the bridge) is still running", pid)
+		}
+	}
+	if n := b.handler.SessionCount("fake"); n != 0 {
+		t.Fatalf("%d sessions left", n)
+	}
+	t.Logf("1000 sessions in %s (%d child starts, %d child pids seen); goroutines %d→%d, fds %d→%d (settled after %s)",
+		took, starts, len(pids), baseG, g, baseFD, fds, time.Since(start.Add(took)).Round(time.Millisecond))
+}
+
+// ---- 11. bridge close with a stream open and a call in flight ----
+
+func TestFaultBridgeCloseWithStreamAndCallInFlight(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{RequestTimeout: 20 * time.Second}})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	child := ftWatch(t, ftWhoami(t, c).PID)
+	st := c.openStream()
+	type res struct {
+		r   response
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		r, err := ftTry(c, http.MethodPost, ftToolBody(`"n"`, "never", nil))
+		done <- res{r, err}
+	}()
+	time.Sleep(300 * time.Millisecond)
+
+	start := time.Now()
+	closed := make(chan struct{})
+	go func() { b.close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("bridge close did not return within 5 s")
+	}
+	took := time.Since(start)
+	var r res
+	select {
+	case r = <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("in-flight call not answered after close")
+	}
+	if r.err == nil {
+		if r.r.status == http.StatusOK {
+			t.Fatalf("in-flight never call answered 200 at shutdown: %s", r.r.body)
+		}
+		ftErr(t, "in-flight call at shutdown", r.r, r.r.status)
+		t.Logf("in-flight call → %d %s", r.r.status, r.r.body)
+	} else {
+		t.Logf("in-flight call → transport error %v", r.err)
+	}
+	deadline := time.After(2 * time.Second)
+drain:
+	for {
+		select {
+		case _, ok := <-st.events:
+			if !ok {
+				break drain
+			}
+		case <-deadline:
+			t.Fatal("GET stream still open after bridge close")
+		}
+	}
+	ftWaitGone(t, child, time.Second, "child after bridge close")
+	if kids := ftChildren(); len(kids) != 0 {
+		t.Fatalf("children left after close: %v", kids)
+	}
+	t.Logf("bridge close returned after %s", took)
+}
+
+// ---- a new session while the last one's child is being stopped ----
+
+// With linger 0 the child is stopped when the last session ends. A session
+// that starts while that stop is under way is answered initialize from the
+// cache; its calls must then be served (by waiting for the stop and starting
+// a fresh child), not failed with 503 against the child being stopped. A
+// stubborn child makes the stop take 2×StopGrace, so the window is wide.
+func TestFaultNewSessionWhileChildStops(t *testing.T) {
+	b := newBridge(t, map[string]string{"stub": fakemcp.ModeStubborn}, bridgeConfig{linger: 0})
+	a := newClient(t, b.url("stub"))
+	a.initialize()
+	old := ftWatch(t, ftWhoami(t, a).PID)
+	ftDelete(t, a) // the stop begins
+	c := newClient(t, b.url("stub"))
+	c.initialize()
+	r := c.callTool("1", "echo", map[string]string{"text": "during stop"})
+	if r.status != http.StatusOK {
+		t.Fatalf("first call of a session started while the previous child was stopping: %d %s (child %d alive: %v)",
+			r.status, r.body, old.pid, old.alive())
+	}
+	ftEcho(t, c, "2", "again")
+	if w := ftWhoami(t, c); w.PID == old.pid || w.Inits != 1 {
+		t.Fatalf("whoami: %+v, old pid %d", w, old.pid)
+	}
+}
