@@ -65,14 +65,17 @@ type Process struct {
 	stdout *os.File
 
 	stdin *os.File
-	// writeMu guards queue, spare, writing and werr. Writers append to queue;
-	// the one that finds no write in progress writes everything queued, so
-	// concurrent calls share one write(2).
+	// writeMu guards direct, queue, spare, writing and werr. A caller that
+	// finds stdin idle writes its message itself; messages that arrive during
+	// a write are queued and written together by the drain goroutine, so
+	// concurrent calls share one write(2) and no caller writes for others.
 	writeMu sync.Mutex
+	direct  []byte
 	queue   []byte
 	spare   []byte
 	writing bool
 	werr    error
+	drain   chan struct{} // buffer of one: the queue needs writing
 
 	exited    chan struct{}
 	status    string // set before exited is closed
@@ -150,10 +153,12 @@ func Start(ctx context.Context, d *Destination, opts Options) (*Process, error) 
 		stdout: outR,
 		lines:  newLineReader(outR, opts.MaxMessage),
 		exited: make(chan struct{}),
+		drain:  make(chan struct{}, 1),
 	}
 	log.Info("child started", "destination", d.Name, "pid", cmd.Process.Pid, "command", d.Command)
 	go p.logStderr(errR)
 	go p.wait()
+	go p.drainQueue()
 	return p, nil
 }
 
@@ -198,10 +203,10 @@ func (p *Process) ReadMessage() ([]byte, error) {
 	return p.lines.next()
 }
 
-// WriteMessage implements dispatch.Conn. The message is queued; when no
-// write is in progress this call writes the queue (its own message and any
-// that arrive meanwhile) itself. A write that the child does not take within
-// WriteTimeout fails, and so does every later one.
+// WriteMessage implements dispatch.Conn. When no write is in progress the
+// caller writes its message itself; otherwise the message is queued for the
+// drain goroutine and WriteMessage returns at once. A write that the child
+// does not take within WriteTimeout fails, and so does every later one.
 func (p *Process) WriteMessage(msg []byte) error {
 	p.writeMu.Lock()
 	if p.werr != nil {
@@ -209,32 +214,63 @@ func (p *Process) WriteMessage(msg []byte) error {
 		p.writeMu.Unlock()
 		return err
 	}
-	p.queue = append(append(p.queue, msg...), '\n')
 	if p.writing {
+		p.queue = append(append(p.queue, msg...), '\n')
 		p.writeMu.Unlock()
 		return nil
 	}
 	p.writing = true
-	var err error
-	for len(p.queue) > 0 && err == nil {
-		buf := p.queue
-		p.queue = p.spare[:0]
-		p.writeMu.Unlock()
-		err = p.write(buf)
-		p.writeMu.Lock()
-		if cap(buf) <= keepBuf {
-			p.spare = buf[:0]
-		} else {
-			p.spare = nil
+	buf := append(append(p.direct[:0], msg...), '\n')
+	p.writeMu.Unlock()
+
+	err := p.write(buf)
+
+	p.writeMu.Lock()
+	if cap(buf) <= keepBuf {
+		p.direct = buf[:0]
+	}
+	switch {
+	case err != nil:
+		p.werr, p.queue, p.writing = err, nil, false
+	case len(p.queue) > 0:
+		// Others queued meanwhile: the drain goroutine writes them.
+		select {
+		case p.drain <- struct{}{}:
+		default:
 		}
+	default:
+		p.writing = false
 	}
-	if err != nil {
-		p.werr = err
-		p.queue = nil
-	}
-	p.writing = false
 	p.writeMu.Unlock()
 	return err
+}
+
+// drainQueue writes queued messages until the queue is empty, then hands
+// stdin back to the callers. It ends when the child exits.
+func (p *Process) drainQueue() {
+	for {
+		select {
+		case <-p.drain:
+		case <-p.exited:
+			return
+		}
+		p.writeMu.Lock()
+		for len(p.queue) > 0 && p.werr == nil {
+			buf := p.queue
+			p.queue = p.spare[:0]
+			p.writeMu.Unlock()
+			err := p.write(buf)
+			p.writeMu.Lock()
+			if cap(buf) <= keepBuf {
+				p.spare = buf[:0]
+			}
+			if err != nil {
+				p.werr, p.queue = err, nil
+			}
+		}
+		p.writing = false
+		p.writeMu.Unlock()
+	}
 }
 
 func (p *Process) write(buf []byte) error {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	neturl "net/url"
 	"os"
 	"os/exec"
@@ -234,7 +235,33 @@ func BenchmarkEcho(b *testing.B) {
 		b.ResetTimer()
 		drive(b.N, 16, func(int, int) error { return d.call() }).report(b)
 	})
-	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho}), "-log-level", "warn", "-max-sessions", "64")
+	// The ceiling for any bridge built on net/http here: a handler that
+	// answers at once, driven by the same client, no child behind it.
+	b.Run("nethttp-noop/1x16", func(b *testing.B) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+		}))
+		defer srv.Close()
+		conns := make([]*rawConn, 16)
+		for w := range conns {
+			rc, err := dialRaw(srv.URL)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rc.c.Close()
+			conns[w] = rc
+		}
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+		b.ResetTimer()
+		drive(b.N, 16, func(w, _ int) error {
+			_, err := conns[w].post("/", "s", body)
+			return err
+		}).report(b)
+	})
+	// The bridge with its default settings (access log at info level).
+	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho}), "-max-sessions", "64")
 	url := p.base + "/echo/mcp"
 	for _, l := range []load{{1, 1}, {1, 16}, {8, 64}} {
 		b.Run("bridge/"+l.String(), func(b *testing.B) {

@@ -62,7 +62,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "stelae-bridge: -log-level %q is not one of trace, debug, info, warn, error\n", s.logLevel)
 		return 2
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "stelae-bridge", Level: level, JSONFormat: s.logFormat == "json", Output: stderr})
+	logOut := newLogWriter(stderr)
+	defer logOut.Close()
+	log := hclog.New(&hclog.LoggerOptions{Name: "stelae-bridge", Level: level, JSONFormat: s.logFormat == "json", Output: logOut})
 
 	dispatchers := buildDispatchers(cfg, s, log)
 	h := session.NewHandler(dispatchers, session.Options{

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"io"
+	"sync"
+	"time"
+)
+
+// logWriter batches log lines so that a busy bridge does not pay one
+// write(2) per access-log entry. Lines reach the output within flushEvery,
+// at once when maxPending bytes are waiting, and on Close.
+type logWriter struct {
+	out io.Writer
+
+	// mu guards buf, timerSet and closed.
+	mu       sync.Mutex
+	buf      []byte
+	timerSet bool
+	closed   bool
+
+	// outMu serialises writes to out, in order.
+	outMu sync.Mutex
+}
+
+const (
+	flushEvery = 50 * time.Millisecond
+	maxPending = 32 << 10
+)
+
+func newLogWriter(out io.Writer) *logWriter { return &logWriter{out: out} }
+
+// Write implements io.Writer; hclog writes one whole entry per call.
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return w.out.Write(p)
+	}
+	w.buf = append(w.buf, p...)
+	full := len(w.buf) >= maxPending
+	if !full && !w.timerSet {
+		w.timerSet = true
+		time.AfterFunc(flushEvery, w.flush)
+	}
+	w.mu.Unlock()
+	if full {
+		w.flush()
+	}
+	return len(p), nil
+}
+
+// flush writes what is pending.
+func (w *logWriter) flush() {
+	w.outMu.Lock()
+	defer w.outMu.Unlock()
+	w.mu.Lock()
+	buf := w.buf
+	w.buf = nil
+	w.timerSet = false
+	w.mu.Unlock()
+	if len(buf) > 0 {
+		_, _ = w.out.Write(buf)
+	}
+}
+
+// Close flushes and makes later writes go straight through.
+func (w *logWriter) Close() error {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.flush()
+	return nil
+}
