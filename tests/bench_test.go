@@ -35,6 +35,7 @@ type result struct {
 	errors   int64
 	elapsed  time.Duration
 	p50, p99 time.Duration
+	max      time.Duration
 }
 
 func (r result) perSecond() float64 { return float64(r.calls) / r.elapsed.Seconds() }
@@ -43,6 +44,7 @@ func (r result) report(b *testing.B) {
 	b.ReportMetric(r.perSecond(), "calls/s")
 	b.ReportMetric(float64(r.p50.Microseconds())/1000, "p50_ms")
 	b.ReportMetric(float64(r.p99.Microseconds())/1000, "p99_ms")
+	b.ReportMetric(float64(r.max.Microseconds())/1000, "max_ms")
 	b.ReportMetric(float64(r.errors), "errors")
 	b.ReportMetric(0, "ns/op")
 }
@@ -79,6 +81,7 @@ func drive(n, workers int, do func(worker, i int) error) result {
 	if len(all) > 0 {
 		r.p50 = all[len(all)/2]
 		r.p99 = all[len(all)*99/100]
+		r.max = all[len(all)-1]
 	}
 	return r
 }
