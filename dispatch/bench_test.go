@@ -70,7 +70,7 @@ func BenchmarkCall(b *testing.B) {
 	defer d.Close(context.Background())
 	ctx := context.Background()
 	init, _ := Parse([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`))
-	if _, err := d.Call(ctx, nopSession{}, init, time.Second); err != nil {
+	if _, err := d.Call(ctx, nopSession{}, init, time.Second, nil); err != nil {
 		b.Fatal(err)
 	}
 	body := []byte(`{"jsonrpc":"2.0","id":"client-7","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
@@ -81,7 +81,7 @@ func BenchmarkCall(b *testing.B) {
 		if err := ParseInto(body, &m); err != nil {
 			b.Fatal(err)
 		}
-		resp, err := d.Call(ctx, nopSession{}, &m, time.Minute)
+		resp, err := d.Call(ctx, nopSession{}, &m, time.Minute, nil)
 		if err != nil || !bytes.HasPrefix(resp, []byte(`{"jsonrpc":"2.0","id":"client-7","result":{}}`)) {
 			b.Fatalf("%s %v", resp, err)
 		}

@@ -14,11 +14,13 @@ import (
 // resources/(un)subscribe reference counts are answered by the bridge. The
 // call ends with ErrTimeout after timeout (a cancellation is sent to the
 // child) and with ErrCanceled when ctx ends or the session is detached.
-func (d *Dispatcher) Call(ctx context.Context, s Session, m *Message, timeout time.Duration) ([]byte, error) {
+// w, when not nil, follows the call (see Watcher).
+func (d *Dispatcher) Call(ctx context.Context, s Session, m *Message, timeout time.Duration, w Watcher) ([]byte, error) {
 	if m.Method == "ping" {
 		return appendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
 	}
 	p := getPending(timeout)
+	p.watch = w
 	defer putPending(p)
 	switch m.Method {
 	case "initialize":
@@ -55,7 +57,43 @@ func (d *Dispatcher) initialize(ctx context.Context, timeout <-chan time.Time, m
 	d.mu.RLock()
 	result := d.initResult
 	d.mu.RUnlock()
+	// The child negotiated once, with the first client; each client gets the
+	// version it asked for when the bridge supports it and the child's is
+	// not older.
+	var asked, child struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(m.Params, &asked)
+	_ = json.Unmarshal(result, &child)
+	if v := negotiate(asked.ProtocolVersion, child.ProtocolVersion); v != child.ProtocolVersion {
+		if r, err := replaceMember(result, "protocolVersion", json.RawMessage(strconv.Quote(v))); err == nil {
+			result = r
+		}
+	}
 	return appendResponse(nil, m.ID, result, nil), nil
+}
+
+// SupportedVersions are the MCP protocol versions the bridge speaks, oldest
+// first.
+var SupportedVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+
+// Supported reports whether v is one of SupportedVersions.
+func Supported(v string) bool {
+	for _, s := range SupportedVersions {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// negotiate picks the version to answer a client that asked for asked when
+// the child runs child.
+func negotiate(asked, child string) string {
+	if Supported(asked) && (child == "" || asked <= child) {
+		return asked
+	}
+	return child
 }
 
 func normalizeParams(p json.RawMessage) json.RawMessage {
@@ -88,23 +126,51 @@ func (d *Dispatcher) roundTrip(ctx context.Context, p *pending, c *child, s Sess
 	if err := c.conn.WriteMessage(p.out); err != nil {
 		if d.takePending(up) == nil {
 			r := <-p.reply // taken by a reply or a cancel just now
+			d.flushRelated(p)
 			return r.msg, r.err
 		}
+		d.flushRelated(p)
 		return nil, fmt.Errorf("%w: %v", ErrChildExited, err)
 	}
-	select {
-	case r := <-p.reply:
-		return r.msg, r.err
-	case <-c.done:
-		if d.takePending(up) == nil {
-			r := <-p.reply
+	var tick <-chan time.Time
+	if p.watch != nil {
+		tick = p.watch.Tick()
+	}
+	for {
+		select {
+		case r := <-p.reply:
+			d.flushRelated(p)
 			return r.msg, r.err
+		case msg := <-p.related:
+			p.watch.Related(msg)
+		case <-tick:
+			p.watch.Ticked()
+		case <-c.done:
+			if d.takePending(up) == nil {
+				r := <-p.reply
+				d.flushRelated(p)
+				return r.msg, r.err
+			}
+			d.flushRelated(p)
+			return nil, fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, exitStatus(c.conn))
+		case <-p.timer.C:
+			return d.abandon(c, p, up, upID, ErrTimeout, "the bridge's request timeout expired")
+		case <-ctx.Done():
+			return d.abandon(c, p, up, upID, ctxErr(ctx), "the client cancelled the request")
 		}
-		return nil, fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, exitStatus(c.conn))
-	case <-p.timer.C:
-		return d.abandon(c, p, up, upID, ErrTimeout, "the bridge's request timeout expired")
-	case <-ctx.Done():
-		return d.abandon(c, p, up, upID, ctxErr(ctx), "the client cancelled the request")
+	}
+}
+
+// flushRelated hands the watcher what is still queued for a finished call; p
+// is out of the pending map, so nothing more arrives.
+func (d *Dispatcher) flushRelated(p *pending) {
+	for {
+		select {
+		case msg := <-p.related:
+			p.watch.Related(msg)
+		default:
+			return
+		}
 	}
 }
 
@@ -113,8 +179,10 @@ func (d *Dispatcher) roundTrip(ctx context.Context, p *pending, c *child, s Sess
 func (d *Dispatcher) abandon(c *child, p *pending, up uint64, upID []byte, err error, reason string) ([]byte, error) {
 	if d.takePending(up) == nil {
 		r := <-p.reply
+		d.flushRelated(p)
 		return r.msg, r.err
 	}
+	d.flushRelated(p)
 	d.sendCancel(c, upID, reason)
 	return nil, err
 }

@@ -29,6 +29,18 @@ var (
 	ErrNotInitialized = errors.New("the destination has not been initialized; send initialize first")
 )
 
+// Watcher follows one call on the caller's goroutine.
+type Watcher interface {
+	// Related receives a message that belongs to the call: a progress
+	// notification for it, or a request the child sent while it was the
+	// newest call in flight.
+	Related(msg []byte)
+	// Tick returns a channel whose ticks are passed to Ticked while the call
+	// waits (nil for none): keepalives.
+	Tick() <-chan time.Time
+	Ticked()
+}
+
 // Session is what the dispatcher needs of one client session.
 type Session interface {
 	// SessionID names the session in logs.
@@ -117,12 +129,22 @@ type pending struct {
 	// clientToken is the client's progress token; nil when none was given.
 	clientToken json.RawMessage
 	reply       chan reply // buffer of one; empty when pooled
+	// watch, when set, receives this call's related messages (progress,
+	// requests from the child) through related, on the caller's goroutine.
+	watch       Watcher
+	related     chan []byte // empty when pooled
 	timer       *time.Timer
 	idBuf       [20]byte
 	out         []byte // the request as written to the child
 }
 
-var pendingPool = sync.Pool{New: func() any { return &pending{reply: make(chan reply, 1)} }}
+// relatedQueue bounds the related messages waiting for their caller; past it
+// they go to the session's GET stream instead.
+const relatedQueue = 64
+
+var pendingPool = sync.Pool{New: func() any {
+	return &pending{reply: make(chan reply, 1), related: make(chan []byte, relatedQueue)}
+}}
 
 // getPending returns a pending whose timer fires after timeout.
 func getPending(timeout time.Duration) *pending {
@@ -139,7 +161,7 @@ func getPending(timeout time.Duration) *pending {
 // channel drained.
 func putPending(p *pending) {
 	p.timer.Stop()
-	p.sess, p.clientID, p.clientToken = nil, nil, nil
+	p.sess, p.clientID, p.clientToken, p.watch = nil, nil, nil, nil
 	if cap(p.out) > 64<<10 {
 		p.out = nil
 	}

@@ -133,15 +133,32 @@ func (d *Dispatcher) routeProgress(m *Message) {
 	}
 	d.pmu.Lock()
 	p := d.pending[up]
+	var params json.RawMessage
+	var err error
+	if p != nil && p.clientToken != nil && p.sess != nil {
+		params, err = replaceMember(m.Params, "progressToken", p.clientToken)
+		if err == nil {
+			msg := appendRequest(nil, nil, m.Method, params)
+			if !d.toCaller(p, msg) {
+				d.deliver(p.sess, msg)
+			}
+		}
+	}
 	d.pmu.Unlock()
-	if p == nil || p.clientToken == nil || p.sess == nil {
-		return
+}
+
+// toCaller queues msg for the call's watcher. d.pmu must be held, so that p
+// is still the call it was when looked up. It never blocks.
+func (d *Dispatcher) toCaller(p *pending, msg []byte) bool {
+	if p.watch == nil {
+		return false
 	}
-	params, err := replaceMember(m.Params, "progressToken", p.clientToken)
-	if err != nil {
-		return
+	select {
+	case p.related <- msg:
+		return true
+	default:
+		return false
 	}
-	d.deliver(p.sess, appendRequest(nil, nil, m.Method, params))
 }
 
 // routeChildRequest answers ping, and sends other requests to the session
@@ -154,17 +171,20 @@ func (d *Dispatcher) routeChildRequest(c *child, m *Message, line []byte) {
 	}
 	var target Session
 	var newest uint64
+	msg := append([]byte(nil), line...)
 	d.pmu.Lock()
 	for up, p := range d.pending {
 		if p.sess != nil && up > newest {
 			newest, target = up, p.sess
 		}
 	}
+	delivered := false
 	if target != nil {
 		d.childReqs[string(m.ID)] = childRequest{sess: target}
+		delivered = d.toCaller(d.pending[newest], msg)
 	}
 	d.pmu.Unlock()
-	if target != nil && target.Deliver(append([]byte(nil), line...)) {
+	if delivered || (target != nil && target.Deliver(msg)) {
 		return
 	}
 	if target != nil {
@@ -172,9 +192,9 @@ func (d *Dispatcher) routeChildRequest(c *child, m *Message, line []byte) {
 		delete(d.childReqs, string(m.ID))
 		d.pmu.Unlock()
 	}
-	msg := "no client session can answer " + strconv.Quote(m.Method) + " now: it is only routed to a session with a call in flight"
+	text := "no client session can answer " + strconv.Quote(m.Method) + " now: it is only routed to a session with a call in flight"
 	d.log.Warn("child request not routable; answered with an error", "destination", d.opts.Name, "method", m.Method)
-	d.writeTo(c, ErrorResponse(m.ID, -32603, msg))
+	d.writeTo(c, ErrorResponse(m.ID, -32603, text))
 }
 
 func (d *Dispatcher) writeTo(c *child, msg []byte) {

@@ -38,6 +38,18 @@ type Options struct {
 	WriteTimeout time.Duration
 	// AuditBodies logs request and response bodies, secrets redacted.
 	AuditBodies bool
+	// ResponseMode is ModeAuto (default), ModeJSON or ModeSSE.
+	ResponseMode string
+	// EventLogSize bounds the events kept per session for resumption.
+	EventLogSize int
+	// CheckHost requires a loopback or allowed Host header (DNS-rebinding
+	// protection); set it when listening on loopback.
+	CheckHost bool
+	// AllowedHosts are extra Host names accepted (tunnels, proxies); "*" any.
+	AllowedHosts []string
+	// AllowedOrigins are browser origins accepted besides loopback ones;
+	// setting any turns CORS on; "*" allows every origin.
+	AllowedOrigins []string
 	// Logger is the HTTP layer's logger.
 	Logger hclog.Logger
 }
@@ -65,6 +77,12 @@ func (o *Options) setDefaults() {
 	if o.BacklogSize <= 0 {
 		o.BacklogSize = 256
 	}
+	if o.EventLogSize <= 0 {
+		o.EventLogSize = 512
+	}
+	if o.ResponseMode == "" {
+		o.ResponseMode = ModeAuto
+	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
@@ -85,6 +103,8 @@ type Handler struct {
 	log       hclog.Logger
 	endpoints map[string]*endpoint
 	names     []string
+	// allowAnyOrigin: AllowedOrigins holds "*".
+	allowAnyOrigin bool
 	// shutdown is closed when the bridge stops; open streams end.
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
@@ -100,6 +120,9 @@ func NewHandler(dests []*dispatch.Dispatcher, opts Options) *Handler {
 		h.names = append(h.names, d.Name())
 	}
 	sort.Strings(h.names)
+	for _, o := range opts.AllowedOrigins {
+		h.allowAnyOrigin = h.allowAnyOrigin || o == "*"
+	}
 	go h.janitor()
 	return h
 }
@@ -171,6 +194,9 @@ func (h *Handler) SessionCount(dest string) int {
 // ServeHTTP routes /{destination}/mcp, /{destination}/sse and
 // /{destination}/message. It never redirects.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.guard(w, r) || h.cors(w, r) {
+		return
+	}
 	path := strings.Trim(r.URL.Path, "/")
 	dest, route, ok := strings.Cut(path, "/")
 	if !ok || strings.Contains(route, "/") {
@@ -250,6 +276,11 @@ func (ep *endpoint) serveDelete(w http.ResponseWriter, r *http.Request) {
 		status = errStatus
 		return
 	}
+	if status = ep.checkVersion(w, r, s); status != 0 {
+		return
+	}
+	status = http.StatusNoContent
+	w.Header().Set(headerSessionID, s.id)
 	if ep.reg.remove(s) {
 		ep.end(s, errDeleted)
 	}

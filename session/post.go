@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +47,13 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	accept := r.Header.Get("Accept")
+	sseOK := accept != "" && accepts(accept, "text/event-stream")
+	jsonOK := accept == "" || accepts(accept, "application/json")
+	if !sseOK && !jsonOK {
+		rec.status = writeError(w, http.StatusNotAcceptable, codeServer, fmt.Sprintf("Accept %q allows neither application/json nor text/event-stream, the two forms an MCP answer can take", accept))
+		return
+	}
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, ep.opts.MaxBodyBytes)); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -82,12 +90,16 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if kind == dispatch.KindRequest && m.Method == "initialize" && r.Header.Get(headerSessionID) == "" {
-		ep.initialize(w, r, &m, &rec)
+		ep.initialize(w, &m, &rec, jsonOK)
 		return
 	}
 	s, errStatus := ep.sessionFrom(w, r)
 	if s == nil {
 		rec.status = errStatus
+		return
+	}
+	if st := ep.checkVersion(w, r, s); st != 0 {
+		rec.status = st
 		return
 	}
 	rec.session = s.id
@@ -116,12 +128,30 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	resp, err := ep.d.Call(r.Context(), s, &m, ep.opts.RequestTimeout)
-	ep.writeResult(w, resp, err, &rec)
+	// A dropped connection does not cancel the call: its answer stays in the
+	// session's event log for a client that resumes the stream.
+	pw := ep.newWatcher(w, s, sseOK, jsonOK)
+	defer putWatcher(pw)
+	if pw.sseOK && (ep.opts.ResponseMode == ModeSSE || !jsonOK) {
+		pw.switchSSE()
+	}
+	resp, err := ep.d.Call(context.Background(), s, &m, ep.opts.RequestTimeout, pw)
+	if pw.sw == nil {
+		ep.writeResult(w, resp, err, &rec)
+		return
+	}
+	if err != nil {
+		_, text := statusFor(ep.name, err)
+		resp = dispatch.ErrorResponse(m.ID, codeServer, text)
+	}
+	pw.sw.event(s.emitPost(pw.stream, resp, true))
+	if ep.opts.AuditBodies {
+		rec.respBody = resp
+	}
 }
 
 // initialize creates a session and answers from the child's cached handshake.
-func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *dispatch.Message, rec *postLog) {
+func (ep *endpoint) initialize(w http.ResponseWriter, m *dispatch.Message, rec *postLog, jsonOK bool) {
 	s, evicted, err := ep.reg.create(ep)
 	if err != nil {
 		w.Header().Set("Retry-After", "5")
@@ -137,18 +167,34 @@ func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *dispat
 	}
 	rec.session = s.id
 	s.inflight.Add(1)
-	resp, err := ep.d.Call(r.Context(), s, m, ep.opts.RequestTimeout)
+	resp, err := ep.d.Call(context.Background(), s, m, ep.opts.RequestTimeout, nil)
 	s.inflight.Add(-1)
 	s.touch()
 	if err != nil {
 		if ep.reg.remove(s) {
 			ep.end(s, err)
 		}
-	} else {
-		w.Header().Set(headerSessionID, s.id)
-		ep.log.Info("session started", "destination", ep.name, "session", s.id)
+		ep.writeResult(w, nil, err, rec)
+		return
 	}
-	ep.writeResult(w, resp, err, rec)
+	var negotiated struct {
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal(resp, &negotiated)
+	s.setVersion(negotiated.Result.ProtocolVersion)
+	w.Header().Set(headerSessionID, s.id)
+	ep.log.Info("session started", "destination", ep.name, "session", s.id, "protocol_version", negotiated.Result.ProtocolVersion)
+	if !jsonOK {
+		// The client takes SSE only: one event with the answer.
+		sw := newSSEWriter(w, ep.opts.WriteTimeout)
+		if sw.start(s.id) {
+			sw.event(s.emitPost(s.openPost(), resp, true))
+		}
+		return
+	}
+	ep.writeResult(w, resp, nil, rec)
 }
 
 func (ep *endpoint) writeResult(w http.ResponseWriter, resp []byte, err error, rec *postLog) {

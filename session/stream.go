@@ -7,8 +7,78 @@ import (
 	"time"
 )
 
+// sseWriter writes server-sent events on one HTTP response. Every write has
+// its own deadline, so a client that stops reading cannot hold a goroutine.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	buf     []byte
+	alive   bool
+}
+
+func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {
+	return &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout, alive: true}
+}
+
+// start sends the SSE headers at once.
+func (sw *sseWriter) start(sessionID string) bool {
+	h := sw.w.Header()
+	setSSEHeaders(h)
+	h.Set(headerSessionID, sessionID)
+	sw.w.WriteHeader(http.StatusOK)
+	return sw.flush()
+}
+
+// retryMillis is the reconnection delay sent with priming events.
+const retryMillis = 1000
+
+// event writes one event; a priming event (nil data) carries retry:.
+func (sw *sseWriter) event(ev event) bool {
+	sw.buf = appendEvent(sw.buf[:0], ev)
+	return sw.write(sw.buf)
+}
+
+func (sw *sseWriter) comment() bool { return sw.write([]byte(": keepalive\n\n")) }
+
+func (sw *sseWriter) write(b []byte) bool {
+	if !sw.alive {
+		return false
+	}
+	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.timeout))
+	if _, err := sw.w.Write(b); err != nil {
+		sw.alive = false
+		return false
+	}
+	return sw.flush()
+}
+
+func (sw *sseWriter) flush() bool {
+	if err := sw.rc.Flush(); err != nil {
+		sw.alive = false
+	}
+	return sw.alive
+}
+
+// appendEvent writes one SSE event: a JSON-RPC message, or a priming event
+// (an id, a retry field and empty data).
+func appendEvent(dst []byte, ev event) []byte {
+	if ev.data == nil {
+		dst = append(dst, "id: "...)
+		dst = ev.appendID(dst)
+		dst = append(dst, "\nretry: "...)
+		dst = strconv.AppendInt(dst, retryMillis, 10)
+		return append(dst, "\ndata: \n\n"...)
+	}
+	dst = append(dst, "event: message\nid: "...)
+	dst = ev.appendID(dst)
+	dst = append(dst, "\ndata: "...)
+	dst = append(dst, ev.data...)
+	return append(dst, "\n\n"...)
+}
+
 // serveGet opens an SSE stream of the session's notifications and the
-// requests the child sends it.
+// requests the child sends it, or resumes a stream with Last-Event-ID.
 func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-chan struct{}) {
 	start := time.Now()
 	status := http.StatusOK
@@ -24,49 +94,45 @@ func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 		status = errStatus
 		return
 	}
-	st, ok := s.openStream()
+	if status = ep.checkVersion(w, r, s); status != 0 {
+		return
+	}
+	status = http.StatusOK
+	st, replay, done, resumed, ok := s.openGet(r.Header.Get("Last-Event-ID"))
 	if !ok {
 		status = writeError(w, http.StatusNotFound, codeSessionNotFound, "session ended: send initialize to start a new one")
 		return
 	}
 	defer s.closeStream(st)
+	if resumed {
+		ep.log.Debug("SSE stream resumed", "session", s.id, "destination", ep.name, "replayed", len(replay))
+	}
 
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	setSSEHeaders(h)
-	h.Set(headerSessionID, s.id)
-	w.WriteHeader(http.StatusOK)
-	if err := rc.Flush(); err != nil {
+	sw := newSSEWriter(w, ep.opts.WriteTimeout)
+	if !sw.start(s.id) {
+		return
+	}
+	if s.primes() && !sw.event(s.prime(st.id, st.kind)) {
+		return
+	}
+	for _, ev := range replay {
+		if !sw.event(ev) || ev.last {
+			return
+		}
+	}
+	if done {
 		return
 	}
 	keepalive := time.NewTicker(ep.opts.KeepAlive)
 	defer keepalive.Stop()
-	var buf []byte
-	write := func(b []byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(ep.opts.WriteTimeout))
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
 	for {
 		select {
-		case msg := <-st.ch:
-			buf = appendEvent(buf[:0], s.eventSeq.Add(1), msg)
-			// Send what else is queued in the same flush.
-			for more := true; more && len(buf) < 64<<10; {
-				select {
-				case msg = <-st.ch:
-					buf = appendEvent(buf, s.eventSeq.Add(1), msg)
-				default:
-					more = false
-				}
-			}
-			if !write(buf) {
+		case ev := <-st.ch:
+			if !sw.event(ev) || ev.last {
 				return
 			}
 		case <-keepalive.C:
-			if !write([]byte(": keepalive\n\n")) {
+			if !sw.comment() {
 				return
 			}
 		case <-st.kicked:
@@ -81,24 +147,14 @@ func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 	}
 }
 
-// appendEvent writes one SSE event carrying a JSON-RPC message.
-func appendEvent(dst []byte, id uint64, msg []byte) []byte {
-	dst = append(dst, "event: message\nid: "...)
-	dst = strconv.AppendUint(dst, id, 10)
-	dst = append(dst, "\ndata: "...)
-	dst = append(dst, msg...)
-	return append(dst, "\n\n"...)
-}
-
-// acceptsSSE reports whether an Accept header allows text/event-stream.
-func acceptsSSE(accept string) bool {
-	if accept == "" {
-		return false
-	}
+// accepts reports whether an Accept header allows the media type full
+// (type/subtype), directly or through a wildcard, with a non-zero quality.
+func accepts(accept, full string) bool {
+	typ, _, _ := strings.Cut(full, "/")
 	for _, part := range strings.Split(accept, ",") {
 		mt, params, _ := strings.Cut(part, ";")
 		switch strings.ToLower(strings.TrimSpace(mt)) {
-		case "text/event-stream", "*/*", "text/*":
+		case full, "*/*", typ + "/*":
 			if !zeroQuality(params) {
 				return true
 			}
@@ -106,6 +162,9 @@ func acceptsSSE(accept string) bool {
 	}
 	return false
 }
+
+// acceptsSSE reports whether an Accept header allows text/event-stream.
+func acceptsSSE(accept string) bool { return accept != "" && accepts(accept, "text/event-stream") }
 
 // zeroQuality reports whether media-type parameters say q=0 ("not
 // acceptable").

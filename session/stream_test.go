@@ -41,23 +41,42 @@ func TestAcceptsSSE(t *testing.T) {
 
 func TestAppendEvent(t *testing.T) {
 	msg := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`)
-	got := appendEvent(nil, 7, msg)
-	want := "event: message\nid: 7\ndata: " + string(msg) + "\n\n"
+	got := appendEvent(nil, event{kind: 'g', stream: 3, seq: 7, data: msg})
+	want := "event: message\nid: g3-7\ndata: " + string(msg) + "\n\n"
 	if string(got) != want {
 		t.Errorf("appendEvent = %q; want %q", got, want)
 	}
 	// Appends: several events in one buffer, ids as decimal.
-	buf := appendEvent(nil, 1, []byte(`{"a":1}`))
-	buf = appendEvent(buf, 18446744073709551615, []byte(`{"b":2}`))
-	want = "event: message\nid: 1\ndata: {\"a\":1}\n\n" +
-		"event: message\nid: 18446744073709551615\ndata: {\"b\":2}\n\n"
+	buf := appendEvent(nil, event{kind: 'p', stream: 1, seq: 1, data: []byte(`{"a":1}`)})
+	buf = appendEvent(buf, event{kind: 'p', stream: 1, seq: 18446744073709551615, data: []byte(`{"b":2}`)})
+	want = "event: message\nid: p1-1\ndata: {\"a\":1}\n\n" +
+		"event: message\nid: p1-18446744073709551615\ndata: {\"b\":2}\n\n"
 	if string(buf) != want {
 		t.Errorf("two events = %q; want %q", buf, want)
 	}
 	// dst is preserved.
-	got = appendEvent([]byte(": keepalive\n\n"), 0, []byte(`{}`))
-	if !strings.HasPrefix(string(got), ": keepalive\n\nevent: message\nid: 0\ndata: {}\n\n") {
+	got = appendEvent([]byte(": keepalive\n\n"), event{kind: 'g', stream: 1, data: []byte(`{}`)})
+	if !strings.HasPrefix(string(got), ": keepalive\n\nevent: message\nid: g1-0\ndata: {}\n\n") {
 		t.Errorf("appendEvent overwrote dst: %q", got)
+	}
+	// A priming event: an id, retry and empty data.
+	got = appendEvent(nil, event{kind: 'p', stream: 2, seq: 5})
+	if want := "id: p2-5\nretry: 1000\ndata: \n\n"; string(got) != want {
+		t.Errorf("priming event = %q; want %q", got, want)
+	}
+}
+
+func TestEventIDRoundTrip(t *testing.T) {
+	for _, ev := range []event{{kind: 'g', stream: 1, seq: 1}, {kind: 'p', stream: 12, seq: 9999999999}} {
+		kind, stream, seq, ok := parseEventID(string(ev.appendID(nil)))
+		if !ok || kind != ev.kind || stream != ev.stream || seq != ev.seq {
+			t.Errorf("parseEventID(%s) = %c %d %d %v", ev.appendID(nil), kind, stream, seq, ok)
+		}
+	}
+	for _, bad := range []string{"", "7", "x1-2", "g1", "g-2", "g1-", "g1-x", "p18446744073709551616-1"} {
+		if _, _, _, ok := parseEventID(bad); ok {
+			t.Errorf("parseEventID(%q) accepted", bad)
+		}
 	}
 }
 

@@ -135,32 +135,42 @@ func everythingSession(t *testing.T, c *client, i int) error {
 	st := c.openStream()
 	token := fmt.Sprintf("progress-%d", i)
 	r = c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"trigger-long-running-operation","arguments":{"duration":1,"steps":2},"_meta":{"progressToken":%q}}}`, token))
-	if r.status != 200 || !strings.Contains(string(r.body), "Long running operation completed") {
-		return fmt.Errorf("client %d long-running: %d %s", i, r.status, r.body)
+	// Progress switches the answer to an SSE stream carrying the call's
+	// progress, then its response.
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+		return fmt.Errorf("client %d long-running: %d %q %.300s", i, r.status, r.header.Get("Content-Type"), r.body)
 	}
+	msgs := sseMessages(t, r.body)
 	got := 0
-	deadline := time.After(5 * time.Second)
-	for got < 2 {
-		select {
-		case ev, ok := <-st.events:
-			if !ok {
-				return fmt.Errorf("client %d: stream closed", i)
-			}
-			var m rpc
-			if json.Unmarshal(ev.data, &m) != nil || m.Method != "notifications/progress" {
-				continue
-			}
-			var params struct {
-				ProgressToken json.RawMessage `json:"progressToken"`
-			}
-			json.Unmarshal(m.Params, &params)
-			if string(params.ProgressToken) != fmt.Sprintf("%q", token) {
-				return fmt.Errorf("client %d got another session's progress: %s", i, ev.data)
-			}
-			got++
-		case <-deadline:
-			return fmt.Errorf("client %d: %d of 2 progress notifications within 5s", i, got)
+	for _, m := range msgs {
+		if m.Method != "notifications/progress" {
+			continue
 		}
+		var params struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		}
+		json.Unmarshal(m.Params, &params)
+		if string(params.ProgressToken) != fmt.Sprintf("%q", token) {
+			return fmt.Errorf("client %d got another session's progress: %s", i, m.Params)
+		}
+		got++
+	}
+	last := msgs[len(msgs)-1]
+	if got != 2 || string(last.ID) != "1" || !strings.Contains(string(last.Result), "Long running operation completed") {
+		return fmt.Errorf("client %d: %d progress notifications, last message %+v; want 2 and the tool's result", i, got, last)
+	}
+	// The call's progress does not leak onto the GET stream.
+	deadline := time.After(100 * time.Millisecond)
+	for {
+		select {
+		case ev := <-st.events:
+			if strings.Contains(string(ev.data), "notifications/progress") {
+				return fmt.Errorf("client %d: progress on the GET stream: %s", i, ev.data)
+			}
+			continue
+		case <-deadline:
+		}
+		break
 	}
 	return nil
 }

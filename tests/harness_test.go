@@ -384,3 +384,19 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// sseMessages decodes the JSON-RPC messages of an SSE body (priming events,
+// which carry no data, are skipped).
+func sseMessages(t testing.TB, body []byte) []rpc {
+	t.Helper()
+	var out []rpc
+	for _, line := range strings.Split(string(body), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok && strings.TrimSpace(data) != "" {
+			out = append(out, decode(t, []byte(data)))
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no messages in the SSE body %q", body)
+	}
+	return out
+}

@@ -309,10 +309,10 @@ type hxResult struct {
 }
 
 // hxGo sends a POST in a goroutine.
-func hxGo(url, sid, body string) <-chan hxResult {
+func hxGo(url, sid, body string, headers ...string) <-chan hxResult {
 	ch := make(chan hxResult, 1)
 	go func() {
-		r, err := hxDo(http.MethodPost, url, sid, body)
+		r, err := hxDo(http.MethodPost, url, sid, body, headers...)
 		ch <- hxResult{r: r, err: err, at: time.Now()}
 	}()
 	return ch
@@ -709,9 +709,11 @@ func TestHTTPGetKeepAliveAndEventFormat(t *testing.T) {
 		if ev[0] != "event: message" || !strings.HasPrefix(ev[1], "id: ") || !strings.HasPrefix(ev[2], "data: ") || ev[3] != "" {
 			t.Fatalf("event %d is not event/id/data/blank: %q", i, ev)
 		}
-		id, err := strconv.ParseUint(strings.TrimPrefix(ev[1], "id: "), 10, 64)
-		if err != nil || id <= lastID {
-			t.Fatalf("event id %q is not an increasing number (last %d)", ev[1], lastID)
+		// Ids name their stream ("g1-7": GET stream 1, event 7) and grow.
+		streamPart, seqPart, _ := strings.Cut(strings.TrimPrefix(ev[1], "id: "), "-")
+		id, err := strconv.ParseUint(seqPart, 10, 64)
+		if err != nil || id <= lastID || !strings.HasPrefix(streamPart, "g") {
+			t.Fatalf("event id %q is not a GET-stream id with an increasing number (last %d)", ev[1], lastID)
 		}
 		lastID = id
 		m := decode(t, []byte(strings.TrimPrefix(ev[2], "data: ")))
@@ -1113,6 +1115,9 @@ func TestHTTPInitializeOncePerChild(t *testing.T) {
 // ---------------------------------------------------------------------------
 // 11. Progress routing.
 
+// Clients that accept only JSON get their answer as JSON and the call's
+// progress on their GET stream (TestSSEProgressOnPostStream covers clients
+// that accept SSE).
 func TestHTTPProgressReachesOnlyItsSession(t *testing.T) {
 	b := hxFake(t, session.Options{})
 	a, bb := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
@@ -1122,8 +1127,8 @@ func TestHTTPProgressReachesOnlyItsSession(t *testing.T) {
 	progressCall := func(id, token string) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"progress","arguments":{"steps":3,"ms":10},"_meta":{"progressToken":%s}}}`, id, token)
 	}
-	callA := hxGo(a.url, a.sid, progressCall(`1`, `"tokA"`))
-	callB := hxGo(bb.url, bb.sid, progressCall(`1`, `7`))
+	callA := hxGo(a.url, a.sid, progressCall(`1`, `"tokA"`), "Accept", "application/json")
+	callB := hxGo(bb.url, bb.sid, progressCall(`1`, `7`), "Accept", "application/json")
 	ra := hxWait(t, "progress call A", callA, 10*time.Second)
 	rb := hxWait(t, "progress call B", callB, 10*time.Second)
 	if res, ok := hxResultOK(t, "progress call A", ra, a.sid, `1`); ok && hxText(res) != "done" {
@@ -1170,13 +1175,15 @@ func TestHTTPProgressReachesOnlyItsSession(t *testing.T) {
 // ---------------------------------------------------------------------------
 // 12. Child → client requests.
 
+// A JSON-only client gets the child's request on its GET stream
+// (TestSSEChildRequestOnPostStream covers clients that accept SSE).
 func TestHTTPChildRequestRoutedToCaller(t *testing.T) {
 	b := hxFake(t, session.Options{})
 	a, other := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
 	a.initialize()
 	other.initialize()
 	stA, stOther := a.openStream(), other.openStream()
-	call := hxGo(a.url, a.sid, hxToolCall(`"s-1"`, "sample", map[string]string{"prompt": "hi"}))
+	call := hxGo(a.url, a.sid, hxToolCall(`"s-1"`, "sample", map[string]string{"prompt": "hi"}), "Accept", "application/json")
 	req := stA.next(t, "sampling/createMessage", 5*time.Second)
 	if len(req.ID) == 0 || string(req.ID) == "null" {
 		t.Fatalf("sampling/createMessage without an id")

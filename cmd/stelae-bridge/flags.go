@@ -32,6 +32,10 @@ type settings struct {
 	restartMax      int
 	restartDelay    time.Duration
 	restartStable   time.Duration
+	responseMode    string
+	eventLogSize    int
+	allowedHosts    string
+	allowedOrigins  string
 }
 
 // byteSize is a flag value such as 10MiB, 512KiB or 1048576.
@@ -100,6 +104,10 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 	integer(&s.restartMax, "restart-max", "RESTART_MAX", 3, "restarts of a crashed child before its destination is marked failed")
 	dur(&s.restartDelay, "restart-delay", "RESTART_DELAY", 500*time.Millisecond, "first restart delay; each next one doubles")
 	dur(&s.restartStable, "restart-reset-after", "RESTART_RESET_AFTER", 30*time.Second, "a child that ran this long has its restart count reset")
+	str(&s.responseMode, "response-mode", "RESPONSE_MODE", "auto", "answer POSTed requests with: auto (JSON, switching to an SSE stream when the call sends progress or requests, or runs past -keepalive), json, or sse")
+	integer(&s.eventLogSize, "event-log-size", "EVENT_LOG_SIZE", 512, "SSE events kept per session so a client can resume a dropped stream with Last-Event-ID")
+	str(&s.allowedHosts, "allowed-hosts", "ALLOWED_HOSTS", "", "comma-separated Host names accepted besides loopback ones (the public name of a tunnel, e.g. mcp.example.com); * accepts any")
+	str(&s.allowedOrigins, "allowed-origins", "ALLOWED_ORIGINS", "", "comma-separated browser origins accepted besides loopback ones (e.g. https://app.example.com); setting any turns CORS on; * allows every origin")
 	fs.Usage = func() {
 		fmt.Fprintf(out, "stelae-bridge serves stdio MCP servers as MCP Streamable HTTP at /{destination}/mcp.\n\nUsage: stelae-bridge [-config FILE] [-listen ADDR] [flags]\n       stelae-bridge -check -config FILE\n       stelae-bridge -version\n\nFlags (an environment variable applies when its flag is not given):\n")
 		fs.PrintDefaults()
@@ -131,6 +139,10 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 		return nil, fmt.Errorf("durations must be positive (e.g. 30s, 2m)")
 	case s.restartMax < 0:
 		return nil, fmt.Errorf("-restart-max must not be negative")
+	case s.responseMode != "auto" && s.responseMode != "json" && s.responseMode != "sse":
+		return nil, fmt.Errorf("-response-mode must be auto, json or sse, not %q", s.responseMode)
+	case s.eventLogSize < 1:
+		return nil, fmt.Errorf("-event-log-size must be at least 1")
 	case s.logFormat != "text" && s.logFormat != "json":
 		return nil, fmt.Errorf("-log-format must be text or json, not %q", s.logFormat)
 	}
@@ -138,3 +150,14 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 }
 
 func envNote(env string) string { return " (env " + env + ")" }
+
+// list splits a comma-separated flag value.
+func list(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -66,6 +66,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer logOut.Close()
 	log := hclog.New(&hclog.LoggerOptions{Name: "stelae-bridge", Level: level, JSONFormat: s.logFormat == "json", Output: logOut})
 
+	ln, err := net.Listen("tcp", s.listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "stelae-bridge: cannot listen on %s: %v (is another bridge running? pass -listen ADDR)\n", s.listen, err)
+		return 1
+	}
+	allowedHosts := list(s.allowedHosts)
 	dispatchers := buildDispatchers(cfg, s, log)
 	h := session.NewHandler(dispatchers, session.Options{
 		MaxSessions:    s.maxSessions,
@@ -74,14 +80,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		SessionTTL:     s.sessionTTL,
 		KeepAlive:      s.keepAlive,
 		AuditBodies:    s.auditBodies,
+		ResponseMode:   s.responseMode,
+		EventLogSize:   s.eventLogSize,
+		// On loopback, only loopback (or explicitly allowed) Host names: the
+		// DNS-rebinding protection.
+		CheckHost:      ln.Addr().(*net.TCPAddr).IP.IsLoopback() || len(allowedHosts) > 0,
+		AllowedHosts:   allowedHosts,
+		AllowedOrigins: list(s.allowedOrigins),
 		Logger:         log.Named("http"),
 	})
-
-	ln, err := net.Listen("tcp", s.listen)
-	if err != nil {
-		fmt.Fprintf(stderr, "stelae-bridge: cannot listen on %s: %v (is another bridge running? pass -listen ADDR)\n", s.listen, err)
-		return 1
-	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,

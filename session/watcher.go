@@ -1,0 +1,94 @@
+package session
+
+import (
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Response modes for POSTed requests.
+const (
+	// ModeAuto answers with JSON unless the call needs a stream: a progress
+	// notification or a request from the child arrives for it, or it takes
+	// longer than the keepalive interval.
+	ModeAuto = "auto"
+	// ModeJSON answers with JSON whenever the client accepts it.
+	ModeJSON = "json"
+	// ModeSSE answers with an SSE stream whenever the client accepts it.
+	ModeSSE = "sse"
+)
+
+// postWatcher follows one POSTed call (dispatch.Watcher) and switches its
+// answer to an SSE stream when the call needs one. It runs on the POST
+// handler's goroutine, the only one that writes the response.
+type postWatcher struct {
+	ep            *endpoint
+	s             *Session
+	w             http.ResponseWriter
+	sseOK, jsonOK bool
+	sw            *sseWriter // set once the answer is a stream
+	stream        uint64
+	timer         *time.Timer
+}
+
+var watcherPool = sync.Pool{New: func() any { return new(postWatcher) }}
+
+func (ep *endpoint) newWatcher(w http.ResponseWriter, s *Session, sseOK, jsonOK bool) *postWatcher {
+	pw := watcherPool.Get().(*postWatcher)
+	timer := pw.timer
+	*pw = postWatcher{ep: ep, s: s, w: w, sseOK: sseOK, jsonOK: jsonOK, timer: timer}
+	return pw
+}
+
+func putWatcher(pw *postWatcher) {
+	if pw.timer != nil {
+		pw.timer.Stop()
+	}
+	pw.ep, pw.s, pw.w, pw.sw = nil, nil, nil, nil
+	watcherPool.Put(pw)
+}
+
+// Related implements dispatch.Watcher: a message for this call goes on its
+// stream; a client that takes only JSON gets it on its GET stream instead.
+func (pw *postWatcher) Related(msg []byte) {
+	if !pw.sseOK || (pw.ep.opts.ResponseMode == ModeJSON && pw.jsonOK) {
+		pw.s.Deliver(msg)
+		return
+	}
+	pw.switchSSE()
+	pw.sw.event(pw.s.emitPost(pw.stream, msg, false))
+}
+
+// Tick implements dispatch.Watcher: keepalives, which in auto mode also
+// switch a slow call to a stream so that proxies do not cut it for silence.
+func (pw *postWatcher) Tick() <-chan time.Time {
+	if !pw.sseOK || (pw.ep.opts.ResponseMode == ModeJSON && pw.jsonOK) {
+		return nil
+	}
+	if pw.timer == nil {
+		pw.timer = time.NewTimer(pw.ep.opts.KeepAlive)
+	} else {
+		pw.timer.Reset(pw.ep.opts.KeepAlive)
+	}
+	return pw.timer.C
+}
+
+// Ticked implements dispatch.Watcher.
+func (pw *postWatcher) Ticked() {
+	pw.switchSSE()
+	pw.sw.comment()
+	pw.timer.Reset(pw.ep.opts.KeepAlive)
+}
+
+// switchSSE turns the answer into an SSE stream: headers now, then a priming
+// event for sessions that negotiated 2025-11-25 or later.
+func (pw *postWatcher) switchSSE() {
+	if pw.sw != nil {
+		return
+	}
+	pw.stream = pw.s.openPost()
+	pw.sw = newSSEWriter(pw.w, pw.ep.opts.WriteTimeout)
+	if pw.sw.start(pw.s.id) && pw.s.primes() {
+		pw.sw.event(pw.s.prime(pw.stream, 'p'))
+	}
+}
