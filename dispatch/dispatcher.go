@@ -131,11 +131,11 @@ type pending struct {
 	reply       chan reply // buffer of one; empty when pooled
 	// watch, when set, receives this call's related messages (progress,
 	// requests from the child) through related, on the caller's goroutine.
-	watch       Watcher
-	related     chan []byte // empty when pooled
-	timer       *time.Timer
-	idBuf       [20]byte
-	out         []byte // the request as written to the child
+	watch   Watcher
+	related chan []byte // empty when pooled
+	timer   *time.Timer
+	idBuf   [20]byte
+	out     []byte // the request as written to the child
 }
 
 // relatedQueue bounds the related messages waiting for their caller; past it
