@@ -23,11 +23,13 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
+	"github.com/stelae-bridge/stelae-bridge/tests/conformancefixture"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
 func TestMain(m *testing.M) {
 	fakemcp.Serve()
+	conformancefixture.Serve()
 	os.Exit(m.Run())
 }
 
