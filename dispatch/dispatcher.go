@@ -185,6 +185,8 @@ type Dispatcher struct {
 	opts Options
 	log  hclog.Logger
 	seq  atomic.Uint64
+	// restartsTotal counts every restart since the bridge started.
+	restartsTotal atomic.Uint64
 
 	// mu guards the lifecycle (state, cur, life, ready, failErr, lastExit,
 	// restarts),
@@ -242,16 +244,18 @@ type Status struct {
 	State    string
 	PID      int
 	Restarts int
-	Sessions int
-	Started  time.Time
-	LastExit string
+	// RestartsTotal counts every restart since the bridge started.
+	RestartsTotal uint64
+	Sessions      int
+	Started       time.Time
+	LastExit      string
 }
 
 // Status reports the destination's current state.
 func (d *Dispatcher) Status() Status {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	st := Status{State: d.state.String(), Restarts: d.restarts, Sessions: len(d.sessions), LastExit: d.lastExit}
+	st := Status{State: d.state.String(), Restarts: d.restarts, RestartsTotal: d.restartsTotal.Load(), Sessions: len(d.sessions), LastExit: d.lastExit}
 	if d.state == stateStopping {
 		st.State = stateIdle.String()
 	}
@@ -375,6 +379,7 @@ func (d *Dispatcher) supervise(life *lifetime) {
 			d.cur = nil
 		}
 		d.restarts++
+		d.restartsTotal.Add(1)
 		n := d.restarts
 		d.mu.Unlock()
 		d.log.Warn("child stopped unexpectedly; restarting", "destination", d.opts.Name, "error", err, "restart", n, "delay", delay)

@@ -50,6 +50,18 @@ type Options struct {
 	// AllowedOrigins are browser origins accepted besides loopback ones;
 	// setting any turns CORS on; "*" allows every origin.
 	AllowedOrigins []string
+	// Default is the destination also served at /mcp and at POST/DELETE /.
+	Default string
+	// AuthTokens, when any, are the bearer tokens every route but /healthz
+	// requires.
+	AuthTokens []string
+	// PublicURL is the base of absolute URLs in discovery documents; empty
+	// means the request's Host.
+	PublicURL string
+	// TrustProxyHeaders lets X-Forwarded-Proto/-Host shape absolute URLs.
+	TrustProxyHeaders bool
+	// Version is the bridge's version, for /version and discovery.
+	Version string
 	// Logger is the HTTP layer's logger.
 	Logger hclog.Logger
 }
@@ -95,6 +107,7 @@ type endpoint struct {
 	reg  *registry
 	opts *Options
 	log  hclog.Logger
+	m    *endpointMetrics
 }
 
 // Handler serves every destination's MCP endpoint and the legacy routes.
@@ -105,6 +118,7 @@ type Handler struct {
 	names     []string
 	// allowAnyOrigin: AllowedOrigins holds "*".
 	allowAnyOrigin bool
+	metrics        *metrics
 	// shutdown is closed when the bridge stops; open streams end.
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
@@ -122,6 +136,10 @@ func NewHandler(dests []*dispatch.Dispatcher, opts Options) *Handler {
 	sort.Strings(h.names)
 	for _, o := range opts.AllowedOrigins {
 		h.allowAnyOrigin = h.allowAnyOrigin || o == "*"
+	}
+	h.metrics = newMetrics(h)
+	for name, ep := range h.endpoints {
+		ep.m = h.metrics.forEndpoint(name)
 	}
 	go h.janitor()
 	return h
@@ -191,12 +209,9 @@ func (h *Handler) SessionCount(dest string) int {
 	return 0
 }
 
-// ServeHTTP routes /{destination}/mcp, /{destination}/sse and
+// serveDestination routes /{destination}/mcp, /{destination}/sse and
 // /{destination}/message. It never redirects.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.guard(w, r) || h.cors(w, r) {
-		return
-	}
+func (h *Handler) serveDestination(w http.ResponseWriter, r *http.Request) {
 	path := strings.Trim(r.URL.Path, "/")
 	dest, route, ok := strings.Cut(path, "/")
 	if !ok || strings.Contains(route, "/") {
@@ -212,6 +227,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "mcp":
 		ep.serveMCP(w, r, h.shutdown)
 	case "sse", "message":
+		ep.m.legacyHits.Inc()
 		writeError(w, http.StatusGone, codeServer, fmt.Sprintf("the HTTP+SSE transport (/%s/sse, /%s/message) is gone; this bridge speaks MCP Streamable HTTP at /%s/mcp: configure your client with type \"http\" and that URL", dest, dest, dest))
 	default:
 		writeError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; the MCP endpoint of %q is /%s/mcp", r.URL.Path, dest, dest))
@@ -258,7 +274,8 @@ func (ep *endpoint) sessionFrom(w http.ResponseWriter, r *http.Request) (*Sessio
 		return nil, writeError(w, http.StatusBadRequest, codeServer, "malformed Mcp-Session-Id header: expected the UUID the bridge returned on initialize")
 	}
 	s := ep.reg.get(id)
-	if s == nil {
+	if s == nil || s.owner != principalOf(r) {
+		// A session is bound to the token that created it.
 		return nil, writeError(w, http.StatusNotFound, codeSessionNotFound, "session not found (it expired, was deleted, or the bridge restarted): send initialize without Mcp-Session-Id to start a new one")
 	}
 	return s, 0

@@ -64,6 +64,7 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := buf.Bytes()
+	ep.m.bytesIn.Add(float64(len(body)))
 	// Messages go to the child as single lines: compact pretty-printed input.
 	if bytes.ContainsAny(body, "\r\n") {
 		var c bytes.Buffer
@@ -90,7 +91,7 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if kind == dispatch.KindRequest && m.Method == "initialize" && r.Header.Get(headerSessionID) == "" {
-		ep.initialize(w, &m, &rec, jsonOK)
+		ep.initialize(w, r, &m, &rec, jsonOK)
 		return
 	}
 	s, errStatus := ep.sessionFrom(w, r)
@@ -128,6 +129,11 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	ep.m.inflight.Inc()
+	defer func() {
+		ep.m.inflight.Dec()
+		ep.m.observeCall(rec.status, start)
+	}()
 	// A dropped connection does not cancel the call: its answer stays in the
 	// session's event log for a client that resumes the stream.
 	pw := ep.newWatcher(w, s, sseOK, jsonOK)
@@ -151,8 +157,8 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 }
 
 // initialize creates a session and answers from the child's cached handshake.
-func (ep *endpoint) initialize(w http.ResponseWriter, m *dispatch.Message, rec *postLog, jsonOK bool) {
-	s, evicted, err := ep.reg.create(ep)
+func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *dispatch.Message, rec *postLog, jsonOK bool) {
+	s, evicted, err := ep.reg.create(ep, principalOf(r))
 	if err != nil {
 		w.Header().Set("Retry-After", "5")
 		rec.status = writeError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("destination %q already has its maximum of %d sessions and none has been idle long enough to evict; retry later, close unused clients, or raise MAX_STDIO_CONNECTIONS", ep.name, ep.opts.MaxSessions))
@@ -188,7 +194,7 @@ func (ep *endpoint) initialize(w http.ResponseWriter, m *dispatch.Message, rec *
 	ep.log.Info("session started", "destination", ep.name, "session", s.id, "protocol_version", negotiated.Result.ProtocolVersion)
 	if !jsonOK {
 		// The client takes SSE only: one event with the answer.
-		sw := newSSEWriter(w, ep.opts.WriteTimeout)
+		sw := ep.newSSEWriter(w)
 		if sw.start(s.id) {
 			sw.event(s.emitPost(s.openPost(), resp, true))
 		}
@@ -205,7 +211,8 @@ func (ep *endpoint) writeResult(w http.ResponseWriter, resp []byte, err error, r
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(resp)
+	n, _ := w.Write(resp)
+	ep.m.bytesOut.Add(float64(n))
 	if ep.opts.AuditBodies {
 		rec.respBody = resp
 	}

@@ -28,7 +28,7 @@ func newRegistry(max int, evictIdle time.Duration) *registry {
 // create adds a session with a fresh UUID v4. At the cap it first evicts the
 // longest-idle session that has been idle for evictIdle; it returns that
 // victim so the caller can detach it.
-func (r *registry) create(ep *endpoint) (s *Session, evicted *Session, err error) {
+func (r *registry) create(ep *endpoint, owner principal) (s *Session, evicted *Session, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.sessions) >= r.max {
@@ -45,6 +45,7 @@ func (r *registry) create(ep *endpoint) (s *Session, evicted *Session, err error
 		delete(r.sessions, evicted.id)
 	}
 	s = newSession(uuid.NewString(), ep)
+	s.owner = owner
 	r.sessions[s.id] = s
 	return s, evicted, nil
 }

@@ -19,6 +19,7 @@ type Session struct {
 	created  time.Time
 	lastUsed atomic.Int64 // unix nanoseconds of the last request or stream end
 	inflight atomic.Int32 // POSTs being served
+	owner    principal    // the bearer token that created it (hashed)
 
 	// ctx ends when the session does.
 	ctx    context.Context
@@ -98,6 +99,13 @@ func (s *Session) Deliver(msg []byte) bool {
 		return false
 	}
 	delivered := false
+	defer func() {
+		if delivered {
+			s.ep.m.delivered.Inc()
+		} else {
+			s.ep.m.dropped.Inc()
+		}
+	}()
 	for st := range s.gets {
 		ev := s.recordLocked(st.id, st.kind, msg, false)
 		select {
@@ -114,7 +122,9 @@ func (s *Session) Deliver(msg []byte) bool {
 	if delivered {
 		return true
 	}
+	delivered = true // kept in the backlog
 	if len(s.backlog) >= s.ep.opts.BacklogSize {
+		s.ep.m.dropped.Inc()
 		// Keep the newest: drop the oldest.
 		copy(s.backlog, s.backlog[1:])
 		s.backlog = s.backlog[:len(s.backlog)-1]

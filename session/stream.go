@@ -10,6 +10,7 @@ import (
 // sseWriter writes server-sent events on one HTTP response. Every write has
 // its own deadline, so a client that stops reading cannot hold a goroutine.
 type sseWriter struct {
+	ep      *endpoint
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
@@ -17,8 +18,8 @@ type sseWriter struct {
 	alive   bool
 }
 
-func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {
-	return &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout, alive: true}
+func (ep *endpoint) newSSEWriter(w http.ResponseWriter) *sseWriter {
+	return &sseWriter{ep: ep, w: w, rc: http.NewResponseController(w), timeout: ep.opts.WriteTimeout, alive: true}
 }
 
 // start sends the SSE headers at once.
@@ -46,7 +47,9 @@ func (sw *sseWriter) write(b []byte) bool {
 		return false
 	}
 	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.timeout))
-	if _, err := sw.w.Write(b); err != nil {
+	n, err := sw.w.Write(b)
+	sw.ep.m.bytesOut.Add(float64(n))
+	if err != nil {
 		sw.alive = false
 		return false
 	}
@@ -108,7 +111,7 @@ func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 		ep.log.Debug("SSE stream resumed", "session", s.id, "destination", ep.name, "replayed", len(replay))
 	}
 
-	sw := newSSEWriter(w, ep.opts.WriteTimeout)
+	sw := ep.newSSEWriter(w)
 	if !sw.start(s.id) {
 		return
 	}

@@ -87,7 +87,7 @@ func (pw *postWatcher) switchSSE() {
 		return
 	}
 	pw.stream = pw.s.openPost()
-	pw.sw = newSSEWriter(pw.w, pw.ep.opts.WriteTimeout)
+	pw.sw = pw.ep.newSSEWriter(pw.w)
 	if pw.sw.start(pw.s.id) && pw.s.primes() {
 		pw.sw.event(pw.s.prime(pw.stream, 'p'))
 	}

@@ -36,6 +36,10 @@ type settings struct {
 	eventLogSize    int
 	allowedHosts    string
 	allowedOrigins  string
+	authTokensFile  string
+	authTokens      string
+	publicURL       string
+	trustProxy      bool
 }
 
 // byteSize is a flag value such as 10MiB, 512KiB or 1048576.
@@ -108,6 +112,12 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 	integer(&s.eventLogSize, "event-log-size", "EVENT_LOG_SIZE", 512, "SSE events kept per session so a client can resume a dropped stream with Last-Event-ID")
 	str(&s.allowedHosts, "allowed-hosts", "ALLOWED_HOSTS", "", "comma-separated Host names accepted besides loopback ones (the public name of a tunnel, e.g. mcp.example.com); * accepts any")
 	str(&s.allowedOrigins, "allowed-origins", "ALLOWED_ORIGINS", "", "comma-separated browser origins accepted besides loopback ones (e.g. https://app.example.com); setting any turns CORS on; * allows every origin")
+	str(&s.authTokensFile, "auth-tokens-file", "STELAE_AUTH_TOKENS_FILE", "", "file of bearer tokens, one per line (# comments allowed); when set, every route but /healthz requires Authorization: Bearer <token>")
+	envOf["auth-tokens"] = "STELAE_AUTH_TOKENS"
+	fs.StringVar(&s.authTokens, "auth-tokens", "", "comma-separated bearer tokens (prefer the file or STELAE_AUTH_TOKENS: flags show in ps)"+envNote("STELAE_AUTH_TOKENS"))
+	str(&s.publicURL, "public-url", "PUBLIC_URL", "", "base of absolute URLs in discovery documents (e.g. https://mcp.example.com); default: the request's Host")
+	fs.BoolVar(&s.trustProxy, "trust-proxy-headers", false, "let X-Forwarded-Proto and X-Forwarded-Host shape absolute URLs (only behind a proxy you control)"+envNote("TRUST_PROXY_HEADERS"))
+	envOf["trust-proxy-headers"] = "TRUST_PROXY_HEADERS"
 	fs.Usage = func() {
 		fmt.Fprintf(out, "stelae-bridge serves stdio MCP servers as MCP Streamable HTTP at /{destination}/mcp.\n\nUsage: stelae-bridge [-config FILE] [-listen ADDR] [flags]\n       stelae-bridge -check -config FILE\n       stelae-bridge -version\n\nFlags (an environment variable applies when its flag is not given):\n")
 		fs.PrintDefaults()
@@ -141,6 +151,8 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 		return nil, fmt.Errorf("-restart-max must not be negative")
 	case s.responseMode != "auto" && s.responseMode != "json" && s.responseMode != "sse":
 		return nil, fmt.Errorf("-response-mode must be auto, json or sse, not %q", s.responseMode)
+	case s.publicURL != "" && !strings.HasPrefix(s.publicURL, "http://") && !strings.HasPrefix(s.publicURL, "https://"):
+		return nil, fmt.Errorf("-public-url must start with http:// or https://, not %q", s.publicURL)
 	case s.eventLogSize < 1:
 		return nil, fmt.Errorf("-event-log-size must be at least 1")
 	case s.logFormat != "text" && s.logFormat != "json":
@@ -160,4 +172,26 @@ func list(v string) []string {
 		}
 	}
 	return out
+}
+
+// loadTokens gathers the bearer tokens from -auth-tokens-file and
+// -auth-tokens / STELAE_AUTH_TOKENS. Their values are never printed.
+func loadTokens(s *settings, readFile func(string) ([]byte, error)) ([]string, error) {
+	tokens := list(s.authTokens)
+	if s.authTokensFile != "" {
+		b, err := readFile(s.authTokensFile)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read -auth-tokens-file: %v", err)
+		}
+		n := len(tokens)
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				tokens = append(tokens, line)
+			}
+		}
+		if len(tokens) == n {
+			return nil, fmt.Errorf("-auth-tokens-file %s holds no token (one per line)", s.authTokensFile)
+		}
+	}
+	return tokens, nil
 }

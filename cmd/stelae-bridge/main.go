@@ -57,6 +57,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stdout, "%s: ok, %d destination(s): %v\n", s.config, len(cfg.Names), cfg.Names)
 		return 0
 	}
+	tokens, err := loadTokens(s, os.ReadFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 1
+	}
 	level := hclog.LevelFromString(s.logLevel)
 	if level == hclog.NoLevel {
 		fmt.Fprintf(stderr, "stelae-bridge: -log-level %q is not one of trace, debug, info, warn, error\n", s.logLevel)
@@ -84,10 +89,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		EventLogSize:   s.eventLogSize,
 		// On loopback, only loopback (or explicitly allowed) Host names: the
 		// DNS-rebinding protection.
-		CheckHost:      ln.Addr().(*net.TCPAddr).IP.IsLoopback() || len(allowedHosts) > 0,
-		AllowedHosts:   allowedHosts,
-		AllowedOrigins: list(s.allowedOrigins),
-		Logger:         log.Named("http"),
+		CheckHost:         ln.Addr().(*net.TCPAddr).IP.IsLoopback() || len(allowedHosts) > 0,
+		AllowedHosts:      allowedHosts,
+		AllowedOrigins:    list(s.allowedOrigins),
+		AuthTokens:        tokens,
+		PublicURL:         s.publicURL,
+		TrustProxyHeaders: s.trustProxy,
+		Version:           version,
+		Logger:            log.Named("http"),
 	})
 	srv := &http.Server{
 		Handler:           h,
@@ -99,6 +108,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// The addresses go to stdout whatever the log level: they are what the
 	// user needs to configure a client.
 	fmt.Fprintf(stdout, "stelae-bridge %s listening on http://%s\n", version, ln.Addr())
+	if len(tokens) > 0 {
+		fmt.Fprintf(stdout, "  bearer-token auth is on (%d token(s)); /healthz stays open\n", len(tokens))
+	}
 	for _, name := range cfg.Names {
 		fmt.Fprintf(stdout, "  %s: http://%s/%s/mcp\n", name, ln.Addr(), name)
 	}

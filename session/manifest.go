@@ -1,0 +1,65 @@
+package session
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// catalogue returns a destination's tools as clients see them (filtered),
+// and whether they are known (the child has run).
+func (ep *endpoint) catalogue() ([]json.RawMessage, bool) {
+	if tl, ok := any(ep.d).(interface {
+		Tools() ([]json.RawMessage, bool)
+	}); ok {
+		return tl.Tools()
+	}
+	return nil, false
+}
+
+// manifestServer is one destination in the discovery manifest.
+type manifestServer struct {
+	Name       string `json:"name"`
+	Transport  string `json:"transport"`
+	URL        string `json:"url"`
+	Version    string `json:"version"`
+	ToolsKnown bool   `json:"tools_known"`
+}
+
+// serveManifest answers /.well-known/mcp/manifest.json: every destination
+// with its absolute URL, and the tools clients will see.
+func (h *Handler) serveManifest(w http.ResponseWriter, r *http.Request) {
+	if !onlyGet(w, r) {
+		return
+	}
+	base := h.baseURL(r)
+	servers := []manifestServer{}
+	tools := []json.RawMessage{}
+	for _, n := range h.names {
+		ts, known := h.endpoints[n].catalogue()
+		servers = append(servers, manifestServer{Name: n, Transport: "streamable-http", URL: base + "/" + n + "/mcp", Version: h.opts.Version, ToolsKnown: known})
+		tools = append(tools, ts...)
+	}
+	writeJSON(w, r, http.StatusOK, map[string]any{"servers": servers, "tools": tools})
+}
+
+// serveToolsList answers /tools/list: every destination's tools, each
+// naming its destination.
+func (h *Handler) serveToolsList(w http.ResponseWriter, r *http.Request) {
+	if !onlyGet(w, r) {
+		return
+	}
+	tools := []map[string]json.RawMessage{}
+	for _, n := range h.names {
+		ts, _ := h.endpoints[n].catalogue()
+		dest, _ := json.Marshal(n)
+		for _, t := range ts {
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(t, &obj) != nil {
+				continue
+			}
+			obj["destination"] = dest
+			tools = append(tools, obj)
+		}
+	}
+	writeJSON(w, r, http.StatusOK, map[string]any{"tools": tools})
+}
