@@ -14,10 +14,18 @@ import (
 // resources/(un)subscribe reference counts are answered by the bridge. The
 // call ends with ErrTimeout after timeout (a cancellation is sent to the
 // child) and with ErrCanceled when ctx ends or the session is detached.
+// With Options.ToolAllowed, tools/list answers lose the hidden tools and a
+// tools/call of a hidden tool is answered at once with a JSON-RPC error
+// (-32602), whatever the child's state.
 // w, when not nil, follows the call (see Watcher).
 func (d *Dispatcher) Call(ctx context.Context, s Session, m *Message, timeout time.Duration, w Watcher) ([]byte, error) {
 	if m.Method == "ping" {
 		return appendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
+	}
+	if d.opts.ToolAllowed != nil && m.Method == "tools/call" {
+		if resp := d.hiddenToolCall(m); resp != nil {
+			return resp, nil
+		}
 	}
 	p := getPending(timeout)
 	p.watch = w
@@ -29,6 +37,10 @@ func (d *Dispatcher) Call(ctx context.Context, s Session, m *Message, timeout ti
 		return d.subscribe(ctx, p, s, m)
 	case "resources/unsubscribe":
 		return d.unsubscribe(ctx, p, s, m)
+	case "tools/list":
+		if d.opts.ToolAllowed != nil {
+			return d.filterToolList(d.forward(ctx, p, s, m))
+		}
 	}
 	return d.forward(ctx, p, s, m)
 }
@@ -46,8 +58,9 @@ func (d *Dispatcher) forward(ctx context.Context, p *pending, s Session, m *Mess
 // starting the child (or retrying a failed one) when needed.
 func (d *Dispatcher) initialize(ctx context.Context, timeout <-chan time.Time, m *Message) ([]byte, error) {
 	d.mu.Lock()
-	if d.initParams == nil || d.state == stateIdle || d.state == stateFailed {
-		// The newest client's parameters are used for the next handshake.
+	if d.initParams == nil || d.state == stateIdle || d.state == stateFailed || d.state == stateStopping {
+		// The newest client's parameters are used for the next handshake
+		// (a stopping child is started afresh once it is gone).
 		d.initParams = normalizeParams(m.Params)
 	}
 	d.mu.Unlock()

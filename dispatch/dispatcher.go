@@ -70,6 +70,14 @@ type Options struct {
 	StopTimeout time.Duration
 	// Logger is the dispatcher's named logger.
 	Logger hclog.Logger
+	// ToolAllowed, when set, hides the tools it returns false for: they are
+	// removed from tools/list answers and from Tools, and a tools/call of one
+	// is refused without reaching the child. nil allows every tool. It must
+	// be fast and safe for concurrent use.
+	ToolAllowed func(name string) bool
+	// BridgeVersion is the bridge's version, sent as clientInfo.version when
+	// the bridge initializes a child on its own (Prestart).
+	BridgeVersion string
 }
 
 type state int
@@ -210,9 +218,13 @@ type Dispatcher struct {
 	pmu       sync.Mutex
 	pending   map[uint64]*pending
 	childReqs map[string]childRequest
+
+	// tools is the tool catalogue; it has its own mutex.
+	tools toolCatalog
 }
 
-// New returns a Dispatcher; the child starts on the first initialize.
+// New returns a Dispatcher; the child starts on the first initialize (or on
+// Prestart).
 func New(opts Options) *Dispatcher {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -470,6 +482,7 @@ func (d *Dispatcher) handshake(ctx context.Context, c *child) error {
 	for _, uri := range uris {
 		d.fireAndForget(c, "resources/subscribe", uriParams(uri))
 	}
+	d.refreshTools(c)
 	return nil
 }
 

@@ -38,6 +38,9 @@ func (d *Dispatcher) read(c *child) {
 		case KindResponse:
 			d.routeResponse(&m)
 		case KindNotification:
+			if m.Method == "notifications/tools/list_changed" {
+				d.refreshTools(c) // never blocks: the fetch has its own goroutine
+			}
 			d.routeNotification(&m, line)
 		case KindRequest:
 			d.routeChildRequest(c, &m, line)

@@ -7,14 +7,7 @@ import (
 
 // catalogue returns a destination's tools as clients see them (filtered),
 // and whether they are known (the child has run).
-func (ep *endpoint) catalogue() ([]json.RawMessage, bool) {
-	if tl, ok := any(ep.d).(interface {
-		Tools() ([]json.RawMessage, bool)
-	}); ok {
-		return tl.Tools()
-	}
-	return nil, false
-}
+func (ep *endpoint) catalogue() ([]json.RawMessage, bool) { return ep.d.Tools() }
 
 // manifestServer is one destination in the discovery manifest.
 type manifestServer struct {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 )
 
 // metrics are the bridge's Prometheus series, per destination.
@@ -133,4 +132,3 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
-

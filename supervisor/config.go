@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,6 +24,9 @@ type Config struct {
 	Destinations map[string]*Destination
 	// Names lists the destination names in file order.
 	Names []string
+	// Default names the destination served when a request names none;
+	// empty when the file sets no 'default:'.
+	Default string
 }
 
 // Destination is one configured stdio MCP server.
@@ -33,17 +38,63 @@ type Destination struct {
 	Env map[string]string
 	// Cwd is the child's working directory; empty means the bridge's.
 	Cwd string
+	// Prestart starts the child when the bridge starts instead of on the
+	// first initialize.
+	Prestart bool
+	// Tools hides some of the child's tools from clients; the zero value
+	// hides none.
+	Tools ToolFilter
 	// Line is where the destination is declared in the file.
 	Line int
 }
 
+// ToolFilter selects the tools of a destination that clients may see and
+// call. At most one of Allow and Deny is set; both hold path.Match globs
+// that were validated when the file was parsed ('*' does not match '/').
+type ToolFilter struct {
+	// Allow, when set, lists the only tools shown.
+	Allow []string
+	// Deny, when set, lists the tools hidden.
+	Deny []string
+}
+
+// Empty reports whether the filter hides nothing (no 'tools:' key, or an
+// empty deny list); callers can then skip filtering altogether.
+func (f ToolFilter) Empty() bool { return f.Allow == nil && len(f.Deny) == 0 }
+
+// Allows reports whether the tool called name passes the filter: every tool
+// when the filter is empty, only the matching ones with an allow list, all but
+// the matching ones with a deny list.
+func (f ToolFilter) Allows(name string) bool {
+	if f.Allow != nil {
+		return matchAny(f.Allow, name)
+	}
+	return !matchAny(f.Deny, name)
+}
+
+func matchAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // fileDestination is the YAML shape of one destination.
 type fileDestination struct {
-	Command string            `yaml:"command"`
-	Args    []string          `yaml:"args"`
-	Env     map[string]string `yaml:"env"`
-	Cwd     string            `yaml:"cwd"`
+	Command  string            `yaml:"command"`
+	Args     []string          `yaml:"args"`
+	Env      map[string]string `yaml:"env"`
+	Cwd      string            `yaml:"cwd"`
+	Prestart bool              `yaml:"prestart"`
+	// Tools is checked by parseTools.
+	Tools yaml.Node `yaml:"tools"`
 }
+
+// destinationKeys are the keys a destination may have, in the order the
+// messages list them.
+var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools"}
 
 // ConfigError lists every problem found in a configuration file.
 type ConfigError struct {
@@ -113,14 +164,16 @@ func ParseConfig(name string, data []byte, lookup func(string) (string, bool)) (
 	}
 
 	cfg := &Config{Destinations: map[string]*Destination{}}
-	var dests *yaml.Node
+	var dests, def *yaml.Node
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		k, v := doc.Content[i], doc.Content[i+1]
 		switch k.Value {
 		case "destinations":
 			dests = v
+		case "default":
+			def = v
 		default:
-			problem(k.Line, "unknown key %q at the top level (known: destinations)", k.Value)
+			problem(k.Line, "unknown key %q at the top level (known: destinations, default)", k.Value)
 		}
 	}
 	if dests == nil || dests.Kind != yaml.MappingNode || len(dests.Content) == 0 {
@@ -128,7 +181,7 @@ func ParseConfig(name string, data []byte, lookup func(string) (string, bool)) (
 		if dests != nil {
 			line = dests.Line
 		}
-		problem(line, "'destinations' must be a mapping of at least one name to {command, args, env, cwd}")
+		problem(line, "'destinations' must be a mapping of at least one name to {%s}", strings.Join(destinationKeys, ", "))
 		return nil, cerr
 	}
 
@@ -178,6 +231,14 @@ func ParseConfig(name string, data []byte, lookup func(string) (string, bool)) (
 			}
 			d.Env[key] = expand("env."+key, fd.Env[key])
 		}
+		d.Prestart = fd.Prestart
+		if fd.Tools.Kind != 0 {
+			f, probs := parseTools(&fd.Tools)
+			for _, p := range probs {
+				problem(0, "destination %q: %s", name, p)
+			}
+			d.Tools = f
+		}
 		d.Cwd = expand("cwd", fd.Cwd)
 		if d.Cwd != "" {
 			if st, err := os.Stat(d.Cwd); err != nil || !st.IsDir() {
@@ -189,10 +250,94 @@ func ParseConfig(name string, data []byte, lookup func(string) (string, bool)) (
 			cfg.Names = append(cfg.Names, name)
 		}
 	}
+	if def != nil {
+		declared := map[string]bool{}
+		for i := 0; i+1 < len(dests.Content); i += 2 {
+			declared[dests.Content[i].Value] = true
+		}
+		switch {
+		case def.Kind != yaml.ScalarNode || def.Tag == "!!null" || def.Value == "":
+			problem(def.Line, "'default' must name one of the destinations (%s)", strings.Join(cfg.Names, ", "))
+		case !declared[def.Value]:
+			problem(def.Line, "'default' is %q, which names no destination (declared: %s)", def.Value, strings.Join(cfg.Names, ", "))
+		default:
+			cfg.Default = def.Value
+		}
+	}
 	if len(cerr.Problems) > 0 {
 		return nil, cerr
 	}
 	return cfg, nil
+}
+
+// parseTools reads a destination's 'tools:' mapping: exactly one of 'allow:'
+// and 'deny:', each a list of path.Match globs. Every problem carries its
+// line number.
+func parseTools(node *yaml.Node) (ToolFilter, []string) {
+	var f ToolFilter
+	if node.Kind != yaml.MappingNode || len(node.Content) == 0 {
+		return f, []string{fmt.Sprintf("line %d: 'tools' must be a mapping with either 'allow:' or 'deny:', a list of tool name globs", node.Line)}
+	}
+	var problems []string
+	var allow, deny *yaml.Node
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		k, v := node.Content[i], node.Content[i+1]
+		switch k.Value {
+		case "allow", "deny":
+			if (k.Value == "allow" && allow != nil) || (k.Value == "deny" && deny != nil) {
+				problems = append(problems, fmt.Sprintf("line %d: 'tools.%s' is given twice", k.Line, k.Value))
+				continue
+			}
+			if k.Value == "allow" {
+				allow = v
+			} else {
+				deny = v
+			}
+		default:
+			problems = append(problems, fmt.Sprintf("line %d: unknown key %q under 'tools' (known: allow, deny)", k.Line, k.Value))
+		}
+	}
+	if allow != nil && deny != nil {
+		problems = append(problems, fmt.Sprintf("line %d: 'tools' has both 'allow:' and 'deny:'; use one (allow lists the only tools shown, deny the tools hidden)", node.Line))
+	}
+	if len(problems) > 0 {
+		return f, problems
+	}
+	key, list := "allow", allow
+	if deny != nil {
+		key, list = "deny", deny
+	}
+	if list.Kind != yaml.SequenceNode {
+		return f, []string{fmt.Sprintf("line %d: 'tools.%s' must be a list of tool name globs", list.Line, key)}
+	}
+	globs := make([]string, 0, len(list.Content))
+	for _, g := range list.Content {
+		if g.Kind != yaml.ScalarNode || g.Tag == "!!null" {
+			problems = append(problems, fmt.Sprintf("line %d: 'tools.%s' entries must be tool name globs (strings)", g.Line, key))
+			continue
+		}
+		if g.Value == "" {
+			problems = append(problems, fmt.Sprintf("line %d: 'tools.%s' has an empty glob", g.Line, key))
+			continue
+		}
+		if _, err := path.Match(g.Value, ""); err != nil {
+			problems = append(problems, fmt.Sprintf("line %d: 'tools.%s' glob %q is invalid (path.Match syntax: * ? [a-z] \\x)", g.Line, key, g.Value))
+			continue
+		}
+		globs = append(globs, g.Value)
+	}
+	if key == "allow" && len(list.Content) == 0 {
+		problems = append(problems, fmt.Sprintf("line %d: 'tools.allow' is empty, which would hide every tool; write 'deny: [\"*\"]' to do that on purpose, or remove 'tools:'", list.Line))
+	}
+	if len(problems) > 0 {
+		return ToolFilter{}, problems
+	}
+	if key == "allow" {
+		f.Allow = globs
+	} else {
+		f.Deny = globs
+	}
+	return f, nil
 }
 
 // decodeStrict decodes node into out, rejecting unknown keys. It returns every
@@ -202,11 +347,10 @@ func decodeStrict(node *yaml.Node, out *fileDestination) []string {
 		return []string{fmt.Sprintf("line %d: must be a mapping with at least 'command:'", node.Line)}
 	}
 	var problems []string
-	known := map[string]bool{"command": true, "args": true, "env": true, "cwd": true}
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		k := node.Content[i]
-		if !known[k.Value] {
-			problems = append(problems, fmt.Sprintf("line %d: unknown key %q (known: command, args, env, cwd)", k.Line, k.Value))
+		if !slices.Contains(destinationKeys, k.Value) {
+			problems = append(problems, fmt.Sprintf("line %d: unknown key %q (known: %s)", k.Line, k.Value, strings.Join(destinationKeys, ", ")))
 		}
 	}
 	if len(problems) > 0 {

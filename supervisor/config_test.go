@@ -3,6 +3,7 @@ package supervisor
 import (
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -370,6 +371,131 @@ servers:
 			want: [][]string{{`"A=B"`, "invalid"}},
 		},
 		{
+			name: "unknown key lists the known ones",
+			src:  "destinations:\n  a:\n    command: cat\n    prestrat: true\n",
+			want: [][]string{{"line 4", `"prestrat"`, "command, args, env, cwd, prestart, tools"}},
+		},
+		{
+			name: "unknown top-level key lists default",
+			src:  "destinations:\n  a:\n    command: cat\ndefualt: a\n",
+			want: [][]string{{"line 4", `"defualt"`, "known: destinations, default"}},
+		},
+		{
+			name: "default names no destination",
+			src: `default: b
+destinations:
+  a:
+    command: cat
+  c:
+    command: cat
+`,
+			want:  [][]string{{"line 1", `"b"`, "names no destination", "a, c"}},
+			count: 1,
+		},
+		{
+			name:  "default is empty",
+			src:   "destinations:\n  a:\n    command: cat\ndefault:\n",
+			want:  [][]string{{"line 4", "'default'", "must name"}},
+			count: 1,
+		},
+		{
+			name:  "default is a list",
+			src:   "destinations:\n  a:\n    command: cat\ndefault: [a]\n",
+			want:  [][]string{{"line 4", "'default'", "must name"}},
+			count: 1,
+		},
+		{
+			name:  "default is case-sensitive",
+			src:   "destinations:\n  a:\n    command: cat\ndefault: A\n",
+			want:  [][]string{{"line 4", `"A"`, "names no destination"}},
+			count: 1,
+		},
+		{
+			name:  "prestart is not a boolean",
+			src:   "destinations:\n  a:\n    command: cat\n    prestart: maybe\n",
+			want:  [][]string{{`"a"`, "line 4", "maybe", "bool"}},
+			count: 1,
+		},
+		{
+			name: "tools has both allow and deny",
+			src: `destinations:
+  a:
+    command: cat
+    tools:
+      allow: [echo]
+      deny: [crash]
+`,
+			want:  [][]string{{`"a"`, "line 5", "both", "allow", "deny"}},
+			count: 1,
+		},
+		{
+			name: "tools has an unknown key",
+			src: `destinations:
+  a:
+    command: cat
+    tools:
+      allow: [echo]
+      hide: [crash]
+`,
+			want:  [][]string{{`"a"`, "line 6", `"hide"`, "known: allow, deny"}},
+			count: 1,
+		},
+		{
+			name:  "tools allow given twice",
+			src:   "destinations:\n  a:\n    command: cat\n    tools: {allow: [x], allow: [y]}\n",
+			want:  [][]string{{`"a"`, "line 4", "allow", "twice"}},
+			count: 1,
+		},
+		{
+			name: "tools glob is invalid",
+			src: `destinations:
+  a:
+    command: cat
+    tools:
+      deny:
+        - ok_*
+        - "bad["
+`,
+			want:  [][]string{{`"a"`, "line 7", `"bad["`, "invalid"}},
+			count: 1,
+		},
+		{
+			name:  "tools glob is empty",
+			src:   "destinations:\n  a:\n    command: cat\n    tools: {deny: [\"\"]}\n",
+			want:  [][]string{{`"a"`, "line 4", "empty glob"}},
+			count: 1,
+		},
+		{
+			name:  "tools glob is not a string",
+			src:   "destinations:\n  a:\n    command: cat\n    tools: {allow: [[x]]}\n",
+			want:  [][]string{{`"a"`, "line 4", "strings"}},
+			count: 1,
+		},
+		{
+			name:  "tools list is a string",
+			src:   "destinations:\n  a:\n    command: cat\n    tools: {allow: echo}\n",
+			want:  [][]string{{`"a"`, "line 4", "tools.allow", "list"}},
+			count: 1,
+		},
+		{
+			name:  "tools allow is empty",
+			src:   "destinations:\n  a:\n    command: cat\n    tools: {allow: []}\n",
+			want:  [][]string{{`"a"`, "line 4", "tools.allow", "empty", "deny"}},
+			count: 1,
+		},
+		{
+			name:  "tools is empty",
+			src:   "destinations:\n  a:\n    command: cat\n    tools:\n",
+			want:  [][]string{{`"a"`, "line 4", "'tools'", "allow", "deny"}},
+			count: 1,
+		},
+		{
+			name:  "tools is a list",
+			src:   "destinations:\n  a:\n    command: cat\n    tools: [echo]\n",
+			want:  [][]string{{`"a"`, "line 4", "'tools'", "mapping"}},
+			count: 1,
+		},
+		{
 			name: "many problems are all listed",
 			src: `bogus: 1
 destinations:
@@ -422,6 +548,87 @@ destinations:
 				}
 			}
 		})
+	}
+}
+
+func TestParseConfigPrestartToolsDefault(t *testing.T) {
+	src := `destinations:
+  a:
+    command: cat
+    prestart: true
+    tools:
+      allow: [echo, "get_*", "[xy]z"]
+  b:
+    command: cat
+    prestart: false
+    tools: {deny: ["danger*", crash]}
+  c:
+    command: cat
+    tools: {deny: []}
+default: b
+`
+	cfg, err := ParseConfig("x.yaml", []byte(src), noEnv)
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	if cfg.Default != "b" {
+		t.Errorf("Default = %q; want b", cfg.Default)
+	}
+	a, b, c := cfg.Destinations["a"], cfg.Destinations["b"], cfg.Destinations["c"]
+	if !a.Prestart || b.Prestart || c.Prestart {
+		t.Errorf("Prestart a=%v b=%v c=%v; want true false false", a.Prestart, b.Prestart, c.Prestart)
+	}
+	if want := (ToolFilter{Allow: []string{"echo", "get_*", "[xy]z"}}); !reflect.DeepEqual(a.Tools, want) {
+		t.Errorf("a.Tools = %+v; want %+v", a.Tools, want)
+	}
+	if want := (ToolFilter{Deny: []string{"danger*", "crash"}}); !reflect.DeepEqual(b.Tools, want) {
+		t.Errorf("b.Tools = %+v; want %+v", b.Tools, want)
+	}
+	if a.Tools.Empty() || b.Tools.Empty() || !c.Tools.Empty() {
+		t.Errorf("Empty a=%v b=%v c=%v; want false false true", a.Tools.Empty(), b.Tools.Empty(), c.Tools.Empty())
+	}
+	for _, tc := range []struct {
+		name    string
+		a, b, c bool
+	}{
+		{"echo", true, true, true},
+		{"get_weather", true, true, true},
+		{"get_", true, true, true},
+		{"xz", true, true, true},
+		{"zz", false, true, true},
+		{"echo2", false, true, true},
+		{"crash", false, false, true},
+		{"dangerous", false, false, true},
+		{"danger", false, false, true},
+		{"get/x", false, true, true}, // '*' does not match '/'
+		{"", false, true, true},
+	} {
+		if got := a.Tools.Allows(tc.name); got != tc.a {
+			t.Errorf("a allows %q = %v; want %v", tc.name, got, tc.a)
+		}
+		if got := b.Tools.Allows(tc.name); got != tc.b {
+			t.Errorf("b allows %q = %v; want %v", tc.name, got, tc.b)
+		}
+		if got := c.Tools.Allows(tc.name); got != tc.c {
+			t.Errorf("c allows %q = %v; want %v", tc.name, got, tc.c)
+		}
+	}
+	// No default key: Default is empty.
+	cfg, err = ParseConfig("x.yaml", []byte("destinations:\n  a:\n    command: cat\n"), noEnv)
+	if err != nil || cfg.Default != "" {
+		t.Errorf("without default: Default = %q, err %v; want empty", cfg.Default, err)
+	}
+}
+
+func TestToolFilterZeroAllowsAll(t *testing.T) {
+	var f ToolFilter
+	if !f.Empty() {
+		t.Error("zero filter is not Empty")
+	}
+	for _, n := range []string{"", "echo", "a/b", "*"} {
+		if !f.Allows(n) {
+			t.Errorf("zero filter hides %q", n)
+		}
 	}
 }
 
@@ -566,6 +773,10 @@ func FuzzParseConfig(f *testing.F) {
 		"destinations:\n  a:\n    command: \"${SPACE}\"\n",
 		"\xff\xfe",
 		"destinations: !!binary aGVsbG8=\n",
+		"default: a\ndestinations:\n  a:\n    command: cat\n    prestart: true\n    tools: {allow: [\"e*\", \"[a-c]?\"]}\n",
+		"default: [x]\ndestinations:\n  a:\n    command: cat\n    tools: {deny: [\"a[\"], allow: []}\n",
+		"destinations:\n  a:\n    command: cat\n    tools: {deny: [\"\\\\\"]}\n",
+		"destinations:\n  a:\n    command: cat\n    tools: ~\n    prestart: 1\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -592,6 +803,9 @@ func FuzzParseConfig(f *testing.F) {
 		if len(cfg.Names) != len(cfg.Destinations) {
 			t.Fatalf("Names %q do not match %d destinations", cfg.Names, len(cfg.Destinations))
 		}
+		if cfg.Default != "" && cfg.Destinations[cfg.Default] == nil {
+			t.Fatalf("default %q names no destination", cfg.Default)
+		}
 		seen := map[string]bool{}
 		for _, n := range cfg.Names {
 			if seen[n] {
@@ -617,6 +831,15 @@ func FuzzParseConfig(f *testing.F) {
 			if d.Line <= 0 {
 				t.Fatalf("destination %q has line %d", n, d.Line)
 			}
+			if d.Tools.Allow != nil && d.Tools.Deny != nil {
+				t.Fatalf("destination %q has both allow and deny", n)
+			}
+			for _, g := range append(append([]string(nil), d.Tools.Allow...), d.Tools.Deny...) {
+				if _, err := path.Match(g, ""); err != nil || g == "" {
+					t.Fatalf("destination %q has invalid glob %q", n, g)
+				}
+			}
+			d.Tools.Allows("x")
 			for k := range d.Env {
 				if k == "" || strings.ContainsAny(k, "=\x00") {
 					t.Fatalf("destination %q has invalid env name %q", n, k)

@@ -51,6 +51,8 @@ type bridgeConfig struct {
 	linger       time.Duration
 	extraEnv     map[string]string
 	useRestartOf bool
+	// toolAllowed is passed to every destination's dispatch.Options.
+	toolAllowed func(name string) bool
 }
 
 // newBridge serves one destination per name → fake server mode.
@@ -84,6 +86,7 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *bridge 
 			Linger:      cfg.linger,
 			StopTimeout: 3*cfg.stopGrace + time.Second,
 			Logger:      log.Named("dispatch"),
+			ToolAllowed: cfg.toolAllowed,
 		})
 		b.dispatchers[name] = d
 		ds = append(ds, d)

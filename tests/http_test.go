@@ -887,7 +887,9 @@ func TestHTTPRoutes(t *testing.T) {
 		{"unknown destination GET", http.MethodGet, "/nope/mcp", "", 404, []string{`"nope"`}},
 		{"unknown destination legacy", http.MethodGet, "/nope/sse", "", 404, []string{`"nope"`}},
 		{"unknown route", http.MethodPost, "/fake/other", initBody, 404, []string{"/fake/mcp"}},
-		{"root", http.MethodGet, "/", "", 404, []string{"/{destination}/mcp"}},
+		// GET / describes the bridge (TestBridgeRoutes); a POST there needs a
+		// default destination.
+		{"root POST without a default", http.MethodPost, "/", initBody, 404, []string{"default"}},
 		{"method not allowed", http.MethodPut, "/fake/mcp", "", 405, []string{"PUT"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -96,6 +96,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		PublicURL:         s.publicURL,
 		TrustProxyHeaders: s.trustProxy,
 		Version:           version,
+		Default:           cfg.Default,
 		Logger:            log.Named("http"),
 	})
 	srv := &http.Server{
@@ -113,6 +114,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	for _, name := range cfg.Names {
 		fmt.Fprintf(stdout, "  %s: http://%s/%s/mcp\n", name, ln.Addr(), name)
+	}
+	for i, name := range cfg.Names {
+		if cfg.Destinations[name].Prestart {
+			dispatchers[i].Prestart()
+		}
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -142,11 +148,13 @@ func buildDispatchers(cfg *supervisor.Config, s *settings, log hclog.Logger) []*
 				WriteTimeout: s.requestTimeout,
 				Logger:       log.Named("supervisor"),
 			}),
-			NewBackOff:  policy.NewBackOff,
-			StableAfter: policy.StableAfter,
-			Linger:      s.linger,
-			StopTimeout: 3*s.stopGrace + time.Second,
-			Logger:      log.Named("dispatch"),
+			NewBackOff:    policy.NewBackOff,
+			ToolAllowed:   toolFilter(d),
+			BridgeVersion: version,
+			StableAfter:   policy.StableAfter,
+			Linger:        s.linger,
+			StopTimeout:   3*s.stopGrace + time.Second,
+			Logger:        log.Named("dispatch"),
 		}))
 	}
 	return out
@@ -173,4 +181,13 @@ func shutdown(s *settings, log hclog.Logger, srv *http.Server, h *session.Handle
 	}
 	wg.Wait()
 	log.Info("stopped")
+}
+
+// toolFilter is the destination's tools filter, or nil when it has none (so
+// the dispatcher skips filtering altogether).
+func toolFilter(d *supervisor.Destination) func(string) bool {
+	if d.Tools.Empty() {
+		return nil
+	}
+	return d.Tools.Allows
 }

@@ -235,7 +235,7 @@ func (s *server) request(m message) {
 		})
 	case "tools/list":
 		tools := []map[string]any{}
-		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify"} {
+		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify", "search", "fetch"} {
 			tools = append(tools, map[string]any{"name": n, "description": "fake " + n, "inputSchema": map[string]any{"type": "object"}})
 		}
 		s.reply(m.ID, map[string]any{"tools": tools})
@@ -277,6 +277,14 @@ func (s *server) call(m message) {
 	switch p.Name {
 	case "echo":
 		s.reply(m.ID, text(arg("text")))
+	case "search":
+		// The shape ChatGPT's deep-research connectors expect: a JSON text
+		// with results of id, title, url.
+		res, _ := json.Marshal(map[string]any{"results": []map[string]string{{"id": "doc-1", "title": "About " + arg("query"), "url": "https://example.com/doc-1"}}})
+		s.reply(m.ID, text(string(res)))
+	case "fetch":
+		doc, _ := json.Marshal(map[string]string{"id": arg("id"), "title": "Document " + arg("id"), "text": "full text of " + arg("id"), "url": "https://example.com/" + arg("id")})
+		s.reply(m.ID, text(string(doc)))
 	case "whoami":
 		s.mu.Lock()
 		inits := s.inits

@@ -1,0 +1,362 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// This file holds the destination's tools: the filter that hides some of the
+// child's tools from clients (Options.ToolAllowed), the catalogue of the
+// child's tools the bridge keeps for itself, and Prestart, which starts a
+// child (and so fills the catalogue) before any client comes.
+//
+// The filter costs nothing when it is not configured: Call checks
+// Options.ToolAllowed against nil before looking at tools/call or tools/list.
+
+// maxToolPages bounds the tools/list pages followed for one catalogue fetch.
+const maxToolPages = 100
+
+// toolCatalog is the destination's tool list as last fetched from the child,
+// already filtered.
+type toolCatalog struct {
+	// mu guards list, known, fetching, again and next. It is never held
+	// while talking to the child.
+	mu    sync.Mutex
+	list  []json.RawMessage
+	known bool
+	// fetching is set while a fetch goroutine runs; again asks it to fetch
+	// once more, from next, when it is done.
+	fetching bool
+	again    bool
+	next     *child
+}
+
+// Tools returns the destination's tools as the child described them (each a
+// JSON object with name, description, inputSchema, …), without the ones the
+// filter hides. The list is fetched by the bridge after every handshake (so
+// also after restarts) and again when the child sends
+// notifications/tools/list_changed; it is the last completed fetch, kept
+// while the child is stopped. known is false until a first fetch completed,
+// e.g. when the destination has never run. A child whose initialize result
+// declares no tools capability has an empty, known list. The caller must not
+// modify the returned messages.
+func (d *Dispatcher) Tools() (tools []json.RawMessage, known bool) {
+	t := &d.tools
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]json.RawMessage(nil), t.list...), t.known
+}
+
+// refreshTools fetches the catalogue from c on a goroutine of its own; it
+// never blocks, so the reader may call it. Requests that come while a fetch
+// runs are folded into one more fetch, from the newest child.
+func (d *Dispatcher) refreshTools(c *child) {
+	t := &d.tools
+	t.mu.Lock()
+	t.next = c
+	if t.fetching {
+		t.again = true
+		t.mu.Unlock()
+		return
+	}
+	t.fetching = true
+	t.mu.Unlock()
+	go d.fetchLoop()
+}
+
+func (d *Dispatcher) fetchLoop() {
+	t := &d.tools
+	t.mu.Lock()
+	for {
+		c := t.next
+		t.again = false
+		t.mu.Unlock()
+		tools, err := d.fetchTools(c)
+		t.mu.Lock()
+		if err == nil {
+			t.list, t.known = tools, true
+		}
+		if !t.again {
+			t.fetching, t.next = false, nil
+			t.mu.Unlock()
+			if err == nil {
+				d.log.Debug("tool catalogue fetched", "destination", d.opts.Name, "tools", len(tools))
+			} else if errors.Is(err, ErrChildExited) {
+				d.log.Debug("tool catalogue not fetched: the child exited", "destination", d.opts.Name)
+			} else {
+				d.log.Warn("could not fetch the child's tool list; keeping the previous one", "destination", d.opts.Name, "error", err)
+			}
+			return
+		}
+	}
+}
+
+// fetchTools asks c for its tools (every page, up to maxToolPages) as one of
+// the bridge's own calls and returns the allowed ones.
+func (d *Dispatcher) fetchTools(c *child) ([]json.RawMessage, error) {
+	d.mu.RLock()
+	result := d.initResult
+	d.mu.RUnlock()
+	if member(member(result, "capabilities"), "tools") == nil {
+		return nil, nil // the child declares no tools
+	}
+	var out []json.RawMessage
+	var cursor json.RawMessage
+	for page := 0; page < maxToolPages; page++ {
+		var params json.RawMessage
+		if cursor != nil {
+			params = append(append(json.RawMessage(`{"cursor":`), cursor...), '}')
+		}
+		p := getPending(d.opts.HandshakeTimeout)
+		msg, err := d.roundTrip(context.Background(), p, c, nil, nil, "tools/list", params)
+		putPending(p)
+		var m *Message
+		if err == nil {
+			m, err = Parse(msg)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		if len(m.Error) > 0 {
+			return nil, fmt.Errorf("the child answered tools/list with an error: %s", m.Error)
+		}
+		var next json.RawMessage
+		eachMember(m.Result, func(key string, val []byte) bool {
+			switch key {
+			case "tools":
+				eachElement(val, func(tool []byte) {
+					if d.toolAllowed(toolName(tool)) {
+						out = append(out, tool)
+					}
+				})
+			case "nextCursor":
+				next = val
+			}
+			return true
+		})
+		if len(next) == 0 || string(next) == "null" || string(next) == `""` || bytes.Equal(next, cursor) {
+			return out, nil
+		}
+		cursor = next
+	}
+	d.log.Warn("the child's tool list has too many pages; the catalogue holds the first ones", "destination", d.opts.Name, "pages", maxToolPages)
+	return out, nil
+}
+
+func (d *Dispatcher) toolAllowed(name string) bool {
+	return d.opts.ToolAllowed == nil || d.opts.ToolAllowed(name)
+}
+
+// hiddenToolCall answers a tools/call of a tool the filter hides with a
+// JSON-RPC error; nil means the call may go to the child. Every member of
+// params whose key is "name" in any letter case is checked, so a child that
+// decodes keys case-insensitively (Go's encoding/json) or keeps the last of
+// duplicate keys cannot be handed a hidden tool. Params without a string
+// name go to the child, which rejects them.
+func (d *Dispatcher) hiddenToolCall(m *Message) []byte {
+	var hidden string
+	found := false
+	eachMember(m.Params, func(key string, val []byte) bool {
+		if !strings.EqualFold(key, "name") || len(val) == 0 || val[0] != '"' {
+			return true
+		}
+		if name := internString(val); !d.opts.ToolAllowed(name) {
+			hidden, found = name, true
+			return false
+		}
+		return true
+	})
+	if !found {
+		return nil
+	}
+	d.log.Debug("call of a hidden tool refused", "destination", d.opts.Name, "tool", hidden)
+	return ErrorResponse(m.ID, -32602, fmt.Sprintf("tool %q is not available on this destination", hidden))
+}
+
+// filterToolList removes the hidden tools from a tools/list response. Every
+// other member of the result, and each remaining tool, is kept byte for byte.
+func (d *Dispatcher) filterToolList(resp []byte, err error) ([]byte, error) {
+	if err != nil {
+		return resp, err
+	}
+	m, perr := Parse(resp)
+	if perr != nil || len(m.Result) == 0 {
+		return resp, nil
+	}
+	result, changed := filterToolsResult(m.Result, d.opts.ToolAllowed)
+	if !changed {
+		return resp, nil
+	}
+	return appendResponse(make([]byte, 0, len(resp)), m.ID, result, nil), nil
+}
+
+// filterToolsResult rewrites the "tools" array of a tools/list result to the
+// allowed tools. changed is false when nothing was removed.
+func filterToolsResult(result json.RawMessage, allowed func(string) bool) (json.RawMessage, bool) {
+	type span struct{ start, end int }
+	var spans []span
+	var arrays [][]byte
+	eachMemberAt(result, func(key string, start, end int) bool {
+		val := result[start:end]
+		if key != "tools" || val[0] != '[' {
+			return true
+		}
+		arr := []byte{'['}
+		removed := false
+		eachElement(val, func(tool []byte) {
+			if !allowed(toolName(tool)) {
+				removed = true
+				return
+			}
+			if len(arr) > 1 {
+				arr = append(arr, ',')
+			}
+			arr = append(arr, tool...)
+		})
+		if removed {
+			spans = append(spans, span{start, end})
+			arrays = append(arrays, append(arr, ']'))
+		}
+		return true
+	})
+	if len(spans) == 0 {
+		return result, false
+	}
+	out := make([]byte, 0, len(result))
+	prev := 0
+	for i, s := range spans {
+		out = append(out, result[prev:s.start]...)
+		out = append(out, arrays[i]...)
+		prev = s.end
+	}
+	return append(out, result[prev:]...), true
+}
+
+// toolName reads the "name" of a tool object; "" when it has none.
+func toolName(tool []byte) string {
+	var name string
+	eachMember(tool, func(key string, val []byte) bool {
+		if key == "name" && len(val) > 0 && val[0] == '"' {
+			name = internString(val)
+		}
+		return true
+	})
+	return name
+}
+
+// eachMember calls fn with the key and raw value of each top-level member of
+// obj, in order, until fn returns false. Values are slices of obj whose
+// capacity ends with them. Anything that is not a well-formed object ends the
+// walk early.
+func eachMember(obj []byte, fn func(key string, val []byte) bool) {
+	eachMemberAt(obj, func(key string, start, end int) bool { return fn(key, obj[start:end:end]) })
+}
+
+// eachMemberAt is eachMember with the value given as obj[start:end].
+func eachMemberAt(obj []byte, fn func(key string, start, end int) bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return
+	}
+	i++
+	for {
+		i = skipSpace(obj, i)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+		if i >= len(obj) || obj[i] != '"' {
+			return // '}' or malformed
+		}
+		kEnd := skipString(obj, i)
+		if kEnd > len(obj) {
+			return // an unterminated string
+		}
+		key := internString(obj[i:kEnd])
+		i = skipSpace(obj, kEnd)
+		if i >= len(obj) || obj[i] != ':' {
+			return
+		}
+		i = skipSpace(obj, i+1)
+		if i >= len(obj) {
+			return
+		}
+		vStart := i
+		i = skipValue(obj, i)
+		if i == vStart || i > len(obj) || !fn(key, vStart, i) {
+			return
+		}
+	}
+}
+
+// eachElement calls fn with each element of the JSON array arr. Elements are
+// slices of arr.
+func eachElement(arr []byte, fn func(elem []byte)) {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return
+	}
+	i++
+	for {
+		i = skipSpace(arr, i)
+		if i < len(arr) && arr[i] == ',' {
+			i = skipSpace(arr, i+1)
+		}
+		if i >= len(arr) || arr[i] == ']' {
+			return
+		}
+		start := i
+		i = skipValue(arr, i)
+		if i == start || i > len(arr) {
+			return // malformed
+		}
+		fn(arr[start:i:i])
+	}
+}
+
+// Prestart starts the child now, without waiting for a client's initialize,
+// so that it is warm (and its tool catalogue known) when the first client
+// comes. It does nothing when the child is already starting or running, or
+// the dispatcher is closed; it does not wait for the start.
+//
+// When no client's initialize parameters are cached, the handshake uses the
+// bridge's own (protocol version 2025-11-25, sampling, elicitation and roots
+// capabilities, clientInfo stelae-bridge/Options.BridgeVersion); they are then
+// cached like a first client's and reused after restarts. A child a client
+// starts later (after this one stopped) is initialized with that client's
+// parameters, as always.
+//
+// A prestarted child is not stopped for lack of sessions while none has come:
+// the child is stopped only when the last session ends (Detach, after
+// Options.Linger), so it runs until a first session has come and gone, and
+// from then on follows the usual rule (started again by the next initialize).
+func (d *Dispatcher) Prestart() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed || (d.state != stateIdle && d.state != stateFailed) {
+		return
+	}
+	if d.initParams == nil {
+		d.initParams = d.bridgeInitParams()
+	}
+	d.log.Info("starting the child ahead of any client (prestart)", "destination", d.opts.Name)
+	d.startLocked()
+}
+
+// bridgeInitParams are the initialize parameters the bridge uses when it
+// starts a child on its own.
+func (d *Dispatcher) bridgeInitParams() json.RawMessage {
+	version := d.opts.BridgeVersion
+	if version == "" {
+		version = "unknown"
+	}
+	b := []byte(`{"protocolVersion":`)
+	b = appendString(b, SupportedVersions[len(SupportedVersions)-1])
+	b = append(b, `,"capabilities":{"sampling":{},"elicitation":{},"roots":{"listChanged":true}},"clientInfo":{"name":"stelae-bridge","version":`...)
+	b = appendString(b, version)
+	return append(b, `}}`...)
+}
