@@ -184,11 +184,11 @@ func (h *Handler) serveVersion(w http.ResponseWriter, r *http.Request) {
 // destinationHealth is one destination in /healthz.
 type destinationHealth struct {
 	State    string  `json:"state"`
-	PID      int     `json:"pid,omitempty"`
+	PID      int     `json:"pid"`
 	Restarts int     `json:"restarts"`
 	Sessions int     `json:"sessions"`
 	UptimeS  float64 `json:"uptime_s"`
-	LastExit string  `json:"last_exit,omitempty"`
+	LastExit string  `json:"last_exit"`
 }
 
 // serveHealth: ok when no destination has failed, degraded when some have,
