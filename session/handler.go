@@ -281,6 +281,19 @@ func (ep *endpoint) sessionFrom(w http.ResponseWriter, r *http.Request) (*Sessio
 	return s, 0
 }
 
+// sessionFor resolves the session of a request and checks its
+// MCP-Protocol-Version; it writes the error itself when either fails.
+func (ep *endpoint) sessionFor(w http.ResponseWriter, r *http.Request) (*Session, int) {
+	s, status := ep.sessionFrom(w, r)
+	if s == nil {
+		return nil, status
+	}
+	if status := ep.checkVersion(w, r, s); status != 0 {
+		return nil, status
+	}
+	return s, 0
+}
+
 // serveDelete ends a session.
 func (ep *endpoint) serveDelete(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -288,15 +301,11 @@ func (ep *endpoint) serveDelete(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		ep.log.Info("DELETE", "destination", ep.name, "status_code", status, "latency_ms", ms(start))
 	}()
-	s, errStatus := ep.sessionFrom(w, r)
+	s, errStatus := ep.sessionFor(w, r)
 	if s == nil {
 		status = errStatus
 		return
 	}
-	if status = ep.checkVersion(w, r, s); status != 0 {
-		return
-	}
-	status = http.StatusNoContent
 	w.Header().Set(headerSessionID, s.id)
 	if ep.reg.remove(s) {
 		ep.end(s, errDeleted)

@@ -94,13 +94,9 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		ep.initialize(w, r, &m, &rec, jsonOK)
 		return
 	}
-	s, errStatus := ep.sessionFrom(w, r)
+	s, errStatus := ep.sessionFor(w, r)
 	if s == nil {
 		rec.status = errStatus
-		return
-	}
-	if st := ep.checkVersion(w, r, s); st != 0 {
-		rec.status = st
 		return
 	}
 	rec.session = s.id

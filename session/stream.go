@@ -92,15 +92,11 @@ func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 		status = writeError(w, http.StatusNotAcceptable, codeServer, "a GET on an MCP endpoint opens an SSE stream: send Accept: text/event-stream")
 		return
 	}
-	s, errStatus := ep.sessionFrom(w, r)
+	s, errStatus := ep.sessionFor(w, r)
 	if s == nil {
 		status = errStatus
 		return
 	}
-	if status = ep.checkVersion(w, r, s); status != 0 {
-		return
-	}
-	status = http.StatusOK
 	st, replay, done, resumed, ok := s.openGet(r.Header.Get("Last-Event-ID"))
 	if !ok {
 		status = writeError(w, http.StatusNotFound, codeSessionNotFound, "session ended: send initialize to start a new one")

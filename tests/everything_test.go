@@ -44,17 +44,24 @@ func everythingBin(t *testing.T) string {
 	return bin
 }
 
-// TestEverythingTenClientsShareOneChild runs the real binary in front of
-// @modelcontextprotocol/server-everything over stdio. Ten clients at once
-// initialize, list tools, call tools and receive their own progress
-// notifications; one child process serves them all; SIGINT leaves no process.
-func TestEverythingTenClientsShareOneChild(t *testing.T) {
+// startEverything runs the real binary with one destination, everything:
+// the official reference server over stdio.
+func startEverything(t *testing.T, flags ...string) *binaryProc {
+	t.Helper()
 	bin := everythingBin(t)
 	config := filepath.Join(t.TempDir(), "destinations.yaml")
 	if err := os.WriteFile(config, []byte(fmt.Sprintf("destinations:\n  everything:\n    command: %q\n", bin)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startBinary(t, config)
+	return startBinary(t, config, flags...)
+}
+
+// TestEverythingTenClientsShareOneChild runs the real binary in front of
+// @modelcontextprotocol/server-everything over stdio. Ten clients at once
+// initialize, list tools, call tools and receive their own progress
+// notifications; one child process serves them all; SIGINT leaves no process.
+func TestEverythingTenClientsShareOneChild(t *testing.T) {
+	p := startEverything(t)
 	url := p.base + "/everything/mcp"
 
 	const n = 10

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,12 +47,7 @@ func runInspector(t *testing.T, url string, args ...string) map[string]any {
 // binary fronting the official server-everything: tools/list shows echo
 // (with its schema) and tools/call echo message=hi answers "Echo: hi".
 func TestInspectorCLIEverything(t *testing.T) {
-	bin := everythingBin(t)
-	config := filepath.Join(t.TempDir(), "destinations.yaml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf("destinations:\n  everything:\n    command: %q\n", bin)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := startBinary(t, config)
+	p := startEverything(t)
 	defer func() {
 		if t.Failed() {
 			t.Logf("bridge logs:\n%s", p.logs.String())
