@@ -475,18 +475,7 @@ func TestFaultRestartExhaustionEndsSessions(t *testing.T) {
 	// Its sessions end (just after the state turns failed; a request in
 	// between gets 503): the GET stream closes, the ids are unknown.
 	waitFor(t, 5*time.Second, "the failed destination's sessions to end", func() bool { return b.handler.SessionCount("fake") == 0 })
-	deadline := time.After(5 * time.Second)
-drain:
-	for {
-		select {
-		case _, ok := <-st.events:
-			if !ok {
-				break drain
-			}
-		case <-deadline:
-			t.Fatalf("GET stream of a session of a failed destination still open")
-		}
-	}
+	st.waitClosed(t, 5*time.Second, "GET stream of a session of a failed destination still open")
 	ftErr(t, "session A after failure", a.callTool("1", "echo", map[string]string{"text": "x"}), http.StatusNotFound, "session")
 	ftErr(t, "session B after failure", bb.callTool("1", "echo", map[string]string{"text": "x"}), http.StatusNotFound, "session")
 	// The next initialize tries again, and the child starts fine.
@@ -1051,18 +1040,7 @@ func TestFaultBridgeCloseWithStreamAndCallInFlight(t *testing.T) {
 	} else {
 		t.Logf("in-flight call → transport error %v", r.err)
 	}
-	deadline := time.After(2 * time.Second)
-drain:
-	for {
-		select {
-		case _, ok := <-st.events:
-			if !ok {
-				break drain
-			}
-		case <-deadline:
-			t.Fatal("GET stream still open after bridge close")
-		}
-	}
+	st.waitClosed(t, 2*time.Second, "GET stream still open after bridge close")
 	ftWaitGone(t, child, time.Second, "child after bridge close")
 	if kids := ftChildren(); len(kids) != 0 {
 		t.Fatalf("children left after close: %v", kids)

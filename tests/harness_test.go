@@ -405,3 +405,20 @@ func sseMessages(t testing.TB, body []byte) []rpc {
 	}
 	return out
 }
+
+// waitClosed drains the stream until the server ends it; it fails with what
+// when the stream is still open after within.
+func (s *stream) waitClosed(t testing.TB, within time.Duration, what string) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case _, ok := <-s.events:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatal(what)
+		}
+	}
+}
