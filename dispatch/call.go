@@ -55,22 +55,16 @@ func (d *Dispatcher) forward(ctx context.Context, p *pending, s Session, m *Mess
 }
 
 // initialize answers a session's initialize from the cached handshake,
-// starting the child (or retrying a failed one) when needed.
+// starting the child (or retrying a failed one) when needed. The caller has
+// validated m's params (ValidateInitialize).
 func (d *Dispatcher) initialize(ctx context.Context, timeout <-chan time.Time, m *Message) ([]byte, error) {
-	d.mu.Lock()
-	if d.initParams == nil || d.state == stateIdle || d.state == stateFailed || d.state == stateStopping {
-		// The newest client's parameters are used for the next handshake
-		// (a stopping child is started afresh once it is gone).
-		d.initParams = normalizeParams(m.Params)
-	}
-	d.mu.Unlock()
 	if _, err := d.running(ctx, timeout, true); err != nil {
 		return nil, err
 	}
 	d.mu.RLock()
 	result := d.initResult
 	d.mu.RUnlock()
-	// The child negotiated once, with the first client; each client gets the
+	// The child negotiated once, with the bridge; each client gets the
 	// version it asked for when the bridge supports it and the child's is
 	// not older.
 	var asked, child struct {
@@ -88,7 +82,11 @@ func (d *Dispatcher) initialize(ctx context.Context, timeout <-chan time.Time, m
 
 // SupportedVersions are the MCP protocol versions the bridge speaks, oldest
 // first.
-var SupportedVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+var SupportedVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", LatestVersion}
+
+// LatestVersion is the newest protocol version the bridge speaks; its own
+// handshake with a child asks for it first.
+const LatestVersion = "2025-11-25"
 
 // Supported reports whether v is one of SupportedVersions.
 func Supported(v string) bool {
@@ -107,13 +105,6 @@ func negotiate(asked, child string) string {
 		return asked
 	}
 	return child
-}
-
-func normalizeParams(p json.RawMessage) json.RawMessage {
-	if len(p) == 0 || string(p) == "null" {
-		return json.RawMessage(`{}`)
-	}
-	return append(json.RawMessage(nil), p...)
 }
 
 // roundTrip registers p as a pending call, writes the request and waits for
@@ -257,6 +248,10 @@ func (d *Dispatcher) Notify(s Session, m *Message) error {
 		return nil
 	case "notifications/cancelled":
 		return d.clientCancel(s, m)
+	case "notifications/roots/list_changed":
+		if d.opts.Roots != nil {
+			return nil // the bridge answers roots/list from the configuration
+		}
 	}
 	d.mu.RLock()
 	c := d.cur

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,8 @@ var (
 	ErrCanceled = errors.New("the call was cancelled")
 	// ErrNotInitialized: no client has sent initialize yet.
 	ErrNotInitialized = errors.New("the destination has not been initialized; send initialize first")
+	// ErrStarting: the child is still starting (its start goes on).
+	ErrStarting = errors.New("the destination is still starting")
 )
 
 // Watcher follows one call on the caller's goroutine.
@@ -62,10 +65,20 @@ type Options struct {
 	NewBackOff func() backoff.BackOff
 	// StableAfter is how long a child must run for the restart count to reset.
 	StableAfter time.Duration
-	// HandshakeTimeout bounds the child's answer to initialize.
-	HandshakeTimeout time.Duration
+	// StartTimeout bounds starting the child and its answer to the bridge's
+	// initialize (default 5 minutes: a first npx download takes a while). A
+	// start goes on when the client that caused it gives up.
+	StartTimeout time.Duration
 	// Linger is how long the child is kept after its last session ends.
 	Linger time.Duration
+	// UnclaimedLinger is how long a child whose start outlived every session
+	// waits for one once it is up (at least Linger; default 1 minute), so
+	// that the client that gave up finds it warm when it retries.
+	UnclaimedLinger time.Duration
+	// Roots, when set, is the result the bridge answers the child's
+	// roots/list with ({"roots":[…]}): the destination's configured file
+	// system boundary. Nil routes roots/list to a client session.
+	Roots json.RawMessage
 	// StopTimeout bounds stopping the child.
 	StopTimeout time.Duration
 	// Logger is the dispatcher's named logger.
@@ -197,8 +210,9 @@ type Dispatcher struct {
 	restartsTotal atomic.Uint64
 
 	// mu guards the lifecycle (state, cur, life, ready, failErr, lastExit,
-	// restarts),
-	// the initialize cache, the session set and the subscription sets.
+	// restarts, started, unclaimed, lingerGen, closed), the initialize
+	// cache, the session set and the subscription sets. It may be held
+	// while taking pmu, never the other way round.
 	mu         sync.RWMutex
 	state      state
 	cur        *child
@@ -207,12 +221,19 @@ type Dispatcher struct {
 	failErr    error
 	lastExit   string
 	restarts   int
-	initParams json.RawMessage
 	initResult json.RawMessage
-	sessions   map[Session]struct{}
-	subs       map[string]map[Session]struct{}
-	lingerGen  int
-	closed     bool
+	// sessions maps each attached session to the capabilities it declared.
+	sessions map[Session]clientCaps
+	subs     map[string]map[Session]struct{}
+	// lingerGen changes whenever the session set does; a pending stop for
+	// lack of sessions applies only if it has not changed since.
+	lingerGen int
+	// unclaimed: every session left while the child was starting; once up
+	// it waits UnclaimedLinger for one.
+	unclaimed bool
+	// starting is when the current start began (zero when not starting).
+	starting time.Time
+	closed   bool
 
 	// pmu guards pending and childReqs.
 	pmu       sync.Mutex
@@ -229,9 +250,13 @@ func New(opts Options) *Dispatcher {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	if opts.HandshakeTimeout <= 0 {
-		opts.HandshakeTimeout = 60 * time.Second
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 5 * time.Minute
 	}
+	if opts.UnclaimedLinger <= 0 {
+		opts.UnclaimedLinger = time.Minute
+	}
+	opts.UnclaimedLinger = max(opts.UnclaimedLinger, opts.Linger)
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = 10 * time.Second
 	}
@@ -241,7 +266,7 @@ func New(opts Options) *Dispatcher {
 	return &Dispatcher{
 		opts:      opts,
 		log:       opts.Logger,
-		sessions:  map[Session]struct{}{},
+		sessions:  map[Session]clientCaps{},
 		subs:      map[string]map[Session]struct{}{},
 		pending:   map[uint64]*pending{},
 		childReqs: map[string]childRequest{},
@@ -261,6 +286,9 @@ type Status struct {
 	Sessions      int
 	Started       time.Time
 	LastExit      string
+	// Children is how many child processes are running: 0 or 1 for a
+	// shared child, more for a destination isolated per session.
+	Children int
 }
 
 // Status reports the destination's current state.
@@ -274,13 +302,16 @@ func (d *Dispatcher) Status() Status {
 	if d.state == stateRunning && d.cur != nil {
 		st.PID = d.cur.conn.PID()
 		st.Started = d.cur.started
+		st.Children = 1
 	}
 	return st
 }
 
 // running returns the running child, starting it when it is idle (or, with
-// mayRestartFailed, failed) and waiting while it starts or restarts.
-func (d *Dispatcher) running(ctx context.Context, timeout <-chan time.Time, mayRestartFailed bool) (*child, error) {
+// mayStart, failed) and waiting while it starts or restarts. A child in the
+// idle state is started only by an initialize (mayStart) or for a session
+// that is attached.
+func (d *Dispatcher) running(ctx context.Context, timeout <-chan time.Time, mayStart bool) (*child, error) {
 	first := true
 	for {
 		d.mu.Lock()
@@ -301,7 +332,7 @@ func (d *Dispatcher) running(ctx context.Context, timeout <-chan time.Time, mayR
 				return nil, ctxErr(ctx)
 			}
 		case stateFailed:
-			if !first || !mayRestartFailed {
+			if !first || !mayStart {
 				err := d.failErr
 				d.mu.Unlock()
 				return nil, err
@@ -312,7 +343,7 @@ func (d *Dispatcher) running(ctx context.Context, timeout <-chan time.Time, mayR
 				d.mu.Unlock()
 				return nil, fmt.Errorf("%w: destination %q: the bridge is shutting down", ErrUnavailable, d.opts.Name)
 			}
-			if d.initParams == nil {
+			if !mayStart && len(d.sessions) == 0 {
 				d.mu.Unlock()
 				return nil, ErrNotInitialized
 			}
@@ -324,11 +355,23 @@ func (d *Dispatcher) running(ctx context.Context, timeout <-chan time.Time, mayR
 		select {
 		case <-ready:
 		case <-timeout:
-			return nil, ErrTimeout
+			return nil, d.startingErr()
 		case <-ctx.Done():
 			return nil, ctxErr(ctx)
 		}
 	}
+}
+
+// startingErr is the error of a caller that gave up waiting for the child:
+// ErrStarting (with how long the start has run) while it starts.
+func (d *Dispatcher) startingErr() error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.state == stateStarting && !d.starting.IsZero() {
+		return fmt.Errorf("%w: destination %q has been starting for %s (it may be downloading its package; start_timeout is %s); retry in a few seconds",
+			ErrStarting, d.opts.Name, time.Since(d.starting).Round(time.Second), d.opts.StartTimeout)
+	}
+	return ErrTimeout
 }
 
 func ctxErr(ctx context.Context) error {
@@ -348,8 +391,13 @@ func (d *Dispatcher) startLocked() {
 	go d.supervise(life)
 }
 
+// errRejected marks a handshake the child answered with an error: the same
+// handshake would fail again, so it is not retried by restarting.
+var errRejected = errors.New("the child refused the initialize handshake")
+
 // supervise runs the child for one lifetime: start, handshake, watch, restart
-// with backoff, give up after the policy's retries.
+// with backoff, give up after the policy's retries (at once when the child
+// refuses the handshake).
 func (d *Dispatcher) supervise(life *lifetime) {
 	defer close(life.done)
 	bo := d.opts.NewBackOff()
@@ -380,8 +428,15 @@ func (d *Dispatcher) supervise(life *lifetime) {
 			d.lastExit = exitStatus(c.conn)
 			d.mu.Unlock()
 		}
+		select {
+		case <-life.stop:
+			// The failure came from being stopped: nothing to restart.
+			d.setIdle(life)
+			return
+		default:
+		}
 		delay := bo.NextBackOff()
-		if delay == backoff.Stop {
+		if delay == backoff.Stop || errors.Is(err, errRejected) {
 			d.setFailed(life, err)
 			return
 		}
@@ -417,15 +472,36 @@ func exitStatus(c Conn) string {
 	return "closed its stdout"
 }
 
-// launch starts a child and performs the initialize handshake on it.
+// startProgressEvery is how often a slow start is reported in the log.
+const startProgressEvery = 10 * time.Second
+
+// launch starts a child and performs the initialize handshake on it, within
+// StartTimeout. A slow start is logged every startProgressEvery.
 func (d *Dispatcher) launch(life *lifetime) (*child, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), d.opts.HandshakeTimeout)
+	begun := time.Now()
+	d.mu.Lock()
+	d.starting = begun
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.starting = time.Time{}
+		d.mu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), d.opts.StartTimeout)
 	defer cancel()
 	go func() {
-		select {
-		case <-life.stop:
-			cancel()
-		case <-ctx.Done():
+		t := time.NewTicker(startProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-life.stop:
+				cancel()
+				return
+			case <-t.C:
+				d.log.Info("child still starting", "destination", d.opts.Name, "elapsed", time.Since(begun).Round(time.Second), "start_timeout", d.opts.StartTimeout)
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
 	conn, err := d.opts.Launch(ctx)
@@ -442,31 +518,45 @@ func (d *Dispatcher) launch(life *lifetime) (*child, error) {
 		d.mu.Lock()
 		d.lastExit = exitStatus(conn)
 		d.mu.Unlock()
+		if errors.Is(err, ErrTimeout) {
+			err = fmt.Errorf("the child did not answer initialize within start_timeout (%s): %w", d.opts.StartTimeout, err)
+		}
 		return nil, err
+	}
+	if el := time.Since(begun); el >= startProgressEvery {
+		d.log.Info("slow start done", "destination", d.opts.Name, "elapsed", el.Round(time.Second))
 	}
 	return c, nil
 }
 
-// handshake sends the cached initialize parameters and caches the result.
+// handshake initializes the child with the bridge's own parameters at the
+// newest protocol version the bridge speaks; a child that answers with an
+// error is asked again at each older version (a server should answer an
+// unknown version with its own, but some refuse it). The result is cached.
 func (d *Dispatcher) handshake(ctx context.Context, c *child) error {
-	d.mu.RLock()
-	params := d.initParams
-	d.mu.RUnlock()
-	p := getPending(d.opts.HandshakeTimeout)
-	defer putPending(p)
-	msg, err := d.roundTrip(ctx, p, c, nil, nil, "initialize", params)
 	var m *Message
-	if err == nil {
-		m, err = Parse(msg)
-	}
-	if err != nil {
-		if errors.Is(err, ErrChildExited) {
-			return fmt.Errorf("the child exited during initialize (%s)", exitStatus(c.conn))
+	var refusals []string
+	for i := len(SupportedVersions) - 1; i >= 0; i-- {
+		p := getPending(d.opts.StartTimeout)
+		msg, err := d.roundTrip(ctx, p, c, nil, nil, "initialize", d.handshakeParams(SupportedVersions[i]))
+		putPending(p)
+		if err == nil {
+			m, err = Parse(msg)
 		}
-		return fmt.Errorf("initialize handshake failed: %w", err)
+		if err != nil {
+			if errors.Is(err, ErrChildExited) {
+				return fmt.Errorf("the child exited during initialize (%s)", exitStatus(c.conn))
+			}
+			return fmt.Errorf("initialize handshake failed: %w", err)
+		}
+		if len(m.Error) == 0 {
+			break
+		}
+		refusals = append(refusals, SupportedVersions[i]+": "+truncate(m.Error, 200))
+		m = nil
 	}
-	if len(m.Error) > 0 {
-		return fmt.Errorf("the child answered initialize with an error: %s", m.Error)
+	if m == nil {
+		return fmt.Errorf("%w at every protocol version the bridge speaks (%s); check the server's own logs and version", errRejected, strings.Join(refusals, "; "))
 	}
 	if err := c.conn.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
 		return err
@@ -501,6 +591,14 @@ func (d *Dispatcher) setRunning(life *lifetime, c *child) {
 	d.cur = c
 	d.setStateLocked(stateRunning)
 	d.log.Info("child ready", "destination", d.opts.Name, "pid", c.conn.PID())
+	if d.unclaimed && len(d.sessions) == 0 {
+		// The clients that started it gave up waiting; keep it warm for
+		// their retry, then stop it if none came.
+		d.unclaimed = false
+		gen := d.lingerGen
+		d.log.Info("child is up but its clients left while it started; keeping it for their retry", "destination", d.opts.Name, "for", d.opts.UnclaimedLinger)
+		time.AfterFunc(d.opts.UnclaimedLinger, func() { d.stopIfUnused(gen) })
+	}
 }
 
 func (d *Dispatcher) setIdle(life *lifetime) {

@@ -7,11 +7,14 @@ import (
 	"time"
 )
 
-// Attach adds a session to the destination's fan-out set.
-func (d *Dispatcher) Attach(s Session) {
+// Attach adds a session to the destination's fan-out set. initParams are the
+// params of the session's initialize: the capabilities it declares decide
+// which of the child's requests it may be sent.
+func (d *Dispatcher) Attach(s Session, initParams json.RawMessage) {
 	d.mu.Lock()
-	d.sessions[s] = struct{}{}
+	d.sessions[s] = parseClientCaps(initParams)
 	d.lingerGen++ // a pending linger stop no longer applies
+	d.unclaimed = false
 	d.mu.Unlock()
 }
 
@@ -88,6 +91,13 @@ func (d *Dispatcher) stopIfUnused(gen int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.lingerGen != gen || len(d.sessions) > 0 {
+		return
+	}
+	if d.state == stateStarting {
+		// A start survives the clients that caused it: a first npx
+		// download outlasts a request timeout, and stopping it would make
+		// every retry start over (and can leave a half-written cache).
+		d.unclaimed = true
 		return
 	}
 	if d.life != nil {

@@ -112,7 +112,7 @@ func (d *Dispatcher) fetchTools(c *child) ([]json.RawMessage, error) {
 		if cursor != nil {
 			params = append(append(json.RawMessage(`{"cursor":`), cursor...), '}')
 		}
-		p := getPending(d.opts.HandshakeTimeout)
+		p := getPending(d.opts.StartTimeout)
 		msg, err := d.roundTrip(context.Background(), p, c, nil, nil, "tools/list", params)
 		putPending(p)
 		var m *Message
@@ -321,14 +321,8 @@ func eachElement(arr []byte, fn func(elem []byte)) {
 // Prestart starts the child now, without waiting for a client's initialize,
 // so that it is warm (and its tool catalogue known) when the first client
 // comes. It does nothing when the child is already starting or running, or
-// the dispatcher is closed; it does not wait for the start.
-//
-// When no client's initialize parameters are cached, the handshake uses the
-// bridge's own (protocol version 2025-11-25, sampling, elicitation and roots
-// capabilities, clientInfo stelae-bridge/Options.BridgeVersion); they are then
-// cached like a first client's and reused after restarts. A child a client
-// starts later (after this one stopped) is initialized with that client's
-// parameters, as always.
+// the dispatcher is closed; it does not wait for the start. The handshake is
+// the bridge's own, as always.
 //
 // A prestarted child is not stopped for lack of sessions while none has come:
 // the child is stopped only when the last session ends (Detach, after
@@ -340,23 +334,6 @@ func (d *Dispatcher) Prestart() {
 	if d.closed || (d.state != stateIdle && d.state != stateFailed) {
 		return
 	}
-	if d.initParams == nil {
-		d.initParams = d.bridgeInitParams()
-	}
 	d.log.Info("starting the child ahead of any client (prestart)", "destination", d.opts.Name)
 	d.startLocked()
-}
-
-// bridgeInitParams are the initialize parameters the bridge uses when it
-// starts a child on its own.
-func (d *Dispatcher) bridgeInitParams() json.RawMessage {
-	version := d.opts.BridgeVersion
-	if version == "" {
-		version = "unknown"
-	}
-	b := []byte(`{"protocolVersion":`)
-	b = appendString(b, SupportedVersions[len(SupportedVersions)-1])
-	b = append(b, `,"capabilities":{"sampling":{},"elicitation":{},"roots":{"listChanged":true}},"clientInfo":{"name":"stelae-bridge","version":`...)
-	b = appendString(b, version)
-	return append(b, `}}`...)
 }

@@ -423,7 +423,7 @@ func TestToolCatalogRefreshedOnListChanged(t *testing.T) {
 		return newScriptConn(`{"name":"a"}`, `{"name":"b"}`)
 	})
 	s := &recSession{}
-	d.Attach(s)
+	d.Attach(s, nil)
 	call(t, d, s, testInit)
 	waitUntil(t, "the first catalogue", func() bool { _, known := d.Tools(); return known })
 	if got, _ := d.Tools(); !reflect.DeepEqual(toolNames(t, got), []string{"a", "b"}) {
@@ -494,9 +494,12 @@ func TestToolCatalogAfterRestart(t *testing.T) {
 		got, _ := d.Tools()
 		return reflect.DeepEqual(toolNames(t, got), []string{"tool-of-child-1"})
 	})
-	// The restarted child was initialized with the first client's params.
-	if _, _, inits, _ := l.started()[1].snapshot(); len(inits) != 1 || !strings.Contains(inits[0], `"name":"t"`) {
-		t.Errorf("restart handshake params = %q; want the client's", inits)
+	// The restarted child was initialized with the bridge's own params, as
+	// the first one was: no client's params ever reach the child.
+	for i, c := range l.started()[:2] {
+		if _, _, inits, _ := c.snapshot(); len(inits) != 1 || inits[0] != bridgeInit("unknown") {
+			t.Errorf("child %d handshake params = %q; want the bridge's %s", i, inits, bridgeInit("unknown"))
+		}
 	}
 }
 
@@ -513,7 +516,7 @@ func TestPrestart(t *testing.T) {
 	}
 	first := l.started()[0]
 	_, _, inits, _ := first.snapshot()
-	wantInit := `{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{},"roots":{"listChanged":true}},"clientInfo":{"name":"stelae-bridge","version":"1.2.3"}}`
+	wantInit := bridgeInit("1.2.3")
 	if len(inits) != 1 || inits[0] != wantInit {
 		t.Errorf("prestart handshake params = %q; want [%s]", inits, wantInit)
 	}
@@ -526,7 +529,7 @@ func TestPrestart(t *testing.T) {
 
 	// A client is answered from the cache, with the version it asked for.
 	s := &recSession{}
-	d.Attach(s)
+	d.Attach(s, nil)
 	got := call(t, d, s, testInit)
 	if !bytes.Contains(got, []byte(`"protocolVersion":"2025-06-18"`)) || !bytes.Contains(got, []byte(`"name":"script"`)) {
 		t.Errorf("client initialize answer %s; want the cached result at 2025-06-18", got)
@@ -539,28 +542,28 @@ func TestPrestart(t *testing.T) {
 	d.Detach(s, nil)
 	waitUntil(t, "the child to stop", func() bool { return stateOf(d) == stateIdle })
 
-	// A client restarts it: with the client's params this time.
+	// A client restarts it: still with the bridge's params.
 	s = &recSession{}
 	call(t, d, s, strings.Replace(testInit, `"name":"t"`, `"name":"second"`, 1))
 	if n := len(l.started()); n != 2 {
 		t.Fatalf("%d starts; want 2", n)
 	}
-	if _, _, inits, _ := l.started()[1].snapshot(); len(inits) != 1 || !strings.Contains(inits[0], `"name":"second"`) {
-		t.Errorf("client-started child's params = %q; want the client's", inits)
+	if _, _, inits, _ := l.started()[1].snapshot(); len(inits) != 1 || inits[0] != wantInit {
+		t.Errorf("client-started child's params = %q; want the bridge's %s", inits, wantInit)
 	}
-	d.Attach(s)
+	d.Attach(s, nil)
 	d.Detach(s, nil)
 	waitUntil(t, "the child to stop again", func() bool { return stateOf(d) == stateIdle })
 
-	// Prestart again: the cached client params are used.
+	// Prestart again: the bridge's params again.
 	d.Prestart()
 	waitUntil(t, "the third child", func() bool { return d.Status().State == "running" })
-	if _, _, inits, _ := l.started()[2].snapshot(); len(inits) != 1 || !strings.Contains(inits[0], `"name":"second"`) {
-		t.Errorf("re-prestarted child's params = %q; want the cached client's", inits)
+	if _, _, inits, _ := l.started()[2].snapshot(); len(inits) != 1 || inits[0] != wantInit {
+		t.Errorf("re-prestarted child's params = %q; want the bridge's %s", inits, wantInit)
 	}
 }
 
-func TestInitializeWhileStoppingUsesItsParams(t *testing.T) {
+func TestInitializeWhileStoppingStartsAnew(t *testing.T) {
 	gate := make(chan struct{})
 	d, l := newToolDispatcher(t, Options{}, func(n int) *scriptConn {
 		c := newScriptConn()
@@ -572,7 +575,7 @@ func TestInitializeWhileStoppingUsesItsParams(t *testing.T) {
 	d.Prestart()
 	waitUntil(t, "the prestarted child", func() bool { return stateOf(d) == stateRunning })
 	s := &recSession{}
-	d.Attach(s)
+	d.Attach(s, nil)
 	d.Detach(s, nil)
 	if st := stateOf(d); st != stateStopping {
 		t.Fatalf("state %s after the last session left; want stopping", st)
@@ -588,8 +591,8 @@ func TestInitializeWhileStoppingUsesItsParams(t *testing.T) {
 	if resp := <-done; !bytes.Contains(resp, []byte(`"result"`)) {
 		t.Fatalf("initialize: %s", resp)
 	}
-	if _, _, inits, _ := l.started()[1].snapshot(); len(inits) != 1 || !strings.Contains(inits[0], `"name":"late"`) {
-		t.Errorf("the new child's params = %q; want the late client's, not the bridge's", inits)
+	if _, _, inits, _ := l.started()[1].snapshot(); len(inits) != 1 || inits[0] != bridgeInit("unknown") {
+		t.Errorf("the new child's params = %q; want the bridge's %s", inits, bridgeInit("unknown"))
 	}
 }
 
@@ -607,9 +610,14 @@ func TestPrestartAfterCloseDoesNothing(t *testing.T) {
 
 func TestPrestartDefaultVersion(t *testing.T) {
 	d := New(Options{})
-	if got := string(d.bridgeInitParams()); !strings.Contains(got, `"clientInfo":{"name":"stelae-bridge","version":"unknown"}`) || !json.Valid([]byte(got)) {
-		t.Errorf("bridgeInitParams() = %s", got)
+	if got := string(d.handshakeParams(LatestVersion)); !strings.Contains(got, `"clientInfo":{"name":"stelae-bridge","version":"unknown"}`) || !json.Valid([]byte(got)) {
+		t.Errorf("handshakeParams() = %s", got)
 	}
+}
+
+// bridgeInit is the bridge's own handshake params at the newest version.
+func bridgeInit(version string) string {
+	return `{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"stelae-bridge","version":"` + version + `"}}`
 }
 
 func FuzzToolFilter(f *testing.F) {

@@ -1,0 +1,137 @@
+package dispatch
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// This file holds what the bridge knows of client capabilities: the
+// validation of a client's initialize, the parameters of the bridge's own
+// handshake with the child, and which capability a request from the child
+// needs of the session that is to answer it.
+//
+// The child is initialized once and shared, so it is told every client
+// capability the bridge can serve (roots, sampling, elicitation); each
+// request the child sends is then routed only to a session that declared the
+// capability that request needs, and answered by the bridge with an error
+// when no session can take it.
+
+// clientCaps are the client capabilities one session declared in its
+// initialize.
+type clientCaps struct {
+	roots, sampling, elicitForm, elicitURL bool
+}
+
+// parseClientCaps reads the capabilities of a client's initialize params.
+// An empty elicitation object means form mode (MCP 2025-11-25 keeps that
+// reading for clients written before URL mode existed).
+func parseClientCaps(params json.RawMessage) clientCaps {
+	var p struct {
+		Capabilities struct {
+			Roots       json.RawMessage `json:"roots"`
+			Sampling    json.RawMessage `json:"sampling"`
+			Elicitation *struct {
+				Form json.RawMessage `json:"form"`
+				URL  json.RawMessage `json:"url"`
+			} `json:"elicitation"`
+		} `json:"capabilities"`
+	}
+	_ = json.Unmarshal(params, &p)
+	c := p.Capabilities
+	caps := clientCaps{roots: declared(c.Roots), sampling: declared(c.Sampling)}
+	if e := c.Elicitation; e != nil {
+		caps.elicitForm = declared(e.Form) || !declared(e.URL)
+		caps.elicitURL = declared(e.URL)
+	}
+	return caps
+}
+
+// declared reports whether a capability member is present as an object.
+func declared(v json.RawMessage) bool { return len(v) > 0 && v[0] == '{' }
+
+// ValidateInitialize checks the params of a client's initialize request: an
+// object with a string protocolVersion, an object of capabilities and a
+// clientInfo object naming the client. The error says what is wrong; the
+// caller answers the client with it (-32602) and no session is made.
+func ValidateInitialize(params json.RawMessage) error {
+	if len(params) == 0 || params[0] != '{' {
+		return fmt.Errorf(`initialize needs "params": an object with protocolVersion, capabilities and clientInfo`)
+	}
+	var p struct {
+		ProtocolVersion json.RawMessage `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
+		ClientInfo      json.RawMessage `json:"clientInfo"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return fmt.Errorf("initialize params: %v", err)
+	}
+	var version string
+	if json.Unmarshal(p.ProtocolVersion, &version) != nil || version == "" {
+		return fmt.Errorf(`initialize params need "protocolVersion", a non-empty string such as %q`, LatestVersion)
+	}
+	if !declared(p.Capabilities) {
+		return fmt.Errorf(`initialize params need "capabilities", an object (it may be empty: {})`)
+	}
+	var info struct {
+		Name    *string         `json:"name"`
+		Version json.RawMessage `json:"version"`
+	}
+	if !declared(p.ClientInfo) || json.Unmarshal(p.ClientInfo, &info) != nil || info.Name == nil || *info.Name == "" {
+		return fmt.Errorf(`initialize params need "clientInfo", an object with the client's "name" and "version"`)
+	}
+	if len(info.Version) > 0 && info.Version[0] != '"' {
+		return fmt.Errorf(`"clientInfo.version" must be a string`)
+	}
+	return nil
+}
+
+// bridgeCapabilities are the client capabilities the bridge declares to the
+// child: everything it can route to some session.
+const bridgeCapabilities = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`
+
+// handshakeParams are the parameters of the bridge's own initialize with the
+// child at protocol version v. They never come from a client, so no client
+// can make the child refuse its handshake.
+func (d *Dispatcher) handshakeParams(v string) json.RawMessage {
+	version := d.opts.BridgeVersion
+	if version == "" {
+		version = "unknown"
+	}
+	b := []byte(`{"protocolVersion":`)
+	b = appendString(b, v)
+	b = append(b, `,"capabilities":`...)
+	b = append(b, bridgeCapabilities...)
+	b = append(b, `,"clientInfo":{"name":"stelae-bridge","version":`...)
+	b = appendString(b, version)
+	return append(b, `}}`...)
+}
+
+// need names the client capability a request from the child requires and
+// tells whether a session's capabilities include it.
+type need struct {
+	name string
+	has  func(clientCaps) bool
+}
+
+// capabilityFor returns what the child's request m needs of the session that
+// answers it; the zero need (no name) for methods that need none.
+func capabilityFor(m *Message) need {
+	switch m.Method {
+	case "sampling/createMessage":
+		return need{"sampling", func(c clientCaps) bool { return c.sampling }}
+	case "roots/list":
+		return need{"roots", func(c clientCaps) bool { return c.roots }}
+	case "elicitation/create":
+		var p struct {
+			Mode string `json:"mode"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		if p.Mode == "url" {
+			return need{"elicitation.url", func(c clientCaps) bool { return c.elicitURL }}
+		}
+		return need{"elicitation", func(c clientCaps) bool { return c.elicitForm }}
+	}
+	return need{}
+}
+
+func (n need) met(c clientCaps) bool { return n.has == nil || n.has(c) }
