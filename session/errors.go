@@ -16,6 +16,7 @@ const headerSessionID = "Mcp-Session-Id"
 const (
 	codeParse           = -32700
 	codeInvalidRequest  = -32600
+	codeInvalidParams   = -32602
 	codeServer          = -32000
 	codeSessionNotFound = -32001
 )
@@ -23,11 +24,16 @@ const (
 // writeError writes a transport error: a JSON-RPC error object with a null id
 // and a message a person can act on. It returns status.
 func writeError(w http.ResponseWriter, status, code int, msg string) int {
+	return writeRPCError(w, status, nil, code, msg)
+}
+
+// writeRPCError answers a request with a JSON-RPC error carrying its id.
+func writeRPCError(w http.ResponseWriter, status int, id []byte, code int, msg string) int {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(dispatch.ErrorResponse(nil, code, msg))
+	_, _ = w.Write(dispatch.ErrorResponse(id, code, msg))
 	return status
 }
 
@@ -38,7 +44,7 @@ func statusFor(dest string, err error) (int, string) {
 		return http.StatusGatewayTimeout, fmt.Sprintf("destination %q did not answer within the request timeout; the request was cancelled at the server (raise -request-timeout for slow tools)", dest)
 	case errors.Is(err, dispatch.ErrTooLarge):
 		return http.StatusBadGateway, fmt.Sprintf("destination %q answered with a message over the maximum message size; it was discarded (raise -max-message-size)", dest)
-	case errors.Is(err, dispatch.ErrChildExited), errors.Is(err, dispatch.ErrUnavailable):
+	case errors.Is(err, dispatch.ErrChildExited), errors.Is(err, dispatch.ErrUnavailable), errors.Is(err, dispatch.ErrStarting):
 		return http.StatusServiceUnavailable, err.Error()
 	case errors.Is(err, dispatch.ErrCanceled):
 		return http.StatusNotFound, "the session ended while the request was in flight (" + err.Error() + "); send initialize to start a new session"

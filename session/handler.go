@@ -24,9 +24,6 @@ type Options struct {
 	MaxBodyBytes int64
 	// SessionTTL expires sessions idle this long.
 	SessionTTL time.Duration
-	// EvictIdle is how long a session must be idle before it may be evicted
-	// to make room for a new one at the cap.
-	EvictIdle time.Duration
 	// KeepAlive is the interval of SSE keepalive comments.
 	KeepAlive time.Duration
 	// StreamQueue is the per-stream queue length; a stream that falls this far
@@ -60,6 +57,9 @@ type Options struct {
 	PublicURL string
 	// TrustProxyHeaders lets X-Forwarded-Proto/-Host shape absolute URLs.
 	TrustProxyHeaders bool
+	// StopTimeout bounds stopping one session's own child (isolation:
+	// session).
+	StopTimeout time.Duration
 	// Version is the bridge's version, for /version and discovery.
 	Version string
 	// Logger is the HTTP layer's logger.
@@ -80,7 +80,7 @@ func (o *Options) setDefaults() {
 		o.MaxBodyBytes = 10 << 20
 	}
 	def(&o.SessionTTL, 30*time.Minute)
-	def(&o.EvictIdle, time.Minute)
+	def(&o.StopTimeout, 10*time.Second)
 	def(&o.KeepAlive, 15*time.Second)
 	def(&o.WriteTimeout, 30*time.Second)
 	if o.StreamQueue <= 0 {
@@ -103,11 +103,15 @@ func (o *Options) setDefaults() {
 // endpoint is the MCP endpoint of one destination.
 type endpoint struct {
 	name string
-	d    *dispatch.Dispatcher
-	reg  *registry
-	opts *Options
-	log  hclog.Logger
-	m    *endpointMetrics
+	// shared serves every session; nil when perSession makes one per
+	// session (isolation), tracked in kids.
+	shared     *dispatch.Dispatcher
+	perSession func() *dispatch.Dispatcher
+	kids       children
+	reg        *registry
+	opts       *Options
+	log        hclog.Logger
+	m          *endpointMetrics
 }
 
 // Handler serves every destination's MCP endpoint and the legacy routes.
@@ -126,12 +130,18 @@ type Handler struct {
 }
 
 // NewHandler serves the given destinations; it starts the session janitor.
-func NewHandler(dests []*dispatch.Dispatcher, opts Options) *Handler {
+func NewHandler(dests []Destination, opts Options) *Handler {
 	opts.setDefaults()
 	h := &Handler{opts: opts, log: opts.Logger, endpoints: map[string]*endpoint{}, shutdown: make(chan struct{}), janitorDone: make(chan struct{})}
 	for _, d := range dests {
-		h.endpoints[d.Name()] = &endpoint{name: d.Name(), d: d, reg: newRegistry(opts.MaxSessions, opts.EvictIdle), opts: &h.opts, log: h.log}
-		h.names = append(h.names, d.Name())
+		ep := &endpoint{name: d.Name, shared: d.Shared, perSession: d.PerSession, reg: newRegistry(opts.MaxSessions), opts: &h.opts, log: h.log}
+		if d.PerSession != nil {
+			ep.shared = nil
+			ep.kids.live = map[*dispatch.Dispatcher]struct{}{}
+			ep.kids.stopTimeout = opts.StopTimeout
+		}
+		h.endpoints[d.Name] = ep
+		h.names = append(h.names, d.Name)
 	}
 	sort.Strings(h.names)
 	for _, o := range opts.AllowedOrigins {
@@ -180,10 +190,12 @@ var (
 	errShutdown = fmt.Errorf("%w: the bridge is shutting down; retry when it is back", dispatch.ErrUnavailable)
 )
 
-// end closes a session that was already removed from the registry.
+// end closes a session that was already removed from the registry, and
+// stops its own child when it has one.
 func (ep *endpoint) end(s *Session, reason error) {
 	s.close(reason)
-	ep.d.Detach(s, reason)
+	s.d.Detach(s, reason)
+	ep.release(s.d)
 }
 
 // Shutdown ends every session and its streams; the dispatchers are stopped
@@ -198,6 +210,9 @@ func (h *Handler) Shutdown(ctx context.Context) {
 	select {
 	case <-h.janitorDone:
 	case <-ctx.Done():
+	}
+	for _, ep := range h.endpoints {
+		ep.waitReleased(ctx)
 	}
 }
 
@@ -276,10 +291,13 @@ func (ep *endpoint) sessionFrom(w http.ResponseWriter, r *http.Request) (*Sessio
 	s := ep.reg.get(id)
 	if s == nil || s.owner != principalOf(r) {
 		// A session is bound to the token that created it.
-		return nil, writeError(w, http.StatusNotFound, codeSessionNotFound, "session not found (it expired, was deleted, or the bridge restarted): send initialize without Mcp-Session-Id to start a new one")
+		return nil, writeError(w, http.StatusNotFound, codeSessionNotFound, errSessionGone)
 	}
 	return s, 0
 }
+
+// errSessionGone is the message of a 404 for an unknown session.
+const errSessionGone = "session not found (it expired, was deleted, was evicted to make room for a new one, or the bridge restarted): send initialize without Mcp-Session-Id to start a new one"
 
 // sessionFor resolves the session of a request and checks its
 // MCP-Protocol-Version; it writes the error itself when either fails.

@@ -5,10 +5,6 @@ import (
 	"net/http"
 )
 
-// catalogue returns a destination's tools as clients see them (filtered),
-// and whether they are known (the child has run).
-func (ep *endpoint) catalogue() ([]json.RawMessage, bool) { return ep.d.Tools() }
-
 // manifestServer is one destination in the discovery manifest.
 type manifestServer struct {
 	Name       string `json:"name"`

@@ -19,6 +19,9 @@ type metrics struct {
 	bytesIn    *prometheus.CounterVec
 	bytesOut   *prometheus.CounterVec
 	legacyHits *prometheus.CounterVec
+	evicted    *prometheus.CounterVec
+	refused    *prometheus.CounterVec
+	streams    *prometheus.GaugeVec
 }
 
 // endpointMetrics are one destination's series, resolved once.
@@ -30,7 +33,10 @@ type endpointMetrics struct {
 	bytesIn    prometheus.Counter
 	bytesOut   prometheus.Counter
 	legacyHits prometheus.Counter
+	evicted    prometheus.Counter
+	streams    prometheus.Gauge
 	calls      *prometheus.CounterVec // by outcome
+	refused    *prometheus.CounterVec // by reason
 }
 
 func newMetrics(h *Handler) *metrics {
@@ -53,13 +59,23 @@ func newMetrics(h *Handler) *metrics {
 			Help: "Bytes of answers and SSE events written to clients."}, dest),
 		legacyHits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_legacy_route_hits_total",
 			Help: "Requests to the removed HTTP+SSE routes (/sse, /message), answered 410."}, dest),
+		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_sessions_evicted_total",
+			Help: "Sessions evicted at the session cap to make room for a new one (the least recently used one that was not busy)."}, dest),
+		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "stelae_get_streams",
+			Help: "Open GET (SSE) streams of the destination's sessions."}, dest),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_initialize_refused_total",
+			Help: "initialize requests refused by the bridge: session_cap (every session busy, 503) or invalid_initialize (malformed params, 400)."}, []string{"destination", "reason"}),
 	}
-	m.reg.MustRegister(m.inflight, m.calls, m.latency, m.delivered, m.dropped, m.bytesIn, m.bytesOut, m.legacyHits,
+	m.reg.MustRegister(m.inflight, m.calls, m.latency, m.delivered, m.dropped, m.bytesIn, m.bytesOut, m.legacyHits, m.evicted, m.refused, m.streams,
 		&stateCollector{h: h}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
 
 func (m *metrics) forEndpoint(name string) *endpointMetrics {
+	// Refusals show as 0 from the start, not only once one happened.
+	for _, reason := range []string{"session_cap", "invalid_initialize"} {
+		m.refused.WithLabelValues(name, reason)
+	}
 	return &endpointMetrics{
 		inflight:   m.inflight.WithLabelValues(name),
 		latency:    m.latency.WithLabelValues(name),
@@ -68,7 +84,10 @@ func (m *metrics) forEndpoint(name string) *endpointMetrics {
 		bytesIn:    m.bytesIn.WithLabelValues(name),
 		bytesOut:   m.bytesOut.WithLabelValues(name),
 		legacyHits: m.legacyHits.WithLabelValues(name),
+		evicted:    m.evicted.WithLabelValues(name),
+		streams:    m.streams.WithLabelValues(name),
 		calls:      m.calls.MustCurryWith(prometheus.Labels{"destination": name}),
+		refused:    m.refused.MustCurryWith(prometheus.Labels{"destination": name}),
 	}
 }
 
@@ -116,7 +135,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, name := range c.h.names {
 		ep := c.h.endpoints[name]
-		st := ep.d.Status()
+		st := ep.status()
 		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(ep.reg.count()), name)
 		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.RestartsTotal), name)
 		for _, s := range childStates {

@@ -91,6 +91,7 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if kind == dispatch.KindRequest && m.Method == "initialize" && r.Header.Get(headerSessionID) == "" {
+		defer func() { ep.m.observeCall(rec.status, start) }()
 		ep.initialize(w, r, &m, &rec, jsonOK)
 		return
 	}
@@ -106,14 +107,20 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		s.inflight.Add(-1)
 		s.touch()
 	}()
+	if ep.reg.get(s.id) != s {
+		// Evicted between the lookup and inflight: the evictor saw the
+		// session idle, so this request must not use it.
+		rec.status = writeError(w, http.StatusNotFound, codeSessionNotFound, errSessionGone)
+		return
+	}
 
 	switch kind {
 	case dispatch.KindNotification, dispatch.KindResponse:
 		var err error
 		if kind == dispatch.KindNotification {
-			err = ep.d.Notify(s, &m)
+			err = s.d.Notify(s, &m)
 		} else {
-			err = ep.d.Respond(s, &m)
+			err = s.d.Respond(s, &m)
 		}
 		if err != nil {
 			st, msg := statusFor(ep.name, err)
@@ -137,7 +144,7 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	if pw.sseOK && (ep.opts.ResponseMode == ModeSSE || !jsonOK) {
 		pw.switchSSE()
 	}
-	resp, err := ep.d.Call(context.Background(), s, &m, ep.opts.RequestTimeout, pw)
+	resp, err := s.d.Call(context.Background(), s, &m, ep.opts.RequestTimeout, pw)
 	if pw.sw == nil {
 		ep.writeResult(w, resp, err, &rec)
 		return
@@ -152,24 +159,34 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// initialize creates a session and answers from the child's cached handshake.
+// initialize creates a session and answers from the child's cached
+// handshake. A malformed initialize is refused before any session or child
+// exists: the child's handshake is the bridge's own, so no client can make
+// it fail for the others.
 func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *dispatch.Message, rec *postLog, jsonOK bool) {
-	s, evicted, err := ep.reg.create(ep, principalOf(r))
-	if err != nil {
-		w.Header().Set("Retry-After", "5")
-		rec.status = writeError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("destination %q already has its maximum of %d sessions and none has been idle long enough to evict; retry later, close unused clients, or raise MAX_STDIO_CONNECTIONS", ep.name, ep.opts.MaxSessions))
+	if err := dispatch.ValidateInitialize(m.Params); err != nil {
+		ep.m.refused.WithLabelValues("invalid_initialize").Inc()
+		rec.status = writeRPCError(w, http.StatusBadRequest, m.ID, codeInvalidParams, err.Error())
 		return
 	}
-	// Attach before the evicted session detaches, so the child is not
+	s, evicted, err := ep.reg.create(ep, principalOf(r))
+	if err != nil {
+		ep.m.refused.WithLabelValues("session_cap").Inc()
+		w.Header().Set("Retry-After", "5")
+		rec.status = writeError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("destination %q has its maximum of %d sessions and every one is busy (a call in flight or a stream open); retry later, close unused clients, or raise MAX_STDIO_CONNECTIONS (-max-sessions)", ep.name, ep.opts.MaxSessions))
+		return
+	}
+	// Attach before the evicted session detaches, so a shared child is not
 	// stopped for lack of sessions.
-	ep.d.Attach(s)
+	s.d.Attach(s, m.Params)
 	if evicted != nil {
-		ep.log.Info("idle session evicted to make room", "destination", ep.name, "session", evicted.id)
+		ep.m.evicted.Inc()
+		ep.log.Info("least recently used session evicted to make room", "destination", ep.name, "session", evicted.id)
 		ep.end(evicted, errEvicted)
 	}
 	rec.session = s.id
 	s.inflight.Add(1)
-	resp, err := ep.d.Call(context.Background(), s, m, ep.opts.RequestTimeout, nil)
+	resp, err := s.d.Call(context.Background(), s, m, ep.opts.RequestTimeout, nil)
 	s.inflight.Add(-1)
 	s.touch()
 	if err != nil {
@@ -202,6 +219,9 @@ func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *dispat
 func (ep *endpoint) writeResult(w http.ResponseWriter, resp []byte, err error, rec *postLog) {
 	if err != nil {
 		st, msg := statusFor(ep.name, err)
+		if errors.Is(err, dispatch.ErrStarting) {
+			w.Header().Set("Retry-After", "5")
+		}
 		rec.status = writeError(w, st, codeServer, msg)
 		return
 	}

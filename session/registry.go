@@ -13,30 +13,32 @@ var errSessionCap = errors.New("session limit reached")
 
 // registry holds the sessions of one destination.
 type registry struct {
-	max       int
-	evictIdle time.Duration
+	max int
 
 	// mu guards sessions.
 	mu       sync.Mutex
 	sessions map[string]*Session
 }
 
-func newRegistry(max int, evictIdle time.Duration) *registry {
-	return &registry{max: max, evictIdle: evictIdle, sessions: map[string]*Session{}}
+func newRegistry(max int) *registry {
+	return &registry{max: max, sessions: map[string]*Session{}}
 }
 
 // create adds a session with a fresh UUID v4. At the cap it first evicts the
-// longest-idle session that has been idle for evictIdle; it returns that
-// victim so the caller can detach it.
+// least recently used session that is not busy (no open stream, no call in
+// flight), however recently it was used: many clients (claude.ai
+// conversations, Inspector runs, conformance suites) never send DELETE, and
+// spec clients answer the evicted session's 404 by initializing again. It
+// returns that victim so the caller can end it; errSessionCap when every
+// session is busy.
 func (r *registry) create(ep *endpoint, owner principal) (s *Session, evicted *Session, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.sessions) >= r.max {
-		now := time.Now()
-		var longest time.Duration
+		var oldest int64
 		for _, c := range r.sessions {
-			if idle := c.idleFor(now); idle >= r.evictIdle && idle > longest {
-				longest, evicted = idle, c
+			if used := c.lastUsed.Load(); !c.busy() && (evicted == nil || used < oldest) {
+				oldest, evicted = used, c
 			}
 		}
 		if evicted == nil {

@@ -183,12 +183,19 @@ func (h *Handler) serveVersion(w http.ResponseWriter, r *http.Request) {
 
 // destinationHealth is one destination in /healthz.
 type destinationHealth struct {
-	State    string  `json:"state"`
-	PID      int     `json:"pid"`
-	Restarts int     `json:"restarts"`
-	Sessions int     `json:"sessions"`
-	UptimeS  float64 `json:"uptime_s"`
-	LastExit string  `json:"last_exit"`
+	State string `json:"state"`
+	PID   int    `json:"pid"`
+	// Restarts counts every restart since the bridge started, like
+	// stelae_child_restarts_total; RecentRestarts those of the current run
+	// of failures (reset after a stable run), which decide when the
+	// destination is marked failed.
+	Restarts       uint64  `json:"restarts"`
+	RecentRestarts int     `json:"recent_restarts"`
+	Sessions       int     `json:"sessions"`
+	Children       int     `json:"children"`
+	Isolation      string  `json:"isolation"`
+	UptimeS        float64 `json:"uptime_s"`
+	LastExit       string  `json:"last_exit"`
 }
 
 // serveHealth: ok when no destination has failed, degraded when some have,
@@ -201,8 +208,11 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 	failed := 0
 	for _, n := range h.names {
 		ep := h.endpoints[n]
-		st := ep.d.Status()
-		dh := destinationHealth{State: st.State, PID: st.PID, Restarts: st.Restarts, Sessions: ep.reg.count(), LastExit: st.LastExit}
+		st := ep.status()
+		dh := destinationHealth{State: st.State, PID: st.PID, Restarts: st.RestartsTotal, RecentRestarts: st.Restarts, Sessions: ep.reg.count(), Children: st.Children, Isolation: "shared", LastExit: st.LastExit}
+		if ep.perSession != nil {
+			dh.Isolation = "session"
+		}
 		if !st.Started.IsZero() {
 			dh.UptimeS = time.Since(st.Started).Round(time.Millisecond).Seconds()
 		}

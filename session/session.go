@@ -14,8 +14,11 @@ import (
 
 // Session is one MCP client's Mcp-Session-Id on one destination.
 type Session struct {
-	id       string
-	ep       *endpoint
+	id string
+	ep *endpoint
+	// d serves the session: the destination's shared child, or the
+	// session's own (isolation: session).
+	d        *dispatch.Dispatcher
 	created  time.Time
 	lastUsed atomic.Int64 // unix nanoseconds of the last request or stream end
 	inflight atomic.Int32 // POSTs being served
@@ -56,7 +59,7 @@ func (st *stream) kick() { st.once.Do(func() { close(st.kicked) }) }
 
 func newSession(id string, ep *endpoint) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Session{id: id, ep: ep, created: time.Now(), ctx: ctx, cancel: cancel,
+	s := &Session{id: id, ep: ep, d: ep.dispatcherFor(), created: time.Now(), ctx: ctx, cancel: cancel,
 		gets: map[*stream]struct{}{}, postLive: map[uint64]bool{}, resumers: map[uint64]*stream{}}
 	s.log.init(ep.opts.EventLogSize)
 	s.touch()
@@ -179,6 +182,8 @@ func (s *Session) openGet(lastEventID string) (st *stream, replay []event, done,
 		st.id, st.kind, resumed = id, kind, true
 		switch {
 		case kind == 'g':
+			// What came while no GET stream was open follows the replay.
+			s.takeBacklogLocked(st)
 			s.gets[st] = struct{}{}
 		case s.postLive[id]:
 			if old := s.resumers[id]; old != nil {
@@ -196,13 +201,19 @@ func (s *Session) openGet(lastEventID string) (st *stream, replay []event, done,
 	}
 	s.lastStream++
 	st.id, st.kind = s.lastStream, 'g'
+	s.takeBacklogLocked(st)
+	s.gets[st] = struct{}{}
+	return st, nil, false, false, true
+}
+
+// takeBacklogLocked moves the messages kept while the session had no GET
+// stream onto st, recording each as an event of st. s.mu must be held.
+func (s *Session) takeBacklogLocked(st *stream) {
 	for len(s.backlog) > 0 && len(st.ch) < cap(st.ch) {
 		st.ch <- s.recordLocked(st.id, st.kind, s.backlog[0], false)
 		s.backlog = s.backlog[1:]
 	}
 	s.dropping = false
-	s.gets[st] = struct{}{}
-	return st, nil, false, false, true
 }
 
 // closeStream forgets a GET connection.
@@ -255,16 +266,21 @@ func (s *Session) prime(id uint64, kind byte) event {
 
 func (s *Session) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
 
+// busy reports whether the session has a request in flight or an open
+// stream.
+func (s *Session) busy() bool {
+	if s.inflight.Load() > 0 {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.gets)+len(s.resumers) > 0
+}
+
 // idleFor reports how long the session has had no request and no stream; 0
 // while it is in use.
 func (s *Session) idleFor(now time.Time) time.Duration {
-	if s.inflight.Load() > 0 {
-		return 0
-	}
-	s.mu.Lock()
-	n := len(s.gets) + len(s.resumers)
-	s.mu.Unlock()
-	if n > 0 {
+	if s.busy() {
 		return 0
 	}
 	return now.Sub(time.Unix(0, s.lastUsed.Load()))

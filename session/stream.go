@@ -102,6 +102,8 @@ func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 		status = writeError(w, http.StatusNotFound, codeSessionNotFound, "session ended: send initialize to start a new one")
 		return
 	}
+	ep.m.streams.Inc()
+	defer ep.m.streams.Dec()
 	defer s.closeStream(st)
 	if resumed {
 		ep.log.Debug("SSE stream resumed", "session", s.id, "destination", ep.name, "replayed", len(replay))

@@ -77,12 +77,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 1
 	}
 	allowedHosts := list(s.allowedHosts)
-	dispatchers := buildDispatchers(cfg, s, log)
-	h := session.NewHandler(dispatchers, session.Options{
+	dests, dispatchers := buildDestinations(cfg, s, log)
+	h := session.NewHandler(dests, session.Options{
 		MaxSessions:    s.maxSessions,
 		RequestTimeout: s.requestTimeout,
 		MaxBodyBytes:   int64(s.maxBody),
 		SessionTTL:     s.sessionTTL,
+		StopTimeout:    3*s.stopGrace + time.Second,
 		KeepAlive:      s.keepAlive,
 		AuditBodies:    s.auditBodies,
 		ResponseMode:   s.responseMode,
@@ -115,9 +116,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	for _, name := range cfg.Names {
 		fmt.Fprintf(stdout, "  %s: http://%s/%s/mcp\n", name, ln.Addr(), name)
 	}
-	for i, name := range cfg.Names {
-		if cfg.Destinations[name].Prestart {
-			dispatchers[i].Prestart()
+	for _, d := range dispatchers {
+		if cfg.Destinations[d.Name()].Prestart {
+			d.Prestart()
 		}
 	}
 	serveErr := make(chan error, 1)
@@ -135,29 +136,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return code
 }
 
-func buildDispatchers(cfg *supervisor.Config, s *settings, log hclog.Logger) []*dispatch.Dispatcher {
+// buildDestinations makes each destination's dispatcher: one shared, or a
+// factory of one per session (isolation: session). dispatchers are the
+// shared ones, which shutdown closes.
+func buildDestinations(cfg *supervisor.Config, s *settings, log hclog.Logger) (dests []session.Destination, dispatchers []*dispatch.Dispatcher) {
 	policy := supervisor.RestartPolicy{MaxRestarts: s.restartMax, Initial: s.restartDelay, StableAfter: s.restartStable}
-	var out []*dispatch.Dispatcher
 	for _, name := range cfg.Names {
 		d := cfg.Destinations[name]
-		out = append(out, dispatch.New(dispatch.Options{
-			Name: name,
-			Launch: supervisor.Launcher(d, supervisor.Options{
-				MaxMessage:   int(s.maxMessage),
-				StopGrace:    s.stopGrace,
-				WriteTimeout: s.requestTimeout,
-				Logger:       log.Named("supervisor"),
-			}),
-			NewBackOff:    policy.NewBackOff,
-			ToolAllowed:   toolFilter(d),
-			BridgeVersion: version,
-			StableAfter:   policy.StableAfter,
-			Linger:        s.linger,
-			StopTimeout:   3*s.stopGrace + time.Second,
-			Logger:        log.Named("dispatch"),
-		}))
+		newDispatcher := func() *dispatch.Dispatcher {
+			return dispatch.New(dispatch.Options{
+				Name: name,
+				Launch: supervisor.Launcher(d, supervisor.Options{
+					MaxMessage:   int(s.maxMessage),
+					StopGrace:    s.stopGrace,
+					WriteTimeout: s.requestTimeout,
+					Logger:       log.Named("supervisor"),
+				}),
+				NewBackOff:    policy.NewBackOff,
+				ToolAllowed:   toolFilter(d),
+				BridgeVersion: version,
+				StableAfter:   policy.StableAfter,
+				Linger:        s.linger,
+				StopTimeout:   3*s.stopGrace + time.Second,
+				Logger:        log.Named("dispatch"),
+			})
+		}
+		shared := newDispatcher()
+		dests = append(dests, session.Destination{Name: name, Shared: shared})
+		dispatchers = append(dispatchers, shared)
 	}
-	return out
+	return dests, dispatchers
 }
 
 // shutdown stops accepting, ends the streams, then stops every child.

@@ -1,0 +1,135 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+)
+
+// Destination describes one destination for NewHandler: either one shared
+// child for every session (Shared), or one child per session (PerSession,
+// the destination's 'isolation: session').
+type Destination struct {
+	Name string
+	// Shared is the dispatcher of the destination's one child.
+	Shared *dispatch.Dispatcher
+	// PerSession, when set instead, makes a fresh dispatcher for each new
+	// session; its child starts with the session's initialize and stops when
+	// the session ends (DELETE, expiry, eviction, shutdown).
+	PerSession func() *dispatch.Dispatcher
+}
+
+// children tracks the per-session dispatchers of an isolated destination.
+type children struct {
+	// mu guards live and tools.
+	mu   sync.Mutex
+	live map[*dispatch.Dispatcher]struct{}
+	// tools is the last tool catalogue a child reported, kept for the
+	// manifest while no child runs.
+	tools      []json.RawMessage
+	toolsKnown bool
+	// restarts counts the restarts of children already closed.
+	restarts uint64
+	// closing counts the dispatchers being closed; Shutdown waits for them.
+	closing sync.WaitGroup
+	// stopTimeout bounds one child's stop.
+	stopTimeout time.Duration
+}
+
+// dispatcherFor returns the dispatcher a new session is served by: the
+// shared one, or a fresh one of its own.
+func (ep *endpoint) dispatcherFor() *dispatch.Dispatcher {
+	if ep.perSession == nil {
+		return ep.shared
+	}
+	d := ep.perSession()
+	ep.kids.mu.Lock()
+	ep.kids.live[d] = struct{}{}
+	ep.kids.mu.Unlock()
+	return d
+}
+
+// release closes a session's own dispatcher in the background; Shutdown
+// waits for every such close. The shared dispatcher is closed by its owner.
+func (ep *endpoint) release(d *dispatch.Dispatcher) {
+	if ep.perSession == nil {
+		return
+	}
+	ep.kids.mu.Lock()
+	if _, ok := ep.kids.live[d]; !ok {
+		ep.kids.mu.Unlock()
+		return
+	}
+	delete(ep.kids.live, d)
+	if tools, known := d.Tools(); known {
+		ep.kids.tools, ep.kids.toolsKnown = tools, true
+	}
+	ep.kids.restarts += d.Status().RestartsTotal
+	ep.kids.closing.Add(1)
+	ep.kids.mu.Unlock()
+	go func() {
+		defer ep.kids.closing.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), ep.kids.stopTimeout)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			ep.log.Error("session's child did not stop in time", "destination", ep.name, "error", err)
+		}
+	}()
+}
+
+// waitReleased waits until the children being closed are gone or ctx ends.
+func (ep *endpoint) waitReleased(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		ep.kids.closing.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// status reports the destination's state: its shared child's, or for an
+// isolated destination a summary of its children (running when any runs).
+func (ep *endpoint) status() dispatch.Status {
+	if ep.perSession == nil {
+		return ep.shared.Status()
+	}
+	ep.kids.mu.Lock()
+	defer ep.kids.mu.Unlock()
+	st := dispatch.Status{State: "idle", RestartsTotal: ep.kids.restarts}
+	for d := range ep.kids.live {
+		ds := d.Status()
+		st.RestartsTotal += ds.RestartsTotal
+		st.Restarts += ds.Restarts
+		if ds.LastExit != "" {
+			st.LastExit = ds.LastExit
+		}
+		if ds.State == "running" {
+			st.State = "running"
+			st.Children++
+		}
+	}
+	return st
+}
+
+// catalogue returns the destination's tools as clients see them (filtered),
+// and whether they are known (a child has run).
+func (ep *endpoint) catalogue() ([]json.RawMessage, bool) {
+	if ep.perSession == nil {
+		return ep.shared.Tools()
+	}
+	ep.kids.mu.Lock()
+	defer ep.kids.mu.Unlock()
+	for d := range ep.kids.live {
+		if tools, known := d.Tools(); known {
+			ep.kids.tools, ep.kids.toolsKnown = tools, true
+			break
+		}
+	}
+	return ep.kids.tools, ep.kids.toolsKnown
+}
