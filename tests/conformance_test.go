@@ -160,13 +160,10 @@ func (r suiteRun) problems() (failures, warnings []string) {
 	return failures, warnings
 }
 
-// conformanceMaxSessions is the bridge's session cap for the suite runs. The
-// suite's SDK client never DELETEs its session (Client.close only closes the
-// transport), and each of the 32 scenarios opens at least one: with the
-// default cap of 10 sessions and 60 s before an idle one may be evicted, the
-// 11th scenario would get 503. The cap is a deployment setting, not what the
-// suite tests, so the runs raise it.
-const conformanceMaxSessions = "100"
+// The suite runs against the bridge's default flags. Its SDK client never
+// DELETEs its session (Client.close only closes the transport) and each of
+// the 32 scenarios opens at least one, so past the default cap of 10 the
+// bridge must evict the least recently used idle session at once.
 
 // TestConformanceFixture runs every server scenario of the official
 // conformance suite against the bridge fronting the conformance fixture,
@@ -197,7 +194,7 @@ func TestConformanceFixture(t *testing.T) {
 	}
 	for _, mode := range []string{"auto", "sse"} {
 		t.Run(mode, func(t *testing.T) {
-			p := startBinary(t, config, "-max-sessions", conformanceMaxSessions, "-keepalive", "2s", "-response-mode", mode)
+			p := startBinary(t, config, "-keepalive", "2s", "-response-mode", mode)
 			run := runConformance(t, p.base+"/fixture/mcp")
 			t.Logf("suite result:\n%s", run.summary())
 			failures, warnings := run.problems()
@@ -248,7 +245,7 @@ func TestConformanceEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startBinary(t, config, "-max-sessions", conformanceMaxSessions)
+	p := startBinary(t, config)
 
 	run := runConformance(t, p.base+"/everything/mcp", "--expected-failures", baseline)
 	t.Logf("suite result:\n%s", run.summary())

@@ -53,6 +53,13 @@ type bridgeConfig struct {
 	useRestartOf bool
 	// toolAllowed is passed to every destination's dispatch.Options.
 	toolAllowed func(name string) bool
+	// isolated serves every destination with one child per session.
+	isolated bool
+	// roots, startTimeout and unclaimedLinger are passed to every
+	// destination's dispatch.Options.
+	roots           json.RawMessage
+	startTimeout    time.Duration
+	unclaimedLinger time.Duration
 }
 
 // newBridge serves one destination per name → fake server mode.
@@ -71,26 +78,37 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *bridge 
 	}
 	cfg.session.Logger = log.Named("http")
 	b := &bridge{t: t, dispatchers: map[string]*dispatch.Dispatcher{}, logs: logs}
-	var ds []*dispatch.Dispatcher
+	var ds []session.Destination
 	for name, mode := range modes {
 		command, args, env := fakemcp.Command(mode)
 		for k, v := range cfg.extraEnv {
 			env[k] = v
 		}
 		dest := &supervisor.Destination{Name: name, Command: command, Args: args, Env: env}
-		d := dispatch.New(dispatch.Options{
-			Name:        name,
-			Launch:      supervisor.Launcher(dest, supervisor.Options{MaxMessage: cfg.maxMessage, StopGrace: cfg.stopGrace, WriteTimeout: 5 * time.Second, Logger: log.Named("supervisor")}),
-			NewBackOff:  cfg.restart.NewBackOff,
-			StableAfter: cfg.restart.StableAfter,
-			Linger:      cfg.linger,
-			StopTimeout: 3*cfg.stopGrace + time.Second,
-			Logger:      log.Named("dispatch"),
-			ToolAllowed: cfg.toolAllowed,
-		})
+		newDispatcher := func() *dispatch.Dispatcher {
+			return dispatch.New(dispatch.Options{
+				Name:            name,
+				Launch:          supervisor.Launcher(dest, supervisor.Options{MaxMessage: cfg.maxMessage, StopGrace: cfg.stopGrace, WriteTimeout: 5 * time.Second, Logger: log.Named("supervisor")}),
+				NewBackOff:      cfg.restart.NewBackOff,
+				StableAfter:     cfg.restart.StableAfter,
+				Linger:          cfg.linger,
+				StopTimeout:     3*cfg.stopGrace + time.Second,
+				Logger:          log.Named("dispatch"),
+				ToolAllowed:     cfg.toolAllowed,
+				Roots:           cfg.roots,
+				StartTimeout:    cfg.startTimeout,
+				UnclaimedLinger: cfg.unclaimedLinger,
+			})
+		}
+		if cfg.isolated {
+			ds = append(ds, session.Destination{Name: name, PerSession: newDispatcher})
+			continue
+		}
+		d := newDispatcher()
 		b.dispatchers[name] = d
-		ds = append(ds, d)
+		ds = append(ds, session.Destination{Name: name, Shared: d})
 	}
+	cfg.session.StopTimeout = 3*cfg.stopGrace + time.Second
 	b.handler = session.NewHandler(ds, cfg.session)
 	b.srv = httptest.NewServer(b.handler)
 	t.Cleanup(b.close)
@@ -247,6 +265,9 @@ type childStats struct {
 	Notifications []string          `json:"notifications"`
 	InitParams    json.RawMessage   `json:"init_params"`
 	Grandchildren []int             `json:"grandchildren"`
+	InitVersions  []string          `json:"init_versions"`
+	RootsAtInit   json.RawMessage   `json:"roots_at_init"`
+	LastAsk       json.RawMessage   `json:"last_ask"`
 }
 
 func (c *client) stats() childStats {

@@ -517,8 +517,11 @@ func TestHTTPSessionCap(t *testing.T) {
 	c1, c2 := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
 	c1.initialize()
 	c2.initialize()
+	// Both sessions are busy: each has an open GET stream.
+	st1 := c1.openStream()
+	c2.openStream()
 	r := hxMust(t, http.MethodPost, b.url("fake"), "", initBody)
-	hxCheckTransportError(t, "third initialize", r, http.StatusServiceUnavailable, 0, "fake", "maximum")
+	hxCheckTransportError(t, "third initialize", r, http.StatusServiceUnavailable, 0, "fake", "maximum", "busy")
 	ra := r.header.Get("Retry-After")
 	if n, err := strconv.Atoi(ra); err != nil || n <= 0 {
 		t.Errorf("Retry-After %q, want a positive number of seconds", ra)
@@ -529,6 +532,10 @@ func TestHTTPSessionCap(t *testing.T) {
 	if n := b.handler.SessionCount("fake"); n != 2 {
 		t.Errorf("SessionCount = %d, want 2", n)
 	}
+	// The refusal is counted.
+	if m := scrape(t, b); m[`stelae_initialize_refused_total{destination="fake",reason="session_cap"}`] != 1 || m[`stelae_sessions_evicted_total{destination="fake"}`] != 0 {
+		t.Errorf("metrics after one refusal: refused %v, evicted %v", m[`stelae_initialize_refused_total{destination="fake",reason="session_cap"}`], m[`stelae_sessions_evicted_total{destination="fake"}`])
+	}
 	// The two sessions are unharmed.
 	for i, c := range []*client{c1, c2} {
 		r := c.callTool(`1`, "echo", map[string]string{"text": "ok"})
@@ -536,33 +543,59 @@ func TestHTTPSessionCap(t *testing.T) {
 			t.Errorf("echo: %s", r.body)
 		}
 	}
+	// Once c1's stream closes it is no longer busy: the next initialize
+	// evicts it at once.
+	st1.close()
+	waitFor(t, 10*time.Second, "a new session once c1 is idle", func() bool {
+		r := hxMust(t, http.MethodPost, b.url("fake"), "", initBody)
+		return r.status == http.StatusOK
+	})
+	r = c1.callTool(`2`, "echo", map[string]string{"text": "x"})
+	hxCheckTransportError(t, "POST on the evicted session", r, http.StatusNotFound, -32001, "evicted")
 }
 
-func TestHTTPSessionEvictIdle(t *testing.T) {
-	b := hxFake(t, session.Options{MaxSessions: 1, EvictIdle: 50 * time.Millisecond})
-	old := newClient(t, b.url("fake"))
-	old.initialize()
-	time.Sleep(150 * time.Millisecond) // idle past EvictIdle
+// Many clients never send DELETE (claude.ai opens a session per
+// conversation, the Inspector CLI one per run): at the cap the least
+// recently used session that is not busy is evicted at once, whatever its
+// idle time.
+func TestHTTPSessionEvictLRU(t *testing.T) {
+	b := hxFake(t, session.Options{MaxSessions: 3})
+	a, bb, c := newClient(t, b.url("fake")), newClient(t, b.url("fake")), newClient(t, b.url("fake"))
+	a.initialize()
+	bb.initialize()
+	c.initialize()
+	// a is used again, so bb is now the least recently used; c has a call
+	// in flight, so it is busy however old its last use.
+	if r := a.callTool(`1`, "echo", map[string]string{"text": "recent"}); r.status != http.StatusOK {
+		t.Fatalf("echo on a: %d %s", r.status, r.body)
+	}
+	slow := hxGo(b.url("fake"), c.sid, hxToolCall(`7`, "slow", map[string]any{"ms": 3000, "text": "slow"}))
+	waitFor(t, 10*time.Second, "c's call in flight", func() bool {
+		return scrape(t, b)[`stelae_inflight_calls{destination="fake"}`] == 1
+	})
+	// c's call is older than a's last use, and bb is older still.
 	nc := newClient(t, b.url("fake"))
 	r := nc.post(initBody)
 	nc.sid = r.header.Get("Mcp-Session-Id")
-	if !hxUUIDv4.MatchString(nc.sid) || nc.sid == old.sid {
-		t.Fatalf("new session id %q (old %q): status %d %s", nc.sid, old.sid, r.status, r.body)
-	}
 	if _, ok := hxResultOK(t, "initialize at the cap", r, nc.sid, `0`); !ok {
 		t.FailNow()
 	}
-	r = old.callTool(`1`, "echo", map[string]string{"text": "x"})
+	r = bb.callTool(`1`, "echo", map[string]string{"text": "x"})
 	hxCheckTransportError(t, "POST on the evicted session", r, http.StatusNotFound, -32001, "not found")
-	if n := b.handler.SessionCount("fake"); n != 1 {
-		t.Errorf("SessionCount = %d, want 1", n)
+	for _, cl := range []*client{a, nc} {
+		r := cl.callTool(`2`, "echo", map[string]string{"text": "still here"})
+		if res, ok := hxResultOK(t, "echo on a surviving session", r, cl.sid, `2`); ok && hxText(res) != "still here" {
+			t.Errorf("echo: %s", r.body)
+		}
 	}
-	// The new session is usable at once.
-	r = nc.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	hxCheckEmpty(t, "notifications/initialized", r, http.StatusAccepted)
-	r = nc.callTool(`2`, "echo", map[string]string{"text": "after eviction"})
-	if res, ok := hxResultOK(t, "echo on the new session", r, nc.sid, `2`); ok && hxText(res) != "after eviction" {
-		t.Errorf("echo: %s", r.body)
+	if res, ok := hxResultOK(t, "the busy session's call", hxWait(t, "slow call", slow, 20*time.Second), c.sid, `7`); ok && hxText(res) != "slow" {
+		t.Errorf("slow call: %s", res)
+	}
+	if n := b.handler.SessionCount("fake"); n != 3 {
+		t.Errorf("SessionCount = %d, want 3", n)
+	}
+	if m := scrape(t, b); m[`stelae_sessions_evicted_total{destination="fake"}`] != 1 {
+		t.Errorf("stelae_sessions_evicted_total = %v, want 1", m[`stelae_sessions_evicted_total{destination="fake"}`])
 	}
 }
 

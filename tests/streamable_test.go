@@ -329,6 +329,56 @@ func TestSSEResumeGetStream(t *testing.T) {
 	}
 }
 
+// TestSSEResumeGetStreamGetsWhatCameMeanwhile: notifications sent while a
+// session had no GET stream are delivered to the stream that resumes with
+// Last-Event-ID, once, in order, after the replay.
+func TestSSEResumeGetStreamGetsWhatCameMeanwhile(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{})
+	c := newClient(t, b.url("fake"))
+	initializeVersion(t, c, "2025-11-25")
+	g := openSSE(t, http.MethodGet, c.url, c.sid, "")
+	g.next(t, 5*time.Second) // priming
+	notify := func(id string, uri string) {
+		t.Helper()
+		if r := c.callTool(id, "notify", map[string]string{"method": "notifications/resources/list_changed", "uri": uri}); r.status != 200 {
+			t.Fatalf("notify: %d %s", r.status, r.body)
+		}
+	}
+	notify("1", "test://before")
+	last := g.next(t, 5*time.Second)
+	g.close()
+	waitFor(t, 10*time.Second, "the GET stream to close at the bridge", func() bool {
+		return scrape(t, b)[`stelae_get_streams{destination="fake"}`] == 0
+	})
+	notify("2", "test://meanwhile-1")
+	notify("3", "test://meanwhile-2")
+	resumed := openSSE(t, http.MethodGet, c.url, c.sid, "", "Last-Event-ID", last.id)
+	var got []string
+	for len(got) < 2 {
+		ev := resumed.next(t, 5*time.Second)
+		if len(ev.data) > 0 {
+			got = append(got, string(decode(t, ev.data).Params))
+		}
+	}
+	if !strings.Contains(got[0], "meanwhile-1") || !strings.Contains(got[1], "meanwhile-2") {
+		t.Fatalf("resumed stream got %q; want the two notifications sent while disconnected, in order", got)
+	}
+	// Once: a fresh stream does not get them again.
+	fresh := openSSE(t, http.MethodGet, c.url, c.sid, "")
+	quiet := time.After(300 * time.Millisecond)
+	for {
+		select {
+		case ev := <-fresh.events:
+			if len(ev.data) != 0 {
+				t.Fatalf("a fresh stream got %s again", ev.data)
+			}
+			continue
+		case <-quiet:
+		}
+		break
+	}
+}
+
 func TestStreamableHeaders(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{
 		CheckHost: true, AllowedHosts: []string{"mcp.example.com"}, AllowedOrigins: []string{"https://app.example.com"},

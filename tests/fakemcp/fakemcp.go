@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,6 +35,20 @@ const (
 	ModeStubborn = "stubborn"
 	// ModeSleeper sleeps forever: a grandchild.
 	ModeSleeper = "sleeper"
+)
+
+// Settings of the scripted server, read from its environment.
+const (
+	// EnvStartDelay delays the server's start by this many milliseconds (a
+	// slow npx download).
+	EnvStartDelay = "STELAE_FAKE_START_DELAY_MS"
+	// EnvInitVersions lists the protocol versions the server accepts in
+	// initialize (comma-separated); any other is answered with an error.
+	// "none" refuses every initialize.
+	EnvInitVersions = "STELAE_FAKE_INIT_VERSIONS"
+	// EnvRootsOnInit makes the server ask for roots/list as soon as it is
+	// initialized, as server-filesystem does; the answer shows in stats.
+	EnvRootsOnInit = "STELAE_FAKE_ROOTS_ON_INIT"
 )
 
 // Command returns how to start the fake server in mode: the running test
@@ -64,6 +79,9 @@ func Serve() {
 		echo(os.Stdin, os.Stdout)
 		os.Exit(0)
 	case ModeServer, ModeStubborn:
+		if ms, err := strconv.Atoi(os.Getenv(EnvStartDelay)); err == nil {
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+		}
 		s := newServer(os.Stdout)
 		if mode == ModeStubborn {
 			signal.Ignore(syscall.SIGTERM)
@@ -149,6 +167,12 @@ type server struct {
 	waiting     map[string]chan message
 	notifsSeen  []string
 	grandchilds []int
+	// initVersions are the protocolVersions of every initialize received.
+	initVersions []string
+	// rootsAtInit is the answer to the roots/list sent after initialized.
+	rootsAtInit json.RawMessage
+	// lastAsk is the answer to the last request "ask_later" sent.
+	lastAsk json.RawMessage
 }
 
 func newServer(w io.Writer) *server {
@@ -202,6 +226,14 @@ func (s *server) handle(m message) {
 			ch <- m
 		}
 	case len(m.ID) == 0:
+		if m.Method == "notifications/initialized" && os.Getenv(EnvRootsOnInit) != "" {
+			go func() {
+				r := s.ask("roots/list", nil)
+				s.mu.Lock()
+				s.rootsAtInit = append(r.Result, r.Error...)
+				s.mu.Unlock()
+			}()
+		}
 		s.mu.Lock()
 		s.notifsSeen = append(s.notifsSeen, m.Method)
 		if m.Method == "notifications/cancelled" {
@@ -220,14 +252,22 @@ func (s *server) handle(m message) {
 func (s *server) request(m message) {
 	switch m.Method {
 	case "initialize":
-		s.mu.Lock()
-		s.inits++
-		s.initParams = m.Params
-		s.mu.Unlock()
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
 		json.Unmarshal(m.Params, &p)
+		s.mu.Lock()
+		s.initVersions = append(s.initVersions, p.ProtocolVersion)
+		s.mu.Unlock()
+		if accepted := os.Getenv(EnvInitVersions); accepted != "" && !strings.Contains(","+accepted+",", ","+p.ProtocolVersion+",") {
+			fmt.Fprintf(os.Stderr, "fake: refusing initialize at %s\n", p.ProtocolVersion)
+			s.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32602, "message": "unsupported protocol version " + p.ProtocolVersion}})
+			return
+		}
+		s.mu.Lock()
+		s.inits++
+		s.initParams = m.Params
+		s.mu.Unlock()
 		s.reply(m.ID, map[string]any{
 			"protocolVersion": p.ProtocolVersion,
 			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}, "resources": map[string]any{"subscribe": true}},
@@ -235,7 +275,7 @@ func (s *server) request(m message) {
 		})
 	case "tools/list":
 		tools := []map[string]any{}
-		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify", "search", "fetch"} {
+		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify", "search", "fetch", "ask", "ask_later"} {
 			tools = append(tools, map[string]any{"name": n, "description": "fake " + n, "inputSchema": map[string]any{"type": "object"}})
 		}
 		s.reply(m.ID, map[string]any{"tools": tools})
@@ -256,6 +296,27 @@ func (s *server) request(m message) {
 		s.call(m)
 	default:
 		s.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "method not found: " + m.Method}})
+	}
+}
+
+// ask sends a request to the client and waits (20 s at most) for its answer.
+func (s *server) ask(method string, params any) message {
+	s.mu.Lock()
+	s.nextID++
+	id := json.RawMessage(fmt.Sprintf(`"fake-%d"`, s.nextID))
+	ch := make(chan message, 1)
+	s.waiting[string(id)] = ch
+	s.mu.Unlock()
+	req := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
+	if params != nil {
+		req["params"] = params
+	}
+	s.send(req)
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(20 * time.Second):
+		return message{Error: json.RawMessage(`{"code":-1,"message":"no answer within 20s"}`)}
 	}
 }
 
@@ -293,7 +354,7 @@ func (s *server) call(m message) {
 	case "stats":
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.reply(m.ID, map[string]any{"pid": os.Getpid(), "inits": s.inits, "cancelled": s.cancelled, "subscribes": s.subscribes, "notifications": s.notifsSeen, "init_params": s.initParams, "grandchildren": s.grandchilds})
+		s.reply(m.ID, map[string]any{"pid": os.Getpid(), "inits": s.inits, "cancelled": s.cancelled, "subscribes": s.subscribes, "notifications": s.notifsSeen, "init_params": s.initParams, "grandchildren": s.grandchilds, "init_versions": s.initVersions, "roots_at_init": s.rootsAtInit, "last_ask": s.lastAsk})
 	case "slow":
 		time.Sleep(time.Duration(num("ms")) * time.Millisecond)
 		s.reply(m.ID, text(arg("text")))
@@ -332,6 +393,25 @@ func (s *server) call(m message) {
 		case <-time.After(20 * time.Second):
 			s.reply(m.ID, text("sampling timed out"))
 		}
+	case "ask":
+		// Sends the request named by "method" (roots/list,
+		// elicitation/create, …) to the client and answers with the reply.
+		var params any
+		if p := arg("params"); p != "" {
+			params = json.RawMessage(p)
+		}
+		r := s.ask(arg("method"), params)
+		s.reply(m.ID, map[string]any{"answer": r.Result, "error": r.Error})
+	case "ask_later":
+		// Answers at once, then sends the request named by "method" after
+		// "ms" milliseconds, when the call is no longer in flight; the
+		// answer shows in stats as last_ask.
+		s.reply(m.ID, text("scheduled"))
+		time.Sleep(time.Duration(num("ms")) * time.Millisecond)
+		r := s.ask(arg("method"), nil)
+		s.mu.Lock()
+		s.lastAsk = append(append(json.RawMessage(nil), r.Result...), r.Error...)
+		s.mu.Unlock()
 	case "crash":
 		os.Exit(7)
 	case "big":
