@@ -32,6 +32,13 @@ var (
 	ErrStarting = errors.New("the destination is still starting")
 )
 
+// unavailable is an ErrUnavailable whose text is msg alone, so that the
+// message a client reads says each thing once.
+type unavailable string
+
+func (e unavailable) Error() string        { return string(e) }
+func (e unavailable) Is(target error) bool { return target == ErrUnavailable }
+
 // Watcher follows one call on the caller's goroutine.
 type Watcher interface {
 	// Related receives a message that belongs to the call: a progress
@@ -626,8 +633,15 @@ func (d *Dispatcher) setFailed(life *lifetime, cause error) {
 		d.mu.Unlock()
 		return
 	}
-	d.failErr = fmt.Errorf("%w: destination %q failed after %d restart(s): %v; last exit: %s; the next initialize will try to start it again",
-		ErrUnavailable, d.opts.Name, d.restarts, cause, d.lastExit)
+	msg := fmt.Sprintf("destination %q failed", d.opts.Name)
+	if d.restarts > 0 {
+		msg += fmt.Sprintf(" after %d restart(s)", d.restarts)
+	}
+	msg += ": " + cause.Error()
+	if d.lastExit != "" && !strings.Contains(msg, d.lastExit) {
+		msg += "; last exit: " + d.lastExit
+	}
+	d.failErr = unavailable(msg + "; the next initialize will try to start it again")
 	d.setStateLocked(stateFailed)
 	d.cur = nil
 	d.life = nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
@@ -269,4 +270,18 @@ func TestStartTimeout(t *testing.T) {
 	})
 	r := newClient(t, b.url("fake")).post(initBody)
 	hxCheckTransportError(t, "initialize of a child that never starts", r, http.StatusServiceUnavailable, 0, "start_timeout")
+}
+
+// TestFailedStartMessageSaysEachThingOnce: the 503 of a destination that
+// failed names the destination, the restarts and the exit status, once each.
+func TestFailedStartMessageSaysEachThingOnce(t *testing.T) {
+	b := newBridge(t, map[string]string{"dead": fakemcp.ModeExitAtStart}, bridgeConfig{restart: supervisor.RestartPolicy{MaxRestarts: 1, Initial: 20 * time.Millisecond}})
+	r := newClient(t, b.url("dead")).post(initBody)
+	msg := hxCheckTransportError(t, "initialize of a child that exits at start", r, http.StatusServiceUnavailable, 0, `"dead"`, "after 1 restart(s)", "next initialize")
+	if n := strings.Count(msg, "exit status 3"); n != 1 {
+		t.Errorf("the message names the exit status %d times: %s", n, msg)
+	}
+	if strings.Count(msg, "unavailable") > 1 || strings.Count(msg, "dead") != 1 {
+		t.Errorf("the message repeats itself: %s", msg)
+	}
 }
