@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
 // runCmd runs the program with args and an environment, with a deadline so a
@@ -473,4 +475,24 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestShippedConfig: the destinations.yaml the README starts with is valid,
+// makes everything the default (served at /mcp), and keeps its env: example.
+func TestShippedConfig(t *testing.T) {
+	const path = "../../destinations.yaml"
+	cfg, err := supervisor.LoadConfig(path, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Default != "everything" || len(cfg.Names) != 1 || cfg.Names[0] != "everything" {
+		t.Errorf("Default %q, Names %q; want everything as the one destination and the default", cfg.Default, cfg.Names)
+	}
+	d := cfg.Destinations["everything"]
+	if d.Command != "npx" || d.Env["LOG_LEVEL"] != "info" {
+		t.Errorf("everything = %+v", d)
+	}
+	if code, out, errOut := runCmd(t, []string{"-check", "-config", path}, map[string]string{"PATH": os.Getenv("PATH")}); code != 0 || !strings.Contains(out, "ok") {
+		t.Errorf("-check: code %d\n%s%s", code, out, errOut)
+	}
 }
