@@ -160,7 +160,6 @@ func Start(ctx context.Context, d *Destination, opts Options) (*Process, error) 
 		stdout: outR,
 		lines:  newLineReader(outR, opts.MaxMessage),
 		exited: make(chan struct{}),
-		// Closed by logStderr.
 		stderrDone: make(chan struct{}),
 		drain:      make(chan struct{}, 1),
 	}
