@@ -152,14 +152,14 @@ func Start(ctx context.Context, d *Destination, opts Options) (*Process, error) 
 	errW.Close()
 
 	p := &Process{
-		dest:   d,
-		opts:   opts,
-		log:    log,
-		cmd:    cmd,
-		stdin:  inW,
-		stdout: outR,
-		lines:  newLineReader(outR, opts.MaxMessage),
-		exited: make(chan struct{}),
+		dest:       d,
+		opts:       opts,
+		log:        log,
+		cmd:        cmd,
+		stdin:      inW,
+		stdout:     outR,
+		lines:      newLineReader(outR, opts.MaxMessage),
+		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		drain:      make(chan struct{}, 1),
 	}
