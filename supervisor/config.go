@@ -5,15 +5,20 @@ package supervisor
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -44,9 +49,63 @@ type Destination struct {
 	// Tools hides some of the child's tools from clients; the zero value
 	// hides none.
 	Tools ToolFilter
+	// BaseEnv is what the child's environment starts from before Env is
+	// added ('base_env:'): BaseEnvInherit (the bridge's environment minus the
+	// bridge's own variables) or BaseEnvMinimal (only PATH, HOME, USER,
+	// LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR and TERM of it); empty means
+	// inherit.
+	BaseEnv string
+	// Roots are the file-system roots the bridge answers roots/list with for
+	// a shared child ('roots:'), each a file:// URI; nil when the file has no
+	// 'roots:', empty when it lists none.
+	Roots []Root
+	// Isolation is IsolationShared (one child serves every session) or
+	// IsolationSession (one child per session) ('isolation:'); empty means
+	// shared.
+	Isolation string
+	// StartTimeout is how long a child may take to start and answer
+	// initialize ('start_timeout:'); 0 when the file sets none, and the caller
+	// applies its default.
+	StartTimeout time.Duration
+	// StderrLevel is the level the child's stderr lines are logged at
+	// ('stderr_log_level:'): trace, debug, info, warn, error, or off (not
+	// logged); empty means warn.
+	StderrLevel string
 	// Line is where the destination is declared in the file.
 	Line int
 }
+
+// Root is one file-system root of a destination, as MCP's roots/list
+// describes it.
+type Root struct {
+	// URI is a file:// URI: written so in the file, or made from an absolute
+	// path (cleaned and escaped).
+	URI string
+	// Name is the root's display name; by default the last element of its
+	// path.
+	Name string
+}
+
+// Values of Destination.BaseEnv: what a child's environment starts from.
+const (
+	// BaseEnvInherit starts from the bridge's environment minus the bridge's
+	// own variables; the default.
+	BaseEnvInherit = "inherit"
+	// BaseEnvMinimal starts from only PATH, HOME, USER, LOGNAME, SHELL, LANG,
+	// LC_*, TZ, TMPDIR and TERM of the bridge's environment.
+	BaseEnvMinimal = "minimal"
+)
+
+// Values of Destination.Isolation.
+const (
+	// IsolationShared runs one child for every session of the destination.
+	IsolationShared = "shared"
+	// IsolationSession runs one child per session.
+	IsolationSession = "session"
+)
+
+// stderrLevels are the values of 'stderr_log_level:'.
+var stderrLevels = []string{"trace", "debug", "info", "warn", "error", "off"}
 
 // ToolFilter selects the tools of a destination that clients may see and
 // call. At most one of Allow and Deny is set; both hold path.Match globs
@@ -81,20 +140,38 @@ func matchAny(globs []string, name string) bool {
 	return false
 }
 
-// fileDestination is the YAML shape of one destination.
+// fileDestination is the YAML shape of one destination. The yaml.Node
+// fields are checked by hand so that every problem carries its line.
 type fileDestination struct {
-	Command  string            `yaml:"command"`
-	Args     []string          `yaml:"args"`
-	Env      map[string]string `yaml:"env"`
-	Cwd      string            `yaml:"cwd"`
-	Prestart bool              `yaml:"prestart"`
-	// Tools is checked by parseTools.
-	Tools yaml.Node `yaml:"tools"`
+	Command        string            `yaml:"command"`
+	Args           []string          `yaml:"args"`
+	Env            map[string]string `yaml:"env"`
+	Cwd            string            `yaml:"cwd"`
+	Prestart       bool              `yaml:"prestart"`
+	Tools          yaml.Node         `yaml:"tools"`
+	BaseEnv        yaml.Node         `yaml:"base_env"`
+	Roots          yaml.Node         `yaml:"roots"`
+	Isolation      yaml.Node         `yaml:"isolation"`
+	StartTimeout   yaml.Node         `yaml:"start_timeout"`
+	StderrLogLevel yaml.Node         `yaml:"stderr_log_level"`
+	// Type is accepted in 'mcpServers:' entries only, and only as "stdio".
+	Type yaml.Node `yaml:"type"`
 }
 
 // destinationKeys are the keys a destination may have, in the order the
 // messages list them.
-var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools"}
+var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level"}
+
+// mcpServerKeys are the keys of an 'mcpServers:' entry: a destination's, and
+// 'type: stdio' as Claude Desktop, Claude Code and Cursor write it.
+var mcpServerKeys = append(slices.Clone(destinationKeys), "type")
+
+// remoteTypes are 'type:' values of MCP client configurations that name a
+// server reached over the network rather than started over stdio.
+var remoteTypes = []string{"http", "sse", "streamable-http", "streamableHttp", "streamable_http", "ws", "websocket"}
+
+// remoteKeys are keys that give a remote server's address.
+var remoteKeys = []string{"url", "serverUrl"}
 
 // ConfigError lists every problem found in a configuration file.
 type ConfigError struct {
@@ -110,6 +187,19 @@ func (e *ConfigError) Error() string {
 		b.WriteString(p)
 	}
 	return b.String()
+}
+
+// sortByLine orders the problems by their line number, keeping the order of
+// problems on one line; problems without a line come first.
+func (e *ConfigError) sortByLine() {
+	line := func(p string) int {
+		if m := problemLine.FindStringSubmatch(p); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return n
+		}
+		return 0
+	}
+	sort.SliceStable(e.Problems, func(i, j int) bool { return line(e.Problems[i]) < line(e.Problems[j]) })
 }
 
 // LoadConfig reads and validates a destinations file. Variables written as
@@ -130,7 +220,9 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 var reservedNames = map[string]bool{"mcp": true, "sse": true, "message": true, "healthz": true, "metrics": true, "version": true, "tools": true, "stream": true, ".well-known": true}
 
 // ParseConfig parses and validates the contents of a destinations file; name
-// is used in messages only.
+// is used in messages only. The file declares its destinations under
+// 'destinations:', or under 'mcpServers:' in the shape Claude Desktop, Claude
+// Code and Cursor use (JSON is YAML too).
 func ParseConfig(name string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -144,11 +236,16 @@ func ParseConfig(name string, data []byte, lookup func(string) (string, bool)) (
 		cerr.Problems = append(cerr.Problems, msg)
 	}
 
+	if json.Valid(data) {
+		// Valid JSON holds tabs only as white space (a tab in a string is
+		// written \t), which YAML refuses for indentation: make them spaces.
+		data = bytes.ReplaceAll(data, []byte("\t"), []byte(" "))
+	}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
-			problem(0, "the file is empty; declare at least one destination under 'destinations:'")
+			problem(0, "the file is empty; declare at least one destination under 'destinations:' (or 'mcpServers:')")
 			return nil, cerr
 		}
 		problem(0, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
@@ -159,101 +256,63 @@ func ParseConfig(name string, data []byte, lookup func(string) (string, bool)) (
 		doc = doc.Content[0]
 	}
 	if doc.Kind != yaml.MappingNode {
-		problem(doc.Line, "the top level must be a mapping with a 'destinations:' key")
+		problem(doc.Line, "the top level must be a mapping with a 'destinations:' (or 'mcpServers:') key")
 		return nil, cerr
 	}
 
 	cfg := &Config{Destinations: map[string]*Destination{}}
-	var dests, def *yaml.Node
+	// sections are the top-level mappings of destinations: 'destinations:'
+	// or 'mcpServers:' (both is a problem, but both are checked).
+	type section struct {
+		key      string
+		keyLine  int
+		node     *yaml.Node
+		mcpShape bool
+	}
+	var sections []section
+	var def *yaml.Node
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		k, v := doc.Content[i], doc.Content[i+1]
 		switch k.Value {
-		case "destinations":
-			dests = v
+		case "destinations", "mcpServers":
+			sections = append(sections, section{key: k.Value, keyLine: k.Line, node: v, mcpShape: k.Value == "mcpServers"})
 		case "default":
 			def = v
 		default:
-			problem(k.Line, "unknown key %q at the top level (known: destinations, default)", k.Value)
+			problem(k.Line, "unknown key %q at the top level (known: destinations, mcpServers, default)", k.Value)
 		}
 	}
-	if dests == nil || dests.Kind != yaml.MappingNode || len(dests.Content) == 0 {
-		line := doc.Line
-		if dests != nil {
-			line = dests.Line
-		}
-		problem(line, "'destinations' must be a mapping of at least one name to {%s}", strings.Join(destinationKeys, ", "))
+	if len(sections) == 0 {
+		problem(doc.Line, "'destinations' must be a mapping of at least one name to {%s} (or, in the Claude Desktop / Cursor shape, 'mcpServers')", strings.Join(destinationKeys, ", "))
 		return nil, cerr
 	}
-
-	for i := 0; i+1 < len(dests.Content); i += 2 {
-		k, v := dests.Content[i], dests.Content[i+1]
-		name := k.Value
-		switch {
-		case !validName.MatchString(name):
-			problem(k.Line, "destination name %q is not a safe URL path segment (use letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64 characters)", name)
-		case reservedNames[strings.ToLower(name)]:
-			problem(k.Line, "destination name %q is reserved by the bridge; choose another", name)
-		case cfg.Destinations[name] != nil:
-			problem(k.Line, "destination %q is declared twice (first at line %d)", name, cfg.Destinations[name].Line)
+	if len(sections) > 1 {
+		problem(sections[1].keyLine, "'destinations' and 'mcpServers' are both set; keep one (move every server under it): 'mcpServers' is the Claude Desktop / Cursor shape, 'destinations' the bridge's own")
+	}
+	usable := false
+	for _, sec := range sections {
+		if sec.node.Kind != yaml.MappingNode || len(sec.node.Content) == 0 {
+			problem(sec.node.Line, "'%s' must be a mapping of at least one name to {%s}", sec.key, strings.Join(destinationKeys, ", "))
 			continue
 		}
-		var fd fileDestination
-		if err := decodeStrict(v, &fd); err != nil {
-			for _, p := range err {
-				problem(0, "destination %q: %s", name, p)
-			}
-			continue
-		}
-		d := &Destination{Name: name, Line: k.Line, Env: map[string]string{}}
-		expand := func(field, s string) string {
-			out, missing := expandVars(s, lookup)
-			for _, m := range missing {
-				problem(v.Line, "destination %q: %s uses ${%s}, which is not set in the environment; export it or remove the reference", name, field, m)
-			}
-			return out
-		}
-		d.Command = expand("command", strings.TrimSpace(fd.Command))
-		if d.Command == "" {
-			problem(v.Line, "destination %q has no command; set 'command:' to the program that speaks MCP on stdio", name)
-		}
-		for j, a := range fd.Args {
-			d.Args = append(d.Args, expand(fmt.Sprintf("args[%d]", j), a))
-		}
-		envKeys := make([]string, 0, len(fd.Env))
-		for key := range fd.Env {
-			envKeys = append(envKeys, key)
-		}
-		sort.Strings(envKeys)
-		for _, key := range envKeys {
-			if key == "" || strings.ContainsAny(key, "=\x00") {
-				problem(v.Line, "destination %q: environment variable name %q is invalid", name, key)
-				continue
-			}
-			d.Env[key] = expand("env."+key, fd.Env[key])
-		}
-		d.Prestart = fd.Prestart
-		if fd.Tools.Kind != 0 {
-			f, probs := parseTools(&fd.Tools)
-			for _, p := range probs {
-				problem(0, "destination %q: %s", name, p)
-			}
-			d.Tools = f
-		}
-		d.Cwd = expand("cwd", fd.Cwd)
-		if d.Cwd != "" {
-			if st, err := os.Stat(d.Cwd); err != nil || !st.IsDir() {
-				problem(v.Line, "destination %q: cwd %q is not a directory", name, d.Cwd)
+		usable = true
+		for i := 0; i+1 < len(sec.node.Content); i += 2 {
+			k, v := sec.node.Content[i], sec.node.Content[i+1]
+			if d := parseDestination(k, v, sec.mcpShape, cfg, lookup, problem); d != nil {
+				cfg.Destinations[d.Name] = d
+				cfg.Names = append(cfg.Names, d.Name)
 			}
 		}
-		if cfg.Destinations[name] == nil {
-			cfg.Destinations[name] = d
-			cfg.Names = append(cfg.Names, name)
-		}
+	}
+	if !usable {
+		return nil, cerr
 	}
 	if def != nil {
 		declared := map[string]bool{}
-		for i := 0; i+1 < len(dests.Content); i += 2 {
-			declared[dests.Content[i].Value] = true
+		for _, sec := range sections {
+			for i := 0; sec.node.Kind == yaml.MappingNode && i+1 < len(sec.node.Content); i += 2 {
+				declared[sec.node.Content[i].Value] = true
+			}
 		}
 		switch {
 		case def.Kind != yaml.ScalarNode || def.Tag == "!!null" || def.Value == "":
@@ -265,9 +324,302 @@ func ParseConfig(name string, data []byte, lookup func(string) (string, bool)) (
 		}
 	}
 	if len(cerr.Problems) > 0 {
+		cerr.sortByLine()
 		return nil, cerr
 	}
 	return cfg, nil
+}
+
+// parseDestination checks one entry, name k and body v, reporting every
+// problem; it returns the destination, or nil when the name cannot be used at
+// all (declared twice) or the body is not a usable mapping. mcpShape marks an
+// 'mcpServers:' entry.
+func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(string) (string, bool), problem func(int, string, ...any)) *Destination {
+	name := k.Value
+	switch {
+	case !validName.MatchString(name):
+		problem(k.Line, "destination name %q is not a safe URL path segment (use letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64 characters)", name)
+	case reservedNames[strings.ToLower(name)]:
+		problem(k.Line, "destination name %q is reserved by the bridge; choose another", name)
+	case cfg.Destinations[name] != nil:
+		problem(k.Line, "destination %q is declared twice (first at line %d)", name, cfg.Destinations[name].Line)
+		return nil
+	}
+	// sub reports a problem found inside the destination ("line N: ..."),
+	// naming the destination after the line.
+	sub := func(p string) {
+		if m := problemLine.FindStringSubmatch(p); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			problem(n, "destination %q: %s", name, p[len(m[0]):])
+			return
+		}
+		problem(0, "destination %q: %s", name, p)
+	}
+	keys := destinationKeys
+	if mcpShape {
+		if remote, line, why := remoteEntry(v); remote {
+			problem(line, "mcpServers entry %q is a remote server (%s); the bridge serves only stdio servers (command, args), and this one is already reachable over the network: point the client at its URL directly, and remove it from this file", name, why)
+			return nil
+		}
+		keys = mcpServerKeys
+	}
+	var fd fileDestination
+	if errs := decodeStrict(v, &fd, keys); errs != nil {
+		for _, p := range errs {
+			sub(p)
+		}
+		return nil
+	}
+	d := &Destination{Name: name, Line: k.Line, Env: map[string]string{}}
+	expandAt := func(line int, field, s string) string {
+		out, missing := expandVars(s, lookup)
+		for _, m := range missing {
+			problem(line, "destination %q: %s uses ${%s}, which is not set in the environment; export it or remove the reference", name, field, m)
+		}
+		return out
+	}
+	expand := func(field, s string) string { return expandAt(v.Line, field, s) }
+	d.Command = expand("command", strings.TrimSpace(fd.Command))
+	if d.Command == "" {
+		problem(v.Line, "destination %q has no command; set 'command:' to the program that speaks MCP on stdio", name)
+	}
+	for j, a := range fd.Args {
+		d.Args = append(d.Args, expand(fmt.Sprintf("args[%d]", j), a))
+	}
+	envKeys := make([]string, 0, len(fd.Env))
+	for key := range fd.Env {
+		envKeys = append(envKeys, key)
+	}
+	sort.Strings(envKeys)
+	for _, key := range envKeys {
+		if key == "" || strings.ContainsAny(key, "=\x00") {
+			problem(v.Line, "destination %q: environment variable name %q is invalid", name, key)
+			continue
+		}
+		d.Env[key] = expand("env."+key, fd.Env[key])
+	}
+	d.Prestart = fd.Prestart
+	if fd.Tools.Kind != 0 {
+		f, probs := parseTools(&fd.Tools)
+		for _, p := range probs {
+			sub(p)
+		}
+		d.Tools = f
+	}
+	d.Cwd = expand("cwd", fd.Cwd)
+	if d.Cwd != "" {
+		if st, err := os.Stat(d.Cwd); err != nil || !st.IsDir() {
+			problem(v.Line, "destination %q: cwd %q is not a directory", name, d.Cwd)
+		}
+	}
+	oneOf := func(n *yaml.Node, key string, allowed []string, meaning string) string {
+		if n.Kind == 0 {
+			return ""
+		}
+		if n.Kind != yaml.ScalarNode || !slices.Contains(allowed, n.Value) {
+			problem(n.Line, "destination %q: '%s' must be %s (%s), not %s", name, key, orList(allowed), meaning, nodeText(n))
+			return ""
+		}
+		return n.Value
+	}
+	d.BaseEnv = oneOf(&fd.BaseEnv, "base_env", []string{BaseEnvInherit, BaseEnvMinimal},
+		"inherit: the bridge's environment without its own settings; minimal: only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR, TERM")
+	d.Isolation = oneOf(&fd.Isolation, "isolation", []string{IsolationShared, IsolationSession},
+		"shared: one child for every session; session: one child per session")
+	d.StderrLevel = oneOf(&fd.StderrLogLevel, "stderr_log_level", stderrLevels,
+		"the level the child's stderr lines are logged at; off drops them")
+	if n := &fd.StartTimeout; n.Kind != 0 {
+		dur, err := time.ParseDuration(n.Value)
+		switch {
+		case n.Kind != yaml.ScalarNode || n.Tag == "!!null" || err != nil:
+			hint := ""
+			if _, nerr := strconv.ParseFloat(n.Value, 64); n.Kind == yaml.ScalarNode && nerr == nil {
+				hint = " (a bare number has no unit)"
+			}
+			problem(n.Line, "destination %q: 'start_timeout' must be a duration such as 90s or 5m, not %s%s", name, nodeText(n), hint)
+		case dur <= 0:
+			problem(n.Line, "destination %q: 'start_timeout' must be positive (e.g. 90s or 5m), not %s", name, n.Value)
+		default:
+			d.StartTimeout = dur
+		}
+	}
+	if fd.Roots.Kind != 0 {
+		roots, probs := parseRoots(&fd.Roots, expandAt)
+		for _, p := range probs {
+			sub(p)
+		}
+		d.Roots = roots
+	}
+	if n := &fd.Type; n.Kind != 0 && (n.Kind != yaml.ScalarNode || n.Value != "stdio") {
+		problem(n.Line, "destination %q: 'type' is %s; the bridge runs stdio servers, so write 'type: stdio' or leave it out", name, nodeText(n))
+	}
+	return d
+}
+
+// problemLine matches the "line N: " that starts a problem.
+var problemLine = regexp.MustCompile(`^line (\d+): `)
+
+// remoteEntry reports whether the 'mcpServers:' entry v describes a remote
+// server (a 'url:' or a network 'type:'), with the line and the reason.
+func remoteEntry(v *yaml.Node) (bool, int, string) {
+	if v.Kind != yaml.MappingNode {
+		return false, 0, ""
+	}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		switch {
+		case slices.Contains(remoteKeys, k.Value):
+			return true, k.Line, fmt.Sprintf("it has '%s:'", k.Value)
+		case k.Value == "type" && val.Kind == yaml.ScalarNode && slices.Contains(remoteTypes, val.Value):
+			return true, k.Line, fmt.Sprintf("type: %s", val.Value)
+		}
+	}
+	return false, 0, ""
+}
+
+// parseRoots reads a destination's 'roots:' list. An entry is a string (an
+// absolute path, or a file:// URI kept as written) or a mapping with 'path:'
+// or 'uri:' and an optional 'name:'. ${VAR} expands in every one of them.
+func parseRoots(node *yaml.Node, expand func(line int, field, s string) string) ([]Root, []string) {
+	if node.Kind != yaml.SequenceNode {
+		return nil, []string{fmt.Sprintf("line %d: 'roots' must be a list of absolute paths or file:// URIs (or {path: ..., name: ...} mappings)", node.Line)}
+	}
+	var problems []string
+	bad := func(line int, format string, args ...any) {
+		problems = append(problems, fmt.Sprintf("line %d: ", line)+fmt.Sprintf(format, args...))
+	}
+	roots := []Root{}
+	firstLine := map[string]int{}
+	for i, e := range node.Content {
+		field := fmt.Sprintf("roots[%d]", i)
+		var value, key, rootName string
+		line := e.Line
+		switch e.Kind {
+		case yaml.ScalarNode:
+			if e.Tag == "!!null" {
+				bad(line, "%s is empty; write an absolute path or a file:// URI", field)
+				continue
+			}
+			value = expand(line, field, e.Value)
+		case yaml.MappingNode:
+			ok := true
+			var valueNode *yaml.Node
+			for j := 0; j+1 < len(e.Content); j += 2 {
+				k, v := e.Content[j], e.Content[j+1]
+				switch k.Value {
+				case "path", "uri", "name":
+					if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+						bad(v.Line, "%s.%s must be a string", field, k.Value)
+						ok = false
+						continue
+					}
+					if k.Value == "name" {
+						rootName = expand(v.Line, field+".name", v.Value)
+						continue
+					}
+					if valueNode != nil {
+						bad(k.Line, "%s has both 'path:' and 'uri:' (or one twice); give one", field)
+						ok = false
+						continue
+					}
+					valueNode, key = v, k.Value
+				default:
+					bad(k.Line, "unknown key %q in %s (known: path, uri, name)", k.Value, field)
+					ok = false
+				}
+			}
+			if !ok {
+				continue
+			}
+			if valueNode == nil {
+				bad(line, "%s has neither 'path:' nor 'uri:'; give one", field)
+				continue
+			}
+			line = valueNode.Line
+			value = expand(line, field+"."+key, valueNode.Value)
+		default:
+			bad(line, "%s must be an absolute path, a file:// URI, or a {path: ..., name: ...} mapping", field)
+			continue
+		}
+		r, err := makeRoot(value, key)
+		if err != nil {
+			bad(line, "%s %v", field, err)
+			continue
+		}
+		if rootName != "" {
+			r.Name = rootName
+		}
+		if first, dup := firstLine[r.URI]; dup {
+			bad(line, "%s %s is listed twice (first at line %d)", field, r.URI, first)
+			continue
+		}
+		firstLine[r.URI] = line
+		roots = append(roots, r)
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	return roots, nil
+}
+
+// uriScheme matches the scheme of an absolute URI.
+var uriScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+
+// makeRoot turns one 'roots:' value into a Root. key is "path" or "uri" when
+// the value came from a mapping, "" for a plain string (either is accepted).
+func makeRoot(value, key string) (Root, error) {
+	switch {
+	case value == "":
+		return Root{}, fmt.Errorf("is empty; write an absolute path or a file:// URI")
+	case key != "path" && uriScheme.MatchString(value):
+		u, err := url.Parse(value)
+		if err != nil || u.Scheme != "file" || !strings.HasPrefix(strings.ToLower(value), "file://") {
+			return Root{}, fmt.Errorf("%q is not a file:// URI; roots are directories on this machine (an absolute path or file:///...)", value)
+		}
+		if u.Host != "" && u.Host != "localhost" {
+			return Root{}, fmt.Errorf("%q names the host %q; a root is on this machine: write file:///path", value, u.Host)
+		}
+		if !strings.HasPrefix(u.Path, "/") {
+			return Root{}, fmt.Errorf("%q has no absolute path; write file:///path", value)
+		}
+		return Root{URI: value, Name: path.Base(path.Clean(u.Path))}, nil
+	case key == "uri":
+		return Root{}, fmt.Errorf("%q is not a file:// URI (use 'path:' for a path)", value)
+	case key == "path" && uriScheme.MatchString(value):
+		return Root{}, fmt.Errorf("%q is a URI, not a path (use 'uri:' for a URI)", value)
+	case !filepath.IsAbs(value):
+		hint := ""
+		if strings.HasPrefix(value, "~") {
+			hint = " (~ is not expanded: write ${HOME}/...)"
+		}
+		return Root{}, fmt.Errorf("%q is a relative path%s; roots must be absolute paths or file:// URIs", value, hint)
+	}
+	clean := filepath.Clean(value)
+	u := url.URL{Scheme: "file", Path: clean}
+	return Root{URI: u.String(), Name: filepath.Base(clean)}, nil
+}
+
+// orList writes a, b or c.
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// nodeText shows a YAML value in a message.
+func nodeText(n *yaml.Node) string {
+	switch {
+	case n.Kind == yaml.ScalarNode && n.Tag == "!!null":
+		return "empty"
+	case n.Kind == yaml.ScalarNode:
+		return strconv.Quote(n.Value)
+	case n.Kind == yaml.SequenceNode:
+		return "a list"
+	case n.Kind == yaml.MappingNode:
+		return "a mapping"
+	}
+	return "not a plain value"
 }
 
 // parseTools reads a destination's 'tools:' mapping: exactly one of 'allow:'
@@ -342,15 +694,15 @@ func parseTools(node *yaml.Node) (ToolFilter, []string) {
 
 // decodeStrict decodes node into out, rejecting unknown keys. It returns every
 // problem found, each with its line number.
-func decodeStrict(node *yaml.Node, out *fileDestination) []string {
+func decodeStrict(node *yaml.Node, out *fileDestination, known []string) []string {
 	if node.Kind != yaml.MappingNode {
 		return []string{fmt.Sprintf("line %d: must be a mapping with at least 'command:'", node.Line)}
 	}
 	var problems []string
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		k := node.Content[i]
-		if !slices.Contains(destinationKeys, k.Value) {
-			problems = append(problems, fmt.Sprintf("line %d: unknown key %q (known: %s)", k.Line, k.Value, strings.Join(destinationKeys, ", ")))
+		if !slices.Contains(known, k.Value) {
+			problems = append(problems, fmt.Sprintf("line %d: unknown key %q (known: %s)", k.Line, k.Value, strings.Join(known, ", ")))
 		}
 	}
 	if len(problems) > 0 {

@@ -2,12 +2,16 @@ package supervisor
 
 import (
 	"errors"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // envLookup returns a lookup func backed by a map (no process environment).
@@ -373,12 +377,233 @@ servers:
 		{
 			name: "unknown key lists the known ones",
 			src:  "destinations:\n  a:\n    command: cat\n    prestrat: true\n",
-			want: [][]string{{"line 4", `"prestrat"`, "command, args, env, cwd, prestart, tools"}},
+			want: [][]string{{"line 4", `"prestrat"`, "command, args, env, cwd, prestart, tools, base_env, roots, isolation, start_timeout, stderr_log_level"}},
+		},
+		{
+			name:  "base_env is not inherit or minimal",
+			src:   "destinations:\n  a:\n    command: cat\n    base_env: none\n",
+			want:  [][]string{{`"a"`, "line 4", "'base_env'", "inherit or minimal", `"none"`, "PATH, HOME"}},
+			count: 1,
+		},
+		{
+			name:  "base_env is empty",
+			src:   "destinations:\n  a:\n    command: cat\n    base_env:\n",
+			want:  [][]string{{`"a"`, "line 4", "'base_env'", "inherit or minimal", "not empty"}},
+			count: 1,
+		},
+		{
+			name:  "isolation is unknown",
+			src:   "destinations:\n  a:\n    command: cat\n    isolation: per-session\n",
+			want:  [][]string{{`"a"`, "line 4", "'isolation'", "shared or session", `"per-session"`}},
+			count: 1,
+		},
+		{
+			name:  "isolation is a list",
+			src:   "destinations:\n  a:\n    command: cat\n    isolation: [session]\n",
+			want:  [][]string{{`"a"`, "line 4", "'isolation'", "a list"}},
+			count: 1,
+		},
+		{
+			name:  "start_timeout is a bare number",
+			src:   "destinations:\n  a:\n    command: cat\n    start_timeout: 300\n",
+			want:  [][]string{{`"a"`, "line 4", "'start_timeout'", "90s or 5m", `"300"`, "no unit"}},
+			count: 1,
+		},
+		{
+			name:  "start_timeout is not a duration",
+			src:   "destinations:\n  a:\n    command: cat\n    start_timeout: soon\n",
+			want:  [][]string{{`"a"`, "line 4", "'start_timeout'", "duration", `"soon"`}},
+			count: 1,
+		},
+		{
+			name:  "start_timeout is zero",
+			src:   "destinations:\n  a:\n    command: cat\n    start_timeout: 0s\n",
+			want:  [][]string{{`"a"`, "line 4", "'start_timeout'", "positive"}},
+			count: 1,
+		},
+		{
+			name:  "start_timeout is negative",
+			src:   "destinations:\n  a:\n    command: cat\n    start_timeout: -1m\n",
+			want:  [][]string{{`"a"`, "line 4", "'start_timeout'", "positive", "-1m"}},
+			count: 1,
+		},
+		{
+			name:  "start_timeout is empty",
+			src:   "destinations:\n  a:\n    command: cat\n    start_timeout:\n",
+			want:  [][]string{{`"a"`, "line 4", "'start_timeout'", "not empty"}},
+			count: 1,
+		},
+		{
+			name:  "stderr_log_level is unknown",
+			src:   "destinations:\n  a:\n    command: cat\n    stderr_log_level: verbose\n",
+			want:  [][]string{{`"a"`, "line 4", "'stderr_log_level'", "trace, debug, info, warn, error or off", `"verbose"`}},
+			count: 1,
+		},
+		{
+			name:  "stderr_log_level is upper case",
+			src:   "destinations:\n  a:\n    command: cat\n    stderr_log_level: WARN\n",
+			want:  [][]string{{`"a"`, "line 4", "'stderr_log_level'", `"WARN"`}},
+			count: 1,
+		},
+		{
+			name:  "roots is not a list",
+			src:   "destinations:\n  a:\n    command: cat\n    roots: /srv\n",
+			want:  [][]string{{`"a"`, "line 4", "'roots'", "list"}},
+			count: 1,
+		},
+		{
+			name: "roots entries that are not roots",
+			src: `destinations:
+  a:
+    command: cat
+    roots:
+      - relative/dir
+      - ~/notes
+      - https://example.com/x
+      - ""
+      -
+      - [nested]
+      - file://server/share
+      - {uri: /srv}
+      - {path: file:///srv}
+      - {path: /a, uri: file:///b}
+      - {name: nothing}
+      - {path: /a, label: x}
+      - file:relative
+      - {path: [x]}
+      - s3://bucket/key
+`,
+			want: [][]string{
+				{`"a"`, "line 5", "roots[0]", `"relative/dir"`, "relative", "absolute"},
+				{`"a"`, "line 6", "roots[1]", `"~/notes"`, "${HOME}"},
+				{`"a"`, "line 7", "roots[2]", `"https://example.com/x"`, "not a file:// URI"},
+				{`"a"`, "line 8", "roots[3]", "empty"},
+				{`"a"`, "line 9", "roots[4]", "empty"},
+				{`"a"`, "line 10", "roots[5]", "absolute path, a file:// URI"},
+				{`"a"`, "line 11", "roots[6]", `"server"`, "this machine"},
+				{`"a"`, "line 12", "roots[7]", `"/srv"`, "'path:'"},
+				{`"a"`, "line 13", "roots[8]", `"file:///srv"`, "a URI, not a path", "'uri:'"},
+				{`"a"`, "line 14", "roots[9]", "both"},
+				{`"a"`, "line 15", "roots[10]", "neither"},
+				{`"a"`, "line 16", "roots[11]", `"label"`, "known: path, uri, name"},
+				{`"a"`, "line 17", "roots[12]", `"file:relative"`},
+				{`"a"`, "line 18", "roots[13].path", "string"},
+				{`"a"`, "line 19", "roots[14]", `"s3://bucket/key"`, "not a file:// URI"},
+			},
+			count: 15,
+		},
+		{
+			name: "root listed twice",
+			src: `destinations:
+  a:
+    command: cat
+    roots:
+      - /srv/data
+      - /srv/./data/
+`,
+			want:  [][]string{{`"a"`, "line 6", "roots[1]", "file:///srv/data", "twice", "line 5"}},
+			count: 1,
+		},
+		{
+			name: "unset variable in a root",
+			src: `destinations:
+  a:
+    command: cat
+    roots:
+      - /srv
+      - {path: "${NO_ROOT}/x", name: "${NO_NAME}"}
+`,
+			want:  [][]string{{`"a"`, "line 6", "roots[1].path", "${NO_ROOT}"}, {`"a"`, "line 6", "roots[1].name", "${NO_NAME}"}},
+			count: 2,
+		},
+		{
+			name: "mcpServers and destinations together",
+			src: `destinations:
+  a:
+    command: cat
+mcpServers:
+  b:
+    command: cat
+`,
+			want:  [][]string{{"line 4", "'destinations' and 'mcpServers'", "keep one"}},
+			count: 1,
+		},
+		{
+			name: "mcpServers remote by url",
+			src: `mcpServers:
+  local:
+    command: cat
+  linear:
+    url: https://mcp.linear.app/sse
+    headers: {Authorization: "Bearer x"}
+`,
+			want:  [][]string{{"line 5", `"linear"`, "remote server", "'url:'", "only stdio", "point the client at its URL directly"}},
+			count: 1,
+		},
+		{
+			name: "mcpServers remote by type",
+			src: `mcpServers:
+  a:
+    type: http
+    command: cat
+  b:
+    type: sse
+  c:
+    type: streamable-http
+`,
+			want: [][]string{
+				{"line 3", `"a"`, "remote server", "type: http", "only stdio"},
+				{"line 6", `"b"`, "remote server", "type: sse"},
+				{"line 8", `"c"`, "remote server", "type: streamable-http"},
+			},
+			count: 3,
+		},
+		{
+			name:  "mcpServers unknown type",
+			src:   "mcpServers:\n  a:\n    type: docker\n    command: cat\n",
+			want:  [][]string{{"line 3", `"a"`, `'type' is "docker"`, "type: stdio"}},
+			count: 1,
+		},
+		{
+			name:  "type is not a destinations key",
+			src:   "destinations:\n  a:\n    type: stdio\n    command: cat\n",
+			want:  [][]string{{"line 3", `"a"`, `unknown key "type"`}},
+			count: 1,
+		},
+		{
+			name:  "mcpServers unknown key lists type",
+			src:   "mcpServers:\n  a:\n    command: cat\n    disabled: true\n",
+			want:  [][]string{{"line 4", `"a"`, `unknown key "disabled"`, "stderr_log_level, type"}},
+			count: 1,
+		},
+		{
+			name:  "mcpServers name with a space",
+			src:   "mcpServers:\n  My Notes:\n    command: cat\n",
+			want:  [][]string{{"line 2", `"My Notes"`, "path segment", "letters, digits"}},
+			count: 1,
+		},
+		{
+			name:  "mcpServers is empty",
+			src:   "mcpServers: {}\n",
+			want:  [][]string{{"line 1", "'mcpServers'", "at least one"}},
+			count: 1,
+		},
+		{
+			name:  "default names no mcpServers entry",
+			src:   "mcpServers:\n  a:\n    command: cat\ndefault: b\n",
+			want:  [][]string{{"line 4", `"b"`, "names no destination"}},
+			count: 1,
+		},
+		{
+			name:  "json syntax error",
+			src:   "{\"mcpServers\": {\"a\": {\"command\": \"cat\"}}\n",
+			want:  [][]string{{"line 1"}},
+			count: 1,
 		},
 		{
 			name: "unknown top-level key lists default",
 			src:  "destinations:\n  a:\n    command: cat\ndefualt: a\n",
-			want: [][]string{{"line 4", `"defualt"`, "known: destinations, default"}},
+			want: [][]string{{"line 4", `"defualt"`, "known: destinations, mcpServers, default"}},
 		},
 		{
 			name: "default names no destination",
@@ -620,6 +845,216 @@ default: b
 	}
 }
 
+func TestParseConfigNewKeys(t *testing.T) {
+	src := `destinations:
+  a:
+    command: cat
+    base_env: minimal
+    isolation: session
+    start_timeout: 5m
+    stderr_log_level: "off"
+  b:
+    command: cat
+    base_env: inherit
+    isolation: shared
+    start_timeout: 1m30s
+    stderr_log_level: debug
+  c:
+    command: cat
+`
+	cfg, err := ParseConfig("x.yaml", []byte(src), noEnv)
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	for _, tc := range []struct {
+		name                        string
+		baseEnv, isolation, stderrL string
+		start                       time.Duration
+	}{
+		{"a", BaseEnvMinimal, IsolationSession, "off", 5 * time.Minute},
+		{"b", BaseEnvInherit, IsolationShared, "debug", 90 * time.Second},
+		// Absent keys leave the zero values: inherit, shared, warn, and the
+		// caller's start timeout.
+		{"c", "", "", "", 0},
+	} {
+		d := cfg.Destinations[tc.name]
+		if d.BaseEnv != tc.baseEnv || d.Isolation != tc.isolation || d.StderrLevel != tc.stderrL || d.StartTimeout != tc.start {
+			t.Errorf("%s: BaseEnv %q Isolation %q StderrLevel %q StartTimeout %s; want %q %q %q %s",
+				tc.name, d.BaseEnv, d.Isolation, d.StderrLevel, d.StartTimeout, tc.baseEnv, tc.isolation, tc.stderrL, tc.start)
+		}
+		if d.Roots != nil {
+			t.Errorf("%s: Roots = %v; want nil without 'roots:'", tc.name, d.Roots)
+		}
+	}
+	for _, level := range stderrLevels {
+		src := "destinations:\n  a:\n    command: cat\n    stderr_log_level: " + level + "\n"
+		if cfg, err := ParseConfig("x.yaml", []byte(src), noEnv); err != nil || cfg.Destinations["a"].StderrLevel != level {
+			t.Errorf("stderr_log_level %s: %v", level, err)
+		}
+	}
+}
+
+func TestParseConfigRoots(t *testing.T) {
+	src := `destinations:
+  a:
+    command: cat
+    roots:
+      - /srv/data
+      - "/srv/My Notes #1/../Notes%/"
+      - /
+      - file:///home/me/My%20Docs
+      - FILE://localhost/opt/x
+      - ${WORK}/site
+      - {path: /var/lib/app, name: App data}
+      - {uri: "file:///mnt/share", name: "${SHARE_NAME}"}
+      - path: ${WORK}/y
+  none:
+    command: cat
+    roots: []
+`
+	cfg, err := ParseConfig("x.yaml", []byte(src), envLookup(map[string]string{"WORK": "/home/me/work", "SHARE_NAME": "Share"}))
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	want := []Root{
+		{URI: "file:///srv/data", Name: "data"},
+		{URI: "file:///srv/Notes%25", Name: "Notes%"},
+		{URI: "file:///", Name: "/"},
+		{URI: "file:///home/me/My%20Docs", Name: "My Docs"},
+		{URI: "FILE://localhost/opt/x", Name: "x"},
+		{URI: "file:///home/me/work/site", Name: "site"},
+		{URI: "file:///var/lib/app", Name: "App data"},
+		{URI: "file:///mnt/share", Name: "Share"},
+		{URI: "file:///home/me/work/y", Name: "y"},
+	}
+	if got := cfg.Destinations["a"].Roots; !reflect.DeepEqual(got, want) {
+		t.Errorf("Roots =\n  %+v\nwant\n  %+v", got, want)
+	}
+	if got := cfg.Destinations["none"].Roots; got == nil || len(got) != 0 {
+		t.Errorf("roots: [] gave %#v; want an empty, non-nil list", got)
+	}
+	// Characters that are not allowed in a URI path are escaped; the result
+	// parses back to the cleaned path.
+	for _, p := range []string{"/a b/c#d?e", "/x/%41", "/日本/語", "/a//b/./c/"} {
+		src := "destinations:\n  a:\n    command: cat\n    roots: [" + strconv.Quote(p) + "]\n"
+		cfg, err := ParseConfig("x.yaml", []byte(src), noEnv)
+		if err != nil {
+			t.Fatalf("root %q: %v", p, err)
+		}
+		r := cfg.Destinations["a"].Roots[0]
+		u, err := url.Parse(r.URI)
+		if err != nil || u.Scheme != "file" || u.Path != filepath.Clean(p) || u.RawQuery != "" || u.Fragment != "" {
+			t.Errorf("root %q became %q, which parses to %+v (%v)", p, r.URI, u, err)
+		}
+		if r.Name != filepath.Base(filepath.Clean(p)) {
+			t.Errorf("root %q: Name = %q", p, r.Name)
+		}
+	}
+}
+
+func TestParseConfigMCPServers(t *testing.T) {
+	t.Run("Claude Desktop file", func(t *testing.T) {
+		cfg, err := LoadConfig(filepath.Join("testdata", "claude_desktop_config.json"), envLookup(map[string]string{"GITHUB_TOKEN": "ghp_x"}))
+		if err != nil {
+			t.Fatalf("LoadConfig: %v", err)
+		}
+		if want := []string{"filesystem", "github", "sqlite"}; !reflect.DeepEqual(cfg.Names, want) {
+			t.Errorf("Names = %q; want %q", cfg.Names, want)
+		}
+		want := &Destination{
+			Name:    "github",
+			Command: "docker",
+			Args:    []string{"run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN", "ghcr.io/github/github-mcp-server"},
+			Env:     map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_x"},
+			Line:    12,
+		}
+		if got := cfg.Destinations["github"]; !reflect.DeepEqual(got, want) {
+			t.Errorf("github = %+v\nwant %+v", got, want)
+		}
+		if fs := cfg.Destinations["filesystem"]; fs.Command != "npx" || len(fs.Args) != 4 || fs.Line != 3 {
+			t.Errorf("filesystem = %+v", fs)
+		}
+		if cfg.Default != "" {
+			t.Errorf("Default = %q", cfg.Default)
+		}
+	})
+	t.Run("tab-indented JSON", func(t *testing.T) {
+		src := "{\n\t\"mcpServers\": {\n\t\t\"notes\": {\n\t\t\t\"command\": \"notes-mcp\",\n\t\t\t\"args\": [\"a\\tb\"]\n\t\t}\n\t}\n}\n"
+		cfg, err := ParseConfig("mcp.json", []byte(src), noEnv)
+		if err != nil {
+			t.Fatalf("ParseConfig: %v", err)
+		}
+		if d := cfg.Destinations["notes"]; d.Command != "notes-mcp" || !reflect.DeepEqual(d.Args, []string{"a\tb"}) || d.Line != 3 {
+			t.Errorf("notes = %+v", d)
+		}
+	})
+	t.Run("the bridge's keys and default", func(t *testing.T) {
+		src := `default: notes
+mcpServers:
+  notes:
+    type: stdio
+    command: notes-mcp
+    base_env: minimal
+    isolation: session
+    start_timeout: 2m
+    stderr_log_level: info
+    roots: [/srv/notes]
+    prestart: true
+    tools: {allow: [search]}
+  other:
+    command: cat
+`
+		cfg, err := ParseConfig("x.yaml", []byte(src), noEnv)
+		if err != nil {
+			t.Fatalf("ParseConfig: %v", err)
+		}
+		d := cfg.Destinations["notes"]
+		if cfg.Default != "notes" || d.BaseEnv != "minimal" || d.Isolation != "session" || d.StartTimeout != 2*time.Minute ||
+			d.StderrLevel != "info" || !d.Prestart || !reflect.DeepEqual(d.Roots, []Root{{URI: "file:///srv/notes", Name: "notes"}}) ||
+			!reflect.DeepEqual(d.Tools.Allow, []string{"search"}) {
+			t.Errorf("Default %q, notes = %+v", cfg.Default, d)
+		}
+	})
+	t.Run("Cursor file with a remote server and a bad name", func(t *testing.T) {
+		_, err := LoadConfig(filepath.Join("testdata", "cursor_mcp_remote.json"), noEnv)
+		problems := configProblems(t, err)
+		if len(problems) != 2 {
+			t.Errorf("got %d problems; want 2:\n  %s", len(problems), strings.Join(problems, "\n  "))
+		}
+		if _, ok := findProblem(problems, "line 8", `"linear"`, "remote", "only stdio", "directly"); !ok {
+			t.Errorf("no problem names the remote entry: %q", problems)
+		}
+		if _, ok := findProblem(problems, "line 10", `"My Notes"`, "path segment"); !ok {
+			t.Errorf("no problem names the unsafe name: %q", problems)
+		}
+		for _, p := range problems {
+			if strings.Contains(p, "linear.app") {
+				t.Errorf("a problem repeats the remote URL (it may carry a secret): %q", p)
+			}
+		}
+	})
+}
+
+func TestConfigProblemsSortedByLine(t *testing.T) {
+	src := `destinations:
+  a:
+    command: cat
+    tools: {allow: []}
+    start_timeout: soon
+    base_env: none
+    roots: [relative]
+bogus: 1
+`
+	problems := configProblems(t, func() error { _, err := ParseConfig("x.yaml", []byte(src), noEnv); return err }())
+	var lines []string
+	for _, p := range problems {
+		lines = append(lines, strings.SplitN(p, ":", 2)[0])
+	}
+	if want := []string{"line 4", "line 5", "line 6", "line 7", "line 8"}; !reflect.DeepEqual(lines, want) {
+		t.Errorf("problems in the order %q; want %q:\n  %s", lines, want, strings.Join(problems, "\n  "))
+	}
+}
+
 func TestToolFilterZeroAllowsAll(t *testing.T) {
 	var f ToolFilter
 	if !f.Empty() {
@@ -777,6 +1212,11 @@ func FuzzParseConfig(f *testing.F) {
 		"default: [x]\ndestinations:\n  a:\n    command: cat\n    tools: {deny: [\"a[\"], allow: []}\n",
 		"destinations:\n  a:\n    command: cat\n    tools: {deny: [\"\\\\\"]}\n",
 		"destinations:\n  a:\n    command: cat\n    tools: ~\n    prestart: 1\n",
+		"destinations:\n  a:\n    command: cat\n    base_env: minimal\n    isolation: session\n    start_timeout: 5m\n    stderr_log_level: off\n",
+		"destinations:\n  a:\n    command: cat\n    roots: [/srv, \"file:///x%20y\", {path: \"${Y}\", name: n}, {uri: \"file://h/x\"}, rel, \"\"]\n",
+		"{\"mcpServers\": {\"a\": {\"type\": \"stdio\", \"command\": \"cat\"}, \"b\": {\"url\": \"http://x\"}}, \"default\": \"a\"}\n",
+		"mcpServers:\n  a: {command: cat, type: sse}\ndestinations:\n  a: {command: cat}\n",
+		"{\n\t\"mcpServers\": {\"a b\": {\"command\": \"cat\", \"start_timeout\": 300}}\n}\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -840,6 +1280,24 @@ func FuzzParseConfig(f *testing.F) {
 				}
 			}
 			d.Tools.Allows("x")
+			if d.BaseEnv != "" && d.BaseEnv != BaseEnvInherit && d.BaseEnv != BaseEnvMinimal {
+				t.Fatalf("destination %q has base_env %q", n, d.BaseEnv)
+			}
+			if d.Isolation != "" && d.Isolation != IsolationShared && d.Isolation != IsolationSession {
+				t.Fatalf("destination %q has isolation %q", n, d.Isolation)
+			}
+			if d.StderrLevel != "" && !slices.Contains(stderrLevels, d.StderrLevel) {
+				t.Fatalf("destination %q has stderr_log_level %q", n, d.StderrLevel)
+			}
+			if d.StartTimeout < 0 {
+				t.Fatalf("destination %q has start_timeout %s", n, d.StartTimeout)
+			}
+			for _, r := range d.Roots {
+				u, err := url.Parse(r.URI)
+				if err != nil || u.Scheme != "file" || !strings.HasPrefix(u.Path, "/") || (u.Host != "" && u.Host != "localhost") {
+					t.Fatalf("destination %q has root %q, not a local file:// URI", n, r.URI)
+				}
+			}
 			for k := range d.Env {
 				if k == "" || strings.ContainsAny(k, "=\x00") {
 					t.Fatalf("destination %q has invalid env name %q", n, k)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -27,6 +26,13 @@ type Options struct {
 	WriteTimeout time.Duration
 	// Logger receives child lifecycle events and stderr lines.
 	Logger hclog.Logger
+	// Environ is the environment children start from, as KEY=VALUE entries;
+	// nil means the bridge's own (os.Environ). Either way every STELAE_*
+	// variable, MAX_STDIO_CONNECTIONS and AUDIT_LOG_BODIES are removed from it
+	// (see ChildEnviron), so a child never sees the bridge's settings or
+	// secrets unless its destination's 'env:' sets them. The destination's
+	// 'base_env:' and 'env:' apply on top.
+	Environ []string
 }
 
 func (o *Options) setDefaults() {
@@ -77,26 +83,27 @@ type Process struct {
 	werr    error
 	drain   chan struct{} // buffer of one: the queue needs writing
 
-	exited    chan struct{}
-	status    string // set before exited is closed
-	closeOnce sync.Once
+	exited chan struct{}
+	// stderrDone is closed when the child's stderr is read to its end.
+	stderrDone chan struct{}
+	status     string // set before exited is closed
+	closeOnce  sync.Once
 }
 
 // Start spawns d's command in its own process group.
 func Start(ctx context.Context, d *Destination, opts Options) (*Process, error) {
 	opts.setDefaults()
 	log := opts.Logger
-	cmd := exec.Command(d.Command, d.Args...)
+	cmd, err := command(d)
+	if err != nil {
+		return nil, fmt.Errorf("destination %q: cannot start: %w", d.Name, err)
+	}
 	cmd.Dir = d.Cwd
-	cmd.Env = os.Environ()
-	keys := make([]string, 0, len(d.Env))
-	for k := range d.Env {
-		keys = append(keys, k)
+	base := opts.Environ
+	if base == nil {
+		base = os.Environ()
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		cmd.Env = append(cmd.Env, k+"="+d.Env[k])
-	}
+	cmd.Env = childEnv(d, ChildEnviron(base, specVars))
 	// Own process group so the whole tree (npx → node, sh -c → …) can be
 	// signalled at once; Pdeathsig takes the leader down if the bridge dies
 	// without running its shutdown.
@@ -145,15 +152,16 @@ func Start(ctx context.Context, d *Destination, opts Options) (*Process, error) 
 	errW.Close()
 
 	p := &Process{
-		dest:   d,
-		opts:   opts,
-		log:    log,
-		cmd:    cmd,
-		stdin:  inW,
-		stdout: outR,
-		lines:  newLineReader(outR, opts.MaxMessage),
-		exited: make(chan struct{}),
-		drain:  make(chan struct{}, 1),
+		dest:       d,
+		opts:       opts,
+		log:        log,
+		cmd:        cmd,
+		stdin:      inW,
+		stdout:     outR,
+		lines:      newLineReader(outR, opts.MaxMessage),
+		exited:     make(chan struct{}),
+		stderrDone: make(chan struct{}),
+		drain:      make(chan struct{}, 1),
 	}
 	log.Info("child started", "destination", d.Name, "pid", cmd.Process.Pid, "command", d.Command)
 	go p.logStderr(errR)
@@ -181,21 +189,46 @@ func (p *Process) wait() {
 	time.AfterFunc(p.opts.StopGrace, func() { p.stdout.Close() })
 }
 
+// logStderr logs every line the child writes to stderr at the destination's
+// 'stderr_log_level' (warn by default); with "off" the lines are read and
+// dropped, so the child never blocks on a full pipe.
 func (p *Process) logStderr(f *os.File) {
+	defer close(p.stderrDone)
 	defer f.Close()
+	level := StderrLogLevel(p.dest.StderrLevel)
 	r := newLineReader(f, 64<<10)
 	for {
 		line, err := r.next()
 		var tooLong *dispatch.LineTooLongError
 		switch {
 		case errors.As(err, &tooLong):
-			p.log.Warn("child stderr", "destination", p.dest.Name, "line", string(tooLong.Prefix)+"…(truncated)")
+			if level != hclog.Off {
+				p.log.Log(level, "child stderr", "destination", p.dest.Name, "line", string(tooLong.Prefix)+"…(truncated)")
+			}
 		case err != nil:
 			return
-		case len(line) > 0:
-			p.log.Warn("child stderr", "destination", p.dest.Name, "line", string(line))
+		case len(line) > 0 && level != hclog.Off:
+			p.log.Log(level, "child stderr", "destination", p.dest.Name, "line", string(line))
 		}
 	}
+}
+
+// StderrLogLevel is the hclog level of a 'stderr_log_level' value: hclog.Warn
+// for "" (the default), hclog.Off for "off".
+func StderrLogLevel(s string) hclog.Level {
+	switch s {
+	case "trace":
+		return hclog.Trace
+	case "debug":
+		return hclog.Debug
+	case "info":
+		return hclog.Info
+	case "error":
+		return hclog.Error
+	case "off":
+		return hclog.Off
+	}
+	return hclog.Warn
 }
 
 // ReadMessage implements dispatch.Conn.

@@ -353,10 +353,10 @@ func TestProcessReadUnblocksWhenEscapedDescendantHoldsStdout(t *testing.T) {
 
 func TestProcessEnvAndCwd(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv("STELAE_TEST_INHERITED", "inherited")
+	t.Setenv("BRIDGE_TEST_INHERITED", "inherited")
 	p := startProcess(t, &Destination{
 		Command: "sh",
-		Args:    []string{"-c", `echo "$FOO"; echo "$STELAE_TEST_INHERITED"; echo "$OVERRIDE"; pwd -P`},
+		Args:    []string{"-c", `echo "$FOO"; echo "$BRIDGE_TEST_INHERITED"; echo "$OVERRIDE"; pwd -P`},
 		Env:     map[string]string{"FOO": "bar baz", "OVERRIDE": "mine"},
 		Cwd:     dir,
 	}, Options{})

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
+	"net"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // settings are the bridge's global knobs: flags, each with an environment
@@ -67,10 +73,10 @@ func (b *byteSize) Set(s string) error {
 	return nil
 }
 
-// parseSettings reads flags from args, then environment variables for the
-// flags not given.
-func parseSettings(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
-	s := &settings{maxMessage: 10 << 20, maxBody: 10 << 20}
+// newFlagSet defines every flag on a new flag set bound to s. It returns the
+// set and the environment variable of each flag that has one: the one table
+// parseSettings, -help and bridgeEnvVars all read.
+func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	fs := flag.NewFlagSet("stelae-bridge", flag.ContinueOnError)
 	fs.SetOutput(out)
 	envOf := map[string]string{}
@@ -86,42 +92,67 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 		fs.IntVar(p, name, def, usage+envNote(env))
 		envOf[name] = env
 	}
+	boolean := func(p *bool, name, env, usage string) {
+		fs.BoolVar(p, name, false, usage+envNote(env))
+		envOf[name] = env
+	}
+	size := func(p *byteSize, name, env, usage string) {
+		fs.Var(p, name, usage+envNote(env))
+		envOf[name] = env
+	}
 	str(&s.config, "config", "STELAE_CONFIG", "destinations.yaml", "destinations file")
-	str(&s.listen, "listen", "STELAE_LISTEN", "127.0.0.1:9090", "address to listen on")
-	fs.BoolVar(&s.check, "check", false, "validate the destinations file, list every problem, and exit (0 ok, 1 problems)")
+	str(&s.listen, "listen", "STELAE_LISTEN", "127.0.0.1:9090", "address to listen on: HOST:PORT, :PORT for every interface, or a bare PORT for 127.0.0.1:PORT")
+	fs.BoolVar(&s.check, "check", false, "validate the destinations file, list every problem, and exit (0 ok, 1 problems); also warns about commands not found on PATH")
 	fs.BoolVar(&s.version, "version", false, "print the version and exit")
+	// The two names the project's specification fixes keep them; every other
+	// variable starts with STELAE_, so none collides with what children read.
 	integer(&s.maxSessions, "max-sessions", "MAX_STDIO_CONNECTIONS", 10, "sessions per destination; at the cap an idle session (no stream, nothing in flight, idle ≥ 60s) is evicted, else 503")
-	dur(&s.requestTimeout, "request-timeout", "REQUEST_TIMEOUT", 30*time.Second, "longest wait for a child's answer to one request (504 after it, and the request is cancelled at the child)")
-	fs.BoolVar(&s.auditBodies, "audit-log-bodies", false, "log request and response bodies, with secret-looking values redacted"+envNote("AUDIT_LOG_BODIES"))
-	envOf["audit-log-bodies"] = "AUDIT_LOG_BODIES"
-	fs.Var(&s.maxMessage, "max-message-size", "longest line accepted from a child (default 10MiB); longer lines are discarded"+envNote("MAX_MESSAGE_SIZE"))
-	envOf["max-message-size"] = "MAX_MESSAGE_SIZE"
-	fs.Var(&s.maxBody, "max-body-size", "largest POST body (default 10MiB, at least 5MiB); larger bodies get 413"+envNote("MAX_BODY_SIZE"))
-	envOf["max-body-size"] = "MAX_BODY_SIZE"
-	str(&s.logLevel, "log-level", "LOG_LEVEL", "info", "log level: trace, debug, info, warn, error")
-	str(&s.logFormat, "log-format", "LOG_FORMAT", "text", "log format: text or json")
-	dur(&s.sessionTTL, "session-ttl", "SESSION_TTL", 30*time.Minute, "idle sessions (no stream, nothing in flight) expire after this")
-	dur(&s.keepAlive, "keepalive", "KEEPALIVE_INTERVAL", 15*time.Second, "interval of SSE keepalive comments (at most 15s is safe behind proxies)")
-	dur(&s.linger, "child-linger", "CHILD_LINGER", 0, "keep a child running this long after its last session ends")
-	dur(&s.stopGrace, "stop-grace", "STOP_GRACE", 2*time.Second, "wait after closing a child's stdin, and again after SIGTERM, before escalating")
-	dur(&s.shutdownTimeout, "shutdown-timeout", "SHUTDOWN_TIMEOUT", 10*time.Second, "longest clean shutdown on SIGINT/SIGTERM")
-	integer(&s.restartMax, "restart-max", "RESTART_MAX", 3, "restarts of a crashed child before its destination is marked failed")
-	dur(&s.restartDelay, "restart-delay", "RESTART_DELAY", 500*time.Millisecond, "first restart delay; each next one doubles")
-	dur(&s.restartStable, "restart-reset-after", "RESTART_RESET_AFTER", 30*time.Second, "a child that ran this long has its restart count reset")
-	str(&s.responseMode, "response-mode", "RESPONSE_MODE", "auto", "answer POSTed requests with: auto (JSON, switching to an SSE stream when the call sends progress or requests, or runs past -keepalive), json, or sse")
-	integer(&s.eventLogSize, "event-log-size", "EVENT_LOG_SIZE", 512, "SSE events kept per session so a client can resume a dropped stream with Last-Event-ID")
-	str(&s.allowedHosts, "allowed-hosts", "ALLOWED_HOSTS", "", "comma-separated Host names accepted besides loopback ones (the public name of a tunnel, e.g. mcp.example.com); * accepts any")
-	str(&s.allowedOrigins, "allowed-origins", "ALLOWED_ORIGINS", "", "comma-separated browser origins accepted besides loopback ones (e.g. https://app.example.com); setting any turns CORS on; * allows every origin")
+	dur(&s.requestTimeout, "request-timeout", "STELAE_REQUEST_TIMEOUT", 30*time.Second, "longest wait for a child's answer to one request (504 after it, and the request is cancelled at the child)")
+	boolean(&s.auditBodies, "audit-log-bodies", "AUDIT_LOG_BODIES", "log request and response bodies, with secret-looking values redacted")
+	size(&s.maxMessage, "max-message-size", "STELAE_MAX_MESSAGE_SIZE", "longest line accepted from a child (default 10MiB); longer lines are discarded")
+	size(&s.maxBody, "max-body-size", "STELAE_MAX_BODY_SIZE", "largest POST body (default 10MiB, at least 5MiB); larger bodies get 413")
+	str(&s.logLevel, "log-level", "STELAE_LOG_LEVEL", "info", "log level: trace, debug, info, warn, error")
+	str(&s.logFormat, "log-format", "STELAE_LOG_FORMAT", "text", "log format: text or json")
+	dur(&s.sessionTTL, "session-ttl", "STELAE_SESSION_TTL", 30*time.Minute, "idle sessions (no stream, nothing in flight) expire after this")
+	dur(&s.keepAlive, "keepalive", "STELAE_KEEPALIVE_INTERVAL", 15*time.Second, "interval of SSE keepalive comments (at most 15s is safe behind proxies)")
+	dur(&s.linger, "child-linger", "STELAE_CHILD_LINGER", 0, "keep a child running this long after its last session ends")
+	dur(&s.stopGrace, "stop-grace", "STELAE_STOP_GRACE", 2*time.Second, "wait after closing a child's stdin, and again after SIGTERM, before escalating")
+	dur(&s.shutdownTimeout, "shutdown-timeout", "STELAE_SHUTDOWN_TIMEOUT", 10*time.Second, "longest clean shutdown on SIGINT/SIGTERM")
+	integer(&s.restartMax, "restart-max", "STELAE_RESTART_MAX", 3, "restarts of a crashed child before its destination is marked failed")
+	dur(&s.restartDelay, "restart-delay", "STELAE_RESTART_DELAY", 500*time.Millisecond, "first restart delay; each next one doubles")
+	dur(&s.restartStable, "restart-reset-after", "STELAE_RESTART_RESET_AFTER", 30*time.Second, "a child that ran this long has its restart count reset")
+	str(&s.responseMode, "response-mode", "STELAE_RESPONSE_MODE", "auto", "answer POSTed requests with: auto (JSON, switching to an SSE stream when the call sends progress or requests, or runs past -keepalive), json, or sse")
+	integer(&s.eventLogSize, "event-log-size", "STELAE_EVENT_LOG_SIZE", 512, "SSE events kept per session so a client can resume a dropped stream with Last-Event-ID")
+	str(&s.allowedHosts, "allowed-hosts", "STELAE_ALLOWED_HOSTS", "", "comma-separated Host names accepted besides loopback ones (the public name of a tunnel, e.g. mcp.example.com); * accepts any")
+	str(&s.allowedOrigins, "allowed-origins", "STELAE_ALLOWED_ORIGINS", "", "comma-separated browser origins accepted besides loopback ones (e.g. https://app.example.com); setting any turns CORS on; * allows every origin")
 	str(&s.authTokensFile, "auth-tokens-file", "STELAE_AUTH_TOKENS_FILE", "", "file of bearer tokens, one per line (# comments allowed); when set, every route but /healthz requires Authorization: Bearer <token>")
-	envOf["auth-tokens"] = "STELAE_AUTH_TOKENS"
-	fs.StringVar(&s.authTokens, "auth-tokens", "", "comma-separated bearer tokens (prefer the file or STELAE_AUTH_TOKENS: flags show in ps)"+envNote("STELAE_AUTH_TOKENS"))
-	str(&s.publicURL, "public-url", "PUBLIC_URL", "", "base of absolute URLs in discovery documents (e.g. https://mcp.example.com); default: the request's Host")
-	fs.BoolVar(&s.trustProxy, "trust-proxy-headers", false, "let X-Forwarded-Proto and X-Forwarded-Host shape absolute URLs (only behind a proxy you control)"+envNote("TRUST_PROXY_HEADERS"))
-	envOf["trust-proxy-headers"] = "TRUST_PROXY_HEADERS"
+	str(&s.authTokens, "auth-tokens", "STELAE_AUTH_TOKENS", "", "comma-separated bearer tokens (prefer the file or STELAE_AUTH_TOKENS: flags show in ps)")
+	str(&s.publicURL, "public-url", "STELAE_PUBLIC_URL", "", "base of absolute URLs in discovery documents (e.g. https://mcp.example.com); default: the request's Host")
+	boolean(&s.trustProxy, "trust-proxy-headers", "STELAE_TRUST_PROXY_HEADERS", "let X-Forwarded-Proto and X-Forwarded-Host shape absolute URLs (only behind a proxy you control)")
 	fs.Usage = func() {
-		fmt.Fprintf(out, "stelae-bridge serves stdio MCP servers as MCP Streamable HTTP at /{destination}/mcp.\n\nUsage: stelae-bridge [-config FILE] [-listen ADDR] [flags]\n       stelae-bridge -check -config FILE\n       stelae-bridge -version\n\nFlags (an environment variable applies when its flag is not given):\n")
+		fmt.Fprintf(out, "stelae-bridge serves stdio MCP servers as MCP Streamable HTTP at /{destination}/mcp.\n\nUsage: stelae-bridge [-config FILE] [-listen ADDR] [flags]\n       stelae-bridge -check -config FILE\n       stelae-bridge -version\n\nFlags (an environment variable applies when its flag is not given; children never see these variables):\n")
 		fs.PrintDefaults()
 	}
+	return fs, envOf
+}
+
+// bridgeEnvVars lists, sorted, every environment variable the bridge reads:
+// the flag table's. They are kept from children (see supervisor.ChildEnviron).
+func bridgeEnvVars() []string {
+	_, envOf := newFlagSet(&settings{}, io.Discard)
+	var out []string
+	for _, env := range envOf {
+		out = append(out, env)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// parseSettings reads flags from args, then environment variables for the
+// flags not given.
+func parseSettings(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
+	s := &settings{maxMessage: 10 << 20, maxBody: 10 << 20}
+	fs, envOf := newFlagSet(s, out)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -130,35 +161,106 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for name, env := range envOf {
+	// fromEnv holds NAME=value for each flag whose value came from the
+	// environment, so every message about it names the variable.
+	fromEnv := map[string]string{}
+	names := make([]string, 0, len(envOf))
+	for name := range envOf {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		env := envOf[name]
 		if given[name] {
 			continue
 		}
 		if v := getenv(env); v != "" {
+			fromEnv[name] = envAssignment(env, v)
 			if err := fs.Set(name, v); err != nil {
-				return nil, fmt.Errorf("environment variable %s=%q: %v", env, v, err)
+				return nil, fmt.Errorf("%s: invalid value for -%s: %v", fromEnv[name], name, err)
 			}
 		}
 	}
+	invalid := func(name, format string, args ...any) error {
+		msg := fmt.Sprintf(format, args...)
+		if e, ok := fromEnv[name]; ok {
+			return fmt.Errorf("%s: %s", e, msg)
+		}
+		return errors.New(msg)
+	}
+	addr, err := listenAddress(s.listen)
+	if err != nil {
+		return nil, invalid("listen", "-listen %s", err)
+	}
+	s.listen = addr
 	switch {
 	case s.maxSessions < 1:
-		return nil, fmt.Errorf("-max-sessions must be at least 1")
+		return nil, invalid("max-sessions", "-max-sessions must be at least 1")
 	case s.maxBody < 5<<20:
-		return nil, fmt.Errorf("-max-body-size must be at least 5MiB")
-	case s.requestTimeout <= 0 || s.sessionTTL <= 0 || s.keepAlive <= 0 || s.stopGrace <= 0 || s.shutdownTimeout <= 0:
-		return nil, fmt.Errorf("durations must be positive (e.g. 30s, 2m)")
+		return nil, invalid("max-body-size", "-max-body-size must be at least 5MiB (MCP clients may send that much)")
 	case s.restartMax < 0:
-		return nil, fmt.Errorf("-restart-max must not be negative")
+		return nil, invalid("restart-max", "-restart-max must not be negative (0: never restart)")
 	case s.responseMode != "auto" && s.responseMode != "json" && s.responseMode != "sse":
-		return nil, fmt.Errorf("-response-mode must be auto, json or sse, not %q", s.responseMode)
+		return nil, invalid("response-mode", "-response-mode must be auto, json or sse, not %q", s.responseMode)
 	case s.publicURL != "" && !strings.HasPrefix(s.publicURL, "http://") && !strings.HasPrefix(s.publicURL, "https://"):
-		return nil, fmt.Errorf("-public-url must start with http:// or https://, not %q", s.publicURL)
+		return nil, invalid("public-url", "-public-url must start with http:// or https://, not %q", s.publicURL)
 	case s.eventLogSize < 1:
-		return nil, fmt.Errorf("-event-log-size must be at least 1")
+		return nil, invalid("event-log-size", "-event-log-size must be at least 1")
 	case s.logFormat != "text" && s.logFormat != "json":
-		return nil, fmt.Errorf("-log-format must be text or json, not %q", s.logFormat)
+		return nil, invalid("log-format", "-log-format must be text or json, not %q", s.logFormat)
+	case hclog.LevelFromString(s.logLevel) == hclog.NoLevel:
+		return nil, invalid("log-level", "-log-level must be trace, debug, info, warn or error, not %q", s.logLevel)
+	}
+	for _, d := range []struct {
+		name   string
+		v      time.Duration
+		zeroOK bool
+	}{
+		{"request-timeout", s.requestTimeout, false},
+		{"session-ttl", s.sessionTTL, false},
+		{"keepalive", s.keepAlive, false},
+		{"stop-grace", s.stopGrace, false},
+		{"shutdown-timeout", s.shutdownTimeout, false},
+		{"child-linger", s.linger, true},
+		{"restart-delay", s.restartDelay, true},
+		{"restart-reset-after", s.restartStable, true},
+	} {
+		switch {
+		case d.zeroOK && d.v < 0:
+			return nil, invalid(d.name, "-%s must not be negative, not %s", d.name, d.v)
+		case !d.zeroOK && d.v <= 0:
+			return nil, invalid(d.name, "-%s must be a positive duration such as 30s or 2m, not %s", d.name, d.v)
+		}
 	}
 	return s, nil
+}
+
+// listenAddress checks a -listen value and returns the address to listen on:
+// a bare port means loopback (127.0.0.1:PORT); :PORT means every interface.
+func listenAddress(v string) (string, error) {
+	const want = "wants HOST:PORT (e.g. 127.0.0.1:9090), :PORT for every interface, or a bare PORT for 127.0.0.1:PORT"
+	addr := v
+	if digits.MatchString(v) {
+		addr = "127.0.0.1:" + v
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("%s, not %q", want, v)
+	}
+	if n, err := strconv.Atoi(port); err != nil || !digits.MatchString(port) || n > 65535 {
+		return "", fmt.Errorf("%s, not %q (a port is a number from 0 to 65535)", want, v)
+	}
+	return addr, nil
+}
+
+var digits = regexp.MustCompile(`^[0-9]+$`)
+
+// envAssignment shows NAME=value, quoting a value that would be ambiguous.
+func envAssignment(name, v string) string {
+	if strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == '"' || r == '\'' || r > '~' }) {
+		v = strconv.Quote(v)
+	}
+	return name + "=" + v
 }
 
 func envNote(env string) string { return " (env " + env + ")" }

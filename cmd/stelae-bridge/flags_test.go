@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -70,23 +71,31 @@ func TestParseSettingsDefaults(t *testing.T) {
 
 func TestParseSettingsEnvFallbacks(t *testing.T) {
 	env := map[string]string{
-		"MAX_STDIO_CONNECTIONS": "3",
-		"AUDIT_LOG_BODIES":      "true",
-		"REQUEST_TIMEOUT":       "5s",
-		"STELAE_CONFIG":         "/etc/stelae/d.yaml",
-		"STELAE_LISTEN":         "127.0.0.1:0",
-		"MAX_MESSAGE_SIZE":      "512KiB",
-		"MAX_BODY_SIZE":         "6MiB",
-		"LOG_LEVEL":             "debug",
-		"LOG_FORMAT":            "json",
-		"SESSION_TTL":           "1m",
-		"KEEPALIVE_INTERVAL":    "5s",
-		"CHILD_LINGER":          "3s",
-		"STOP_GRACE":            "1s",
-		"SHUTDOWN_TIMEOUT":      "4s",
-		"RESTART_MAX":           "0",
-		"RESTART_DELAY":         "250ms",
-		"RESTART_RESET_AFTER":   "1m",
+		"MAX_STDIO_CONNECTIONS":      "3",
+		"AUDIT_LOG_BODIES":           "true",
+		"STELAE_REQUEST_TIMEOUT":     "5s",
+		"STELAE_CONFIG":              "/etc/stelae/d.yaml",
+		"STELAE_LISTEN":              "127.0.0.1:0",
+		"STELAE_MAX_MESSAGE_SIZE":    "512KiB",
+		"STELAE_MAX_BODY_SIZE":       "6MiB",
+		"STELAE_LOG_LEVEL":           "debug",
+		"STELAE_LOG_FORMAT":          "json",
+		"STELAE_SESSION_TTL":         "1m",
+		"STELAE_KEEPALIVE_INTERVAL":  "5s",
+		"STELAE_CHILD_LINGER":        "3s",
+		"STELAE_STOP_GRACE":          "1s",
+		"STELAE_SHUTDOWN_TIMEOUT":    "4s",
+		"STELAE_RESTART_MAX":         "0",
+		"STELAE_RESTART_DELAY":       "250ms",
+		"STELAE_RESTART_RESET_AFTER": "1m",
+		"STELAE_RESPONSE_MODE":       "sse",
+		"STELAE_EVENT_LOG_SIZE":      "64",
+		"STELAE_ALLOWED_HOSTS":       "mcp.example.com",
+		"STELAE_ALLOWED_ORIGINS":     "https://app.example.com",
+		"STELAE_AUTH_TOKENS_FILE":    "/etc/stelae/tokens",
+		"STELAE_AUTH_TOKENS":         "t1,t2",
+		"STELAE_PUBLIC_URL":          "https://mcp.example.com",
+		"STELAE_TRUST_PROXY_HEADERS": "true",
 	}
 	s := mustParse(t, nil, env)
 	checks := []struct {
@@ -110,6 +119,14 @@ func TestParseSettingsEnvFallbacks(t *testing.T) {
 		{"restartMax", s.restartMax, 0},
 		{"restartDelay", s.restartDelay, 250 * time.Millisecond},
 		{"restartStable", s.restartStable, time.Minute},
+		{"responseMode", s.responseMode, "sse"},
+		{"eventLogSize", s.eventLogSize, 64},
+		{"allowedHosts", s.allowedHosts, "mcp.example.com"},
+		{"allowedOrigins", s.allowedOrigins, "https://app.example.com"},
+		{"authTokensFile", s.authTokensFile, "/etc/stelae/tokens"},
+		{"authTokens", s.authTokens, "t1,t2"},
+		{"publicURL", s.publicURL, "https://mcp.example.com"},
+		{"trustProxy", s.trustProxy, true},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -130,11 +147,11 @@ func TestParseSettingsEnvFallbacks(t *testing.T) {
 
 func TestParseSettingsFlagBeatsEnv(t *testing.T) {
 	env := map[string]string{
-		"MAX_STDIO_CONNECTIONS": "3",
-		"AUDIT_LOG_BODIES":      "true",
-		"REQUEST_TIMEOUT":       "5s",
-		"STELAE_LISTEN":         "127.0.0.1:1111",
-		"MAX_BODY_SIZE":         "not-a-size", // ignored: the flag is given
+		"MAX_STDIO_CONNECTIONS":  "3",
+		"AUDIT_LOG_BODIES":       "true",
+		"STELAE_REQUEST_TIMEOUT": "5s",
+		"STELAE_LISTEN":          "127.0.0.1:1111",
+		"STELAE_MAX_BODY_SIZE":   "not-a-size", // ignored: the flag is given
 	}
 	s := mustParse(t, []string{
 		"-max-sessions", "7",
@@ -174,23 +191,43 @@ func TestParseSettingsErrors(t *testing.T) {
 	}{
 		{"bad env int", nil, map[string]string{"MAX_STDIO_CONNECTIONS": "lots"}, []string{"MAX_STDIO_CONNECTIONS", "lots"}},
 		{"bad env bool", nil, map[string]string{"AUDIT_LOG_BODIES": "yes please"}, []string{"AUDIT_LOG_BODIES"}},
-		{"bad env duration", nil, map[string]string{"REQUEST_TIMEOUT": "30"}, []string{"REQUEST_TIMEOUT"}},
-		{"bad env size", nil, map[string]string{"MAX_MESSAGE_SIZE": "ten megs"}, []string{"MAX_MESSAGE_SIZE", "10MiB"}},
-		{"zero env size", nil, map[string]string{"MAX_BODY_SIZE": "0"}, []string{"MAX_BODY_SIZE"}},
-		{"env sessions zero", nil, map[string]string{"MAX_STDIO_CONNECTIONS": "0"}, []string{"max-sessions"}},
+		{"bad env duration", nil, map[string]string{"STELAE_REQUEST_TIMEOUT": "30"}, []string{"STELAE_REQUEST_TIMEOUT=30: invalid value for -request-timeout"}},
+		{"bad env size", nil, map[string]string{"STELAE_MAX_MESSAGE_SIZE": "ten megs"}, []string{`STELAE_MAX_MESSAGE_SIZE="ten megs"`, "-max-message-size", "10MiB"}},
+		{"zero env size", nil, map[string]string{"STELAE_MAX_BODY_SIZE": "0"}, []string{"STELAE_MAX_BODY_SIZE=0"}},
+		{"env sessions zero", nil, map[string]string{"MAX_STDIO_CONNECTIONS": "0"}, []string{"MAX_STDIO_CONNECTIONS=0: -max-sessions must be at least 1"}},
 		{"flag sessions zero", []string{"-max-sessions=0"}, nil, []string{"max-sessions"}},
 		{"flag sessions negative", []string{"-max-sessions", "-2"}, nil, []string{"max-sessions"}},
 		{"bad flag int", []string{"-max-sessions=x"}, nil, []string{"max-sessions"}},
 		{"bad flag duration", []string{"-request-timeout=soon"}, nil, []string{"request-timeout"}},
 		{"bad flag size", []string{"-max-message-size=abc"}, nil, []string{"max-message-size"}},
-		{"zero timeout", []string{"-request-timeout=0s"}, nil, []string{"durations must be positive"}},
-		{"negative stop grace", []string{"-stop-grace=-1s"}, nil, []string{"durations must be positive"}},
+		{"zero timeout", []string{"-request-timeout=0s"}, nil, []string{"-request-timeout must be a positive duration such as 30s", "not 0s"}},
+		{"negative stop grace", []string{"-stop-grace=-1s"}, nil, []string{"-stop-grace must be a positive duration"}},
+		{"zero session ttl env", nil, map[string]string{"STELAE_SESSION_TTL": "0s"}, []string{"STELAE_SESSION_TTL=0s: -session-ttl must be a positive duration"}},
+		{"zero keepalive env", nil, map[string]string{"STELAE_KEEPALIVE_INTERVAL": "0s"}, []string{"STELAE_KEEPALIVE_INTERVAL=0s: -keepalive must be a positive duration"}},
+		{"zero shutdown timeout env", nil, map[string]string{"STELAE_SHUTDOWN_TIMEOUT": "0s"}, []string{"STELAE_SHUTDOWN_TIMEOUT=0s: -shutdown-timeout"}},
+		{"negative linger env", nil, map[string]string{"STELAE_CHILD_LINGER": "-1s"}, []string{"STELAE_CHILD_LINGER=-1s: -child-linger must not be negative"}},
+		{"negative restart delay", []string{"-restart-delay=-1s"}, nil, []string{"-restart-delay must not be negative"}},
+		{"negative restart reset env", nil, map[string]string{"STELAE_RESTART_RESET_AFTER": "-5s"}, []string{"STELAE_RESTART_RESET_AFTER=-5s: -restart-reset-after must not be negative"}},
+		{"negative restarts env", nil, map[string]string{"STELAE_RESTART_MAX": "-1"}, []string{"STELAE_RESTART_MAX=-1: -restart-max must not be negative"}},
+		{"bad response mode env", nil, map[string]string{"STELAE_RESPONSE_MODE": "stream"}, []string{`STELAE_RESPONSE_MODE=stream: -response-mode must be auto, json or sse, not "stream"`}},
+		{"bad public url env", nil, map[string]string{"STELAE_PUBLIC_URL": "mcp.example.com"}, []string{"STELAE_PUBLIC_URL=mcp.example.com: -public-url must start with http:// or https://"}},
+		{"zero event log env", nil, map[string]string{"STELAE_EVENT_LOG_SIZE": "0"}, []string{"STELAE_EVENT_LOG_SIZE=0: -event-log-size must be at least 1"}},
+		{"bad log level", []string{"-log-level=loud"}, nil, []string{`-log-level must be trace, debug, info, warn or error, not "loud"`}},
+		{"bad log level env", nil, map[string]string{"STELAE_LOG_LEVEL": "verbose"}, []string{`STELAE_LOG_LEVEL=verbose: -log-level must be`}},
+		{"bad env bool names the flag", nil, map[string]string{"STELAE_TRUST_PROXY_HEADERS": "sure"}, []string{"STELAE_TRUST_PROXY_HEADERS=sure: invalid value for -trust-proxy-headers"}},
+		{"bad listen", []string{"-listen", "localhost"}, nil, []string{"-listen wants HOST:PORT (e.g. 127.0.0.1:9090)", `not "localhost"`}},
+		{"bad listen env", nil, map[string]string{"STELAE_LISTEN": "9090x"}, []string{"STELAE_LISTEN=9090x: -listen wants HOST:PORT (e.g. 127.0.0.1:9090)"}},
+		{"listen port too big", []string{"-listen", "127.0.0.1:99999"}, nil, []string{"-listen wants HOST:PORT", "0 to 65535"}},
+		{"bare port too big", []string{"-listen", "70000"}, nil, []string{"-listen wants HOST:PORT", `"70000"`}},
+		{"listen port named", []string{"-listen", "127.0.0.1:http"}, nil, []string{"-listen wants HOST:PORT"}},
+		{"listen bare ipv6", []string{"-listen", "::1"}, nil, []string{"-listen wants HOST:PORT"}},
+		{"listen empty", []string{"-listen", ""}, nil, []string{"-listen wants HOST:PORT"}},
 		{"negative restarts", []string{"-restart-max=-1"}, nil, []string{"restart-max"}},
 		{"bad log format", []string{"-log-format=xml"}, nil, []string{"log-format", "xml"}},
-		{"bad log format env", nil, map[string]string{"LOG_FORMAT": "yaml"}, []string{"log-format", "yaml"}},
+		{"bad log format env", nil, map[string]string{"STELAE_LOG_FORMAT": "yaml"}, []string{"STELAE_LOG_FORMAT=yaml: -log-format must be text or json"}},
 		{"body below 5MiB flag", []string{"-max-body-size=4MiB"}, nil, []string{"max-body-size", "5MiB"}},
 		{"body just below 5MiB", []string{"-max-body-size", "5242879"}, nil, []string{"max-body-size"}},
-		{"body below 5MiB env", nil, map[string]string{"MAX_BODY_SIZE": "1MiB"}, []string{"max-body-size"}},
+		{"body below 5MiB env", nil, map[string]string{"STELAE_MAX_BODY_SIZE": "1MiB"}, []string{"STELAE_MAX_BODY_SIZE=1MiB: -max-body-size must be at least 5MiB"}},
 		{"unknown flag", []string{"-nope"}, nil, []string{"nope"}},
 		{"stray argument", []string{"extra"}, nil, []string{"extra", "-help"}},
 	}
@@ -206,6 +243,90 @@ func TestParseSettingsErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParseSettingsFlagErrorsNameNoVariable: a value given as a flag is
+// reported as the flag's, without an environment variable.
+func TestParseSettingsFlagErrorsNameNoVariable(t *testing.T) {
+	for _, args := range [][]string{{"-max-sessions=0"}, {"-log-format=xml"}, {"-listen=nope"}, {"-request-timeout=0s"}} {
+		_, err, _ := parse(t, args, map[string]string{"STELAE_LOG_LEVEL": "debug"})
+		if err == nil || strings.Contains(err.Error(), "STELAE_") || strings.Contains(err.Error(), "MAX_STDIO") {
+			t.Errorf("%q: error %v; want one naming only the flag", args, err)
+		}
+	}
+}
+
+// TestParseSettingsOldNamesIgnored: the generic names the bridge read before
+// (LOG_LEVEL, REQUEST_TIMEOUT, ...) belong to children now.
+func TestParseSettingsOldNamesIgnored(t *testing.T) {
+	old := map[string]string{
+		"REQUEST_TIMEOUT": "1s", "MAX_MESSAGE_SIZE": "x", "MAX_BODY_SIZE": "x", "LOG_LEVEL": "nonsense",
+		"LOG_FORMAT": "xml", "SESSION_TTL": "x", "KEEPALIVE_INTERVAL": "x", "CHILD_LINGER": "x", "STOP_GRACE": "x",
+		"SHUTDOWN_TIMEOUT": "x", "RESTART_MAX": "x", "RESTART_DELAY": "x", "RESTART_RESET_AFTER": "x",
+		"RESPONSE_MODE": "x", "EVENT_LOG_SIZE": "x", "ALLOWED_HOSTS": "evil.example", "ALLOWED_ORIGINS": "x",
+		"PUBLIC_URL": "x", "TRUST_PROXY_HEADERS": "x",
+	}
+	s := mustParse(t, nil, old)
+	if d := mustParse(t, nil, nil); *s != *d {
+		t.Errorf("the old variable names changed the settings: %+v", s)
+	}
+}
+
+func TestListenAddress(t *testing.T) {
+	for in, want := range map[string]string{
+		"9090":           "127.0.0.1:9090",
+		"0":              "127.0.0.1:0",
+		":9090":          ":9090",
+		"127.0.0.1:9090": "127.0.0.1:9090",
+		"0.0.0.0:80":     "0.0.0.0:80",
+		"localhost:8080": "localhost:8080",
+		"[::1]:9090":     "[::1]:9090",
+		"[::]:9090":      "[::]:9090",
+	} {
+		s := mustParse(t, []string{"-listen", in}, nil)
+		if s.listen != want {
+			t.Errorf("-listen %s = %q; want %q", in, s.listen, want)
+		}
+	}
+	if s := mustParse(t, nil, map[string]string{"STELAE_LISTEN": "8181"}); s.listen != "127.0.0.1:8181" {
+		t.Errorf("STELAE_LISTEN=8181 gave %q", s.listen)
+	}
+}
+
+// TestBridgeEnvVars: the list of variables kept from children is the flag
+// table's: every flag but -check and -version has one, each is STELAE_* or
+// one of the two names the specification fixes, and -help shows each.
+func TestBridgeEnvVars(t *testing.T) {
+	vars := bridgeEnvVars()
+	fs, envOf := newFlagSet(&settings{}, io.Discard)
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name == "check" || f.Name == "version" {
+			return
+		}
+		n++
+		if envOf[f.Name] == "" || !strings.HasSuffix(f.Usage, "(env "+envOf[f.Name]+")") {
+			t.Errorf("flag -%s: variable %q, usage %q", f.Name, envOf[f.Name], f.Usage)
+		}
+	})
+	if len(vars) != n || n < 25 {
+		t.Errorf("bridgeEnvVars has %d names for %d flags: %q", len(vars), n, vars)
+	}
+	seen := map[string]bool{}
+	for _, v := range vars {
+		if seen[v] {
+			t.Errorf("%s is read by two flags", v)
+		}
+		seen[v] = true
+		if !strings.HasPrefix(v, "STELAE_") && v != "MAX_STDIO_CONNECTIONS" && v != "AUDIT_LOG_BODIES" {
+			t.Errorf("%s does not start with STELAE_: children may read it too", v)
+		}
+	}
+	for _, v := range []string{"MAX_STDIO_CONNECTIONS", "AUDIT_LOG_BODIES", "STELAE_AUTH_TOKENS", "STELAE_AUTH_TOKENS_FILE", "STELAE_LOG_LEVEL", "STELAE_PUBLIC_URL", "STELAE_KEEPALIVE_INTERVAL"} {
+		if !seen[v] {
+			t.Errorf("bridgeEnvVars lacks %s", v)
+		}
 	}
 }
 

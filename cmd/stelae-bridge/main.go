@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,11 +30,13 @@ var version = "0.1.0-dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
 
-// run is the whole program; it returns the exit code.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+// run is the whole program; environ is the bridge's environment (KEY=VALUE
+// entries). It returns the exit code.
+func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) int {
+	getenv := environLookup(environ)
 	s, err := parseSettings(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -54,7 +58,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 1
 	}
 	if s.check {
-		fmt.Fprintf(stdout, "%s: ok, %d destination(s): %v\n", s.config, len(cfg.Names), cfg.Names)
+		warnings := commandWarnings(cfg, getenv("PATH"))
+		for _, w := range warnings {
+			fmt.Fprintf(stdout, "%s: %s\n", s.config, w)
+		}
+		note := ""
+		if len(warnings) > 0 {
+			note = fmt.Sprintf(" (%d warning(s) above)", len(warnings))
+		}
+		fmt.Fprintf(stdout, "%s: ok, %d destination(s): %v%s\n", s.config, len(cfg.Names), cfg.Names, note)
 		return 0
 	}
 	tokens, err := loadTokens(s, os.ReadFile)
@@ -62,11 +74,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
 	}
-	level := hclog.LevelFromString(s.logLevel)
-	if level == hclog.NoLevel {
-		fmt.Fprintf(stderr, "stelae-bridge: -log-level %q is not one of trace, debug, info, warn, error\n", s.logLevel)
-		return 2
-	}
+	level := hclog.LevelFromString(s.logLevel) // checked by parseSettings
 	logOut := newLogWriter(stderr)
 	defer logOut.Close()
 	log := hclog.New(&hclog.LoggerOptions{Name: "stelae-bridge", Level: level, JSONFormat: s.logFormat == "json", Output: logOut})
@@ -77,7 +85,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 1
 	}
 	allowedHosts := list(s.allowedHosts)
-	dests, dispatchers := buildDestinations(cfg, s, log)
+	// Children start from the bridge's environment without the bridge's own
+	// settings and secrets (STELAE_AUTH_TOKENS and the rest).
+	childEnviron := supervisor.ChildEnviron(environ, bridgeEnvVars())
+	dests, dispatchers := buildDestinations(cfg, s, childEnviron, log)
 	h := session.NewHandler(dests, session.Options{
 		MaxSessions:    s.maxSessions,
 		RequestTimeout: s.requestTimeout,
@@ -139,10 +150,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // buildDestinations makes each destination's dispatcher: one shared, or a
 // factory of one per session (isolation: session). dispatchers are the
 // shared ones, which shutdown closes.
-func buildDestinations(cfg *supervisor.Config, s *settings, log hclog.Logger) (dests []session.Destination, dispatchers []*dispatch.Dispatcher) {
+func buildDestinations(cfg *supervisor.Config, s *settings, childEnviron []string, log hclog.Logger) (dests []session.Destination, dispatchers []*dispatch.Dispatcher) {
 	policy := supervisor.RestartPolicy{MaxRestarts: s.restartMax, Initial: s.restartDelay, StableAfter: s.restartStable}
 	for _, name := range cfg.Names {
 		d := cfg.Destinations[name]
+		roots := rootsResult(d)
 		newDispatcher := func() *dispatch.Dispatcher {
 			return dispatch.New(dispatch.Options{
 				Name: name,
@@ -151,21 +163,49 @@ func buildDestinations(cfg *supervisor.Config, s *settings, log hclog.Logger) (d
 					StopGrace:    s.stopGrace,
 					WriteTimeout: s.requestTimeout,
 					Logger:       log.Named("supervisor"),
+					Environ:      childEnviron,
 				}),
 				NewBackOff:    policy.NewBackOff,
 				ToolAllowed:   toolFilter(d),
 				BridgeVersion: version,
 				StableAfter:   policy.StableAfter,
+				StartTimeout:  d.StartTimeout,
 				Linger:        s.linger,
+				Roots:         roots,
 				StopTimeout:   3*s.stopGrace + time.Second,
 				Logger:        log.Named("dispatch"),
 			})
+		}
+		if d.Isolation == supervisor.IsolationSession {
+			dests = append(dests, session.Destination{Name: name, PerSession: newDispatcher})
+			continue
 		}
 		shared := newDispatcher()
 		dests = append(dests, session.Destination{Name: name, Shared: shared})
 		dispatchers = append(dispatchers, shared)
 	}
 	return dests, dispatchers
+}
+
+// rootsResult is the roots/list result the bridge answers a destination's
+// child with, from its 'roots:'; nil when it has none (the child's request
+// then goes to a client).
+func rootsResult(d *supervisor.Destination) json.RawMessage {
+	if d.Roots == nil {
+		return nil
+	}
+	type root struct {
+		URI  string `json:"uri"`
+		Name string `json:"name,omitempty"`
+	}
+	out := struct {
+		Roots []root `json:"roots"`
+	}{Roots: []root{}}
+	for _, r := range d.Roots {
+		out.Roots = append(out.Roots, root{URI: r.URI, Name: r.Name})
+	}
+	b, _ := json.Marshal(out)
+	return b
 }
 
 // shutdown stops accepting, ends the streams, then stops every child.
@@ -198,4 +238,31 @@ func toolFilter(d *supervisor.Destination) func(string) bool {
 		return nil
 	}
 	return d.Tools.Allows
+}
+
+// environLookup is getenv over environ; the first entry of a name wins, as
+// with os.Getenv.
+func environLookup(environ []string) func(string) string {
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, seen := vars[k]; !seen {
+			vars[k] = v
+		}
+	}
+	return func(k string) string { return vars[k] }
+}
+
+// commandWarnings are -check's warnings: destinations whose command cannot be
+// found the way the bridge will look for it, with pathList as the bridge's
+// PATH.
+func commandWarnings(cfg *supervisor.Config, pathList string) []string {
+	var out []string
+	for _, name := range cfg.Names {
+		d := cfg.Destinations[name]
+		if _, err := d.ResolveCommand(pathList); err != nil {
+			out = append(out, fmt.Sprintf("line %d: warning: destination %q will not start: %v", d.Line, name, err))
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
 // runCmd runs the program with args and an environment, with a deadline so a
@@ -19,8 +22,17 @@ func runCmd(t *testing.T, args []string, env map[string]string) (int, string, st
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	code := run(ctx, args, envMap(env), &stdout, &stderr)
+	code := run(ctx, args, envList(env), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
+}
+
+// envList turns a map into KEY=VALUE entries, as os.Environ gives them.
+func envList(vars map[string]string) []string {
+	var out []string
+	for k, v := range vars {
+		out = append(out, k+"="+v)
+	}
+	return out
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -187,11 +199,16 @@ func TestRunHelp(t *testing.T) {
 			"-config", "-listen", "-check", "-version",
 			"-max-sessions", "MAX_STDIO_CONNECTIONS",
 			"-audit-log-bodies", "AUDIT_LOG_BODIES",
-			"-request-timeout", "REQUEST_TIMEOUT",
-			"-max-message-size", "MAX_MESSAGE_SIZE",
-			"-max-body-size", "MAX_BODY_SIZE",
-			"-stop-grace", "STOP_GRACE",
-			"-log-level", "LOG_LEVEL",
+			"-request-timeout", "(env STELAE_REQUEST_TIMEOUT)",
+			"-max-message-size", "(env STELAE_MAX_MESSAGE_SIZE)",
+			"-max-body-size", "(env STELAE_MAX_BODY_SIZE)",
+			"-stop-grace", "(env STELAE_STOP_GRACE)",
+			"-log-level", "(env STELAE_LOG_LEVEL)",
+			"-keepalive", "(env STELAE_KEEPALIVE_INTERVAL)",
+			"-public-url", "(env STELAE_PUBLIC_URL)",
+			"-auth-tokens", "(env STELAE_AUTH_TOKENS)",
+			"children never see these variables",
+			"bare PORT",
 			"127.0.0.1:9090", "destinations.yaml",
 		} {
 			if !strings.Contains(help, w) {
@@ -202,8 +219,13 @@ func TestRunHelp(t *testing.T) {
 		// -version and the help itself names its environment variable.
 		flagLine := regexp.MustCompile(`(?m)^  -([a-z-]+)`)
 		flags := flagLine.FindAllStringSubmatchIndex(help, -1)
-		if len(flags) < 19 {
-			t.Errorf("%s: help lists %d flags; want all 19", arg, len(flags))
+		if len(flags) != 27 {
+			t.Errorf("%s: help lists %d flags; want all 27", arg, len(flags))
+		}
+		for _, env := range bridgeEnvVars() {
+			if !strings.Contains(help, "(env "+env+")") {
+				t.Errorf("%s: help does not show %s", arg, env)
+			}
 		}
 		for i, m := range flags {
 			name := help[m[2]:m[3]]
@@ -229,7 +251,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"-config", path, "-listen", "127.0.0.1:0", "-shutdown-timeout", "2s"}, envMap(nil), &stdout, &stderr)
+		done <- run(ctx, []string{"-config", path, "-listen", "127.0.0.1:0", "-shutdown-timeout", "2s"}, nil, &stdout, &stderr)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(stdout.String()+stderr.String(), "/a/mcp") {
@@ -251,13 +273,189 @@ func TestRunServesAndShutsDown(t *testing.T) {
 }
 
 func TestRunListenError(t *testing.T) {
+	// An address in use: the bridge cannot listen.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
 	path := writeFile(t, "good.yaml", "destinations:\n  a:\n    command: cat\n")
-	code, _, errOut := runCmd(t, []string{"-config", path, "-listen", "127.0.0.1:99999"}, nil)
+	code, _, errOut := runCmd(t, []string{"-config", path, "-listen", addr}, nil)
 	if code != 1 {
 		t.Errorf("exit code %d; want 1", code)
 	}
-	if !strings.Contains(errOut, "127.0.0.1:99999") || !strings.Contains(errOut, "-listen") {
+	if !strings.Contains(errOut, addr) || !strings.Contains(errOut, "-listen") {
 		t.Errorf("stderr %q does not name the address and the flag", errOut)
+	}
+	// An address that is no address: a usage error with the form to write.
+	code, _, errOut = runCmd(t, []string{"-config", path}, map[string]string{"STELAE_LISTEN": "127.0.0.1:99999"})
+	if code != 2 || !strings.Contains(errOut, "STELAE_LISTEN=127.0.0.1:99999") || !strings.Contains(errOut, "HOST:PORT (e.g. 127.0.0.1:9090)") {
+		t.Errorf("bad STELAE_LISTEN: code %d, stderr %q", code, errOut)
+	}
+}
+
+// TestRunBarePortListensOnLoopback: -listen 0 (a bare port) listens on
+// 127.0.0.1, not on every interface.
+func TestRunBarePortListensOnLoopback(t *testing.T) {
+	path := writeFile(t, "good.yaml", "destinations:\n  a:\n    command: cat\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"-config", path, "-listen", "0"}, nil, &stdout, &stderr) }()
+	listening := regexp.MustCompile(`listening on http://(\S+)`)
+	deadline := time.Now().Add(10 * time.Second)
+	var m []string
+	for m = listening.FindStringSubmatch(stdout.String()); m == nil; m = listening.FindStringSubmatch(stdout.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line within 10s\nstdout %s\nstderr %s", stdout.String(), stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if host, _, _ := net.SplitHostPort(m[1]); host != "127.0.0.1" {
+		t.Errorf("-listen 0 listens on %s; want 127.0.0.1", m[1])
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return within 10s of ctx cancel")
+	}
+}
+
+// TestRunCheckWarnsMissingCommand: -check warns on stdout, and still exits
+// 0, when a command is not found the way the bridge will look for it.
+func TestRunCheckWarnsMissingCommand(t *testing.T) {
+	bin := t.TempDir()
+	tool := filepath.Join(bin, "stelae-test-tool")
+	if err := os.WriteFile(tool, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := writeFile(t, "w.yaml", `destinations:
+  missing:
+    command: stelae-no-such-tool
+  on-bridge-path:
+    command: stelae-test-tool
+  on-own-path:
+    command: stelae-test-tool
+    env:
+      PATH: `+bin+`
+  own-path-lacks-it:
+    command: sh
+    env:
+      PATH: /nonexistent
+  relative:
+    command: ./stelae-test-tool
+    cwd: `+bin+`
+  relative-missing:
+    command: ./nope
+    cwd: `+bin+`
+  absolute:
+    command: `+tool+`
+`)
+	code, out, errOut := runCmd(t, []string{"-check", "-config", path}, map[string]string{"PATH": "/nonexistent:" + bin})
+	if code != 0 {
+		t.Fatalf("exit code %d; want 0 (warnings only)\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	warnings := map[string][]string{
+		"missing":           {path + ": line 2: warning:", `"stelae-no-such-tool"`, "the bridge's PATH", "/nonexistent:" + bin, "install it", "absolute path", "add its directory to PATH"},
+		"own-path-lacks-it": {"line 10: warning:", `"sh"`, "the destination's 'env: PATH'", "/nonexistent"},
+		"relative-missing":  {"line 17: warning:", `"./nope"`, "relative to cwd " + bin, "does not exist"},
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(warnings)+1 {
+		t.Errorf("stdout has %d lines; want %d warnings and the ok line:\n%s", len(lines), len(warnings), out)
+	}
+	for name, wants := range warnings {
+		found := false
+		for _, l := range lines {
+			if strings.Contains(l, `destination "`+name+`"`) {
+				found = true
+				for _, w := range wants {
+					if !strings.Contains(l, w) {
+						t.Errorf("warning %q lacks %q", l, w)
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no warning for %s:\n%s", name, out)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, "ok, 7 destination(s)") || !strings.Contains(last, "3 warning(s)") {
+		t.Errorf("last line %q; want the ok line counting the warnings", last)
+	}
+	if errOut != "" {
+		t.Errorf("stderr %q; want warnings on stdout only", errOut)
+	}
+}
+
+// TestRunChildEnvironment: run starts children from its environment without
+// the bridge's own variables (the flag table's, and any STELAE_*).
+func TestRunChildEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "child.env")
+	path := writeFile(t, "env.yaml", `destinations:
+  a:
+    command: sh
+    args: ["-c", "env > \"$OUT_FILE.tmp\" && mv \"$OUT_FILE.tmp\" \"$OUT_FILE\"; exec cat"]
+    prestart: true
+    env:
+      OUT_FILE: `+out+`
+`)
+	environ := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"STELAE_AUTH_TOKENS=secret-token",
+		"STELAE_FUTURE_SETTING=x",
+		"STELAE_LOG_LEVEL=debug",
+		"MAX_STDIO_CONNECTIONS=4",
+		"AUDIT_LOG_BODIES=false",
+		"LOG_LEVEL=for-the-child",
+		"ORDINARY=visible",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-config", path, "-listen", "127.0.0.1:0", "-stop-grace", "200ms"}, environ, &stdout, &stderr)
+	}()
+	var env []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(out)
+		if err == nil {
+			env = b
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the prestarted child did not write its environment within 10s\nstderr %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return within 10s of ctx cancel")
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(string(env), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			got[k] = v
+		}
+	}
+	for _, name := range []string{"STELAE_AUTH_TOKENS", "STELAE_FUTURE_SETTING", "STELAE_LOG_LEVEL", "MAX_STDIO_CONNECTIONS", "AUDIT_LOG_BODIES"} {
+		if _, ok := got[name]; ok {
+			t.Errorf("the child sees %s", name)
+		}
+	}
+	if got["ORDINARY"] != "visible" || got["LOG_LEVEL"] != "for-the-child" {
+		t.Errorf("ORDINARY=%q LOG_LEVEL=%q; want the bridge's ordinary variables passed on", got["ORDINARY"], got["LOG_LEVEL"])
+	}
+	if strings.Contains(string(env), "secret-token") {
+		t.Error("the token's value reached the child")
 	}
 }
 
@@ -277,4 +475,24 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestShippedConfig: the destinations.yaml the README starts with is valid,
+// makes everything the default (served at /mcp), and keeps its env: example.
+func TestShippedConfig(t *testing.T) {
+	const path = "../../destinations.yaml"
+	cfg, err := supervisor.LoadConfig(path, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Default != "everything" || len(cfg.Names) != 1 || cfg.Names[0] != "everything" {
+		t.Errorf("Default %q, Names %q; want everything as the one destination and the default", cfg.Default, cfg.Names)
+	}
+	d := cfg.Destinations["everything"]
+	if d.Command != "npx" || d.Env["LOG_LEVEL"] != "info" {
+		t.Errorf("everything = %+v", d)
+	}
+	if code, out, errOut := runCmd(t, []string{"-check", "-config", path}, map[string]string{"PATH": os.Getenv("PATH")}); code != 0 || !strings.Contains(out, "ok") {
+		t.Errorf("-check: code %d\n%s%s", code, out, errOut)
+	}
 }

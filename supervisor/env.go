@@ -1,0 +1,153 @@
+package supervisor
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// BridgeVarPrefix starts the name of every environment variable the bridge
+// reads for its own settings, except the two in specVars. Children never see
+// such a variable unless their destination's 'env:' sets it.
+const BridgeVarPrefix = "STELAE_"
+
+// specVars are the variables the bridge reads whose names the project's
+// specification fixes, so they cannot carry BridgeVarPrefix. Start strips them
+// even when Options.Environ is nil.
+var specVars = []string{"MAX_STDIO_CONNECTIONS", "AUDIT_LOG_BODIES"}
+
+// minimalVars are what 'base_env: minimal' keeps of the bridge's environment,
+// besides every LC_* variable: what a program needs to find other programs,
+// its home and temporary directory, its locale and its time zone.
+var minimalVars = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TMPDIR", "TERM"}
+
+// ChildEnviron returns environ (KEY=VALUE entries, as from os.Environ)
+// without the bridge's own variables: every STELAE_* variable, whether or not
+// the bridge reads it today, and every name in bridgeVars. The result is a
+// new slice; environ is not modified.
+func ChildEnviron(environ []string, bridgeVars []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, BridgeVarPrefix) || slices.Contains(bridgeVars, name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// minimalEnviron keeps only the entries of environ that minimalVars names and
+// the LC_* ones.
+func minimalEnviron(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(minimalVars, name) || strings.HasPrefix(name, "LC_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// childEnv is the complete environment of d's child: base (the bridge's
+// environment already stripped of its own variables), reduced to the minimal
+// set when d asks for it, then d's 'env:' entries, which win over inherited
+// ones of the same name.
+func childEnv(d *Destination, base []string) []string {
+	if d.BaseEnv == BaseEnvMinimal {
+		base = minimalEnviron(base)
+	}
+	env := make([]string, 0, len(base)+len(d.Env))
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, set := d.Env[name]; !set {
+			env = append(env, kv)
+		}
+	}
+	keys := make([]string, 0, len(d.Env))
+	for k := range d.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+d.Env[k])
+	}
+	return env
+}
+
+// ResolveCommand finds the program d runs, the way Start does: a command with
+// a slash is taken as a path (relative to d.Cwd when it is relative); a bare
+// name is looked up in the destination's own 'env: PATH' when it sets one,
+// else in pathList (the bridge's PATH). It returns the program's path, or an
+// error that says where it looked and what to do.
+func (d *Destination) ResolveCommand(pathList string) (string, error) {
+	if strings.Contains(d.Command, "/") {
+		p := d.Command
+		if !filepath.IsAbs(p) && d.Cwd != "" {
+			p = filepath.Join(d.Cwd, p)
+		}
+		if err := executable(p); err != nil {
+			where := "relative to the bridge's working directory"
+			if filepath.IsAbs(d.Command) {
+				where = "an absolute path"
+			} else if d.Cwd != "" {
+				where = fmt.Sprintf("relative to cwd %s", d.Cwd)
+			}
+			return "", fmt.Errorf("command %q (%s) %v: fix 'command:' or install the program there", d.Command, where, err)
+		}
+		return p, nil
+	}
+	which := "the bridge's PATH"
+	if p, ok := d.Env["PATH"]; ok {
+		pathList, which = p, "the destination's 'env: PATH'"
+	}
+	for _, dir := range filepath.SplitList(pathList) {
+		// Like exec.LookPath, never run a program found through a relative
+		// PATH entry (the current directory).
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		if p := filepath.Join(dir, d.Command); executable(p) == nil {
+			return p, nil
+		}
+	}
+	shown := pathList
+	if shown == "" {
+		shown = "empty"
+	}
+	return "", fmt.Errorf("command %q is not found on %s (%s): install it, set 'command:' to its absolute path, or add its directory to PATH", d.Command, which, shown)
+}
+
+// executable reports why p cannot be run, or nil.
+func executable(p string) error {
+	st, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return fmt.Errorf("does not exist")
+	case st.IsDir():
+		return fmt.Errorf("is a directory")
+	case st.Mode()&0o111 == 0:
+		return fmt.Errorf("is not executable (chmod +x it)")
+	}
+	return nil
+}
+
+// command builds the exec.Cmd for d. A bare command name is looked up in the
+// destination's own 'env: PATH' when it sets one (the PATH the child will
+// have), else in the bridge's PATH by exec itself; argv[0] stays as written
+// in the file.
+func command(d *Destination) (*exec.Cmd, error) {
+	if _, ok := d.Env["PATH"]; ok && !strings.Contains(d.Command, "/") {
+		path, err := d.ResolveCommand("")
+		if err != nil {
+			return nil, err
+		}
+		return &exec.Cmd{Path: path, Args: append([]string{d.Command}, d.Args...)}, nil
+	}
+	return exec.Command(d.Command, d.Args...), nil
+}
