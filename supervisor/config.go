@@ -426,6 +426,9 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 		"inherit: the bridge's environment without its own settings; minimal: only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR, TERM")
 	d.Isolation = oneOf(&fd.Isolation, "isolation", []string{IsolationShared, IsolationSession},
 		"shared: one child for every session; session: one child per session")
+	if d.Isolation == IsolationSession && d.Prestart {
+		problem(fd.Isolation.Line, "destination %q: 'prestart' cannot be used with 'isolation: session': each session starts its own child with its initialize; remove one of them", name)
+	}
 	d.StderrLevel = oneOf(&fd.StderrLogLevel, "stderr_log_level", stderrLevels,
 		"the level the child's stderr lines are logged at; off drops them")
 	if n := &fd.StartTimeout; n.Kind != 0 {

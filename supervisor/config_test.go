@@ -398,6 +398,12 @@ servers:
 			count: 1,
 		},
 		{
+			name:  "prestart with isolation: session",
+			src:   "destinations:\n  a:\n    command: cat\n    prestart: true\n    isolation: session\n",
+			want:  [][]string{{`"a"`, "line 5", "'prestart'", "isolation: session"}},
+			count: 1,
+		},
+		{
 			name:  "isolation is a list",
 			src:   "destinations:\n  a:\n    command: cat\n    isolation: [session]\n",
 			want:  [][]string{{`"a"`, "line 4", "'isolation'", "a list"}},
