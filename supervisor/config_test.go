@@ -1005,10 +1005,10 @@ mcpServers:
     start_timeout: 2m
     stderr_log_level: info
     roots: [/srv/notes]
-    prestart: true
     tools: {allow: [search]}
   other:
     command: cat
+    prestart: true
 `
 		cfg, err := ParseConfig("x.yaml", []byte(src), noEnv)
 		if err != nil {
@@ -1016,7 +1016,7 @@ mcpServers:
 		}
 		d := cfg.Destinations["notes"]
 		if cfg.Default != "notes" || d.BaseEnv != "minimal" || d.Isolation != "session" || d.StartTimeout != 2*time.Minute ||
-			d.StderrLevel != "info" || !d.Prestart || !reflect.DeepEqual(d.Roots, []Root{{URI: "file:///srv/notes", Name: "notes"}}) ||
+			d.StderrLevel != "info" || !cfg.Destinations["other"].Prestart || !reflect.DeepEqual(d.Roots, []Root{{URI: "file:///srv/notes", Name: "notes"}}) ||
 			!reflect.DeepEqual(d.Tools.Allow, []string{"search"}) {
 			t.Errorf("Default %q, notes = %+v", cfg.Default, d)
 		}
