@@ -106,7 +106,7 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	fs.BoolVar(&s.version, "version", false, "print the version and exit")
 	// The two names the project's specification fixes keep them; every other
 	// variable starts with STELAE_, so none collides with what children read.
-	integer(&s.maxSessions, "max-sessions", "MAX_STDIO_CONNECTIONS", 10, "sessions per destination; at the cap an idle session (no stream, nothing in flight, idle ≥ 60s) is evicted, else 503")
+	integer(&s.maxSessions, "max-sessions", "MAX_STDIO_CONNECTIONS", 10, "sessions per destination; at the cap the least recently used session with no stream and no call in flight is evicted at once, else 503")
 	dur(&s.requestTimeout, "request-timeout", "STELAE_REQUEST_TIMEOUT", 30*time.Second, "longest wait for a child's answer to one request (504 after it, and the request is cancelled at the child)")
 	boolean(&s.auditBodies, "audit-log-bodies", "AUDIT_LOG_BODIES", "log request and response bodies, with secret-looking values redacted")
 	size(&s.maxMessage, "max-message-size", "STELAE_MAX_MESSAGE_SIZE", "longest line accepted from a child (default 10MiB); longer lines are discarded")
