@@ -33,6 +33,10 @@ func TestBinaryOperatorConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startBinary(t, config, "-auth-tokens-file", tokens)
+	// The default destination's URL is printed with the others at start.
+	waitFor(t, 10*time.Second, "the default URL on stdout", func() bool {
+		return strings.Contains(p.logs.String(), "default (notes): "+p.base+"/mcp\n")
+	})
 	get := func(path, token string) (int, []byte) {
 		req, _ := http.NewRequest(http.MethodGet, p.base+path, nil)
 		if token != "" {

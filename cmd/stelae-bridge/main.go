@@ -127,6 +127,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	for _, name := range cfg.Names {
 		fmt.Fprintf(stdout, "  %s: http://%s/%s/mcp\n", name, ln.Addr(), name)
 	}
+	if cfg.Default != "" {
+		fmt.Fprintf(stdout, "  default (%s): http://%s/mcp\n", cfg.Default, ln.Addr())
+	}
 	for _, d := range dispatchers {
 		if cfg.Destinations[d.Name()].Prestart {
 			d.Prestart()
