@@ -214,15 +214,15 @@ func TestBinaryShutdownLeavesNoChild(t *testing.T) {
 			}
 			select {
 			case <-p.done:
-			case <-time.After(8 * time.Second):
-				t.Fatalf("bridge still running 8s after SIGINT\n%s", p.logs.String())
+			case <-time.After(15 * time.Second):
+				t.Fatalf("bridge still running 15s after SIGINT (its shutdown timeout is 10s)\n%s", p.logs.String())
 			}
 			if p.err != nil {
 				t.Fatalf("bridge exited with %v, want status 0\n%s", p.err, p.logs.String())
 			}
 			t.Logf("bridge stopped %v after SIGINT", time.Since(start).Round(time.Millisecond))
 			for _, pid := range append(tree, gc.PID) {
-				waitFor(t, 2*time.Second, fmt.Sprintf("process %d to be gone", pid), func() bool { return !processAlive(pid) })
+				waitFor(t, 10*time.Second, fmt.Sprintf("process %d to be gone", pid), func() bool { return !processAlive(pid) })
 			}
 			// The SSE stream was closed by the shutdown.
 			select {
@@ -230,7 +230,7 @@ func TestBinaryShutdownLeavesNoChild(t *testing.T) {
 				for ok {
 					_, ok = <-st.events
 				}
-			case <-time.After(2 * time.Second):
+			case <-time.After(10 * time.Second):
 				t.Fatal("SSE stream still open after shutdown")
 			}
 		})

@@ -229,7 +229,7 @@ func TestBridgeManifestAndToolsList(t *testing.T) {
 	var listed struct {
 		Tools []struct{ Name, Destination string }
 	}
-	waitFor(t, 5*time.Second, "the tool catalogue", func() bool {
+	waitFor(t, 10*time.Second, "the tool catalogue", func() bool {
 		r := raw(t, b, http.MethodGet, "/tools/list", "")
 		return json.Unmarshal(r.body, &listed) == nil && len(listed.Tools) > 0
 	})

@@ -115,7 +115,7 @@ func TestEverythingTenClientsShareOneChild(t *testing.T) {
 		t.Fatalf("bridge exited with %v\n%s", p.err, p.logs.String())
 	}
 	for _, pid := range tree {
-		waitFor(t, 3*time.Second, fmt.Sprintf("process %d gone", pid), func() bool { return !processAlive(pid) })
+		waitFor(t, 10*time.Second, fmt.Sprintf("process %d gone", pid), func() bool { return !processAlive(pid) })
 	}
 }
 

@@ -288,7 +288,8 @@ func ftInitRetry(t testing.TB, c *client, within time.Duration) {
 			}
 			return
 		}
-		if r.status != http.StatusGatewayTimeout || time.Now().After(deadline) {
+		starting := r.status == http.StatusServiceUnavailable && strings.Contains(string(r.body), "still starting")
+		if (r.status != http.StatusGatewayTimeout && !starting) || time.Now().After(deadline) {
 			t.Fatalf("initialize: %d %s", r.status, r.body)
 		}
 	}
@@ -474,8 +475,8 @@ func TestFaultRestartExhaustionEndsSessions(t *testing.T) {
 	}
 	// Its sessions end (just after the state turns failed; a request in
 	// between gets 503): the GET stream closes, the ids are unknown.
-	waitFor(t, 5*time.Second, "the failed destination's sessions to end", func() bool { return b.handler.SessionCount("fake") == 0 })
-	st.waitClosed(t, 5*time.Second, "GET stream of a session of a failed destination still open")
+	waitFor(t, 10*time.Second, "the failed destination's sessions to end", func() bool { return b.handler.SessionCount("fake") == 0 })
+	st.waitClosed(t, 10*time.Second, "GET stream of a session of a failed destination still open")
 	ftErr(t, "session A after failure", a.callTool("1", "echo", map[string]string{"text": "x"}), http.StatusNotFound, "session")
 	ftErr(t, "session B after failure", bb.callTool("1", "echo", map[string]string{"text": "x"}), http.StatusNotFound, "session")
 	// The next initialize tries again, and the child starts fine.
@@ -496,7 +497,7 @@ func TestFaultRestartExhaustionEndsSessions(t *testing.T) {
 	}
 	child := ftWatch(t, w.PID)
 	ftDelete(t, c)
-	ftWaitGone(t, child, 3*ftStopGrace+time.Second, "child after its only live session was deleted (following a failure)")
+	ftWaitGone(t, child, 10*time.Second, "child after its only live session was deleted (following a failure)")
 }
 
 // ---- 3. garbage and over-long lines ----
@@ -545,15 +546,15 @@ func TestFaultStubbornChildKilledAfterDelete(t *testing.T) {
 	p := ftWatch(t, ftWhoami(t, c).PID)
 	start := time.Now()
 	ftDelete(t, c)
-	ftWaitGone(t, p, 3*ftStopGrace+time.Second, "stubborn child after DELETE")
+	ftWaitGone(t, p, 10*time.Second, "stubborn child after DELETE")
 	took := time.Since(start)
 	if !strings.Contains(b.logs.String(), "SIGKILL") {
 		t.Fatalf("stubborn child gone without SIGKILL escalation?")
 	}
 	t.Logf("stubborn child gone %s after DELETE", took)
-	if kids := ftChildren(); len(kids) != 0 {
-		t.Fatalf("children left: %v", kids)
-	}
+	// Gone is not yet reaped: wait for the bridge to reap it (a zombie left
+	// for good would be a leak).
+	waitFor(t, 10*time.Second, "no child of ours, zombies included", func() bool { return len(ftChildren()) == 0 })
 }
 
 func TestFaultStubbornChildKilledOnBridgeClose(t *testing.T) {
@@ -564,10 +565,12 @@ func TestFaultStubbornChildKilledOnBridgeClose(t *testing.T) {
 	start := time.Now()
 	b.close()
 	took := time.Since(start)
-	if took > 3*ftStopGrace+time.Second {
+	// The escalation takes 2×StopGrace (1 s); a close that waited for the
+	// stubborn child on its own would never return.
+	if took > 8*time.Second {
 		t.Fatalf("bridge close took %s", took)
 	}
-	ftWaitGone(t, p, 3*ftStopGrace+time.Second, "stubborn child after bridge close")
+	ftWaitGone(t, p, 10*time.Second, "stubborn child after bridge close")
 	t.Logf("bridge close returned after %s; child gone %s after close began", took, time.Since(start))
 }
 
@@ -592,8 +595,8 @@ func TestFaultGrandchildGoneAfterDelete(t *testing.T) {
 	child := ftWatch(t, ftWhoami(t, c).PID)
 	g := ftSpawnGrandchild(t, c)
 	ftDelete(t, c)
-	ftWaitGone(t, child, 3*ftStopGrace+time.Second, "child after DELETE")
-	took := ftWaitGone(t, g, 3*ftStopGrace+time.Second, "grandchild after DELETE")
+	ftWaitGone(t, child, 10*time.Second, "child after DELETE")
+	took := ftWaitGone(t, g, 10*time.Second, "grandchild after DELETE")
 	t.Logf("grandchild gone %s after the child", took)
 }
 
@@ -604,8 +607,8 @@ func TestFaultGrandchildGoneAfterCrash(t *testing.T) {
 	child := ftWatch(t, ftWhoami(t, c).PID)
 	g := ftSpawnGrandchild(t, c)
 	ftErr(t, "crash", c.callTool("9", "crash", nil), http.StatusServiceUnavailable, `"fake"`, "exit status 7")
-	ftWaitGone(t, child, 2*time.Second, "crashed child")
-	ftWaitGone(t, g, 3*ftStopGrace+time.Second, "grandchild of the crashed child")
+	ftWaitGone(t, child, 10*time.Second, "crashed child")
+	ftWaitGone(t, g, 10*time.Second, "grandchild of the crashed child")
 	// The session goes on with the restarted child.
 	ftRunning(t, b, "fake", child.pid, 10*time.Second)
 	ftEcho(t, c, "10", "after crash")
@@ -627,7 +630,7 @@ func TestFaultChildSIGKILLRestartsWithCachedHandshake(t *testing.T) {
 	if err := syscall.Kill(w1.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	ftWaitGone(t, old, 2*time.Second, "killed child")
+	ftWaitGone(t, old, 10*time.Second, "killed child")
 	newPID := ftRunning(t, b, "fake", w1.PID, 10*time.Second)
 
 	// Same session, no new initialize.
@@ -681,7 +684,7 @@ func TestFaultCrashFailsInFlightCalls(t *testing.T) {
 		r, err := ftTry(a, http.MethodPost, ftToolBody(`"n1"`, "never", nil))
 		done <- res{r, err, time.Now()}
 	}()
-	time.Sleep(300 * time.Millisecond) // let the call reach the child
+	waitCalled(t, bb, "never")
 	crashAt := time.Now()
 	rb := bb.callTool(`"c1"`, "crash", nil)
 	ftErr(t, "B's crash", rb, http.StatusServiceUnavailable, `"fake"`, "exit status 7")
@@ -806,7 +809,9 @@ func TestFaultStalledStreamDoesNotDelayOthers(t *testing.T) {
 	max := lats[len(lats)-1]
 	t.Logf("flood: %d notify calls in %s (stream fell behind at call %d); C: %d echo calls, p50 %s p99 %s max %s",
 		calls, floodTook, behindAt, len(lats), lats[len(lats)/2], p99, max)
-	if max > 200*time.Millisecond {
+	// A bridge that waited on A's stream would hold C for the write
+	// timeout (30 s); the bound leaves room for a loaded machine.
+	if max > 1500*time.Millisecond {
 		t.Fatalf("C's echo calls slowed by A's stalled stream: max %s (p99 %s)", max, p99)
 	}
 
@@ -921,7 +926,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.CloseIdleConnections()
-	waitFor(t, 5*time.Second, "no child after warm-up", noChildren)
+	waitFor(t, 10*time.Second, "no child after warm-up", noChildren)
 	time.Sleep(2 * ftStopGrace) // the stdout closer fires StopGrace after exit
 	baseG, baseFD := runtime.NumGoroutine(), ftFDs()
 
@@ -936,7 +941,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	}
 	idle := func() bool { return len(ftChildren()) == 0 }
 	for i := 950; i < 1000; i++ {
-		waitFor(t, 5*time.Second, "the child to stop", idle)
+		waitFor(t, 10*time.Second, "the child to stop", idle)
 		if err := one(i); err != nil {
 			t.Fatal(err)
 		}
@@ -1013,21 +1018,21 @@ func TestFaultBridgeCloseWithStreamAndCallInFlight(t *testing.T) {
 		r, err := ftTry(c, http.MethodPost, ftToolBody(`"n"`, "never", nil))
 		done <- res{r, err}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitCalled(t, c, "never")
 
 	start := time.Now()
 	closed := make(chan struct{})
 	go func() { b.close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("bridge close did not return within 5 s")
+	case <-time.After(15 * time.Second):
+		t.Fatal("bridge close did not return within 15 s")
 	}
 	took := time.Since(start)
 	var r res
 	select {
 	case r = <-done:
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("in-flight call not answered after close")
 	}
 	if r.err == nil {
@@ -1039,11 +1044,9 @@ func TestFaultBridgeCloseWithStreamAndCallInFlight(t *testing.T) {
 	} else {
 		t.Logf("in-flight call → transport error %v", r.err)
 	}
-	st.waitClosed(t, 2*time.Second, "GET stream still open after bridge close")
-	ftWaitGone(t, child, time.Second, "child after bridge close")
-	if kids := ftChildren(); len(kids) != 0 {
-		t.Fatalf("children left after close: %v", kids)
-	}
+	st.waitClosed(t, 10*time.Second, "GET stream still open after bridge close")
+	ftWaitGone(t, child, 10*time.Second, "child after bridge close")
+	waitFor(t, 10*time.Second, "no child of ours after close, zombies included", func() bool { return len(ftChildren()) == 0 })
 	t.Logf("bridge close returned after %s", took)
 }
 

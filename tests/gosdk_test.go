@@ -191,7 +191,7 @@ func TestGoSDKClient(t *testing.T) {
 	}
 	// In JSON mode the notifications travel on the GET stream, apart from
 	// the answer: allow them a moment.
-	waitFor(t, 5*time.Second, fmt.Sprintf("%d progress notifications", steps), func() bool {
+	waitFor(t, 10*time.Second, fmt.Sprintf("%d progress notifications", steps), func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(progress) >= steps

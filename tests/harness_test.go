@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -268,6 +269,16 @@ type childStats struct {
 	InitVersions  []string          `json:"init_versions"`
 	RootsAtInit   json.RawMessage   `json:"roots_at_init"`
 	LastAsk       json.RawMessage   `json:"last_ask"`
+	Calls         []string          `json:"calls"`
+}
+
+// waitCalled waits until the child (asked through c) has received a call of
+// the tool name: a call in flight has reached the child.
+func waitCalled(t testing.TB, c *client, name string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the child to receive a call of "+name, func() bool {
+		return slices.Contains(c.stats().Calls, name)
+	})
 }
 
 func (c *client) stats() childStats {

@@ -608,7 +608,7 @@ func TestHTTPSessionTTL(t *testing.T) {
 		t.FailNow()
 	}
 	// No request in between: any request would keep the session alive.
-	time.Sleep(time.Second)
+	waitFor(t, 10*time.Second, "the janitor to expire the session", func() bool { return b.handler.SessionCount("fake") == 0 })
 	r = c.callTool(`2`, "echo", map[string]string{"text": "expired?"})
 	hxCheckTransportError(t, "POST after TTL", r, http.StatusNotFound, -32001, "not found")
 	r = hxMust(t, http.MethodGet, b.url("fake"), c.sid, "")
@@ -833,7 +833,7 @@ func TestHTTPDeleteEndsSession(t *testing.T) {
 	r := c.do(http.MethodDelete, "")
 	hxCheckEmpty(t, "DELETE", r, http.StatusNoContent)
 	// The open stream ends.
-	waitFor(t, 3*time.Second, "the GET stream to end after DELETE", func() bool {
+	waitFor(t, 10*time.Second, "the GET stream to end after DELETE", func() bool {
 		select {
 		case _, ok := <-st.events:
 			return !ok
@@ -870,8 +870,7 @@ func TestHTTPDeleteCancelsInFlight(t *testing.T) {
 		t.Fatalf("child saw %d cancellations before the test", n)
 	}
 	pending := hxGo(b.url("fake"), c.sid, hxToolCall(`"never-1"`, "never", map[string]any{}))
-	// Let the call reach the child.
-	time.Sleep(300 * time.Millisecond)
+	waitCalled(t, other, "never")
 	select {
 	case res := <-pending:
 		t.Fatalf("tool never answered: %v %d %s", res.err, res.r.status, res.r.body)
@@ -884,7 +883,7 @@ func TestHTTPDeleteCancelsInFlight(t *testing.T) {
 	t.Logf("in-flight POST ended %s after the DELETE began: %d %s", time.Since(start), pr.status, pr.body)
 	hxCheckTransportError(t, "in-flight POST", pr, http.StatusNotFound, 0, "session")
 	var st childStats
-	waitFor(t, 3*time.Second, "the child to receive notifications/cancelled", func() bool {
+	waitFor(t, 10*time.Second, "the child to receive notifications/cancelled", func() bool {
 		st = other.stats()
 		return len(st.Cancelled) > 0
 	})

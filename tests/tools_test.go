@@ -80,7 +80,7 @@ func TestToolsListFilteredOverHTTP(t *testing.T) {
 			}
 			// The bridge's catalogue holds the same tool objects.
 			d := b.dispatchers["fake"]
-			waitFor(t, 5*time.Second, "the catalogue", func() bool { _, known := d.Tools(); return known })
+			waitFor(t, 10*time.Second, "the catalogue", func() bool { _, known := d.Tools(); return known })
 			catalogue, _ := d.Tools()
 			if len(catalogue) != len(listed) {
 				t.Fatalf("catalogue has %d tools; tools/list %d", len(catalogue), len(listed))

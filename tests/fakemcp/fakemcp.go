@@ -173,6 +173,8 @@ type server struct {
 	rootsAtInit json.RawMessage
 	// lastAsk is the answer to the last request "ask_later" sent.
 	lastAsk json.RawMessage
+	// calls are the names of the tools called, in order of arrival.
+	calls []string
 }
 
 func newServer(w io.Writer) *server {
@@ -333,6 +335,9 @@ func (s *server) call(m message) {
 		} `json:"_meta"`
 	}
 	json.Unmarshal(m.Params, &p)
+	s.mu.Lock()
+	s.calls = append(s.calls, p.Name)
+	s.mu.Unlock()
 	arg := func(k string) string { v, _ := p.Arguments[k].(string); return v }
 	num := func(k string) int { v, _ := p.Arguments[k].(float64); return int(v) }
 	switch p.Name {
@@ -354,7 +359,7 @@ func (s *server) call(m message) {
 	case "stats":
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.reply(m.ID, map[string]any{"pid": os.Getpid(), "inits": s.inits, "cancelled": s.cancelled, "subscribes": s.subscribes, "notifications": s.notifsSeen, "init_params": s.initParams, "grandchildren": s.grandchilds, "init_versions": s.initVersions, "roots_at_init": s.rootsAtInit, "last_ask": s.lastAsk})
+		s.reply(m.ID, map[string]any{"pid": os.Getpid(), "inits": s.inits, "cancelled": s.cancelled, "subscribes": s.subscribes, "notifications": s.notifsSeen, "init_params": s.initParams, "grandchildren": s.grandchilds, "init_versions": s.initVersions, "roots_at_init": s.rootsAtInit, "last_ask": s.lastAsk, "calls": s.calls})
 	case "slow":
 		time.Sleep(time.Duration(num("ms")) * time.Millisecond)
 		s.reply(m.ID, text(arg("text")))
