@@ -195,24 +195,13 @@ func TestTSClientVersionAndCapabilitiesPerSession(t *testing.T) {
 	if el := time.Since(start); el > 10*time.Second {
 		t.Errorf("the old client's sampling call took %v", el)
 	}
-	m := sseOrJSON(t, r)
+	m := decodeAnswer(t, r)
 	if r.status != http.StatusOK || (m.Error == nil && !strings.Contains(string(m.Result), `"isError":true`)) {
 		t.Errorf("the old client's sampling call: %d %s; want an error", r.status, r.body)
 	}
 	if !strings.Contains(string(r.body), "sampling") {
 		t.Errorf("the error does not say why: %s", r.body)
 	}
-}
-
-// sseOrJSON decodes the answer of a POST, JSON or the last message of an SSE
-// stream.
-func sseOrJSON(t *testing.T, r response) rpc {
-	t.Helper()
-	if strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
-		msgs := sseMessages(t, r.body)
-		return msgs[len(msgs)-1]
-	}
-	return decode(t, r.body)
 }
 
 // filesystemBin is the official server-filesystem, pinned in tests/.

@@ -301,8 +301,14 @@ func (s *server) request(m message) {
 	}
 }
 
+// answer is a client's answer to a request the server sent.
+type answer struct {
+	message
+	requestID json.RawMessage // the id the server gave its request
+}
+
 // ask sends a request to the client and waits (20 s at most) for its answer.
-func (s *server) ask(method string, params any) message {
+func (s *server) ask(method string, params any) answer {
 	s.mu.Lock()
 	s.nextID++
 	id := json.RawMessage(fmt.Sprintf(`"fake-%d"`, s.nextID))
@@ -316,9 +322,9 @@ func (s *server) ask(method string, params any) message {
 	s.send(req)
 	select {
 	case r := <-ch:
-		return r
+		return answer{r, id}
 	case <-time.After(20 * time.Second):
-		return message{Error: json.RawMessage(`{"code":-1,"message":"no answer within 20s"}`)}
+		return answer{message{Error: json.RawMessage(`{"code":-1,"message":"no answer within 20s"}`)}, id}
 	}
 }
 
@@ -384,20 +390,9 @@ func (s *server) call(m message) {
 		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 		s.reply(m.ID, text("sent"))
 	case "sample":
-		s.mu.Lock()
-		s.nextID++
-		id := json.RawMessage(fmt.Sprintf(`"fake-%d"`, s.nextID))
-		ch := make(chan message, 1)
-		s.waiting[string(id)] = ch
-		s.mu.Unlock()
-		s.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": "sampling/createMessage", "params": map[string]any{
-			"messages": []map[string]any{{"role": "user", "content": map[string]any{"type": "text", "text": arg("prompt")}}}, "maxTokens": 10}})
-		select {
-		case r := <-ch:
-			s.reply(m.ID, map[string]any{"child_request_id": id, "answer": r.Result, "error": r.Error})
-		case <-time.After(20 * time.Second):
-			s.reply(m.ID, text("sampling timed out"))
-		}
+		r := s.ask("sampling/createMessage", map[string]any{
+			"messages": []map[string]any{{"role": "user", "content": map[string]any{"type": "text", "text": arg("prompt")}}}, "maxTokens": 10})
+		s.reply(m.ID, map[string]any{"child_request_id": r.requestID, "answer": r.Result, "error": r.Error})
 	case "ask":
 		// Sends the request named by "method" (roots/list,
 		// elicitation/create, …) to the client and answers with the reply.
