@@ -30,6 +30,9 @@ var (
 	ErrNotInitialized = errors.New("the destination has not been initialized; send initialize first")
 	// ErrStarting: the child is still starting (its start goes on).
 	ErrStarting = errors.New("the destination is still starting")
+	// ErrRestarting: the child crashed and has been restarting for longer
+	// than Options.RestartPatience; callers are told at once.
+	ErrRestarting = errors.New("the destination is restarting after a crash")
 )
 
 // unavailable is an ErrUnavailable whose text is msg alone, so that the
@@ -88,6 +91,11 @@ type Options struct {
 	Roots json.RawMessage
 	// StopTimeout bounds stopping the child.
 	StopTimeout time.Duration
+	// RestartPatience is how long a call waits for a crashed child to come
+	// back before it is answered ErrRestarting (default 3 s): a restart
+	// that takes longer (backoff, a slow start) answers at once instead of
+	// holding calls until their timeout.
+	RestartPatience time.Duration
 	// Logger is the dispatcher's named logger.
 	Logger hclog.Logger
 	// ToolAllowed, when set, hides the tools it returns false for: they are
@@ -128,6 +136,9 @@ func (d *Dispatcher) setStateLocked(st state) {
 		close(d.ready)
 	case !d.state.waiting() && st.waiting():
 		d.ready = make(chan struct{})
+	}
+	if st == stateRestarting && d.state != stateRestarting {
+		d.restartingSince = time.Now()
 	}
 	d.state = st
 }
@@ -240,6 +251,8 @@ type Dispatcher struct {
 	unclaimed bool
 	// starting is when the current start began (zero when not starting).
 	starting time.Time
+	// restartingSince is when the current run of restarts began.
+	restartingSince time.Time
 	closed   bool
 
 	// pmu guards pending and childReqs.
@@ -259,6 +272,9 @@ func New(opts Options) *Dispatcher {
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 5 * time.Minute
+	}
+	if opts.RestartPatience <= 0 {
+		opts.RestartPatience = 3 * time.Second
 	}
 	if opts.UnclaimedLinger <= 0 {
 		opts.UnclaimedLinger = time.Minute
@@ -357,16 +373,40 @@ func (d *Dispatcher) running(ctx context.Context, timeout <-chan time.Time, mayS
 			d.startLocked()
 		}
 		ready := d.ready
+		var patience <-chan time.Time
+		if d.state == stateRestarting {
+			left := d.opts.RestartPatience - time.Since(d.restartingSince)
+			if left <= 0 {
+				err := d.restartingErrLocked()
+				d.mu.Unlock()
+				return nil, err
+			}
+			t := time.NewTimer(left)
+			defer t.Stop()
+			patience = t.C
+		}
 		d.mu.Unlock()
 		first = false
 		select {
 		case <-ready:
+		case <-patience:
+			d.mu.RLock()
+			err := d.restartingErrLocked()
+			d.mu.RUnlock()
+			return nil, err
 		case <-timeout:
 			return nil, d.startingErr()
 		case <-ctx.Done():
 			return nil, ctxErr(ctx)
 		}
 	}
+}
+
+// restartingErrLocked says how long the child has been restarting. d.mu
+// must be held.
+func (d *Dispatcher) restartingErrLocked() error {
+	return fmt.Errorf("%w: destination %q has been restarting for %s (restart %d); retry in a few seconds",
+		ErrRestarting, d.opts.Name, time.Since(d.restartingSince).Round(100*time.Millisecond), d.restarts)
 }
 
 // startingErr is the error of a caller that gave up waiting for the child:

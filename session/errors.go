@@ -44,7 +44,7 @@ func statusFor(dest string, err error) (int, string) {
 		return http.StatusGatewayTimeout, fmt.Sprintf("destination %q did not answer within the request timeout; the request was cancelled at the server (raise -request-timeout for slow tools)", dest)
 	case errors.Is(err, dispatch.ErrTooLarge):
 		return http.StatusBadGateway, fmt.Sprintf("destination %q answered with a message over the maximum message size; it was discarded (raise -max-message-size)", dest)
-	case errors.Is(err, dispatch.ErrChildExited), errors.Is(err, dispatch.ErrUnavailable), errors.Is(err, dispatch.ErrStarting):
+	case errors.Is(err, dispatch.ErrChildExited), errors.Is(err, dispatch.ErrUnavailable), errors.Is(err, dispatch.ErrStarting), errors.Is(err, dispatch.ErrRestarting):
 		return http.StatusServiceUnavailable, err.Error()
 	case errors.Is(err, dispatch.ErrCanceled):
 		return http.StatusNotFound, "the session ended while the request was in flight (" + err.Error() + "); send initialize to start a new session"

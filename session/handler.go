@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -123,6 +124,9 @@ type Handler struct {
 	// allowAnyOrigin: AllowedOrigins holds "*".
 	allowAnyOrigin bool
 	metrics        *metrics
+	// closing is set first thing in Shutdown: every request from then on is
+	// answered 503 with Retry-After, never 404.
+	closing atomic.Bool
 	// shutdown is closed when the bridge stops; open streams end.
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
@@ -201,6 +205,7 @@ func (ep *endpoint) end(s *Session, reason error) {
 // Shutdown ends every session and its streams; the dispatchers are stopped
 // by their owner.
 func (h *Handler) Shutdown(ctx context.Context) {
+	h.closing.Store(true)
 	h.shutdownOnce.Do(func() { close(h.shutdown) })
 	for _, ep := range h.endpoints {
 		for _, s := range ep.reg.all() {

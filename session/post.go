@@ -219,7 +219,7 @@ func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *dispat
 func (ep *endpoint) writeResult(w http.ResponseWriter, resp []byte, err error, rec *postLog) {
 	if err != nil {
 		st, msg := statusFor(ep.name, err)
-		if errors.Is(err, dispatch.ErrStarting) {
+		if st == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "5")
 		}
 		rec.status = writeError(w, st, codeServer, msg)

@@ -36,6 +36,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/healthz":
 		h.serveHealth(w, r)
 		return
+	case h.closing.Load():
+		// Sessions are ending: a 404 would send spec clients to initialize
+		// again into a bridge that is going away.
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, codeServer, "the bridge is shutting down; retry when it is back")
+		return
 	case strings.HasPrefix(path, "/.well-known/oauth-protected-resource"),
 		strings.HasPrefix(path, "/.well-known/oauth-authorization-server"),
 		strings.HasPrefix(path, "/.well-known/openid-configuration"):
@@ -61,7 +67,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/version":
 		h.serveVersion(w, r)
 	case "/metrics":
-		h.metrics.handler().ServeHTTP(w, r)
+		if onlyGet(w, r) {
+			h.metrics.handler().ServeHTTP(w, r)
+		}
 	case "/tools/list":
 		h.serveToolsList(w, r)
 	case "/stream":

@@ -46,3 +46,23 @@ func TestRestartPolicyCustom(t *testing.T) {
 		t.Errorf("MaxRestarts 0: %v; want backoff.Stop", got)
 	}
 }
+
+// TestRestartPolicyMaxDelay: the delays stop doubling at MaxDelay (30 s by
+// default), so a long run of restarts never waits an hour.
+func TestRestartPolicyMaxDelay(t *testing.T) {
+	b := RestartPolicy{MaxRestarts: 12, Initial: time.Second, MaxDelay: 5 * time.Second}.NewBackOff()
+	want := []time.Duration{1, 2, 4, 5, 5, 5}
+	for i, w := range want {
+		if got := b.NextBackOff(); got != w*time.Second {
+			t.Errorf("delay %d = %v; want %v", i, got, w*time.Second)
+		}
+	}
+	b = RestartPolicy{MaxRestarts: 20, Initial: time.Second}.NewBackOff()
+	var last time.Duration
+	for range 20 {
+		last = b.NextBackOff()
+	}
+	if last != 30*time.Second {
+		t.Errorf("the 20th delay without MaxDelay = %v; want the 30 s default cap", last)
+	}
+}

@@ -61,6 +61,7 @@ type bridgeConfig struct {
 	roots           json.RawMessage
 	startTimeout    time.Duration
 	unclaimedLinger time.Duration
+	restartPatience time.Duration
 }
 
 // newBridge serves one destination per name → fake server mode.
@@ -99,6 +100,7 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *bridge 
 				Roots:           cfg.roots,
 				StartTimeout:    cfg.startTimeout,
 				UnclaimedLinger: cfg.unclaimedLinger,
+				RestartPatience: cfg.restartPatience,
 			})
 		}
 		if cfg.isolated {

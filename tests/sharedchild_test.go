@@ -285,3 +285,32 @@ func TestFailedStartMessageSaysEachThingOnce(t *testing.T) {
 		t.Errorf("the message repeats itself: %s", msg)
 	}
 }
+
+// TestRestartingTooLongAnswersAtOnce: while a crashed child takes longer
+// than the restart patience to come back, calls get 503 with Retry-After at
+// once instead of waiting for their timeout; once it is back they work.
+func TestRestartingTooLongAnswersAtOnce(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{
+		extraEnv:        map[string]string{fakemcp.EnvStartDelay: "1500"},
+		restartPatience: 200 * time.Millisecond,
+		session:         session.Options{RequestTimeout: 20 * time.Second},
+	})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	ftErr(t, "crash", c.callTool("1", "crash", nil), http.StatusServiceUnavailable, "exit status 7")
+	waitFor(t, 10*time.Second, "the restart to begin", func() bool { return b.dispatchers["fake"].Status().State == "restarting" })
+	start := time.Now()
+	r := c.callTool("2", "echo", map[string]string{"text": "during restart"})
+	took := time.Since(start)
+	ftErr(t, "a call during a slow restart", r, http.StatusServiceUnavailable, `"fake"`, "restarting", "retry")
+	if r.header.Get("Retry-After") == "" {
+		t.Errorf("no Retry-After while restarting")
+	}
+	// The child takes 1.5 s to start: an answer well before that came from
+	// the patience, not from the restart finishing.
+	if took > 1400*time.Millisecond {
+		t.Errorf("the call waited %s; want about the 200 ms patience", took)
+	}
+	waitFor(t, 20*time.Second, "the restarted child", func() bool { return b.dispatchers["fake"].Status().State == "running" })
+	ftEcho(t, c, "3", "after restart")
+}

@@ -37,6 +37,7 @@ type settings struct {
 	shutdownTimeout time.Duration
 	restartMax      int
 	restartDelay    time.Duration
+	restartMaxDelay time.Duration
 	restartStable   time.Duration
 	responseMode    string
 	eventLogSize    int
@@ -120,6 +121,7 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	dur(&s.shutdownTimeout, "shutdown-timeout", "STELAE_SHUTDOWN_TIMEOUT", 10*time.Second, "longest clean shutdown on SIGINT/SIGTERM")
 	integer(&s.restartMax, "restart-max", "STELAE_RESTART_MAX", 3, "restarts of a crashed child before its destination is marked failed")
 	dur(&s.restartDelay, "restart-delay", "STELAE_RESTART_DELAY", 500*time.Millisecond, "first restart delay; each next one doubles")
+	dur(&s.restartMaxDelay, "restart-max-delay", "STELAE_RESTART_MAX_DELAY", 30*time.Second, "longest delay between restarts (the doubling stops there)")
 	dur(&s.restartStable, "restart-reset-after", "STELAE_RESTART_RESET_AFTER", 30*time.Second, "a child that ran this long has its restart count reset")
 	str(&s.responseMode, "response-mode", "STELAE_RESPONSE_MODE", "auto", "answer POSTed requests with: auto (JSON, switching to an SSE stream when the call sends progress or requests, or runs past -keepalive), json, or sse")
 	integer(&s.eventLogSize, "event-log-size", "STELAE_EVENT_LOG_SIZE", 512, "SSE events kept per session so a client can resume a dropped stream with Last-Event-ID")
@@ -223,6 +225,7 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 		{"shutdown-timeout", s.shutdownTimeout, false},
 		{"child-linger", s.linger, true},
 		{"restart-delay", s.restartDelay, true},
+		{"restart-max-delay", s.restartMaxDelay, false},
 		{"restart-reset-after", s.restartStable, true},
 	} {
 		switch {

@@ -154,7 +154,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 // factory of one per session (isolation: session). dispatchers are the
 // shared ones, which shutdown closes.
 func buildDestinations(cfg *supervisor.Config, s *settings, childEnviron []string, log hclog.Logger) (dests []session.Destination, dispatchers []*dispatch.Dispatcher) {
-	policy := supervisor.RestartPolicy{MaxRestarts: s.restartMax, Initial: s.restartDelay, StableAfter: s.restartStable}
+	policy := supervisor.RestartPolicy{MaxRestarts: s.restartMax, Initial: s.restartDelay, StableAfter: s.restartStable, MaxDelay: s.restartMaxDelay}
 	for _, name := range cfg.Names {
 		d := cfg.Destinations[name]
 		roots := rootsResult(d)
