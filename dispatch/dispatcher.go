@@ -253,7 +253,7 @@ type Dispatcher struct {
 	starting time.Time
 	// restartingSince is when the current run of restarts began.
 	restartingSince time.Time
-	closed   bool
+	closed          bool
 
 	// pmu guards pending and childReqs.
 	pmu       sync.Mutex
