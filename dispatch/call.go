@@ -16,16 +16,15 @@ import (
 // child) and with ErrCanceled when ctx ends or the session is detached.
 // With Options.ToolAllowed, tools/list answers lose the hidden tools and a
 // tools/call of a hidden tool is answered at once with a JSON-RPC error
-// (-32602), whatever the child's state.
+// (-32602), whatever the child's state. Messages that a more lenient decoder
+// could read differently are refused (see screen).
 // w, when not nil, follows the call (see Watcher).
 func (d *Dispatcher) Call(ctx context.Context, s Session, m *Message, timeout time.Duration, w Watcher) ([]byte, error) {
+	if code, why := d.screen(m, true); code != 0 {
+		return ErrorResponse(m.ID, code, why), nil
+	}
 	if m.Method == "ping" {
 		return appendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
-	}
-	if d.opts.ToolAllowed != nil && m.Method == "tools/call" {
-		if resp := d.hiddenToolCall(m); resp != nil {
-			return resp, nil
-		}
 	}
 	p := getPending(timeout)
 	p.watch = w
@@ -243,6 +242,9 @@ func rewriteProgressToken(params json.RawMessage, token []byte) (json.RawMessage
 // bridge's business and is dropped; notifications/cancelled is mapped to the
 // upstream id.
 func (d *Dispatcher) Notify(s Session, m *Message) error {
+	if code, why := d.screen(m, false); code != 0 {
+		return fmt.Errorf("%w: %s", ErrRefused, why)
+	}
 	switch m.Method {
 	case "notifications/initialized":
 		return nil

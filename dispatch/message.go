@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -64,7 +66,11 @@ func ParseInto(b []byte, m *Message) error {
 	if i >= len(b) || b[i] != '{' {
 		return errors.New("a JSON-RPC message must be a JSON object")
 	}
-	// b is valid JSON: walk the top-level members only.
+	// b is valid JSON: walk the top-level members only. Each member the
+	// bridge reads may appear once, in lower case: a decoder that matches
+	// names without regard to case, or keeps another of duplicates, must
+	// not read a different message than the bridge does.
+	var seen uint8
 	i++
 	for {
 		i = skipSpace(b, i)
@@ -86,6 +92,15 @@ func ParseInto(b []byte, m *Message) error {
 			_ = json.Unmarshal(b[kEnd-len(key)-2:kEnd], &k)
 			key = []byte(k)
 		}
+		if bit := memberBit(key); bit != 0 {
+			if seen&bit != 0 {
+				return fmt.Errorf("member %q appears twice; send each of jsonrpc, id, method, params, result and error at most once", key)
+			}
+			seen |= bit
+		} else if k := string(key); len(k) <= 24 && (strings.EqualFold(k, "jsonrpc") || strings.EqualFold(k, "id") || strings.EqualFold(k, "method") ||
+			strings.EqualFold(k, "params") || strings.EqualFold(k, "result") || strings.EqualFold(k, "error")) {
+			return fmt.Errorf("member %q: JSON-RPC member names are lower case (jsonrpc, id, method, params, result, error)", k)
+		}
 		switch string(key) {
 		case "jsonrpc":
 			m.JSONRPC = internString(val)
@@ -104,6 +119,26 @@ func ParseInto(b []byte, m *Message) error {
 			m.Error = val
 		}
 	}
+}
+
+// memberBit is the bit of a JSON-RPC member name in ParseInto's seen set; 0
+// for other names.
+func memberBit(key []byte) uint8 {
+	switch string(key) {
+	case "jsonrpc":
+		return 1
+	case "id":
+		return 2
+	case "method":
+		return 4
+	case "params":
+		return 8
+	case "result":
+		return 16
+	case "error":
+		return 32
+	}
+	return 0
 }
 
 // internString decodes a JSON string value, without allocating for the

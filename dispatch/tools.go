@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 )
 
@@ -150,32 +149,6 @@ func (d *Dispatcher) fetchTools(c *child) ([]json.RawMessage, error) {
 
 func (d *Dispatcher) toolAllowed(name string) bool {
 	return d.opts.ToolAllowed == nil || d.opts.ToolAllowed(name)
-}
-
-// hiddenToolCall answers a tools/call of a tool the filter hides with a
-// JSON-RPC error; nil means the call may go to the child. Every member of
-// params whose key is "name" in any letter case is checked, so a child that
-// decodes keys case-insensitively (Go's encoding/json) or keeps the last of
-// duplicate keys cannot be handed a hidden tool. Params without a string
-// name go to the child, which rejects them.
-func (d *Dispatcher) hiddenToolCall(m *Message) []byte {
-	var hidden string
-	found := false
-	eachMember(m.Params, func(key string, val []byte) bool {
-		if !strings.EqualFold(key, "name") || len(val) == 0 || val[0] != '"' {
-			return true
-		}
-		if name := internString(val); !d.opts.ToolAllowed(name) {
-			hidden, found = name, true
-			return false
-		}
-		return true
-	})
-	if !found {
-		return nil
-	}
-	d.log.Debug("call of a hidden tool refused", "destination", d.opts.Name, "tool", hidden)
-	return ErrorResponse(m.ID, -32602, fmt.Sprintf("tool %q is not available on this destination", hidden))
 }
 
 // filterToolList removes the hidden tools from a tools/list response. Every

@@ -210,11 +210,18 @@ func (s *recSession) got() []string {
 }
 
 // globs returns ToolAllowed for an allow (allow true) or deny list.
+// globs mirrors supervisor.ToolFilter.Allows (which dispatch's tests cannot
+// import): an allow list matches exactly, a deny list in any letter case.
 func globs(allow bool, patterns ...string) func(string) bool {
 	return func(name string) bool {
 		for _, p := range patterns {
 			if ok, _ := path.Match(p, name); ok {
 				return allow
+			}
+			if !allow {
+				if ok, _ := path.Match(strings.ToUpper(p), strings.ToUpper(name)); ok || strings.EqualFold(p, name) {
+					return false
+				}
 			}
 		}
 		return !allow
@@ -351,32 +358,40 @@ func TestHiddenToolCallNeverReachesTheChild(t *testing.T) {
 	}
 
 	call(t, d, nil, testInit)
-	hidden := []struct{ id, params, tool string }{
-		{`"a"`, `{"name":"crash"}`, "crash"},
-		{`"b"`, `{"name":"secret_x","arguments":{"name":"echo"}}`, "secret_x"},
-		{`"c"`, `{"name":"cr\u0061sh"}`, "crash"},          // escapes are decoded
-		{`"d"`, `{"name":"echo","Name":"crash"}`, "crash"}, // case-insensitive decoders
-		{`"e"`, `{"NAME":"crash"}`, "crash"},
-		{`"f"`, `{"name":"crash","name":"echo"}`, "crash"}, // duplicate keys
-		{`1.5e3`, `{ "name" : "secret_" }`, "secret_"},
+	notExact := `tools/call: \"name\" must be one string member named exactly \"name\"`
+	hidden := []struct{ id, params, msg string }{
+		{`"a"`, `{"name":"crash"}`, notAvailable("crash")},
+		{`"b"`, `{"name":"secret_x","arguments":{"name":"echo"}}`, notAvailable("secret_x")},
+		{`"c"`, `{"name":"cr\u0061sh"}`, notAvailable("crash")},          // escapes are decoded
+		{`"d"`, `{"name":"echo","Name":"crash"}`, notExact},              // case-insensitive decoders
+		{`"e"`, `{"NAME":"crash"}`, notExact},                            // likewise
+		{`"e2"`, `{"NAME":"echo"}`, notExact},                            // even for an allowed tool
+		{`"f"`, `{"name":"crash","name":"echo"}`, notAvailable("crash")}, // duplicate keys
+		{`"g"`, `{"name":["crash"]}`, notExact},                          // a JS server coerces ["x"] to "x"
+		{`"h"`, `{"name":42}`, notExact},
+		{`"i"`, `{"arguments":{}}`, `tools/call needs \"params.name\", the tool's name as a string`},
+		{`"j"`, `["crash"]`, `tools/call needs \"params\": an object with the tool's \"name\"`},
+		{`1.5e3`, `{ "name" : "secret_" }`, notAvailable("secret_")},
 	}
 	for _, h := range hidden {
 		got := call(t, d, nil, `{"jsonrpc":"2.0","id":`+h.id+`,"method":"tools/call","params":`+h.params+`}`)
-		want := `{"jsonrpc":"2.0","id":` + h.id + `,"error":{"code":-32602,"message":"tool \"` + h.tool + `\" is not available on this destination"}}`
+		want := `{"jsonrpc":"2.0","id":` + h.id + `,"error":{"code":-32602,"message":"` + h.msg + `"}}`
 		if string(got) != want {
 			t.Errorf("params %s\n got %s\nwant %s", h.params, got, want)
 		}
 	}
-	// Allowed tools, and calls without a name, reach the child.
+	// Allowed tools reach the child.
 	got = call(t, d, nil, `{"jsonrpc":"2.0","id":"ok","method":"tools/call","params":{"name":"echo","arguments":{"name":"crash"}}}`)
 	if want := `{"jsonrpc":"2.0","id":"ok","result":{"content":[{"type":"text","text":"called echo"}]}}`; string(got) != want {
 		t.Errorf("allowed call\n got %s\nwant %s", got, want)
 	}
-	call(t, d, nil, `{"jsonrpc":"2.0","id":"n","method":"tools/call","params":{"arguments":{}}}`)
-	call(t, d, nil, `{"jsonrpc":"2.0","id":"n2","method":"tools/call","params":{"name":42}}`)
-	if _, called, _, _ := l.started()[0].snapshot(); !reflect.DeepEqual(called, []string{"echo", "", ""}) {
-		t.Errorf("the child was called for %q; want only echo and the two nameless calls", called)
+	if _, called, _, _ := l.started()[0].snapshot(); !reflect.DeepEqual(called, []string{"echo"}) {
+		t.Errorf("the child was called for %q; want only echo", called)
 	}
+}
+
+func notAvailable(tool string) string {
+	return `tool \"` + tool + `\" is not available on this destination`
 }
 
 func TestToolCatalogAfterHandshake(t *testing.T) {
@@ -646,7 +661,7 @@ func FuzzToolFilter(f *testing.F) {
 				t.Fatalf("unchanged result differs: %s → %s", data, out)
 			}
 		}
-		d.hiddenToolCall(&Message{ID: json.RawMessage("1"), Params: data})
+		d.screenToolCall(&Message{ID: json.RawMessage("1"), Method: "tools/call", Params: data})
 		toolName(data)
 		eachElement(data, func([]byte) {})
 	})

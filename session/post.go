@@ -122,6 +122,10 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		} else {
 			err = s.d.Respond(s, &m)
 		}
+		if errors.Is(err, dispatch.ErrRefused) {
+			rec.status = writeError(w, http.StatusBadRequest, codeInvalidRequest, err.Error())
+			return
+		}
 		if err != nil {
 			st, msg := statusFor(ep.name, err)
 			rec.status = writeError(w, st, codeServer, msg)

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -123,12 +124,40 @@ func (f ToolFilter) Empty() bool { return f.Allow == nil && len(f.Deny) == 0 }
 
 // Allows reports whether the tool called name passes the filter: every tool
 // when the filter is empty, only the matching ones with an allow list, all but
-// the matching ones with a deny list.
+// the matching ones with a deny list. It fails closed: an allow list matches
+// names exactly, a deny list also matches them in any letter case, so a
+// server that looks tools up without regard to case cannot be handed a
+// denied one as "HIDDEN".
 func (f ToolFilter) Allows(name string) bool {
 	if f.Allow != nil {
 		return matchAny(f.Allow, name)
 	}
-	return !matchAny(f.Deny, name)
+	if matchAny(f.Deny, name) {
+		return false
+	}
+	folded := FoldCase(name)
+	for _, g := range f.Deny {
+		if ok, _ := path.Match(FoldCase(g), folded); ok {
+			return false
+		}
+	}
+	return true
+}
+
+// FoldCase maps every letter of s to one representative of its Unicode
+// case-folding orbit (the smallest), so that two strings that
+// strings.EqualFold calls equal fold to the same string ("ſ", "S" and "s"
+// all become "S").
+func FoldCase(s string) string {
+	return strings.Map(func(r rune) rune {
+		min := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < min {
+				min = f
+			}
+		}
+		return min
+	}, s)
 }
 
 func matchAny(globs []string, name string) bool {

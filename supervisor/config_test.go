@@ -1312,3 +1312,26 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestToolFilterFailsClosed: a deny list also matches a name in another
+// letter case (a server may look tools up without regard to case); an allow
+// list matches exactly.
+func TestToolFilterFailsClosed(t *testing.T) {
+	deny := ToolFilter{Deny: []string{"delete_*", "shell"}}
+	for _, name := range []string{"shell", "SHELL", "Shell", "ſhell", "delete_all", "DELETE_ALL", "Delete_Everything"} {
+		if deny.Allows(name) {
+			t.Errorf("deny list allows %q", name)
+		}
+	}
+	for _, name := range []string{"echo", "shells", "undelete_all"} {
+		if !deny.Allows(name) {
+			t.Errorf("deny list refuses %q", name)
+		}
+	}
+	allow := ToolFilter{Allow: []string{"search", "fetch"}}
+	for name, want := range map[string]bool{"search": true, "fetch": true, "SEARCH": false, "Fetch": false, "shell": false} {
+		if got := allow.Allows(name); got != want {
+			t.Errorf("allow list: Allows(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -6,9 +6,12 @@ package tests
 import (
 	"context"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
@@ -47,5 +50,39 @@ func TestMetricsOnlyGet(t *testing.T) {
 	}
 	if r := raw(t, b, http.MethodHead, "/metrics", ""); r.status != http.StatusOK {
 		t.Errorf("HEAD /metrics: %d", r.status)
+	}
+}
+
+// TestToolFilterFailsClosedOverHTTP: the bypasses the campaign found, and
+// their kin, are refused by the bridge; the child never sees a call of the
+// hidden tool.
+func TestToolFilterFailsClosedOverHTTP(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{toolAllowed: supervisor.ToolFilter{Deny: []string{"whoami"}}.Allows})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		code       int
+	}{
+		{"name as an array", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":["whoami"]}}`, 200, -32602},
+		{"name in upper case", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"WHOAMI"}}`, 200, -32602},
+		{"a second name member", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","Name":"whoami"}}`, 200, -32602},
+		{"method in another case", `{"jsonrpc":"2.0","id":4,"method":"Tools/Call","params":{"name":"whoami"}}`, 200, -32601},
+		{"tools/call as a notification", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"whoami"}}`, 400, -32600},
+		{"a second method member", `{"jsonrpc":"2.0","id":5,"method":"tools/list","METHOD":"tools/call","params":{"name":"whoami"}}`, 400, -32700},
+		{"duplicate params", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo"},"params":{"name":"whoami"}}`, 400, -32700},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.post(tc.body)
+			m := decode(t, r.body)
+			if r.status != tc.status || m.Error == nil || m.Error.Code != tc.code {
+				t.Errorf("status %d %s; want %d with error %d", r.status, r.body, tc.status, tc.code)
+			}
+		})
+	}
+	ftEcho(t, c, "7", "allowed tools still work")
+	if calls := c.stats().Calls; slices.ContainsFunc(calls, func(n string) bool { return strings.EqualFold(n, "whoami") }) {
+		t.Errorf("the child received a call of the hidden tool: %v", calls)
 	}
 }

@@ -1,0 +1,105 @@
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// This file screens what clients send before anything reaches the child. It
+// fails closed: the child may decode messages more leniently than the
+// bridge (a Go server matches member names and method names without regard
+// to case, keeps the last of duplicate members; a JavaScript server coerces
+// ["x"] to "x"), so whatever another decoder could read differently from
+// the bridge is refused. The member rules (each of jsonrpc, id, method,
+// params, result and error at most once, in lower case) are enforced by
+// ParseInto.
+
+// ErrRefused is returned by Notify for a notification the bridge does not
+// forward; the endpoint answers it with 400.
+var ErrRefused = errors.New("notification refused")
+
+// knownMethods are the MCP methods a client sends, by their lower-case form.
+var knownMethods = func() map[string]string {
+	m := map[string]string{}
+	for _, name := range []string{
+		"initialize", "ping",
+		"tools/list", "tools/call",
+		"resources/list", "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
+		"prompts/list", "prompts/get",
+		"completion/complete", "logging/setLevel",
+		"tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
+		"notifications/initialized", "notifications/cancelled", "notifications/progress",
+		"notifications/roots/list_changed", "notifications/tasks/status",
+	} {
+		m[strings.ToLower(name)] = name
+	}
+	return m
+}()
+
+// miscased returns the known method that method differs from only by letter
+// case (Unicode simple folding, as strings.EqualFold and Go decoders use),
+// or "" when method is exactly a known method or like none.
+func miscased(method string) string {
+	if canon, ok := knownMethods[strings.ToLower(method)]; ok {
+		if canon == method {
+			return ""
+		}
+		return canon
+	}
+	for _, canon := range knownMethods {
+		if strings.EqualFold(canon, method) {
+			return canon
+		}
+	}
+	return ""
+}
+
+// screen tells why a client's message must not reach the child: code and
+// why are zero when it may. request is false for a notification.
+func (d *Dispatcher) screen(m *Message, request bool) (code int, why string) {
+	if canon := miscased(m.Method); canon != "" {
+		return -32601, fmt.Sprintf("method %q not found; MCP method names are case-sensitive (did you mean %q?)", truncate([]byte(m.Method), 100), canon)
+	}
+	if !request && !strings.HasPrefix(m.Method, "notifications/") {
+		return -32600, fmt.Sprintf("%q is a request method, not a notification: send it with an \"id\" to get an answer", truncate([]byte(m.Method), 100))
+	}
+	if d.opts.ToolAllowed != nil && m.Method == "tools/call" {
+		return d.screenToolCall(m)
+	}
+	return 0, ""
+}
+
+// screenToolCall refuses a tools/call that names a hidden tool, and any
+// whose name a lenient decoder could read differently: params must be an
+// object whose every member named "name" in any letter case is a string
+// naming an allowed tool, and there must be one.
+func (d *Dispatcher) screenToolCall(m *Message) (int, string) {
+	if len(m.Params) == 0 || m.Params[0] != '{' {
+		return -32602, `tools/call needs "params": an object with the tool's "name"`
+	}
+	var named bool
+	var code int
+	var why string
+	eachMember(m.Params, func(key string, val []byte) bool {
+		if !strings.EqualFold(key, "name") {
+			return true
+		}
+		if key != "name" || len(val) == 0 || val[0] != '"' {
+			code, why = -32602, `tools/call: "name" must be one string member named exactly "name"`
+			return false
+		}
+		name := internString(val)
+		if !d.opts.ToolAllowed(name) {
+			d.log.Debug("call of a hidden tool refused", "destination", d.opts.Name, "tool", truncate([]byte(name), 100))
+			code, why = -32602, fmt.Sprintf("tool %q is not available on this destination", truncate([]byte(name), 100))
+			return false
+		}
+		named = true
+		return true
+	})
+	if code == 0 && !named {
+		code, why = -32602, `tools/call needs "params.name", the tool's name as a string`
+	}
+	return code, why
+}

@@ -1,0 +1,188 @@
+package dispatch
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// admitted runs a client's message through what the bridge does before the
+// child sees it: parse, classify, screen. It reports whether the message
+// would be forwarded.
+func admitted(d *Dispatcher, b []byte) bool {
+	m, err := Parse(b)
+	if err != nil {
+		return false
+	}
+	switch m.Kind() {
+	case KindRequest:
+		code, _ := d.screen(m, true)
+		return code == 0
+	case KindNotification:
+		code, _ := d.screen(m, false)
+		return code == 0
+	}
+	return false
+}
+
+func TestScreenRefusesWhatADecoderCouldReadDifferently(t *testing.T) {
+	d := New(Options{ToolAllowed: globs(false, "hidden")})
+	for _, tc := range []struct {
+		name string
+		msg  string
+		ok   bool
+	}{
+		{"allowed call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`, true},
+		{"hidden call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hidden"}}`, false},
+		{"name as an array", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":["hidden"]}}`, false},
+		{"name as an object", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":{"toString":"hidden"}}}`, false},
+		{"tools/call as a notification", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"hidden"}}`, false},
+		{"any request method as a notification", `{"jsonrpc":"2.0","method":"resources/read","params":{"uri":"x"}}`, false},
+		{"method in another case", `{"jsonrpc":"2.0","id":1,"method":"Tools/Call","params":{"name":"hidden"}}`, false},
+		{"method with a long s", `{"jsonrpc":"2.0","id":1,"method":"toolſ/call","params":{"name":"hidden"}}`, false},
+		{"method with a Kelvin sign", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\u212a\"}", true},
+		{"a second method member", `{"jsonrpc":"2.0","id":1,"method":"resources/read","Method":"tools/call","params":{"name":"hidden"}}`, false},
+		{"duplicate params", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"params":{"name":"hidden"}}`, false},
+		{"escaped method", `{"jsonrpc":"2.0","id":1,"method":"tools\/c\u0061ll","params":{"name":"hidden"}}`, false},
+		{"notifications pass", `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`, true},
+		{"unknown methods pass", `{"jsonrpc":"2.0","id":1,"method":"x-vendor/thing"}`, true},
+	} {
+		if got := admitted(d, []byte(tc.msg)); got != tc.ok {
+			t.Errorf("%s: admitted %v, want %v: %s", tc.name, got, tc.ok, tc.msg)
+		}
+	}
+}
+
+// decoded is what a decoder reads of a message: its method, whether it has
+// an id, and the tool name of a tools/call.
+type decoded struct {
+	method, name string
+	nameOK       bool
+}
+
+// strictView decodes like JSON.parse: exact member names, the last of
+// duplicates wins, and a name is coerced with String() (["x"] is "x").
+func strictView(b []byte) (decoded, bool) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(b, &top) != nil || top == nil {
+		return decoded{}, false
+	}
+	var v decoded
+	_ = json.Unmarshal(top["method"], &v.method)
+	var params map[string]json.RawMessage
+	_ = json.Unmarshal(top["params"], &params)
+	v.name, v.nameOK = coerce(params["name"])
+	return v, true
+}
+
+// lenientView decodes like Go's encoding/json into a struct: member names
+// match without regard to case (Unicode simple folding) and the last match
+// wins; a method is compared case-insensitively by the server.
+func lenientView(b []byte) (decoded, bool) {
+	top, ok := orderedMembers(b)
+	if !ok {
+		return decoded{}, false
+	}
+	var v decoded
+	var params json.RawMessage
+	for _, m := range top {
+		switch {
+		case strings.EqualFold(m.key, "method"):
+			_ = json.Unmarshal(m.val, &v.method)
+		case strings.EqualFold(m.key, "params"):
+			params = m.val
+		}
+	}
+	inner, _ := orderedMembers(params)
+	for _, m := range inner {
+		if strings.EqualFold(m.key, "name") {
+			v.name, v.nameOK = coerce(m.val)
+		}
+	}
+	return v, true
+}
+
+type member2 struct {
+	key string
+	val json.RawMessage
+}
+
+// orderedMembers lists an object's members in document order.
+func orderedMembers(b []byte) ([]member2, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	var out []member2
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		var val json.RawMessage
+		if dec.Decode(&val) != nil {
+			return nil, false
+		}
+		key, _ := tok.(string)
+		out = append(out, member2{key, val})
+	}
+	return out, true
+}
+
+// coerce reads a name the way a JavaScript server's String(x) would.
+func coerce(raw json.RawMessage) (string, bool) {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return "", false
+	}
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			s, _ := coerce(mustMarshal(e))
+			parts[i] = s
+		}
+		return strings.Join(parts, ","), true
+	case float64, bool:
+		return string(raw), true
+	}
+	return "", false
+}
+
+func mustMarshal(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// FuzzScreen: whatever the bridge forwards, neither a strict nor a lenient
+// decoder reads as a call of the hidden tool.
+func FuzzScreen(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":["hidden"]}}`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"hidden"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"Tools/Call","params":{"name":"hidden"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","NAME":"hidden"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","METHOD":"tools/call","params":{"name":"hidden"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"Params":{"name":"hidden"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\u0061me":"hidden"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"toolſ/call","params":{"name":"hidden"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	d := New(Options{ToolAllowed: globs(false, "hidden")})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !admitted(d, b) {
+			return
+		}
+		if v, ok := strictView(b); ok && v.method == "tools/call" && v.nameOK && v.name == "hidden" {
+			t.Fatalf("forwarded %s, which a strict decoder reads as a call of the hidden tool", b)
+		}
+		if v, ok := lenientView(b); ok && strings.EqualFold(v.method, "tools/call") && v.nameOK && strings.EqualFold(v.name, "hidden") {
+			t.Fatalf("forwarded %s, which a lenient decoder reads as a call of the hidden tool", b)
+		}
+	})
+}
