@@ -18,8 +18,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 	"time"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
