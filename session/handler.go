@@ -23,6 +23,13 @@ type Options struct {
 	RequestTimeout time.Duration
 	// MaxBodyBytes caps a POST body (413 above it).
 	MaxBodyBytes int64
+	// MaxBodyMemory bounds the buffers all POST bodies being read or served
+	// hold together (503 with Retry-After above it); at least MaxBodyBytes.
+	MaxBodyMemory int64
+	// BodyTimeout bounds reading one POST body; BodyIdleTimeout bounds a
+	// pause in it (408 after either).
+	BodyTimeout     time.Duration
+	BodyIdleTimeout time.Duration
 	// SessionTTL expires sessions idle this long.
 	SessionTTL time.Duration
 	// KeepAlive is the interval of SSE keepalive comments.
@@ -80,6 +87,12 @@ func (o *Options) setDefaults() {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 10 << 20
 	}
+	if o.MaxBodyMemory <= 0 {
+		o.MaxBodyMemory = 64 << 20
+	}
+	o.MaxBodyMemory = max(o.MaxBodyMemory, o.MaxBodyBytes+1)
+	def(&o.BodyTimeout, 30*time.Second)
+	def(&o.BodyIdleTimeout, 10*time.Second)
 	def(&o.SessionTTL, 30*time.Minute)
 	def(&o.StopTimeout, 10*time.Second)
 	def(&o.KeepAlive, 15*time.Second)
@@ -110,6 +123,7 @@ type endpoint struct {
 	perSession func() *dispatch.Dispatcher
 	kids       children
 	reg        *registry
+	budget     *bodyBudget // shared by every endpoint
 	opts       *Options
 	log        hclog.Logger
 	m          *endpointMetrics
@@ -137,8 +151,9 @@ type Handler struct {
 func NewHandler(dests []Destination, opts Options) *Handler {
 	opts.setDefaults()
 	h := &Handler{opts: opts, log: opts.Logger, endpoints: map[string]*endpoint{}, shutdown: make(chan struct{}), janitorDone: make(chan struct{})}
+	budget := &bodyBudget{max: opts.MaxBodyMemory}
 	for _, d := range dests {
-		ep := &endpoint{name: d.Name, shared: d.Shared, perSession: d.PerSession, reg: newRegistry(opts.MaxSessions), opts: &h.opts, log: h.log}
+		ep := &endpoint{name: d.Name, shared: d.Shared, perSession: d.PerSession, reg: newRegistry(opts.MaxSessions), budget: budget, opts: &h.opts, log: h.log}
 		if d.PerSession != nil {
 			ep.shared = nil
 			ep.kids.live = map[*dispatch.Dispatcher]struct{}{}

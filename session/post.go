@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
@@ -24,18 +23,16 @@ type postLog struct {
 	respBody []byte
 }
 
-var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // servePost handles one POSTed JSON-RPC message.
 func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	// The parsed message aliases buf: it goes back to the pool last, after
-	// the access log has been written.
-	buf := bodyPool.Get().(*bytes.Buffer)
-	buf.Reset()
+	var bb *bodyBuf
+	// The parsed message aliases the body: it goes back to the pool last,
+	// after the access log has been written.
 	defer func() {
-		if buf.Cap() <= 1<<20 {
-			bodyPool.Put(buf)
+		if bb != nil {
+			ep.releaseBody(bb)
 		}
 	}()
 	rec := postLog{status: http.StatusOK}
@@ -54,16 +51,21 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		rec.status = writeError(w, http.StatusNotAcceptable, codeServer, fmt.Sprintf("Accept %q allows neither application/json nor text/event-stream, the two forms an MCP answer can take", accept))
 		return
 	}
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, ep.opts.MaxBodyBytes)); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			rec.status = writeError(w, http.StatusRequestEntityTooLarge, codeServer, fmt.Sprintf("request body over the %d-byte limit (raise -max-body-size)", ep.opts.MaxBodyBytes))
-			return
+	var err error
+	if bb, err = ep.readBody(w, r); err != nil {
+		var be *bodyError
+		errors.As(err, &be)
+		if be.status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "2")
+		} else {
+			// The rest of the body is not read: the connection cannot
+			// carry another request.
+			w.Header().Set("Connection", "close")
 		}
-		rec.status = writeError(w, http.StatusBadRequest, codeServer, "could not read the request body: "+err.Error())
+		rec.status = writeError(w, be.status, codeServer, be.msg)
 		return
 	}
-	body := buf.Bytes()
+	body := bb.b
 	ep.m.bytesIn.Add(float64(len(body)))
 	// Messages go to the child as single lines: compact pretty-printed input.
 	if bytes.ContainsAny(body, "\r\n") {

@@ -28,6 +28,9 @@ type settings struct {
 	auditBodies     bool
 	maxMessage      byteSize
 	maxBody         byteSize
+	maxBodyMemory   byteSize
+	bodyTimeout     time.Duration
+	bodyIdle        time.Duration
 	logLevel        string
 	logFormat       string
 	sessionTTL      time.Duration
@@ -112,6 +115,9 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	boolean(&s.auditBodies, "audit-log-bodies", "AUDIT_LOG_BODIES", "log request and response bodies, with secret-looking values redacted")
 	size(&s.maxMessage, "max-message-size", "STELAE_MAX_MESSAGE_SIZE", "longest line accepted from a child (default 10MiB); longer lines are discarded")
 	size(&s.maxBody, "max-body-size", "STELAE_MAX_BODY_SIZE", "largest POST body (default 10MiB, at least 5MiB); larger bodies get 413")
+	size(&s.maxBodyMemory, "max-body-memory", "STELAE_MAX_BODY_MEMORY", "memory all POST bodies being read or served may hold together (default 64MiB, at least -max-body-size); past it a POST gets 503 with Retry-After")
+	dur(&s.bodyTimeout, "body-timeout", "STELAE_BODY_TIMEOUT", 30*time.Second, "longest time a POST body may take to arrive (408 after it)")
+	dur(&s.bodyIdle, "body-idle-timeout", "STELAE_BODY_IDLE_TIMEOUT", 10*time.Second, "longest pause within a POST body (408 after it); a body must also average 1KiB/s after 5s")
 	str(&s.logLevel, "log-level", "STELAE_LOG_LEVEL", "info", "log level: trace, debug, info, warn, error")
 	str(&s.logFormat, "log-format", "STELAE_LOG_FORMAT", "text", "log format: text or json")
 	dur(&s.sessionTTL, "session-ttl", "STELAE_SESSION_TTL", 30*time.Minute, "idle sessions (no stream, nothing in flight) expire after this")
@@ -153,7 +159,7 @@ func bridgeEnvVars() []string {
 // parseSettings reads flags from args, then environment variables for the
 // flags not given.
 func parseSettings(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
-	s := &settings{maxMessage: 10 << 20, maxBody: 10 << 20}
+	s := &settings{maxMessage: 10 << 20, maxBody: 10 << 20, maxBodyMemory: 64 << 20}
 	fs, envOf := newFlagSet(s, out)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -200,6 +206,8 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 		return nil, invalid("max-sessions", "-max-sessions must be at least 1")
 	case s.maxBody < 5<<20:
 		return nil, invalid("max-body-size", "-max-body-size must be at least 5MiB (MCP clients may send that much)")
+	case s.maxBodyMemory < s.maxBody:
+		return nil, invalid("max-body-memory", "-max-body-memory (%d bytes) must be at least -max-body-size (%d bytes)", s.maxBodyMemory, s.maxBody)
 	case s.restartMax < 0:
 		return nil, invalid("restart-max", "-restart-max must not be negative (0: never restart)")
 	case s.responseMode != "auto" && s.responseMode != "json" && s.responseMode != "sse":
@@ -219,6 +227,8 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 		zeroOK bool
 	}{
 		{"request-timeout", s.requestTimeout, false},
+		{"body-timeout", s.bodyTimeout, false},
+		{"body-idle-timeout", s.bodyIdle, false},
 		{"session-ttl", s.sessionTTL, false},
 		{"keepalive", s.keepAlive, false},
 		{"stop-grace", s.stopGrace, false},

@@ -90,15 +90,18 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	childEnviron := supervisor.ChildEnviron(environ, bridgeEnvVars())
 	dests, dispatchers := buildDestinations(cfg, s, childEnviron, log)
 	h := session.NewHandler(dests, session.Options{
-		MaxSessions:    s.maxSessions,
-		RequestTimeout: s.requestTimeout,
-		MaxBodyBytes:   int64(s.maxBody),
-		SessionTTL:     s.sessionTTL,
-		StopTimeout:    3*s.stopGrace + time.Second,
-		KeepAlive:      s.keepAlive,
-		AuditBodies:    s.auditBodies,
-		ResponseMode:   s.responseMode,
-		EventLogSize:   s.eventLogSize,
+		MaxSessions:     s.maxSessions,
+		RequestTimeout:  s.requestTimeout,
+		MaxBodyBytes:    int64(s.maxBody),
+		MaxBodyMemory:   int64(s.maxBodyMemory),
+		BodyTimeout:     s.bodyTimeout,
+		BodyIdleTimeout: s.bodyIdle,
+		SessionTTL:      s.sessionTTL,
+		StopTimeout:     3*s.stopGrace + time.Second,
+		KeepAlive:       s.keepAlive,
+		AuditBodies:     s.auditBodies,
+		ResponseMode:    s.responseMode,
+		EventLogSize:    s.eventLogSize,
 		// On loopback, only loopback (or explicitly allowed) Host names: the
 		// DNS-rebinding protection.
 		CheckHost:         ln.Addr().(*net.TCPAddr).IP.IsLoopback() || len(allowedHosts) > 0,
@@ -114,7 +117,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		// Headers are small in MCP; a JWT or two fits many times over.
+		MaxHeaderBytes: 64 << 10,
+		IdleTimeout:    2 * time.Minute,
 		// No WriteTimeout: it would cut SSE streams; writes carry their own deadlines.
 		ErrorLog: log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
 	}

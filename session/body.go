@@ -1,0 +1,153 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// This file reads POST bodies without letting slow or large ones take the
+// bridge's memory or connections: a body must arrive within BodyTimeout, no
+// gap between its bytes may exceed BodyIdleTimeout, and after a grace period
+// it must keep up a minimum rate. Buffers grow with the bytes that arrived,
+// never from an announced Content-Length, and every byte of buffer that
+// bodies hold is taken from one budget shared by all destinations
+// (MaxBodyMemory); a body that would exceed it is answered 503 with
+// Retry-After.
+
+// bodyBudget bounds the buffer memory that request bodies being read or
+// served hold together.
+type bodyBudget struct {
+	max  int64
+	used atomic.Int64
+}
+
+// take reserves n bytes; false when that would exceed the budget.
+func (b *bodyBudget) take(n int64) bool {
+	if b.used.Add(n) > b.max {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (b *bodyBudget) give(n int64) { b.used.Add(-n) }
+
+// bodyBuf is a POST body's buffer and the budget it holds.
+type bodyBuf struct {
+	b        []byte
+	reserved int64
+}
+
+// keepBody is the largest buffer returned to the pool.
+const keepBody = 256 << 10
+
+var bodyPool = sync.Pool{New: func() any { return new(bodyBuf) }}
+
+// bodyError is a body that could not be read, with the status it gets.
+type bodyError struct {
+	status int
+	msg    string
+}
+
+func (e *bodyError) Error() string { return e.msg }
+
+// minBodyRate is the average rate, in bytes per second, a body must keep up
+// once bodyRateGrace has passed.
+const (
+	minBodyRate   = 1 << 10
+	bodyRateGrace = 5 * time.Second
+	firstBodyRead = 4 << 10
+)
+
+// readBody reads r's body into a buffer charged to the budget. The caller
+// must release the buffer (releaseBody) when the message it holds is no
+// longer used.
+func (ep *endpoint) readBody(w http.ResponseWriter, r *http.Request) (bb *bodyBuf, err error) {
+	limit := ep.opts.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the %d-byte limit (raise -max-body-size)", r.ContentLength, limit)}
+	}
+	bb = bodyPool.Get().(*bodyBuf)
+	bb.b = bb.b[:0]
+	if c := int64(cap(bb.b)); c > 0 && !ep.budget.take(c) {
+		bb.b = nil // too big to hold right now: start small
+	} else {
+		bb.reserved = c
+	}
+	rc := http.NewResponseController(w)
+	start := time.Now()
+	deadline := start.Add(ep.opts.BodyTimeout)
+	defer func() {
+		// A body read in full frees the connection for the next request.
+		// Otherwise net/http would try to drain what is left of it before
+		// answering; an expired deadline makes that fail at once and the
+		// connection close after the answer.
+		if bb != nil {
+			_ = rc.SetReadDeadline(time.Time{})
+		} else {
+			_ = rc.SetReadDeadline(time.Now())
+		}
+	}()
+	for {
+		if len(bb.b) == cap(bb.b) {
+			grow := max(int64(cap(bb.b)), firstBodyRead)
+			grow = min(grow, limit+1-int64(cap(bb.b)))
+			if grow <= 0 {
+				ep.releaseBody(bb)
+				return nil, &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over the %d-byte limit (raise -max-body-size)", limit)}
+			}
+			if !ep.budget.take(grow) {
+				ep.releaseBody(bb)
+				return nil, &bodyError{http.StatusServiceUnavailable, "the bridge is receiving too many large request bodies at once; retry shortly"}
+			}
+			nb := make([]byte, len(bb.b), int64(cap(bb.b))+grow)
+			copy(nb, bb.b)
+			bb.b = nb
+			bb.reserved += grow
+		}
+		next := time.Now().Add(ep.opts.BodyIdleTimeout)
+		if next.After(deadline) {
+			next = deadline
+		}
+		_ = rc.SetReadDeadline(next)
+		n, err := r.Body.Read(bb.b[len(bb.b):cap(bb.b)])
+		bb.b = bb.b[:len(bb.b)+n]
+		if int64(len(bb.b)) > limit {
+			ep.releaseBody(bb)
+			return nil, &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over the %d-byte limit (raise -max-body-size)", limit)}
+		}
+		if errors.Is(err, io.EOF) {
+			return bb, nil
+		}
+		elapsed := time.Since(start)
+		if err == nil && elapsed > bodyRateGrace && float64(len(bb.b)) < minBodyRate*elapsed.Seconds() {
+			err = errTooSlow
+		}
+		if err != nil {
+			ep.releaseBody(bb)
+			if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, errTooSlow) {
+				return nil, &bodyError{http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive in time (%d bytes after %s; a body must arrive within %s, with no pause over %s and at least %d bytes/s)",
+					len(bb.b), elapsed.Round(time.Millisecond), ep.opts.BodyTimeout, ep.opts.BodyIdleTimeout, minBodyRate)}
+			}
+			return nil, &bodyError{http.StatusBadRequest, "could not read the request body: " + err.Error()}
+		}
+	}
+}
+
+var errTooSlow = errors.New("request body too slow")
+
+// releaseBody returns a body buffer and its budget.
+func (ep *endpoint) releaseBody(bb *bodyBuf) {
+	ep.budget.give(bb.reserved)
+	bb.reserved = 0
+	if cap(bb.b) > keepBody {
+		bb.b = nil
+	}
+	bodyPool.Put(bb)
+}

@@ -1,0 +1,227 @@
+package tests
+
+// Slow and large request bodies: bounded in time, memory and connections.
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+)
+
+// procStatus reads a field (kB) of /proc/PID/status.
+func procStatus(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n << 10
+		}
+	}
+	return 0
+}
+
+func procFDs(pid int) int {
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(ents)
+}
+
+// attack is one hostile connection: it sends head, then body in pieces with
+// pause between them, then stalls; it reports the status the bridge
+// answered with (0: none before the deadline).
+func attack(addr, head string, body []byte, piece int, pause time.Duration, deadline time.Time) int {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return -1
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(deadline)
+	if _, err := conn.Write([]byte(head)); err != nil {
+		return -2
+	}
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	for len(body) > 0 {
+		n := min(piece, len(body))
+		if _, err := conn.Write(body[:n]); err != nil {
+			break // the bridge answered and closed
+		}
+		body = body[n:]
+		select {
+		case st := <-answered:
+			return st
+		case <-time.After(pause):
+		}
+	}
+	return <-answered
+}
+
+// TestSlowClientAttack runs the campaign's slow-body classes against the
+// binary: bodies announced and then trickled, stalled, or large and
+// stalled, and chunked bodies oversized or stalled. Every connection is
+// answered (408, 413, or 503 when the body budget is spent) and closed
+// within the body timeouts, the bridge's memory stays bounded by its body
+// budget, and its file descriptors come back.
+func TestSlowClientAttack(t *testing.T) {
+	p := startBinary(t, fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer}),
+		"-body-idle-timeout", "1s", "-body-timeout", "4s", "-max-body-memory", "24MiB")
+	addr := strings.TrimPrefix(p.base, "http://")
+	pid := p.cmd.Process.Pid
+	c := newClient(t, p.base+"/fake/mcp")
+	c.initialize()
+	baseFDs, baseRSS := procFDs(pid), procStatus(pid, "VmRSS")
+
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if rss := procStatus(pid, "VmRSS"); rss > peak.Load() {
+				peak.Store(rss)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+
+	head := func(length int) string {
+		return fmt.Sprintf("POST /fake/mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\nMcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n", addr, c.sid, length)
+	}
+	chunked := fmt.Sprintf("POST /fake/mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nMcp-Session-Id: %s\r\nTransfer-Encoding: chunked\r\n\r\n", addr, c.sid)
+	big := make([]byte, 10<<20)
+	for i := range big {
+		big[i] = ' '
+	}
+	type class struct {
+		name   string
+		n      int
+		head   string
+		body   []byte
+		piece  int
+		pause  time.Duration
+		want   []int
+		counts map[int]int
+	}
+	chunk := func(size int) []byte {
+		return append([]byte(fmt.Sprintf("%x\r\n", size)), append(big[:size:size], "\r\n"...)...)
+	}
+	var overChunks []byte
+	for range 11 {
+		overChunks = append(overChunks, chunk(1<<20)...)
+	}
+	classes := []*class{
+		// 50 bodies announced at 1 MiB and trickled at 10 bytes per 200 ms.
+		{name: "slow body", n: 50, head: head(1 << 20), body: big[:1<<20], piece: 10, pause: 200 * time.Millisecond, want: []int{408, 503}},
+		// 300 bodies that send 100 bytes of 64 KiB, then stop.
+		{name: "stalled body", n: 300, head: head(64 << 10), body: big[:100], piece: 100, pause: time.Millisecond, want: []int{408, 503}},
+		// 40 bodies announced at 10 MiB that send 2 MiB fast, then stop:
+		// 80 MiB would be held; the 24 MiB budget turns the rest away.
+		{name: "large stalled body", n: 40, head: head(10 << 20), body: big[:2<<20], piece: 256 << 10, pause: time.Millisecond, want: []int{408, 503}},
+		// Chunked: over the 10 MiB limit, and stalled after one chunk.
+		{name: "oversized chunked body", n: 3, head: chunked, body: overChunks, piece: 1 << 20, pause: time.Millisecond, want: []int{413, 503}},
+		{name: "stalled chunked body", n: 20, head: chunked, body: chunk(100), piece: 200, pause: time.Millisecond, want: []int{408, 503}},
+	}
+	start := time.Now()
+	deadline := start.Add(60 * time.Second)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, cl := range classes {
+		cl.counts = map[int]int{}
+		for range cl.n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st := attack(addr, cl.head, cl.body, cl.piece, cl.pause, deadline)
+				mu.Lock()
+				cl.counts[st]++
+				mu.Unlock()
+			}()
+		}
+	}
+	// Meanwhile, a well-behaved client is served.
+	ftEcho(t, c, "1", "during the attack")
+	wg.Wait()
+	took := time.Since(start)
+	close(stop)
+	<-sampled
+	for _, cl := range classes {
+		for st, n := range cl.counts {
+			ok := false
+			for _, w := range cl.want {
+				ok = ok || st == w
+			}
+			if !ok {
+				t.Errorf("%s: %d connection(s) got status %d (0: no answer before the deadline); want %v", cl.name, n, st, cl.want)
+			}
+		}
+		t.Logf("%s ×%d: %v", cl.name, cl.n, cl.counts)
+	}
+	// The old bridge held 614 fds and 1.28 GiB after 30 s of this.
+	t.Logf("attack answered in %s; bridge RSS %d MiB before, peak %d MiB", took.Round(time.Millisecond), baseRSS>>20, peak.Load()>>20)
+	if limit := baseRSS + 80<<20; peak.Load() > limit {
+		t.Errorf("bridge RSS peaked at %d MiB during the attack; want under %d MiB (24 MiB body budget + connections)", peak.Load()>>20, limit>>20)
+	}
+	waitFor(t, 20*time.Second, "the bridge's file descriptors to come back", func() bool { return procFDs(pid) <= baseFDs+2 })
+	ftEcho(t, c, "2", "after the attack")
+}
+
+// TestBodyLimits: a body over -max-body-size is refused (413) whether its
+// length is announced or it comes chunked, and a body that would take the
+// body budget past -max-body-memory gets 503 with Retry-After.
+func TestBodyLimits(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{
+		MaxBodyBytes: 64 << 10, MaxBodyMemory: 100 << 10, BodyIdleTimeout: 2 * time.Second, BodyTimeout: 5 * time.Second,
+	}})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	addr := b.srv.Listener.Addr().String()
+	deadline := time.Now().Add(20 * time.Second)
+	pad := strings.Repeat(" ", 70<<10)
+	chunkedHead := fmt.Sprintf("POST /fake/mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nMcp-Session-Id: %s\r\nTransfer-Encoding: chunked\r\n\r\n", addr, c.sid)
+	over := []byte(fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(pad), pad))
+	if st := attack(addr, chunkedHead, over, len(over), time.Millisecond, deadline); st != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked body over the limit: %d, want 413", st)
+	}
+	announced := fmt.Sprintf("POST /fake/mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nMcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n", addr, c.sid, 1<<30)
+	if st := attack(addr, announced, nil, 1, time.Millisecond, deadline); st != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 1 GiB Content-Length: %d, want 413 before any body", st)
+	}
+	// Two 60 KiB bodies held at once take the 100 KiB budget past its end.
+	head := fmt.Sprintf("POST /fake/mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nMcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n", addr, c.sid, 63<<10)
+	first := make(chan int, 1)
+	go func() { first <- attack(addr, head, []byte(pad[:60<<10]), 60<<10, time.Millisecond, deadline) }()
+	var second int
+	waitFor(t, 10*time.Second, "a 503 for the second body", func() bool {
+		second = attack(addr, head, []byte(pad[:60<<10]), 60<<10, time.Millisecond, time.Now().Add(3*time.Second))
+		return second == http.StatusServiceUnavailable
+	})
+	if st := <-first; st != http.StatusRequestTimeout {
+		t.Errorf("the stalled first body: %d, want 408", st)
+	}
+	ftEcho(t, c, "1", "after the limits")
+}
