@@ -23,7 +23,6 @@ type postLog struct {
 	respBody []byte
 }
 
-
 // servePost handles one POSTed JSON-RPC message.
 func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
