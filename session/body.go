@@ -20,15 +20,15 @@ import (
 // (MaxBodyMemory); a body that would exceed it is answered 503 with
 // Retry-After.
 
-// bodyBudget bounds the buffer memory that request bodies being read or
-// served hold together.
-type bodyBudget struct {
+// budget counts what the bridge holds at most max of: the bytes of body
+// buffers, open streams.
+type budget struct {
 	max  int64
 	used atomic.Int64
 }
 
-// take reserves n bytes; false when that would exceed the budget.
-func (b *bodyBudget) take(n int64) bool {
+// take reserves n; false (nothing reserved) when that would exceed max.
+func (b *budget) take(n int64) bool {
 	if b.used.Add(n) > b.max {
 		b.used.Add(-n)
 		return false
@@ -36,7 +36,7 @@ func (b *bodyBudget) take(n int64) bool {
 	return true
 }
 
-func (b *bodyBudget) give(n int64) { b.used.Add(-n) }
+func (b *budget) give(n int64) { b.used.Add(-n) }
 
 // bodyBuf is a POST body's buffer and the budget it holds.
 type bodyBuf struct {

@@ -41,49 +41,49 @@ func parseEventID(id string) (kind byte, stream, seq uint64, ok bool) {
 	return id[0], a, b, true
 }
 
-// eventLog is a bounded ring of a session's most recent events; the oldest
-// are forgotten first.
+// eventLog holds a session's most recent events, oldest first, in a ring
+// that grows with use up to max (an idle session holds none). Sequence
+// numbers are contiguous: every event of the session is logged, so the
+// event with sequence q sits at a known place.
 type eventLog struct {
+	max   int
 	ring  []event
-	start int // index of the oldest event
-	n     int
+	start int    // index of the oldest event once the ring is full
+	first uint64 // sequence number of the oldest event; 0 when empty
 }
 
-func (l *eventLog) init(size int) { l.ring = make([]event, size) }
-
-func (l *eventLog) add(ev event) {
+// add logs ev, whose seq must follow the newest one's, and returns the event
+// it pushed out of a full log (ok false when none).
+func (l *eventLog) add(ev event) (dropped event, ok bool) {
 	if len(l.ring) == 0 {
-		return
+		l.first = ev.seq
 	}
-	if l.n < len(l.ring) {
-		l.ring[(l.start+l.n)%len(l.ring)] = ev
-		l.n++
-		return
+	if len(l.ring) < l.max {
+		l.ring = append(l.ring, ev)
+		return event{}, false
 	}
+	dropped = l.ring[l.start]
 	l.ring[l.start] = ev
 	l.start = (l.start + 1) % len(l.ring)
+	l.first++
+	return dropped, true
 }
 
-func (l *eventLog) at(i int) *event { return &l.ring[(l.start+i)%len(l.ring)] }
-
-// has reports whether event (stream, seq) is still in the log.
-func (l *eventLog) has(stream, seq uint64) bool {
-	for i := 0; i < l.n; i++ {
-		if ev := l.at(i); ev.stream == stream && ev.seq == seq {
-			return true
-		}
+// oldest is the sequence number of the oldest event still logged, or next
+// when the log is empty.
+func (l *eventLog) oldest(next uint64) uint64 {
+	if len(l.ring) == 0 {
+		return next
 	}
-	return false
+	return l.first
 }
 
-// after returns the logged events of stream that came after seq, priming
-// events left out.
-func (l *eventLog) after(stream, seq uint64) []event {
-	var out []event
-	for i := 0; i < l.n; i++ {
-		if ev := l.at(i); ev.stream == stream && ev.seq > seq && ev.data != nil {
-			out = append(out, *ev)
-		}
-	}
-	return out
+// at returns the event with sequence q, which must be logged.
+func (l *eventLog) at(q uint64) *event {
+	return &l.ring[(l.start+int(q-l.first))%len(l.ring)]
+}
+
+// has reports whether event q is logged.
+func (l *eventLog) has(q uint64) bool {
+	return len(l.ring) > 0 && q >= l.first && q < l.first+uint64(len(l.ring))
 }

@@ -34,11 +34,13 @@ type Options struct {
 	SessionTTL time.Duration
 	// KeepAlive is the interval of SSE keepalive comments.
 	KeepAlive time.Duration
-	// StreamQueue is the per-stream queue length; a stream that falls this far
-	// behind is closed.
+	// StreamQueue is how many events an SSE stream may fall behind before it
+	// is closed (its client reconnects and resumes from the event log).
 	StreamQueue int
-	// BacklogSize bounds the messages kept for a session without a stream.
-	BacklogSize int
+	// MaxStreamsPerSession caps the open GET streams of one session (429
+	// past it); MaxStreams those of the whole bridge (503 past it).
+	MaxStreamsPerSession int
+	MaxStreams           int
 	// WriteTimeout bounds one write to a client.
 	WriteTimeout time.Duration
 	// AuditBodies logs request and response bodies, secrets redacted.
@@ -100,8 +102,11 @@ func (o *Options) setDefaults() {
 	if o.StreamQueue <= 0 {
 		o.StreamQueue = 256
 	}
-	if o.BacklogSize <= 0 {
-		o.BacklogSize = 256
+	if o.MaxStreamsPerSession <= 0 {
+		o.MaxStreamsPerSession = 8
+	}
+	if o.MaxStreams <= 0 {
+		o.MaxStreams = 10000
 	}
 	if o.EventLogSize <= 0 {
 		o.EventLogSize = 512
@@ -123,7 +128,11 @@ type endpoint struct {
 	perSession func() *dispatch.Dispatcher
 	kids       children
 	reg        *registry
-	budget     *bodyBudget // shared by every endpoint
+	budget     *budget // body buffer bytes, shared by every endpoint
+	streams    *budget // open GET streams, shared by every endpoint
+	// pumps counts the GET streams' goroutines (shared by every
+	// endpoint); Shutdown waits for them.
+	pumps *sync.WaitGroup
 	opts       *Options
 	log        hclog.Logger
 	m          *endpointMetrics
@@ -145,15 +154,19 @@ type Handler struct {
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
 	janitorDone  chan struct{}
+	// pumps are the GET streams' goroutines.
+	pumps sync.WaitGroup
 }
 
 // NewHandler serves the given destinations; it starts the session janitor.
 func NewHandler(dests []Destination, opts Options) *Handler {
 	opts.setDefaults()
 	h := &Handler{opts: opts, log: opts.Logger, endpoints: map[string]*endpoint{}, shutdown: make(chan struct{}), janitorDone: make(chan struct{})}
-	budget := &bodyBudget{max: opts.MaxBodyMemory}
+	bodies := &budget{max: opts.MaxBodyMemory}
+	streams := &budget{max: int64(opts.MaxStreams)}
+	pumps := &h.pumps
 	for _, d := range dests {
-		ep := &endpoint{name: d.Name, shared: d.Shared, perSession: d.PerSession, reg: newRegistry(opts.MaxSessions), budget: budget, opts: &h.opts, log: h.log}
+		ep := &endpoint{name: d.Name, shared: d.Shared, perSession: d.PerSession, reg: newRegistry(opts.MaxSessions), budget: bodies, streams: streams, pumps: pumps, opts: &h.opts, log: h.log}
 		if d.PerSession != nil {
 			ep.shared = nil
 			ep.kids.live = map[*dispatch.Dispatcher]struct{}{}
@@ -233,6 +246,20 @@ func (h *Handler) Shutdown(ctx context.Context) {
 	}
 	for _, ep := range h.endpoints {
 		ep.waitReleased(ctx)
+	}
+	waitGroup(ctx, &h.pumps)
+}
+
+// waitGroup waits for wg or ctx, whichever comes first.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 

@@ -81,17 +81,7 @@ func (ep *endpoint) release(d *dispatch.Dispatcher) {
 }
 
 // waitReleased waits until the children being closed are gone or ctx ends.
-func (ep *endpoint) waitReleased(ctx context.Context) {
-	done := make(chan struct{})
-	go func() {
-		ep.kids.closing.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-}
+func (ep *endpoint) waitReleased(ctx context.Context) { waitGroup(ctx, &ep.kids.closing) }
 
 // status reports the destination's state: its shared child's, or for an
 // isolated destination a summary of its children (running when any runs).

@@ -213,7 +213,7 @@ func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *dispat
 	if !jsonOK {
 		// The client takes SSE only: one event with the answer.
 		sw := ep.newSSEWriter(w)
-		if sw.start(s.id) {
+		if sw.start(w, s.id) {
 			sw.event(s.emitPost(s.openPost(), resp, true))
 		}
 		return

@@ -1,92 +1,36 @@
 package session
 
 import (
+	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// sseWriter writes server-sent events on one HTTP response. Every write has
-// its own deadline, so a client that stops reading cannot hold a goroutine.
-type sseWriter struct {
-	ep      *endpoint
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
-	buf     []byte
-	alive   bool
-}
-
-func (ep *endpoint) newSSEWriter(w http.ResponseWriter) *sseWriter {
-	return &sseWriter{ep: ep, w: w, rc: http.NewResponseController(w), timeout: ep.opts.WriteTimeout, alive: true}
-}
-
-// start sends the SSE headers at once.
-func (sw *sseWriter) start(sessionID string) bool {
-	h := sw.w.Header()
-	setSSEHeaders(h)
-	h.Set(headerSessionID, sessionID)
-	sw.w.WriteHeader(http.StatusOK)
-	return sw.flush()
-}
-
-// retryMillis is the reconnection delay sent with priming events.
-const retryMillis = 1000
-
-// event writes one event; a priming event (nil data) carries retry:.
-func (sw *sseWriter) event(ev event) bool {
-	sw.buf = appendEvent(sw.buf[:0], ev)
-	return sw.write(sw.buf)
-}
-
-func (sw *sseWriter) comment() bool { return sw.write([]byte(": keepalive\n\n")) }
-
-func (sw *sseWriter) write(b []byte) bool {
-	if !sw.alive {
-		return false
-	}
-	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.timeout))
-	n, err := sw.w.Write(b)
-	sw.ep.m.bytesOut.Add(float64(n))
-	if err != nil {
-		sw.alive = false
-		return false
-	}
-	return sw.flush()
-}
-
-func (sw *sseWriter) flush() bool {
-	if err := sw.rc.Flush(); err != nil {
-		sw.alive = false
-	}
-	return sw.alive
-}
-
-// appendEvent writes one SSE event: a JSON-RPC message, or a priming event
-// (an id, a retry field and empty data).
-func appendEvent(dst []byte, ev event) []byte {
-	if ev.data == nil {
-		dst = append(dst, "id: "...)
-		dst = ev.appendID(dst)
-		dst = append(dst, "\nretry: "...)
-		dst = strconv.AppendInt(dst, retryMillis, 10)
-		return append(dst, "\ndata: \n\n"...)
-	}
-	dst = append(dst, "event: message\nid: "...)
-	dst = ev.appendID(dst)
-	dst = append(dst, "\ndata: "...)
-	dst = append(dst, ev.data...)
-	return append(dst, "\n\n"...)
-}
+// A GET stream lives long and mostly idles, and a connector server may hold
+// thousands. So once its checks pass, serveGet takes the connection over
+// from net/http (Hijack): it writes the response head itself (the body runs
+// until the connection closes, "Connection: close"), and hands the stream
+// to a goroutine of its own while the handler returns. That frees what
+// net/http keeps per request (buffers, the request and response, the
+// handler's stack): an idle stream holds its connection, its stream, a
+// keepalive ticker and two small goroutines — the writer, and a reader that
+// notices when the client goes.
 
 // serveGet opens an SSE stream of the session's notifications and the
 // requests the child sends it, or resumes a stream with Last-Event-ID.
 func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-chan struct{}) {
 	start := time.Now()
+	logged := false
 	status := http.StatusOK
 	defer func() {
-		ep.log.Info("GET", "destination", ep.name, "status_code", status, "latency_ms", ms(start))
+		if !logged {
+			ep.log.Info("GET", "destination", ep.name, "status_code", status, "latency_ms", ms(start))
+		}
 	}()
 	if !acceptsSSE(r.Header.Get("Accept")) {
 		status = writeError(w, http.StatusNotAcceptable, codeServer, "a GET on an MCP endpoint opens an SSE stream: send Accept: text/event-stream")
@@ -97,41 +41,116 @@ func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 		status = errStatus
 		return
 	}
-	st, replay, done, resumed, ok := s.openGet(r.Header.Get("Last-Event-ID"))
-	if !ok {
-		status = writeError(w, http.StatusNotFound, codeSessionNotFound, "session ended: send initialize to start a new one")
+	if !ep.streams.take(1) {
+		w.Header().Set("Retry-After", "5")
+		status = writeError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("the bridge has its maximum of %d open streams; retry later, or raise -max-streams", ep.opts.MaxStreams))
 		return
 	}
-	ep.m.streams.Inc()
-	defer ep.m.streams.Dec()
-	defer s.closeStream(st)
-	if resumed {
-		ep.log.Debug("SSE stream resumed", "session", s.id, "destination", ep.name, "replayed", len(replay))
+	// The stream can be kicked from the moment it is registered; its
+	// connection is known only after the takeover.
+	var conn atomic.Pointer[net.Conn]
+	abort := func() {
+		if c := conn.Load(); c != nil {
+			_ = (*c).SetWriteDeadline(time.Now())
+		}
 	}
+	st, resumed, done, ok, full := s.openGet(r.Header.Get("Last-Event-ID"), abort)
+	switch {
+	case !ok:
+		ep.streams.give(1)
+		status = writeError(w, http.StatusNotFound, codeSessionNotFound, "session ended: send initialize to start a new one")
+		return
+	case full:
+		ep.streams.give(1)
+		w.Header().Set("Retry-After", "5")
+		status = writeError(w, http.StatusTooManyRequests, codeServer, fmt.Sprintf("this session already has its maximum of %d open streams; close one first (raise -max-streams-per-session)", ep.opts.MaxStreamsPerSession))
+		return
+	}
+	head := responseHead(w.Header(), s.id)
+	c, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		s.closeStream(st)
+		ep.streams.give(1)
+		status = writeError(w, http.StatusHTTPVersionNotSupported, codeServer, "SSE streams need HTTP/1.1: "+err.Error())
+		return
+	}
+	_ = brw // its buffers stay with net/http: the client sends nothing more
+	conn.Store(&c)
+	logged = true
+	if resumed {
+		ep.log.Debug("SSE stream resumed", "session", s.id, "destination", ep.name)
+	}
+	ep.pumps.Add(1)
+	go ep.pump(s, st, c, head, done, start, shutdown)
+}
 
-	sw := ep.newSSEWriter(w)
-	if !sw.start(s.id) {
+// framePool holds the buffers GET streams build their writes in.
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// responseHead is the HTTP head of a stream whose connection was taken
+// over: the headers set so far (CORS) and the SSE ones.
+func responseHead(h http.Header, sessionID string) []byte {
+	h = h.Clone()
+	setSSEHeaders(h)
+	h.Set(headerSessionID, sessionID)
+	h.Set("Connection", "close")
+	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	var b strings.Builder
+	b.WriteString("HTTP/1.1 200 OK\r\n")
+	_ = h.Write(&b)
+	b.WriteString("\r\n")
+	return []byte(b.String())
+}
+
+// pump writes a GET stream until it ends: its last event (a POST stream's
+// answer), a kick, the session's end, the client's going, the bridge's
+// shutdown, or a failed write. It owns the connection and closes it.
+func (ep *endpoint) pump(s *Session, st *stream, conn net.Conn, head []byte, done bool, start time.Time, shutdown <-chan struct{}) {
+	defer ep.pumps.Done()
+	ep.m.streams.Inc()
+	gone := make(chan struct{})
+	go func() {
+		// The client sends nothing on a stream; a read ends when it
+		// closes its side (or the connection is closed below).
+		var b [1]byte
+		_, _ = conn.Read(b[:])
+		close(gone)
+	}()
+	defer func() {
+		conn.Close()
+		<-gone
+		s.closeStream(st)
+		ep.streams.give(1)
+		ep.m.streams.Dec()
+		ep.log.Info("GET", "destination", ep.name, "status_code", http.StatusOK, "latency_ms", ms(start))
+	}()
+	sw := ep.newConnWriter(conn)
+	// A kick before now found no connection to abort; this writer checks
+	// stop before every write.
+	sw.stop = st.kicked
+	if !sw.write(head) {
 		return
 	}
 	if s.primes() && !sw.event(s.prime(st.id, st.kind)) {
 		return
 	}
-	for _, ev := range replay {
-		if !sw.event(ev) || ev.last {
-			return
-		}
-	}
-	if done {
-		return
-	}
 	keepalive := time.NewTicker(ep.opts.KeepAlive)
 	defer keepalive.Stop()
 	for {
+		// An idle stream holds no buffer: each batch is built in a
+		// pooled one and written at once.
+		bp := framePool.Get().(*[]byte)
+		frames, last, kicked := s.appendNew(st, (*bp)[:0])
+		ok := !kicked && (len(frames) == 0 || sw.write(frames))
+		if cap(frames) <= 64<<10 {
+			*bp = frames
+			framePool.Put(bp)
+		}
+		if !ok || last || done {
+			return
+		}
 		select {
-		case ev := <-st.ch:
-			if !sw.event(ev) || ev.last {
-				return
-			}
+		case <-st.wake:
 		case <-keepalive.C:
 			if !sw.comment() {
 				return
@@ -140,7 +159,7 @@ func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 			return
 		case <-s.ctx.Done():
 			return
-		case <-r.Context().Done():
+		case <-gone:
 			return
 		case <-shutdown:
 			return

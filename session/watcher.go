@@ -88,7 +88,7 @@ func (pw *postWatcher) switchSSE() {
 	}
 	pw.stream = pw.s.openPost()
 	pw.sw = pw.ep.newSSEWriter(pw.w)
-	if pw.sw.start(pw.s.id) && pw.s.primes() {
+	if pw.sw.start(pw.w, pw.s.id) && pw.s.primes() {
 		pw.sw.event(pw.s.prime(pw.stream, 'p'))
 	}
 }

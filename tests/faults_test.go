@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -825,13 +826,14 @@ func TestFaultStalledStreamDoesNotDelayOthers(t *testing.T) {
 	ftOK(t, "list_changed", cc.callTool(`"lc"`, "list_changed", nil))
 	st.next(t, "notifications/tools/list_changed", 10*time.Second)
 
-	// The stalled stream was closed by the bridge: once A reads again, its
-	// response body ends (cleanly, with the chunked terminator) after what
-	// was already buffered.
+	// The stalled stream was closed by the bridge at once, without waiting
+	// for its client to read (a clean chunked end cannot be written to a
+	// full socket): once A reads again, its connection ends after what was
+	// already buffered.
 	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
 	readStart := time.Now()
 	n, err := io.Copy(io.Discard, getResp.Body)
-	if err != nil {
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("A's stalled stream was not closed by the bridge: after reading %d bytes for %s: %v", n, time.Since(readStart), err)
 	}
 	t.Logf("A's stalled stream: %d buffered bytes, then closed (%s)", n, time.Since(readStart))

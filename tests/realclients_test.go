@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -94,13 +95,20 @@ func metricsOf(t *testing.T, p *binaryProc) map[string]float64 {
 		t.Fatalf("/metrics: %v %d", err, r.status)
 	}
 	out := map[string]float64{}
-	for _, m := range metricLine.FindAllStringSubmatch(string(r.body), -1) {
+	for _, m := range anyMetricLine.FindAllStringSubmatch(string(r.body), -1) {
 		var v float64
 		fmt.Sscan(m[3], &v)
-		out[m[1]+"{"+m[2]+"}"] = v
+		if m[2] == "" {
+			out[m[1]] = v
+		} else {
+			out[m[1]+m[2]] = v
+		}
 	}
 	return out
 }
+
+// anyMetricLine is a Prometheus sample with or without labels.
+var anyMetricLine = regexp.MustCompile(`(?m)^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$`)
 
 // TestTSClientsThatNeverDelete runs 15 official TypeScript SDK clients in a
 // row that, like claude.ai conversations, close without DELETE, against the

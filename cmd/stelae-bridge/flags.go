@@ -24,6 +24,8 @@ type settings struct {
 	check           bool
 	version         bool
 	maxSessions     int
+	maxStreams      int
+	maxSessStreams  int
 	requestTimeout  time.Duration
 	auditBodies     bool
 	maxMessage      byteSize
@@ -111,6 +113,8 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	// The two names the project's specification fixes keep them; every other
 	// variable starts with STELAE_, so none collides with what children read.
 	integer(&s.maxSessions, "max-sessions", "MAX_STDIO_CONNECTIONS", 10, "sessions per destination; at the cap the least recently used session with no stream and no call in flight is evicted at once, else 503")
+	integer(&s.maxStreams, "max-streams", "STELAE_MAX_STREAMS", 10000, "open GET (SSE) streams the whole bridge holds at most; past it a GET gets 503 with Retry-After")
+	integer(&s.maxSessStreams, "max-streams-per-session", "STELAE_MAX_STREAMS_PER_SESSION", 8, "open GET streams one session may hold; past it a GET gets 429")
 	dur(&s.requestTimeout, "request-timeout", "STELAE_REQUEST_TIMEOUT", 30*time.Second, "longest wait for a child's answer to one request (504 after it, and the request is cancelled at the child)")
 	boolean(&s.auditBodies, "audit-log-bodies", "AUDIT_LOG_BODIES", "log request and response bodies, with secret-looking values redacted")
 	size(&s.maxMessage, "max-message-size", "STELAE_MAX_MESSAGE_SIZE", "longest line accepted from a child (default 10MiB); longer lines are discarded")
@@ -202,6 +206,10 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 	}
 	s.listen = addr
 	switch {
+	case s.maxStreams < 1:
+		return nil, invalid("max-streams", "-max-streams must be at least 1")
+	case s.maxSessStreams < 1:
+		return nil, invalid("max-streams-per-session", "-max-streams-per-session must be at least 1")
 	case s.maxSessions < 1:
 		return nil, invalid("max-sessions", "-max-sessions must be at least 1")
 	case s.maxBody < 5<<20:
