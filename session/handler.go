@@ -133,9 +133,9 @@ type endpoint struct {
 	// pumps counts the GET streams' goroutines (shared by every
 	// endpoint); Shutdown waits for them.
 	pumps *sync.WaitGroup
-	opts       *Options
-	log        hclog.Logger
-	m          *endpointMetrics
+	opts  *Options
+	log   hclog.Logger
+	m     *endpointMetrics
 }
 
 // Handler serves every destination's MCP endpoint and the legacy routes.
