@@ -75,6 +75,11 @@ func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 		return
 	}
 	_ = brw // its buffers stay with net/http: the client sends nothing more
+	if tc, ok := c.(*net.TCPConn); ok {
+		// What the kernel holds for a client that stopped reading is
+		// work and memory spent on a doomed stream: keep it small.
+		_ = tc.SetWriteBuffer(streamSendBuffer)
+	}
 	conn.Store(&c)
 	logged = true
 	if resumed {
@@ -83,6 +88,9 @@ func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 	ep.pumps.Add(1)
 	go ep.pump(s, st, c, head, done, start, shutdown)
 }
+
+// streamSendBuffer is the kernel's send buffer for a GET stream.
+const streamSendBuffer = 64 << 10
 
 // framePool holds the buffers GET streams build their writes in.
 var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
