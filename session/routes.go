@@ -189,10 +189,11 @@ func (h *Handler) serveVersion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, http.StatusOK, map[string]any{"name": "stelae-bridge", "version": h.opts.Version, "go": runtime.Version(), "protocol_versions": dispatch.SupportedVersions})
 }
 
-// destinationHealth is one destination in /healthz.
+// destinationHealth is one destination in /healthz: states and counts for
+// anyone; with ?verbose (and a token when auth is on) the details too,
+// which may name paths and commands.
 type destinationHealth struct {
 	State string `json:"state"`
-	PID   int    `json:"pid"`
 	// Restarts counts every restart since the bridge started, like
 	// stelae_child_restarts_total; RecentRestarts those of the current run
 	// of failures (reset after a stable run), which decide when the
@@ -201,25 +202,39 @@ type destinationHealth struct {
 	RecentRestarts int     `json:"recent_restarts"`
 	Sessions       int     `json:"sessions"`
 	Children       int     `json:"children"`
-	Isolation      string  `json:"isolation"`
 	UptimeS        float64 `json:"uptime_s"`
-	LastExit       string  `json:"last_exit"`
+	// Details, with ?verbose only.
+	PID       *int    `json:"pid,omitempty"`
+	Isolation string  `json:"isolation,omitempty"`
+	LastExit  *string `json:"last_exit,omitempty"`
 }
 
 // serveHealth: ok when no destination has failed, degraded when some have,
-// down (503) when every one has. It needs no token.
+// down (503) when every one has. It needs no token; ?verbose does when auth
+// is on.
 func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 	if !onlyGet(w, r) {
 		return
+	}
+	_, verbose := r.URL.Query()["verbose"]
+	if verbose && len(h.opts.AuthTokens) > 0 {
+		if _, ok := h.authenticate(r); !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="stelae-bridge"`)
+			writeError(w, http.StatusUnauthorized, codeServer, "/healthz?verbose shows details (pids, exit errors with paths): send Authorization: Bearer <token>; plain /healthz needs none")
+			return
+		}
 	}
 	dests := map[string]destinationHealth{}
 	failed := 0
 	for _, n := range h.names {
 		ep := h.endpoints[n]
 		st := ep.status()
-		dh := destinationHealth{State: st.State, PID: st.PID, Restarts: st.RestartsTotal, RecentRestarts: st.Restarts, Sessions: ep.reg.count(), Children: st.Children, Isolation: "shared", LastExit: st.LastExit}
-		if ep.perSession != nil {
-			dh.Isolation = "session"
+		dh := destinationHealth{State: st.State, Restarts: st.RestartsTotal, RecentRestarts: st.Restarts, Sessions: ep.reg.count(), Children: st.Children}
+		if verbose {
+			dh.PID, dh.LastExit, dh.Isolation = &st.PID, &st.LastExit, "shared"
+			if ep.perSession != nil {
+				dh.Isolation = "session"
+			}
 		}
 		if !st.Started.IsZero() {
 			dh.UptimeS = time.Since(st.Started).Round(time.Millisecond).Seconds()

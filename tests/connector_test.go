@@ -247,7 +247,7 @@ func TestBridgeHealthThroughCrashLoop(t *testing.T) {
 		restart: supervisor.RestartPolicy{MaxRestarts: 2, Initial: 20 * time.Millisecond},
 	})
 	health := func() (int, map[string]any) {
-		r := raw(t, b, http.MethodGet, "/healthz", "")
+		r := raw(t, b, http.MethodGet, "/healthz?verbose", "")
 		var h map[string]any
 		if err := json.Unmarshal(r.body, &h); err != nil {
 			t.Fatalf("/healthz: %v %s", err, r.body)

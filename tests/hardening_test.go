@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
@@ -84,5 +85,35 @@ func TestToolFilterFailsClosedOverHTTP(t *testing.T) {
 	ftEcho(t, c, "7", "allowed tools still work")
 	if calls := c.stats().Calls; slices.ContainsFunc(calls, func(n string) bool { return strings.EqualFold(n, "whoami") }) {
 		t.Errorf("the child received a call of the hidden tool: %v", calls)
+	}
+}
+
+// TestHealthzHidesDetails: /healthz, open to anyone, shows states and
+// counts, never a failed child's error text (which names paths); with auth
+// on, ?verbose needs a token and then shows the details.
+func TestHealthzHidesDetails(t *testing.T) {
+	b := newBridge(t, map[string]string{"dead": fakemcp.ModeExitAtStart}, bridgeConfig{
+		restart: supervisor.RestartPolicy{MaxRestarts: 0},
+		session: session.Options{AuthTokens: []string{"tok"}},
+	})
+	c := newClient(t, b.url("dead"))
+	if r := c.post(initBody, "Authorization", "Bearer tok"); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("initialize of a child that exits: %d %s", r.status, r.body)
+	}
+	plain := raw(t, b, http.MethodGet, "/healthz", "")
+	if plain.status != http.StatusServiceUnavailable || !strings.Contains(string(plain.body), `"failed"`) {
+		t.Fatalf("/healthz: %d %s", plain.status, plain.body)
+	}
+	for _, detail := range []string{"last_exit", "exit status", "pid", "isolation"} {
+		if strings.Contains(string(plain.body), detail) {
+			t.Errorf("/healthz without a token shows %q: %s", detail, plain.body)
+		}
+	}
+	if r := raw(t, b, http.MethodGet, "/healthz?verbose", ""); r.status != http.StatusUnauthorized {
+		t.Errorf("/healthz?verbose without a token: %d %s", r.status, r.body)
+	}
+	r := raw(t, b, http.MethodGet, "/healthz?verbose", "", "Authorization", "Bearer tok")
+	if !strings.Contains(string(r.body), "exit status 3") || !strings.Contains(string(r.body), `"pid"`) {
+		t.Errorf("/healthz?verbose with a token lacks the details: %d %s", r.status, r.body)
 	}
 }

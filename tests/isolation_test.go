@@ -38,7 +38,7 @@ func TestIsolationOneChildPerSession(t *testing.T) {
 	if wa.PID == wc.PID || wa.Inits != 1 || wc.Inits != 1 {
 		t.Fatalf("sessions share child %d/%d (inits %d, %d); want one child each, initialized once", wa.PID, wc.PID, wa.Inits, wc.Inits)
 	}
-	if h := health(); h["children"] != 2.0 || h["isolation"] != "session" || h["sessions"] != 2.0 {
+	if h := health(); h["children"] != 2.0 || h["sessions"] != 2.0 {
 		t.Errorf("/healthz: %v; want 2 children for 2 sessions", h)
 	}
 	childA, childC := ftWatch(t, wa.PID), ftWatch(t, wc.PID)
