@@ -19,6 +19,9 @@ import (
 // forward; the endpoint answers it with 400.
 var ErrRefused = errors.New("notification refused")
 
+// maxMethod is the longest method name forwarded to a child.
+const maxMethod = 256
+
 // knownMethods are the MCP methods a client sends, by their lower-case form.
 var knownMethods = func() map[string]string {
 	m := map[string]string{}
@@ -58,6 +61,9 @@ func miscased(method string) string {
 // screen tells why a client's message must not reach the child: code and
 // why are zero when it may. request is false for a notification.
 func (d *Dispatcher) screen(m *Message, request bool) (code int, why string) {
+	if len(m.Method) > maxMethod {
+		return -32600, fmt.Sprintf("method name of %d bytes; MCP method names are short (at most %d bytes)", len(m.Method), maxMethod)
+	}
 	if canon := miscased(m.Method); canon != "" {
 		return -32601, fmt.Sprintf("method %q not found; MCP method names are case-sensitive (did you mean %q?)", truncate([]byte(m.Method), 100), canon)
 	}
