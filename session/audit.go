@@ -1,58 +1,18 @@
 package session
 
-import (
-	"encoding/json"
-	"strings"
-)
+import redactpkg "github.com/stelae-bridge/stelae-bridge/redact"
 
-// secretKeys are substrings of object keys whose values are never logged;
-// keys ending in "token" (access_token, apiToken, …) are secret too.
-var secretKeys = []string{"password", "passwd", "secret", "authorization", "api_key", "apikey", "api-key", "cookie", "credential", "private_key"}
-
-// redact returns body with the values of secret-looking keys replaced. A body
-// that is not JSON is replaced by a placeholder.
+// redact returns a request or response body as the audit log may show it:
+// secrets redacted (see package redact), capped at redact.MaxBody.
 func redact(body []byte) []byte {
 	if len(body) == 0 {
 		return nil
 	}
-	var v any
-	if err := json.Unmarshal(body, &v); err != nil {
-		return []byte("<non-JSON body redacted>")
-	}
-	out, err := json.Marshal(redactValue(v))
-	if err != nil {
-		return []byte("<body redacted>")
-	}
-	return out
+	return []byte(redactpkg.JSON(body, redactpkg.MaxBody))
 }
 
-func redactValue(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, val := range t {
-			if isSecretKey(k) {
-				t[k] = "[REDACTED]"
-				continue
-			}
-			t[k] = redactValue(val)
-		}
-	case []any:
-		for i := range t {
-			t[i] = redactValue(t[i])
-		}
-	}
-	return v
-}
+// field caps a value from the network before it goes into a log line.
+func field(v string) string { return redactpkg.Cap(v, redactpkg.MaxField) }
 
-func isSecretKey(k string) bool {
-	k = strings.ToLower(k)
-	if strings.HasSuffix(k, "token") {
-		return k != "progresstoken"
-	}
-	for _, s := range secretKeys {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return false
-}
+// isSecretKey reports whether an object member named k is never logged.
+func isSecretKey(k string) bool { return redactpkg.SecretKey(k) }

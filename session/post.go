@@ -243,7 +243,7 @@ func (ep *endpoint) logPost(rec *postLog, start time.Time) {
 	if !ep.log.IsInfo() {
 		return
 	}
-	args := []any{"destination", ep.name, "mcp_method", rec.method, "rpc_id", string(rec.rpcID), "status_code", rec.status, "latency_ms", ms(start)}
+	args := []any{"destination", ep.name, "mcp_method", field(rec.method), "rpc_id", field(string(rec.rpcID)), "status_code", rec.status, "latency_ms", ms(start)}
 	if rec.session != "" {
 		args = append(args, "session", rec.session)
 	}

@@ -146,7 +146,7 @@ func (s *Session) openGet(lastEventID string, abort func()) (st *stream, resumed
 		return st, true, done, true, false
 	}
 	if lastEventID != "" {
-		s.ep.log.Info("Last-Event-ID not in the event log; opening a fresh stream", "session", s.id, "destination", s.ep.name, "last_event_id", shortField(lastEventID))
+		s.ep.log.Info("Last-Event-ID not in the event log; opening a fresh stream", "session", s.id, "destination", s.ep.name, "last_event_id", field(lastEventID))
 	}
 	// What waited for a stream: the GET events after the last one handed.
 	st.next = max(s.handed+1, s.log.oldest(s.seq+1))
@@ -221,13 +221,4 @@ func (s *Session) prime(id uint64, kind byte) event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.recordLocked(id, kind, nil, false)
-}
-
-// shortField caps a value from the network that goes into a log line.
-func shortField(v string) string {
-	const limit = 128
-	if len(v) <= limit {
-		return v
-	}
-	return v[:limit] + "…(truncated)"
 }

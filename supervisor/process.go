@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/redact"
 )
 
 // Options tune how children are run.
@@ -197,18 +198,23 @@ func (p *Process) logStderr(f *os.File) {
 	defer f.Close()
 	level := StderrLogLevel(p.dest.StderrLevel)
 	r := newLineReader(f, 64<<10)
+	// Secrets a child prints (a token in a URL, a key it loaded) are
+	// redacted like audit bodies; lines are capped.
+	var lines redact.Lines
 	for {
 		line, err := r.next()
 		var tooLong *dispatch.LineTooLongError
 		switch {
 		case errors.As(err, &tooLong):
 			if level != hclog.Off {
-				p.log.Log(level, "child stderr", "destination", p.dest.Name, "line", string(tooLong.Prefix)+"…(truncated)")
+				p.log.Log(level, "child stderr", "destination", p.dest.Name, "line", redact.Line(string(tooLong.Prefix))+"…(truncated)")
 			}
 		case err != nil:
 			return
 		case len(line) > 0 && level != hclog.Off:
-			p.log.Log(level, "child stderr", "destination", p.dest.Name, "line", string(line))
+			if text, ok := lines.Next(string(line)); ok {
+				p.log.Log(level, "child stderr", "destination", p.dest.Name, "line", text)
+			}
 		}
 	}
 }

@@ -277,7 +277,7 @@ func (s *server) request(m message) {
 		})
 	case "tools/list":
 		tools := []map[string]any{}
-		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify", "search", "fetch", "ask", "ask_later"} {
+		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify", "search", "fetch", "ask", "ask_later", "stderr"} {
 			tools = append(tools, map[string]any{"name": n, "description": "fake " + n, "inputSchema": map[string]any{"type": "object"}})
 		}
 		s.reply(m.ID, map[string]any{"tools": tools})
@@ -402,6 +402,10 @@ func (s *server) call(m message) {
 		}
 		r := s.ask(arg("method"), params)
 		s.reply(m.ID, map[string]any{"answer": r.Result, "error": r.Error})
+	case "stderr":
+		// Writes its text, line by line, to stderr.
+		fmt.Fprintln(os.Stderr, arg("text"))
+		s.reply(m.ID, text("written"))
 	case "ask_later":
 		// Answers at once, then sends the request named by "method" after
 		// "ms" milliseconds, when the call is no longer in flight; the

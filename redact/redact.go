@@ -1,0 +1,261 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Mask replaces a secret.
+const Mask = "[REDACTED]"
+
+// Default caps, in bytes.
+const (
+	// MaxBody is the longest body logged.
+	MaxBody = 64 << 10
+	// MaxField is the longest short field logged (a method, an id).
+	MaxField = 256
+	// MaxLine is the longest child stderr line logged.
+	MaxLine = 4 << 10
+)
+
+// Cap returns s cut to at most max bytes (on a UTF-8 boundary), with a
+// marker saying how long it was.
+func Cap(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…(truncated, " + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// JSON returns body, a JSON text, with the secrets in it redacted and
+// capped at max bytes; a body that is not JSON is replaced whole.
+func JSON(body []byte, max int) string {
+	if len(body) == 0 {
+		return ""
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		// Not JSON: nothing says where its secrets are.
+		return "<non-JSON body redacted, " + strconv.Itoa(len(body)) + " bytes>"
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(value(v)); err != nil {
+		return "<body redacted>"
+	}
+	return Cap(strings.TrimSuffix(out.String(), "\n"), max)
+}
+
+// value redacts v in place (objects and arrays) and returns it.
+func value(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		headerValueSecret := false
+		for _, k := range []string{"name", "key", "header"} {
+			if n, ok := t[k].(string); ok && SecretKey(n) {
+				headerValueSecret = true
+			}
+		}
+		for k, val := range t {
+			if SecretKey(k) || (headerValueSecret && isValueKey(k)) {
+				t[k] = Mask
+				continue
+			}
+			t[k] = value(val)
+		}
+		return t
+	case []any:
+		for i := range t {
+			t[i] = value(t[i])
+		}
+		return t
+	case string:
+		return str(t)
+	}
+	return v
+}
+
+// str redacts a string value: JSON inside it (a tool's text answer often is
+// JSON) as JSON, anything else as text.
+func str(s string) string {
+	if t := strings.TrimSpace(s); len(t) > 1 && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+		dec := json.NewDecoder(strings.NewReader(t))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) == nil {
+			var out bytes.Buffer
+			enc := json.NewEncoder(&out)
+			enc.SetEscapeHTML(false)
+			if enc.Encode(value(v)) == nil {
+				return strings.TrimSuffix(out.String(), "\n")
+			}
+		}
+	}
+	return Text(s)
+}
+
+func isValueKey(k string) bool {
+	k = strings.ToLower(k)
+	return k == "value" || k == "values" || k == "val"
+}
+
+// normalize lower-cases a key and drops the separators _ - . and space.
+func normalize(k string) string {
+	var b strings.Builder
+	b.Grow(len(k))
+	for _, r := range strings.ToLower(k) {
+		switch r {
+		case '_', '-', '.', ' ':
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// notSecret are normalized keys that look like credentials but are not:
+// MCP's progress token, and token counts.
+var notSecret = map[string]bool{
+	"progresstoken": true, "maxtokens": true, "totaltokens": true, "inputtokens": true, "outputtokens": true,
+	"prompttokens": true, "completiontokens": true, "cachedtokens": true, "tokens": true,
+	"tokencount": true, "tokenizer": true, "tokentype": true, "keyid": true, "kid": true, "publickey": true,
+}
+
+// secretWords: a normalized key holding one of them is a credential.
+var secretWords = []string{
+	"password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey", "privatekey", "secretkey",
+	"sshkey", "signingkey", "encryptionkey", "masterkey", "credential", "authorization", "cookie", "sessionid",
+	"signature", "githubpat", "gitlabpat", "bearer", "jwt", "clientsecret", "connectionstring", "dsn",
+}
+
+// secretExact are short normalized keys that are credentials only as whole
+// names (or, for pin and otp, as their ending).
+var secretExact = map[string]bool{"pwd": true, "pass": true, "pin": true, "otp": true, "totp": true, "pat": true, "auth": true, "sid": true}
+
+// SecretKey reports whether an object member named k holds a credential.
+// The match ignores case and the separators _ - . and space, so
+// GITHUB_PAT, github-pat and GitHubPat are one name. Keys like
+// primaryKey, monkey or keyboard are not secrets; apiKey, x-api-key,
+// accessKey and privateKey are.
+func SecretKey(k string) bool {
+	n := normalize(k)
+	if n == "" || notSecret[n] {
+		return false
+	}
+	if secretExact[n] {
+		return true
+	}
+	for _, w := range secretWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	// pin and otp as the last word of a name: user_pin, userPin, sms-otp,
+	// smsOTP (not spin, mapping, shipping).
+	return lastWord(k, "pin") || lastWord(k, "otp")
+}
+
+// lastWord reports whether k ends with word (any case) as a word of its
+// own: after a separator, or as a camel-case hump.
+func lastWord(k, word string) bool {
+	if len(k) <= len(word) || !strings.EqualFold(k[len(k)-len(word):], word) {
+		return false
+	}
+	before, first := k[len(k)-len(word)-1], k[len(k)-len(word)]
+	switch {
+	case before == '_' || before == '-' || before == '.' || before == ' ':
+		return true
+	case first >= 'A' && first <= 'Z' && !(before >= 'A' && before <= 'Z'):
+		return true // userPin, smsOTP
+	}
+	return false
+}
+
+// shape is a kind of secret found in any text: its pattern has one group,
+// the part that is kept; the rest of a match is replaced with Mask. A shape
+// is tried only when the text holds one of its cues (lower case), which
+// keeps ordinary lines cheap.
+type shape struct {
+	re   *regexp.Regexp
+	cues []string
+}
+
+var shapes = []shape{
+	// PEM private keys, whole blocks.
+	{regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----)[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----`), []string{"-----begin"}},
+	// JWTs.
+	{regexp.MustCompile(`()eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`), []string{"eyj"}},
+	// Authorization values in text: Bearer/Basic credentials (long enough
+	// not to be an English word).
+	{regexp.MustCompile(`(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{16,}`), []string{"bearer", "basic"}},
+	// Header lines of secret headers.
+	{regexp.MustCompile(`(?i)(\b(?:proxy-authorization|authorization|set-cookie|cookie|x-api-key|api-key|x-auth-token|private-token)\s*:\s*)[^\r\n"]+`), []string{"authorization", "cookie", "api-key", "auth-token", "private-token"}},
+	// The password of URL userinfo (scheme://user:password@host).
+	{regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@"]*:)[^@\s/"]+@`), []string{"://"}},
+	// Token-like query parameters.
+	{regexp.MustCompile(`(?i)([?&;](?:access_token|refresh_token|id_token|token|auth|key|api_key|apikey|sig|signature|password|passwd|pwd|secret|client_secret|code|x-amz-signature|x-amz-credential|x-goog-signature)=)[^&\s#"]+`), []string{"="}},
+	// Assignments in free text: password=…, token: ….
+	{regexp.MustCompile(`(?i)(\b(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)"?\s*[=:]\s*"?)[^\s,;&"']+`), []string{"pass", "pwd", "secret", "token", "key"}},
+	// Well-known token prefixes.
+	{regexp.MustCompile(`()\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|[sr]k_(?:live|test)_[A-Za-z0-9]{10,}|xox[abprs]-[A-Za-z0-9-]{10,}|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,})\b`),
+		[]string{"gh", "sk-", "k_live_", "k_test_", "xox", "akia", "asia", "aiza", "glpat-", "npm_", "hf_"}},
+}
+
+// Text returns s with every secret shaped like a known credential replaced
+// by Mask.
+func Text(s string) string {
+	var lower string
+	for _, sh := range shapes {
+		if lower == "" {
+			lower = strings.ToLower(s)
+		}
+		for _, cue := range sh.cues {
+			if strings.Contains(lower, cue) {
+				if out := sh.re.ReplaceAllString(s, "${1}"+Mask); out != s {
+					s, lower = out, ""
+				}
+				break
+			}
+		}
+	}
+	return s
+}
+
+// Line returns a child's stderr line redacted and capped.
+func Line(s string) string { return Cap(Text(s), MaxLine) }
+
+// Lines redacts a stream of lines (a child's stderr): each line as Line
+// does, and the lines of a PEM private key block, which no single line
+// shows whole, are dropped from its BEGIN line to its END line.
+type Lines struct {
+	inKey bool // between a private key's BEGIN and END lines
+}
+
+var pemBegin = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----`)
+var pemEnd = regexp.MustCompile(`-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----`)
+
+// Next returns line as it may be logged, and false when it must not be
+// logged at all.
+func (l *Lines) Next(line string) (string, bool) {
+	if l.inKey {
+		if pemEnd.MatchString(line) {
+			l.inKey = false
+		}
+		return "", false
+	}
+	if loc := pemBegin.FindStringIndex(line); loc != nil && !pemEnd.MatchString(line[loc[1]:]) {
+		l.inKey = true
+		return Cap(Text(line[:loc[1]])+Mask, MaxLine), true
+	}
+	return Line(line), true
+}
