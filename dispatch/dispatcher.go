@@ -421,9 +421,15 @@ func (d *Dispatcher) startingErr() error {
 	return ErrTimeout
 }
 
+// ctxErr is the error of a call whose ctx ended: ErrTimeout for a
+// deadline, the cause it was cancelled with when that is one of this
+// package's errors (a session ended for a reason), else ErrCanceled.
 func ctxErr(ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return ErrTimeout
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrCanceled) || errors.Is(cause, ErrUnavailable) {
+		return cause
 	}
 	return ErrCanceled
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,7 +148,9 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	if pw.sseOK && (ep.opts.ResponseMode == ModeSSE || !jsonOK) {
 		pw.switchSSE()
 	}
-	resp, err := s.d.Call(context.Background(), s, &m, ep.opts.RequestTimeout, pw)
+	// The call ends with the session (its cause is the call's error), not
+	// with the connection: a client that lost it resumes the stream.
+	resp, err := s.d.Call(s.ctx, s, &m, ep.opts.RequestTimeout, pw)
 	if pw.sw == nil {
 		ep.writeResult(w, resp, err, &rec)
 		return
@@ -191,7 +192,7 @@ func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *dispat
 	}
 	rec.session = s.id
 	s.inflight.Add(1)
-	resp, err := s.d.Call(context.Background(), s, m, ep.opts.RequestTimeout, nil)
+	resp, err := s.d.Call(s.ctx, s, m, ep.opts.RequestTimeout, nil)
 	s.inflight.Add(-1)
 	s.touch()
 	if err != nil {

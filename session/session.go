@@ -26,7 +26,7 @@ type Session struct {
 
 	// ctx ends when the session does.
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 
 	// mu guards every field below.
 	mu sync.Mutex
@@ -53,7 +53,7 @@ type Session struct {
 }
 
 func newSession(id string, ep *endpoint) *Session {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	s := &Session{id: id, ep: ep, d: ep.dispatcherFor(), created: time.Now(), ctx: ctx, cancel: cancel,
 		gets: map[*stream]struct{}{}, postLive: map[uint64]bool{}, resumers: map[uint64]*stream{}}
 	s.log.max = max(ep.opts.EventLogSize, ep.opts.StreamQueue)
@@ -100,7 +100,7 @@ func (s *Session) close(reason error) {
 		s.endReason = reason
 	}
 	s.mu.Unlock()
-	s.cancel()
+	s.cancel(reason)
 }
 
 func (s *Session) touch() { s.lastUsed.Store(time.Now().UnixNano()) }

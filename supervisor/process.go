@@ -34,6 +34,16 @@ type Options struct {
 	// secrets unless its destination's 'env:' sets them. The destination's
 	// 'base_env:' and 'env:' apply on top.
 	Environ []string
+	// Reaper, when set, is the command that starts a reaper (see
+	// ReaperCommand): each child then runs under one, so that its whole
+	// process group dies with the bridge, even when the bridge is killed
+	// with SIGKILL. Nil starts children directly (their own children would
+	// outlive a hard kill of the bridge).
+	Reaper []string
+	// Records, when set, keeps a record of each running child's process
+	// group, so that the next start of the bridge can kill what an instance
+	// killed outright left behind (see Records.Sweep).
+	Records *Records
 }
 
 func (o *Options) setDefaults() {
@@ -62,6 +72,9 @@ func Launcher(d *Destination, opts Options) dispatch.Launcher {
 // Process is one running child: its own process group, stdin/stdout carrying
 // newline-delimited JSON, stderr logged line by line.
 type Process struct {
+	// pid is the command's pid; cmd.Process.Pid is the process group's
+	// leader: the command itself, or its reaper.
+	pid   int
 	dest  *Destination
 	opts  Options
 	log   hclog.Logger
@@ -89,6 +102,8 @@ type Process struct {
 	stderrDone chan struct{}
 	status     string // set before exited is closed
 	closeOnce  sync.Once
+	// record is the group's entry in Options.Records ("" when none).
+	record string
 }
 
 // Start spawns d's command in its own process group.
@@ -99,6 +114,20 @@ func Start(ctx context.Context, d *Destination, opts Options) (*Process, error) 
 	if err != nil {
 		return nil, fmt.Errorf("destination %q: cannot start: %w", d.Name, err)
 	}
+	if cmd.Err != nil {
+		return nil, fmt.Errorf("destination %q: cannot start %q: %w (check 'command:' in the destinations file and that the program is installed and on PATH)", d.Name, d.Command, cmd.Err)
+	}
+	var report, reportW *os.File
+	if len(opts.Reaper) > 0 {
+		// The reaper leads the group and starts the command itself.
+		argv := append(append(append([]string{}, opts.Reaper[1:]...), cmd.Path), cmd.Args...)
+		cmd = &exec.Cmd{Path: opts.Reaper[0], Args: append([]string{opts.Reaper[0]}, argv...)}
+		if report, reportW, err = os.Pipe(); err != nil {
+			return nil, fmt.Errorf("destination %q: cannot create pipes: %w", d.Name, err)
+		}
+		defer report.Close()
+		cmd.ExtraFiles = []*os.File{reportW}
+	}
 	cmd.Dir = d.Cwd
 	base := opts.Environ
 	if base == nil {
@@ -106,9 +135,13 @@ func Start(ctx context.Context, d *Destination, opts Options) (*Process, error) 
 	}
 	cmd.Env = childEnv(d, ChildEnviron(base, specVars))
 	// Own process group so the whole tree (npx → node, sh -c → …) can be
-	// signalled at once; Pdeathsig takes the leader down if the bridge dies
-	// without running its shutdown.
+	// signalled at once. Without a reaper, Pdeathsig takes the leader down
+	// if the bridge dies without running its shutdown; a reaper catches its
+	// parent-death signal and takes the whole group down.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if report != nil {
+		cmd.SysProcAttr.Pdeathsig = reaperDeathSignal
+	}
 	cmd.WaitDelay = opts.StopGrace
 
 	var files []*os.File
@@ -145,14 +178,31 @@ func Start(ctx context.Context, d *Destination, opts Options) (*Process, error) 
 	}
 	if err := cmd.Start(); err != nil {
 		closeAll()
+		if reportW != nil {
+			reportW.Close()
+		}
 		return nil, fmt.Errorf("destination %q: cannot start %q: %w (check 'command:' in the destinations file and that the program is installed and on PATH)", d.Name, d.Command, err)
 	}
 	// The child holds its own copies now.
 	inR.Close()
 	outW.Close()
 	errW.Close()
+	pid := cmd.Process.Pid
+	if reportW != nil {
+		reportW.Close()
+		var rerr error
+		if pid, rerr = readReport(report, 10*time.Second); rerr != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			inW.Close()
+			outR.Close()
+			errR.Close()
+			return nil, fmt.Errorf("destination %q: cannot start %q: %w (check 'command:' in the destinations file and that the program is installed and on PATH)", d.Name, d.Command, rerr)
+		}
+	}
 
 	p := &Process{
+		pid:        pid,
 		dest:       d,
 		opts:       opts,
 		log:        log,
@@ -164,7 +214,10 @@ func Start(ctx context.Context, d *Destination, opts Options) (*Process, error) 
 		stderrDone: make(chan struct{}),
 		drain:      make(chan struct{}, 1),
 	}
-	log.Info("child started", "destination", d.Name, "pid", cmd.Process.Pid, "command", d.Command)
+	if opts.Records != nil {
+		p.record = opts.Records.add(d.Name, cmd.Process.Pid, pid)
+	}
+	log.Info("child started", "destination", d.Name, "pid", pid, "command", d.Command)
 	go p.logStderr(errR)
 	go p.wait()
 	go p.drainQueue()
@@ -175,15 +228,17 @@ func Start(ctx context.Context, d *Destination, opts Options) (*Process, error) 
 // and unblocks a stdout reader that a stray descendant keeps waiting.
 func (p *Process) wait() {
 	err := p.cmd.Wait()
-	pid := p.cmd.Process.Pid
 	if p.cmd.ProcessState != nil {
 		p.status = p.cmd.ProcessState.String()
 	} else if err != nil {
 		p.status = err.Error()
 	}
 	// Descendants that stayed in the group die with the leader: no orphans.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	p.log.Info("child exited", "destination", p.dest.Name, "pid", pid, "status", p.status)
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	if p.opts.Records != nil {
+		p.opts.Records.remove(p.record)
+	}
+	p.log.Info("child exited", "destination", p.dest.Name, "pid", p.pid, "status", p.status)
 	close(p.exited)
 	// A descendant that left the group may still hold stdout open; do not let
 	// it keep the reader waiting.
@@ -371,4 +426,4 @@ func (p *Process) ExitStatus() string {
 }
 
 // PID implements dispatch.Conn.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
+func (p *Process) PID() int { return p.pid }

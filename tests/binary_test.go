@@ -79,7 +79,7 @@ func fakeDestinations(t testing.TB, modes map[string]string) string {
 // startBinary runs the bridge binary with the config file and extra flags.
 func startBinary(t testing.TB, config string, flags ...string) *binaryProc {
 	t.Helper()
-	args := append([]string{"-config", config, "-listen", "127.0.0.1:0"}, flags...)
+	args := append([]string{"-config", config, "-listen", "127.0.0.1:0", "-state-dir", t.TempDir()}, flags...)
 	cmd := exec.Command(bridgeBinary(t), args...)
 	p := &binaryProc{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.logs

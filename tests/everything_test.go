@@ -94,7 +94,8 @@ func TestEverythingTenClientsShareOneChild(t *testing.T) {
 	var nodes []int
 	for _, pid := range descendants(p.cmd.Process.Pid) {
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if strings.Contains(string(cmdline), "mcp-server-everything") {
+		// (The child's reaper names the server too; it is not one.)
+		if strings.Contains(string(cmdline), "mcp-server-everything") && !strings.Contains(string(cmdline), "__stelae_reaper") {
 			nodes = append(nodes, pid)
 		}
 	}

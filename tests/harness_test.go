@@ -29,6 +29,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	supervisor.RunReaperIfAsked()
 	fakemcp.Serve()
 	conformancefixture.Serve()
 	os.Exit(m.Run())
@@ -80,6 +81,12 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *bridge 
 	}
 	cfg.session.Logger = log.Named("http")
 	b := &bridge{t: t, dispatchers: map[string]*dispatch.Dispatcher{}, logs: logs}
+	// Children run under a reaper, as in the binary: this test binary in
+	// its reaper mode (TestMain).
+	reaper, err := supervisor.ReaperCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ds []session.Destination
 	for name, mode := range modes {
 		command, args, env := fakemcp.Command(mode)
@@ -90,7 +97,7 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *bridge 
 		newDispatcher := func() *dispatch.Dispatcher {
 			return dispatch.New(dispatch.Options{
 				Name:            name,
-				Launch:          supervisor.Launcher(dest, supervisor.Options{MaxMessage: cfg.maxMessage, StopGrace: cfg.stopGrace, WriteTimeout: 5 * time.Second, Logger: log.Named("supervisor")}),
+				Launch:          supervisor.Launcher(dest, supervisor.Options{MaxMessage: cfg.maxMessage, StopGrace: cfg.stopGrace, WriteTimeout: 5 * time.Second, Logger: log.Named("supervisor"), Reaper: reaper}),
 				NewBackOff:      cfg.restart.NewBackOff,
 				StableAfter:     cfg.restart.StableAfter,
 				Linger:          cfg.linger,

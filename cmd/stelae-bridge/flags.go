@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"io"
 	"math"
 	"net"
@@ -51,6 +52,7 @@ type settings struct {
 	authTokensFile  string
 	authTokens      string
 	publicURL       string
+	stateDir        string
 	trustProxy      bool
 }
 
@@ -139,6 +141,7 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	str(&s.allowedOrigins, "allowed-origins", "STELAE_ALLOWED_ORIGINS", "", "comma-separated browser origins accepted besides loopback ones (e.g. https://app.example.com); setting any turns CORS on; * allows every origin")
 	str(&s.authTokensFile, "auth-tokens-file", "STELAE_AUTH_TOKENS_FILE", "", "file of bearer tokens, one per line (# comments allowed); when set, every route but /healthz requires Authorization: Bearer <token>")
 	str(&s.authTokens, "auth-tokens", "STELAE_AUTH_TOKENS", "", "comma-separated bearer tokens (prefer the file or STELAE_AUTH_TOKENS: flags show in ps)")
+	str(&s.stateDir, "state-dir", "STELAE_STATE_DIR", "", "directory for the bridge's state (created 0700): the process groups of running children, so that a restart can kill what a bridge killed outright left behind; default $XDG_STATE_HOME/stelae-bridge or ~/.local/state/stelae-bridge")
 	str(&s.publicURL, "public-url", "STELAE_PUBLIC_URL", "", "base of absolute URLs in discovery documents (e.g. https://mcp.example.com); default: the request's Host")
 	boolean(&s.trustProxy, "trust-proxy-headers", "STELAE_TRUST_PROXY_HEADERS", "let X-Forwarded-Proto and X-Forwarded-Host shape absolute URLs (only behind a proxy you control)")
 	fs.Usage = func() {
@@ -252,6 +255,13 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 		case !d.zeroOK && d.v <= 0:
 			return nil, invalid(d.name, "-%s must be a positive duration such as 30s or 2m, not %s", d.name, d.v)
 		}
+	}
+	if s.stateDir == "" {
+		dir, err := supervisor.DefaultStateDir(getenv)
+		if err != nil {
+			return nil, err
+		}
+		s.stateDir = dir
 	}
 	return s, nil
 }

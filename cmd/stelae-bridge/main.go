@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,8 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
+	// A child's reaper is this binary in a hidden mode (see supervisor).
+	supervisor.RunReaperIfAsked()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
@@ -86,9 +89,22 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	allowedHosts := list(s.allowedHosts)
 	// Children start from the bridge's environment without the bridge's own
-	// settings and secrets (STELAE_AUTH_TOKENS and the rest).
-	childEnviron := supervisor.ChildEnviron(environ, bridgeEnvVars())
-	dests, dispatchers := buildDestinations(cfg, s, childEnviron, log)
+	// settings and secrets (STELAE_AUTH_TOKENS and the rest), each under a
+	// reaper, with its process group recorded in the state directory; what
+	// a bridge killed outright left running is killed first.
+	run := runChildren{environ: supervisor.ChildEnviron(environ, bridgeEnvVars())}
+	if run.reaper, err = supervisor.ReaperCommand(); err != nil {
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 1
+	}
+	if run.records, err = supervisor.OpenRecords(filepath.Join(s.stateDir, "children")); err != nil {
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 1
+	}
+	if n := run.records.Sweep(log.Named("supervisor")); n > 0 {
+		log.Warn("killed processes left by an earlier bridge that did not stop", "processes", n)
+	}
+	dests, dispatchers := buildDestinations(cfg, s, run, log)
 	h := session.NewHandler(dests, session.Options{
 		MaxSessions:     s.maxSessions,
 		RequestTimeout:  s.requestTimeout,
@@ -158,7 +174,15 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 // buildDestinations makes each destination's dispatcher: one shared, or a
 // factory of one per session (isolation: session). dispatchers are the
 // shared ones, which shutdown closes.
-func buildDestinations(cfg *supervisor.Config, s *settings, childEnviron []string, log hclog.Logger) (dests []session.Destination, dispatchers []*dispatch.Dispatcher) {
+// runChildren is how children are run: their environment, their reaper and
+// the records of their process groups.
+type runChildren struct {
+	environ []string
+	reaper  []string
+	records *supervisor.Records
+}
+
+func buildDestinations(cfg *supervisor.Config, s *settings, run runChildren, log hclog.Logger) (dests []session.Destination, dispatchers []*dispatch.Dispatcher) {
 	policy := supervisor.RestartPolicy{MaxRestarts: s.restartMax, Initial: s.restartDelay, StableAfter: s.restartStable, MaxDelay: s.restartMaxDelay}
 	for _, name := range cfg.Names {
 		d := cfg.Destinations[name]
@@ -171,7 +195,9 @@ func buildDestinations(cfg *supervisor.Config, s *settings, childEnviron []strin
 					StopGrace:    s.stopGrace,
 					WriteTimeout: s.requestTimeout,
 					Logger:       log.Named("supervisor"),
-					Environ:      childEnviron,
+					Environ:      run.environ,
+					Reaper:       run.reaper,
+					Records:      run.records,
 				}),
 				NewBackOff:    policy.NewBackOff,
 				ToolAllowed:   toolFilter(d),

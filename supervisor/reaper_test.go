@@ -1,0 +1,121 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	// This test binary is also the reaper of the children it starts.
+	RunReaperIfAsked()
+	os.Exit(m.Run())
+}
+
+func reaperOptions(t *testing.T) Options {
+	t.Helper()
+	r, err := ReaperCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{StopGrace: 500 * time.Millisecond, Reaper: r}
+}
+
+// TestReaperPassesTheCommandsExit: the bridge sees through the reaper the
+// command's exit code, the signal that killed it, and the command's pid.
+func TestReaperPassesTheCommandsExit(t *testing.T) {
+	for _, tc := range []struct {
+		name, script, want string
+	}{
+		{"exit code", "exit 7", "exit status 7"},
+		{"signal", "kill -KILL $$", "signal: killed"},
+		{"terminated", "kill -TERM $$", "signal: terminated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Start(context.Background(), &Destination{Name: "r", Command: "sh", Args: []string{"-c", "read x; " + tc.script}}, reaperOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.PID() == p.cmd.Process.Pid {
+				t.Errorf("PID() is the reaper's, %d; want the command's", p.PID())
+			}
+			if st, ok := procStat(p.PID()); !ok || st.pgrp != p.cmd.Process.Pid {
+				t.Errorf("the command %d is not in the reaper's group %d (%+v)", p.PID(), p.cmd.Process.Pid, st)
+			}
+			if err := p.WriteMessage([]byte("go")); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-p.Exited():
+			case <-time.After(10 * time.Second):
+				t.Fatal("no exit")
+			}
+			if got := p.ExitStatus(); got != tc.want {
+				t.Errorf("ExitStatus() = %q; want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReaperStartErrors: a command the reaper cannot start is an error of
+// Start, saying why.
+func TestReaperStartErrors(t *testing.T) {
+	dir := t.TempDir()
+	notExec := dir + "/script"
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(context.Background(), &Destination{Name: "r", Command: notExec}, reaperOptions(t))
+	if err == nil || !strings.Contains(err.Error(), "cannot start") || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("Start of a file that is not executable: %v", err)
+	}
+}
+
+// TestReaperSurvivesTheStopsSIGTERM: a stop sends SIGTERM to the whole
+// group; the reaper stays to report how the command ended.
+func TestReaperSurvivesTheStopsSIGTERM(t *testing.T) {
+	p, err := Start(context.Background(), &Destination{Name: "r", Command: "sh", Args: []string{"-c", "trap 'exit 3' TERM; echo ready; sleep 60 & wait"}}, reaperOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, err := p.ReadMessage(); err != nil || string(line) != "ready" {
+		t.Fatalf("ReadMessage: %q %v", line, err)
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no exit after SIGTERM to the group")
+	}
+	if got := p.ExitStatus(); got != "exit status 3" {
+		t.Errorf("ExitStatus() after SIGTERM = %q; want the command's exit status 3", got)
+	}
+}
+
+// BenchmarkStart measures what the reaper adds to a child's start (and
+// stop): a re-exec of this binary.
+func BenchmarkStart(b *testing.B) {
+	r, err := ReaperCommand()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name   string
+		reaper []string
+	}{{"direct", nil}, {"reaper", r}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				p, err := Start(context.Background(), &Destination{Name: "b", Command: "cat"}, Options{StopGrace: time.Second, Reaper: bc.reaper})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := p.Stop(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,196 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Records is the second line of defence against orphans. The reaper takes a
+// child's group down when the bridge dies, but a reaper can die too (the
+// OOM killer, kill -9 of the whole tree). So each running child's process
+// group is recorded in a file of the bridge's state directory, and the next
+// start of the bridge kills the groups its dead predecessors left, after
+// checking that those processes are the very ones recorded.
+type Records struct {
+	dir  string
+	self record // the bridge's own identity, copied into every record
+}
+
+// record is one child process group, as written to its file.
+type record struct {
+	PGID        int    `json:"pgid"`
+	PID         int    `json:"pid"`
+	LeaderStart uint64 `json:"leader_start"`
+	SID         int    `json:"sid"`
+	BridgePID   int    `json:"bridge_pid"`
+	BridgeStart uint64 `json:"bridge_start"`
+	BootID      string `json:"boot_id"`
+	Destination string `json:"destination"`
+}
+
+// OpenRecords keeps records in dir, which it creates (0700) when missing.
+func OpenRecords(dir string) (*Records, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create the state directory %s: %w (pass -state-dir DIR or set STELAE_STATE_DIR to a writable directory)", dir, err)
+	}
+	probe := filepath.Join(dir, ".probe")
+	if err := os.WriteFile(probe, nil, 0o600); err != nil {
+		return nil, fmt.Errorf("cannot write in the state directory %s: %w (pass -state-dir DIR or set STELAE_STATE_DIR to a writable directory)", dir, err)
+	}
+	os.Remove(probe)
+	self := os.Getpid()
+	st, _ := procStat(self)
+	return &Records{dir: dir, self: record{BridgePID: self, BridgeStart: st.start, SID: st.sid, BootID: bootID()}}, nil
+}
+
+// add records the group led by pgid, whose command is pid, and returns the
+// record's name.
+func (r *Records) add(dest string, pgid, pid int) string {
+	rec := r.self
+	rec.PGID, rec.PID, rec.Destination = pgid, pid, dest
+	st, _ := procStat(pgid)
+	rec.LeaderStart = st.start
+	name := strconv.Itoa(pgid) + "-" + strconv.FormatUint(rec.LeaderStart, 10) + ".json"
+	b, _ := json.Marshal(rec)
+	tmp := filepath.Join(r.dir, "."+name)
+	if os.WriteFile(tmp, b, 0o600) == nil {
+		_ = os.Rename(tmp, filepath.Join(r.dir, name))
+	}
+	return name
+}
+
+// remove forgets a group that is gone.
+func (r *Records) remove(name string) {
+	if name != "" {
+		_ = os.Remove(filepath.Join(r.dir, name))
+	}
+}
+
+// Sweep kills the process groups that bridges no longer running left
+// behind, and forgets them. A group is killed only when its processes are
+// verifiably the recorded ones: the same boot, and the leader alive with
+// the recorded start time, or (the leader gone) members with the recorded
+// group and session ids that started no earlier than the leader did.
+// Records of a bridge that still runs are left alone. It returns how many
+// processes it killed.
+func (r *Records) Sweep(log hclog.Logger) int {
+	ents, _ := os.ReadDir(r.dir)
+	killed := 0
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		path := filepath.Join(r.dir, e.Name())
+		b, err := os.ReadFile(path)
+		var rec record
+		if err != nil || json.Unmarshal(b, &rec) != nil || rec.PGID <= 1 {
+			os.Remove(path)
+			continue
+		}
+		if rec.BootID != r.self.BootID {
+			os.Remove(path) // from before a reboot: nothing of it runs
+			continue
+		}
+		if st, ok := procStat(rec.BridgePID); ok && st.start == rec.BridgeStart {
+			continue // its bridge still runs
+		}
+		pids := groupMembers(rec)
+		for _, pid := range pids {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed++
+			}
+		}
+		if len(pids) > 0 {
+			log.Warn("killed what a bridge that did not stop left running", "destination", rec.Destination, "pgid", rec.PGID, "processes", len(pids), "dead_bridge_pid", rec.BridgePID)
+		}
+		os.Remove(path)
+	}
+	return killed
+}
+
+// groupMembers lists the live processes of rec's group that verifiably are
+// the recorded ones.
+func groupMembers(rec record) []int {
+	if st, ok := procStat(rec.PGID); ok && (st.start != rec.LeaderStart || st.pgrp != rec.PGID) {
+		// The pid now belongs to another process (the group is gone and
+		// its id reused): a process that leads a group keeps its pid as
+		// the group id, so no process of the recorded group remains.
+		return nil
+	}
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, ok := procStat(pid)
+		if ok && st.pgrp == rec.PGID && st.sid == rec.SID && st.start >= rec.LeaderStart && st.state != 'Z' {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// stat is what /proc/PID/stat says of a process.
+type stat struct {
+	state byte
+	pgrp  int
+	sid   int
+	start uint64 // clock ticks after boot
+}
+
+func procStat(pid int) (stat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return stat{}, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return stat{}, false
+	}
+	// After "pid (comm) ": state(3) ppid(4) pgrp(5) session(6) … starttime(22).
+	f := strings.Fields(s[i+2:])
+	if len(f) < 20 {
+		return stat{}, false
+	}
+	var st stat
+	st.state = f[0][0]
+	st.pgrp, _ = strconv.Atoi(f[2])
+	st.sid, _ = strconv.Atoi(f[3])
+	st.start, _ = strconv.ParseUint(f[19], 10, 64)
+	return st, true
+}
+
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// DefaultStateDir is where the bridge keeps its state when -state-dir is
+// not given: $XDG_STATE_HOME/stelae-bridge, else
+// ~/.local/state/stelae-bridge, else (no home) a directory of the user's in
+// the temporary directory.
+func DefaultStateDir(getenv func(string) string) (string, error) {
+	if x := getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "stelae-bridge"), nil
+	}
+	home := getenv("HOME")
+	if home == "" || !filepath.IsAbs(home) {
+		// No home (a bare service): the records matter only until the
+		// next boot, so the temporary directory serves.
+		return filepath.Join(os.TempDir(), "stelae-bridge-"+strconv.Itoa(os.Getuid())), nil
+	}
+	return filepath.Join(home, ".local", "state", "stelae-bridge"), nil
+}
