@@ -83,16 +83,21 @@ func TestHardKillLeavesNoProcess(t *testing.T) {
 	}
 }
 
-func procGroup(pid int) int {
+// procField is field n (1-based, as in proc(5): 5 is the group, 6 the
+// session) of /proc/PID/stat, as a number; 0 when unreadable.
+func procField(pid, n int) int {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 || i+2 >= len(s) {
 		return 0
 	}
-	f := strings.Fields(s[i+2:])
-	n, _ := strconv.Atoi(f[2])
-	return n
+	f := strings.Fields(s[i+2:]) // from field 3 on
+	if n-3 >= len(f) {
+		return 0
+	}
+	v, _ := strconv.Atoi(f[n-3])
+	return v
 }
 
 // TestRestartKillsWhatAKilledBridgeLeft: the bridge and a reaper die
@@ -109,7 +114,7 @@ func TestRestartKillsWhatAKilledBridgeLeft(t *testing.T) {
 	server := ftWhoami(t, c).PID
 	var g struct{ PID int }
 	_ = json.Unmarshal(ftOK(t, "spawn_grandchild", c.callTool(`"g"`, "spawn_grandchild", nil)), &g)
-	reaper := procGroup(server)
+	reaper := procField(server, 5)
 	if reaper == 0 || reaper == server {
 		t.Fatalf("server %d is not led by a reaper (group %d)", server, reaper)
 	}
@@ -144,7 +149,7 @@ func TestRestartKillsWhatAKilledBridgeLeft(t *testing.T) {
 	bogus := filepath.Join(state, "children", fmt.Sprintf("%d-1.json", other.Process.Pid))
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	rec := fmt.Sprintf(`{"pgid":%d,"pid":%d,"leader_start":1,"sid":%d,"bridge_pid":999999999,"bridge_start":1,"boot_id":%q,"destination":"x"}`,
-		other.Process.Pid, other.Process.Pid, procSID(other.Process.Pid), strings.TrimSpace(string(boot)))
+		other.Process.Pid, other.Process.Pid, procField(other.Process.Pid, 6), strings.TrimSpace(string(boot)))
 	if err := os.WriteFile(bogus, []byte(rec), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -164,18 +169,6 @@ func TestRestartKillsWhatAKilledBridgeLeft(t *testing.T) {
 	c2 := newClient(t, second.base+"/fake/mcp")
 	c2.initialize()
 	ftEcho(t, c2, "1", "after the sweep")
-}
-
-func procSID(pid int) int {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return 0
-	}
-	f := strings.Fields(s[i+2:])
-	n, _ := strconv.Atoi(f[3])
-	return n
 }
 
 // TestShutdownDoesNotWaitForAStartingChild: an initialize waiting for a
