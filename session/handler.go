@@ -156,13 +156,16 @@ type Handler struct {
 	janitorDone  chan struct{}
 	// pumps are the GET streams' goroutines.
 	pumps sync.WaitGroup
+	// bodies is the body budget every endpoint shares.
+	bodies *budget
 }
 
 // NewHandler serves the given destinations; it starts the session janitor.
 func NewHandler(dests []Destination, opts Options) *Handler {
 	opts.setDefaults()
 	h := &Handler{opts: opts, log: opts.Logger, endpoints: map[string]*endpoint{}, shutdown: make(chan struct{}), janitorDone: make(chan struct{})}
-	bodies := &budget{max: opts.MaxBodyMemory}
+	h.bodies = &budget{max: opts.MaxBodyMemory}
+	bodies := h.bodies
 	streams := &budget{max: int64(opts.MaxStreams)}
 	pumps := &h.pumps
 	for _, d := range dests {

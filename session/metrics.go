@@ -67,6 +67,8 @@ func newMetrics(h *Handler) *metrics {
 			Help: "initialize requests refused by the bridge: session_cap (every session busy, 503) or invalid_initialize (malformed params, 400)."}, []string{"destination", "reason"}),
 	}
 	m.reg.MustRegister(m.inflight, m.calls, m.latency, m.delivered, m.dropped, m.bytesIn, m.bytesOut, m.legacyHits, m.evicted, m.refused, m.streams,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stelae_request_body_bytes",
+			Help: "Buffer memory held by POST bodies being read or served, against -max-body-memory."}, func() float64 { return float64(h.bodies.used.Load()) }),
 		&stateCollector{h: h}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -277,21 +275,11 @@ func TestBridgeHealthThroughCrashLoop(t *testing.T) {
 	}
 }
 
-var metricLine = regexp.MustCompile(`(?m)^([a-z_]+)\{([^}]*)\} ([0-9.e+-]+)$`)
-
-// scrape reads the Prometheus exposition into name{labels} → value.
+// scrape reads the bridge's Prometheus exposition into name{labels} (or
+// name, for a series without labels) → value.
 func scrape(t *testing.T, b *bridge) map[string]float64 {
 	t.Helper()
-	r := raw(t, b, http.MethodGet, "/metrics", "")
-	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
-		t.Fatalf("/metrics: %d %v", r.status, r.header)
-	}
-	out := map[string]float64{}
-	for _, m := range metricLine.FindAllStringSubmatch(string(r.body), -1) {
-		v, _ := strconv.ParseFloat(m[3], 64)
-		out[m[1]+"{"+m[2]+"}"] = v
-	}
-	return out
+	return scrapeURL(t, b.srv.URL)
 }
 
 func TestBridgeMetricsMove(t *testing.T) {

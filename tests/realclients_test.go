@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,19 +91,21 @@ func runTSSession(t *testing.T, url string, args ...string) tsSession {
 // metricsOf scrapes a running binary's /metrics.
 func metricsOf(t *testing.T, p *binaryProc) map[string]float64 {
 	t.Helper()
-	r, err := hxDo(http.MethodGet, p.base+"/metrics", "", "")
-	if err != nil || r.status != http.StatusOK {
-		t.Fatalf("/metrics: %v %d", err, r.status)
+	return scrapeURL(t, p.base)
+}
+
+// scrapeURL reads the Prometheus exposition at base/metrics into
+// name{labels} (or name, for a series without labels) → value.
+func scrapeURL(t *testing.T, base string) map[string]float64 {
+	t.Helper()
+	r, err := hxDo(http.MethodGet, base+"/metrics", "", "")
+	if err != nil || r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("/metrics: %v %d %v", err, r.status, r.header)
 	}
 	out := map[string]float64{}
 	for _, m := range anyMetricLine.FindAllStringSubmatch(string(r.body), -1) {
-		var v float64
-		fmt.Sscan(m[3], &v)
-		if m[2] == "" {
-			out[m[1]] = v
-		} else {
-			out[m[1]+m[2]] = v
-		}
+		v, _ := strconv.ParseFloat(m[3], 64)
+		out[m[1]+m[2]] = v
 	}
 	return out
 }
