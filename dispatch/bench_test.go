@@ -3,6 +3,7 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"testing"
 	"time"
 )
@@ -69,16 +70,16 @@ func BenchmarkCall(b *testing.B) {
 	d := New(Options{Name: "bench", Launch: func(context.Context) (Conn, error) { return newMemConn(), nil }})
 	defer d.Close(context.Background())
 	ctx := context.Background()
-	init, _ := Parse([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`))
+	init, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`))
 	if _, err := d.Call(ctx, nopSession{}, init, time.Second, nil); err != nil {
 		b.Fatal(err)
 	}
 	body := []byte(`{"jsonrpc":"2.0","id":"client-7","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
 	b.ReportAllocs()
 	b.ResetTimer()
-	var m Message
+	var m jsonrpc.Message
 	for i := 0; i < b.N; i++ {
-		if err := ParseInto(body, &m); err != nil {
+		if err := jsonrpc.ParseInto(body, &m); err != nil {
 			b.Fatal(err)
 		}
 		resp, err := d.Call(ctx, nopSession{}, &m, time.Minute, nil)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"strconv"
 	"time"
 )
@@ -16,15 +17,15 @@ import (
 // child) and with ErrCanceled when ctx ends or the session is detached.
 // With Options.ToolAllowed, tools/list answers lose the hidden tools and a
 // tools/call of a hidden tool is answered at once with a JSON-RPC error
-// (-32602), whatever the child's state. Messages that a more lenient decoder
+// (jsonrpc.CodeInvalidParams), whatever the child's state. Messages that a more lenient decoder
 // could read differently are refused (see screen).
 // w, when not nil, follows the call (see Watcher).
-func (d *Dispatcher) Call(ctx context.Context, s Session, m *Message, timeout time.Duration, w Watcher) ([]byte, error) {
+func (d *Dispatcher) Call(ctx context.Context, s Session, m *jsonrpc.Message, timeout time.Duration, w Watcher) ([]byte, error) {
 	if code, why := d.screen(m, true); code != 0 {
-		return ErrorResponse(m.ID, code, why), nil
+		return jsonrpc.ErrorResponse(m.ID, code, why), nil
 	}
 	if m.Method == "ping" {
-		return appendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
+		return jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
 	}
 	p := getPending(timeout)
 	p.watch = w
@@ -45,7 +46,7 @@ func (d *Dispatcher) Call(ctx context.Context, s Session, m *Message, timeout ti
 }
 
 // forward sends m to the child under a fresh upstream id and waits.
-func (d *Dispatcher) forward(ctx context.Context, p *pending, s Session, m *Message) ([]byte, error) {
+func (d *Dispatcher) forward(ctx context.Context, p *pending, s Session, m *jsonrpc.Message) ([]byte, error) {
 	c, err := d.running(ctx, p.timer.C, false)
 	if err != nil {
 		return nil, err
@@ -56,7 +57,7 @@ func (d *Dispatcher) forward(ctx context.Context, p *pending, s Session, m *Mess
 // initialize answers a session's initialize from the cached handshake,
 // starting the child (or retrying a failed one) when needed. The caller has
 // validated m's params (ValidateInitialize).
-func (d *Dispatcher) initialize(ctx context.Context, timeout <-chan time.Time, m *Message) ([]byte, error) {
+func (d *Dispatcher) initialize(ctx context.Context, timeout <-chan time.Time, m *jsonrpc.Message) ([]byte, error) {
 	if _, err := d.running(ctx, timeout, true); err != nil {
 		return nil, err
 	}
@@ -72,11 +73,11 @@ func (d *Dispatcher) initialize(ctx context.Context, timeout <-chan time.Time, m
 	_ = json.Unmarshal(m.Params, &asked)
 	_ = json.Unmarshal(result, &child)
 	if v := negotiate(asked.ProtocolVersion, child.ProtocolVersion); v != child.ProtocolVersion {
-		if r, err := replaceMember(result, "protocolVersion", json.RawMessage(strconv.Quote(v))); err == nil {
+		if r, err := jsonrpc.Replace(result, "protocolVersion", json.RawMessage(strconv.Quote(v))); err == nil {
 			result = r
 		}
 	}
-	return appendResponse(nil, m.ID, result, nil), nil
+	return jsonrpc.AppendResponse(nil, m.ID, result, nil), nil
 }
 
 // SupportedVersions are the MCP protocol versions the bridge speaks, oldest
@@ -120,7 +121,7 @@ func (d *Dispatcher) roundTrip(ctx context.Context, p *pending, c *child, s Sess
 	if s != nil && bytes.Contains(params, []byte(`"progressToken"`)) {
 		params, p.clientToken = rewriteProgressToken(params, upID)
 	}
-	p.out = appendRequest(p.out[:0], upID, method, params)
+	p.out = jsonrpc.AppendRequest(p.out[:0], upID, method, params)
 
 	// Register before writing: the answer may come before Write returns.
 	d.pmu.Lock()
@@ -204,9 +205,9 @@ func (d *Dispatcher) takePending(up uint64) *pending {
 func (d *Dispatcher) sendCancel(c *child, upID []byte, reason string) {
 	params := append([]byte(`{"requestId":`), upID...)
 	params = append(params, `,"reason":`...)
-	params = appendString(params, reason)
+	params = jsonrpc.AppendString(params, reason)
 	params = append(params, '}')
-	if err := c.conn.WriteMessage(appendRequest(nil, nil, "notifications/cancelled", params)); err != nil {
+	if err := c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, "notifications/cancelled", params)); err != nil {
 		d.log.Debug("could not send cancellation to the child", "destination", d.opts.Name, "error", err)
 	}
 }
@@ -214,7 +215,7 @@ func (d *Dispatcher) sendCancel(c *child, upID []byte, reason string) {
 // fireAndForget sends a request whose answer nobody waits for.
 func (d *Dispatcher) fireAndForget(c *child, method string, params json.RawMessage) {
 	up := strconv.AppendUint(nil, d.seq.Add(1), 10)
-	if err := c.conn.WriteMessage(appendRequest(nil, up, method, params)); err != nil {
+	if err := c.conn.WriteMessage(jsonrpc.AppendRequest(nil, up, method, params)); err != nil {
 		d.log.Debug("could not write to the child", "destination", d.opts.Name, "method", method, "error", err)
 	}
 }
@@ -222,16 +223,16 @@ func (d *Dispatcher) fireAndForget(c *child, method string, params json.RawMessa
 // rewriteProgressToken replaces params._meta.progressToken with token and
 // returns the new params and the client's token.
 func rewriteProgressToken(params json.RawMessage, token []byte) (json.RawMessage, json.RawMessage) {
-	meta := member(params, "_meta")
-	clientToken := member(meta, "progressToken")
+	meta := jsonrpc.Member(params, "_meta")
+	clientToken := jsonrpc.Member(meta, "progressToken")
 	if clientToken == nil {
 		return params, nil
 	}
-	newMeta, err := replaceMember(meta, "progressToken", token)
+	newMeta, err := jsonrpc.Replace(meta, "progressToken", token)
 	if err != nil {
 		return params, nil
 	}
-	newParams, err := replaceMember(params, "_meta", newMeta)
+	newParams, err := jsonrpc.Replace(params, "_meta", newMeta)
 	if err != nil {
 		return params, nil
 	}
@@ -241,7 +242,7 @@ func rewriteProgressToken(params json.RawMessage, token []byte) (json.RawMessage
 // Notify forwards a client's notification. notifications/initialized is the
 // bridge's business and is dropped; notifications/cancelled is mapped to the
 // upstream id.
-func (d *Dispatcher) Notify(s Session, m *Message) error {
+func (d *Dispatcher) Notify(s Session, m *jsonrpc.Message) error {
 	if code, why := d.screen(m, false); code != 0 {
 		return fmt.Errorf("%w: %s", ErrRefused, why)
 	}
@@ -262,13 +263,13 @@ func (d *Dispatcher) Notify(s Session, m *Message) error {
 		d.log.Debug("notification dropped: child not running", "destination", d.opts.Name, "method", m.Method)
 		return nil
 	}
-	return c.conn.WriteMessage(appendRequest(nil, nil, m.Method, m.Params))
+	return c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, m.Method, m.Params))
 }
 
 // clientCancel maps a client's cancellation to the upstream id and ends the
 // waiting call with a JSON-RPC error.
-func (d *Dispatcher) clientCancel(s Session, m *Message) error {
-	reqID := member(m.Params, "requestId")
+func (d *Dispatcher) clientCancel(s Session, m *jsonrpc.Message) error {
+	reqID := jsonrpc.Member(m.Params, "requestId")
 	if reqID == nil {
 		return nil
 	}
@@ -285,24 +286,24 @@ func (d *Dispatcher) clientCancel(s Session, m *Message) error {
 	if p == nil {
 		return nil
 	}
-	p.reply <- reply{msg: ErrorResponse(p.clientID, -32800, "request cancelled by the client")}
+	p.reply <- reply{msg: jsonrpc.ErrorResponse(p.clientID, jsonrpc.CodeRequestCancelled, "request cancelled by the client")}
 	d.mu.RLock()
 	c := d.cur
 	d.mu.RUnlock()
 	if c != nil {
-		reason := member(m.Params, "reason")
+		reason := jsonrpc.Member(m.Params, "reason")
 		params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, found, 10)...)
 		if reason != nil {
 			params = append(append(params, `,"reason":`...), reason...)
 		}
 		params = append(params, '}')
-		return c.conn.WriteMessage(appendRequest(nil, nil, "notifications/cancelled", params))
+		return c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, "notifications/cancelled", params))
 	}
 	return nil
 }
 
 // Respond forwards a client's answer to a request the child sent it.
-func (d *Dispatcher) Respond(s Session, m *Message) error {
+func (d *Dispatcher) Respond(s Session, m *jsonrpc.Message) error {
 	key := string(m.ID)
 	d.pmu.Lock()
 	cr, ok := d.childReqs[key]
@@ -320,5 +321,5 @@ func (d *Dispatcher) Respond(s Session, m *Message) error {
 	if c == nil {
 		return fmt.Errorf("%w: destination %q is restarting; the child's request was lost", ErrUnavailable, d.opts.Name)
 	}
-	return c.conn.WriteMessage(appendResponse(nil, m.ID, m.Result, m.Error))
+	return c.conn.WriteMessage(jsonrpc.AppendResponse(nil, m.ID, m.Result, m.Error))
 }

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 )
 
 // This file holds what the bridge knows of client capabilities: the
@@ -52,7 +53,7 @@ func declared(v json.RawMessage) bool { return len(v) > 0 && v[0] == '{' }
 // ValidateInitialize checks the params of a client's initialize request: an
 // object with a string protocolVersion, an object of capabilities and a
 // clientInfo object naming the client. The error says what is wrong; the
-// caller answers the client with it (-32602) and no session is made.
+// caller answers the client with it (jsonrpc.CodeInvalidParams) and no session is made.
 func ValidateInitialize(params json.RawMessage) error {
 	if len(params) == 0 || params[0] != '{' {
 		return fmt.Errorf(`initialize needs "params": an object with protocolVersion, capabilities and clientInfo`)
@@ -98,11 +99,11 @@ func (d *Dispatcher) handshakeParams(v string) json.RawMessage {
 		version = "unknown"
 	}
 	b := []byte(`{"protocolVersion":`)
-	b = appendString(b, v)
+	b = jsonrpc.AppendString(b, v)
 	b = append(b, `,"capabilities":`...)
 	b = append(b, bridgeCapabilities...)
 	b = append(b, `,"clientInfo":{"name":"stelae-bridge","version":`...)
-	b = appendString(b, version)
+	b = jsonrpc.AppendString(b, version)
 	return append(b, `}}`...)
 }
 
@@ -115,7 +116,7 @@ type need struct {
 
 // capabilityFor returns what the child's request m needs of the session that
 // answers it; the zero need (no name) for methods that need none.
-func capabilityFor(m *Message) need {
+func capabilityFor(m *jsonrpc.Message) need {
 	switch m.Method {
 	case "sampling/createMessage":
 		return need{"sampling", func(c clientCaps) bool { return c.sampling }}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -587,14 +588,14 @@ func (d *Dispatcher) launch(life *lifetime) (*child, error) {
 // error is asked again at each older version (a server should answer an
 // unknown version with its own, but some refuse it). The result is cached.
 func (d *Dispatcher) handshake(ctx context.Context, c *child) error {
-	var m *Message
+	var m *jsonrpc.Message
 	var refusals []string
 	for i := len(SupportedVersions) - 1; i >= 0; i-- {
 		p := getPending(d.opts.StartTimeout)
 		msg, err := d.roundTrip(ctx, p, c, nil, nil, "initialize", d.handshakeParams(SupportedVersions[i]))
 		putPending(p)
 		if err == nil {
-			m, err = Parse(msg)
+			m, err = jsonrpc.Parse(msg)
 		}
 		if err != nil {
 			if errors.Is(err, ErrChildExited) {

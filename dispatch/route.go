@@ -3,6 +3,7 @@ package dispatch
 import (
 	"encoding/json"
 	"errors"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"strconv"
 )
 
@@ -16,7 +17,7 @@ func (d *Dispatcher) read(c *child) {
 		d.pmu.Unlock()
 		close(c.done)
 	}()
-	var m Message
+	var m jsonrpc.Message
 	for {
 		line, err := c.conn.ReadMessage()
 		if err != nil {
@@ -30,19 +31,19 @@ func (d *Dispatcher) read(c *child) {
 		if len(line) == 0 {
 			continue
 		}
-		if err := ParseInto(line, &m); err != nil {
+		if err := jsonrpc.ParseInto(line, &m); err != nil {
 			d.log.Warn("child wrote a line that is not a JSON-RPC message; skipped", "destination", d.opts.Name, "error", err, "line", truncate(line, 200))
 			continue
 		}
 		switch m.Kind() {
-		case KindResponse:
+		case jsonrpc.KindResponse:
 			d.routeResponse(&m)
-		case KindNotification:
+		case jsonrpc.KindNotification:
 			if m.Method == "notifications/tools/list_changed" {
 				d.refreshTools(c) // never blocks: the fetch has its own goroutine
 			}
 			d.routeNotification(&m, line)
-		case KindRequest:
+		case jsonrpc.KindRequest:
 			d.routeChildRequest(c, &m, line)
 		default:
 			d.log.Warn("child wrote an invalid JSON-RPC message; skipped", "destination", d.opts.Name, "line", truncate(line, 200))
@@ -59,7 +60,7 @@ func truncate(b []byte, n int) string {
 
 func (d *Dispatcher) lineTooLong(e *LineTooLongError) {
 	d.log.Warn("child wrote a line over the maximum message size; discarded", "destination", d.opts.Name, "bytes", e.Len, "max", e.Max)
-	up, ok := idFromPrefix(e.Prefix)
+	up, ok := jsonrpc.UintIDFromPrefix(e.Prefix)
 	if !ok {
 		return
 	}
@@ -69,8 +70,8 @@ func (d *Dispatcher) lineTooLong(e *LineTooLongError) {
 }
 
 // routeResponse hands the child's answer to the waiting call.
-func (d *Dispatcher) routeResponse(m *Message) {
-	up, ok := parseUint(m.ID)
+func (d *Dispatcher) routeResponse(m *jsonrpc.Message) {
+	up, ok := jsonrpc.Uint(m.ID)
 	var p *pending
 	if ok {
 		p = d.takePending(up)
@@ -80,18 +81,18 @@ func (d *Dispatcher) routeResponse(m *Message) {
 		return
 	}
 	// The line is reused by the next read: build the client's response now.
-	p.reply <- reply{msg: appendResponse(make([]byte, 0, len(m.Result)+len(m.Error)+len(p.clientID)+40), p.clientID, m.Result, m.Error)}
+	p.reply <- reply{msg: jsonrpc.AppendResponse(make([]byte, 0, len(m.Result)+len(m.Error)+len(p.clientID)+40), p.clientID, m.Result, m.Error)}
 }
 
 // routeNotification sends a child's notification to the sessions it concerns.
-func (d *Dispatcher) routeNotification(m *Message, line []byte) {
+func (d *Dispatcher) routeNotification(m *jsonrpc.Message, line []byte) {
 	switch m.Method {
 	case "notifications/progress":
 		d.routeProgress(m)
 		return
 	case "notifications/cancelled":
 		// The child withdraws a request it sent to a client.
-		key := string(member(m.Params, "requestId"))
+		key := string(jsonrpc.Member(m.Params, "requestId"))
 		d.pmu.Lock()
 		cr, ok := d.childReqs[key]
 		delete(d.childReqs, key)
@@ -129,8 +130,8 @@ func (d *Dispatcher) deliver(s Session, msg []byte) {
 
 // routeProgress restores the client's progress token and delivers the
 // notification to the session that owns it.
-func (d *Dispatcher) routeProgress(m *Message) {
-	up, ok := parseUint(member(m.Params, "progressToken"))
+func (d *Dispatcher) routeProgress(m *jsonrpc.Message) {
+	up, ok := jsonrpc.Uint(jsonrpc.Member(m.Params, "progressToken"))
 	if !ok {
 		return
 	}
@@ -139,9 +140,9 @@ func (d *Dispatcher) routeProgress(m *Message) {
 	var params json.RawMessage
 	var err error
 	if p != nil && p.clientToken != nil && p.sess != nil {
-		params, err = replaceMember(m.Params, "progressToken", p.clientToken)
+		params, err = jsonrpc.Replace(m.Params, "progressToken", p.clientToken)
 		if err == nil {
-			msg := appendRequest(nil, nil, m.Method, params)
+			msg := jsonrpc.AppendRequest(nil, nil, m.Method, params)
 			if !d.toCaller(p, msg) {
 				d.deliver(p.sess, msg)
 			}
@@ -169,13 +170,13 @@ func (d *Dispatcher) toCaller(p *pending, msg []byte) bool {
 // any other request goes to the session it can be attributed to (see
 // attribute). When no session can take it the child gets an error at once,
 // so it never waits for an answer that cannot come.
-func (d *Dispatcher) routeChildRequest(c *child, m *Message, line []byte) {
+func (d *Dispatcher) routeChildRequest(c *child, m *jsonrpc.Message, line []byte) {
 	if m.Method == "ping" {
-		d.writeTo(c, appendResponse(nil, m.ID, json.RawMessage("{}"), nil))
+		d.writeTo(c, jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil))
 		return
 	}
 	if m.Method == "roots/list" && d.opts.Roots != nil {
-		d.writeTo(c, appendResponse(nil, m.ID, d.opts.Roots, nil))
+		d.writeTo(c, jsonrpc.AppendResponse(nil, m.ID, d.opts.Roots, nil))
 		return
 	}
 	msg := append([]byte(nil), line...)
@@ -190,7 +191,7 @@ func (d *Dispatcher) routeChildRequest(c *child, m *Message, line []byte) {
 		why = "the session it was routed to can take no more messages"
 	}
 	d.log.Warn("child request not routable; answered with an error", "destination", d.opts.Name, "method", m.Method, "reason", why)
-	d.writeTo(c, ErrorResponse(m.ID, -32603, "no client session can answer "+strconv.Quote(m.Method)+" now: "+why))
+	d.writeTo(c, jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInternalError, "no client session can answer "+strconv.Quote(m.Method)+" now: "+why))
 }
 
 // attribute picks the session that answers a request the child sent, and

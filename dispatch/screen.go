@@ -3,6 +3,7 @@ package dispatch
 import (
 	"errors"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"strings"
 )
 
@@ -60,15 +61,15 @@ func miscased(method string) string {
 
 // screen tells why a client's message must not reach the child: code and
 // why are zero when it may. request is false for a notification.
-func (d *Dispatcher) screen(m *Message, request bool) (code int, why string) {
+func (d *Dispatcher) screen(m *jsonrpc.Message, request bool) (code int, why string) {
 	if len(m.Method) > maxMethod {
-		return -32600, fmt.Sprintf("method name of %d bytes; MCP method names are short (at most %d bytes)", len(m.Method), maxMethod)
+		return jsonrpc.CodeInvalidRequest, fmt.Sprintf("method name of %d bytes; MCP method names are short (at most %d bytes)", len(m.Method), maxMethod)
 	}
 	if canon := miscased(m.Method); canon != "" {
-		return -32601, fmt.Sprintf("method %q not found; MCP method names are case-sensitive (did you mean %q?)", truncate([]byte(m.Method), 100), canon)
+		return jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q not found; MCP method names are case-sensitive (did you mean %q?)", truncate([]byte(m.Method), 100), canon)
 	}
 	if !request && !strings.HasPrefix(m.Method, "notifications/") {
-		return -32600, fmt.Sprintf("%q is a request method, not a notification: send it with an \"id\" to get an answer", truncate([]byte(m.Method), 100))
+		return jsonrpc.CodeInvalidRequest, fmt.Sprintf("%q is a request method, not a notification: send it with an \"id\" to get an answer", truncate([]byte(m.Method), 100))
 	}
 	if d.opts.ToolAllowed != nil && m.Method == "tools/call" {
 		return d.screenToolCall(m)
@@ -80,32 +81,32 @@ func (d *Dispatcher) screen(m *Message, request bool) (code int, why string) {
 // whose name a lenient decoder could read differently: params must be an
 // object whose every member named "name" in any letter case is a string
 // naming an allowed tool, and there must be one.
-func (d *Dispatcher) screenToolCall(m *Message) (int, string) {
+func (d *Dispatcher) screenToolCall(m *jsonrpc.Message) (int, string) {
 	if len(m.Params) == 0 || m.Params[0] != '{' {
-		return -32602, `tools/call needs "params": an object with the tool's "name"`
+		return jsonrpc.CodeInvalidParams, `tools/call needs "params": an object with the tool's "name"`
 	}
 	var named bool
 	var code int
 	var why string
-	eachMember(m.Params, func(key string, val []byte) bool {
+	jsonrpc.EachMember(m.Params, func(key string, val []byte) bool {
 		if !strings.EqualFold(key, "name") {
 			return true
 		}
 		if key != "name" || len(val) == 0 || val[0] != '"' {
-			code, why = -32602, `tools/call: "name" must be one string member named exactly "name"`
+			code, why = jsonrpc.CodeInvalidParams, `tools/call: "name" must be one string member named exactly "name"`
 			return false
 		}
-		name := internString(val)
+		name := jsonrpc.String(val)
 		if !d.opts.ToolAllowed(name) {
 			d.log.Debug("call of a hidden tool refused", "destination", d.opts.Name, "tool", truncate([]byte(name), 100))
-			code, why = -32602, fmt.Sprintf("tool %q is not available on this destination", truncate([]byte(name), 100))
+			code, why = jsonrpc.CodeInvalidParams, fmt.Sprintf("tool %q is not available on this destination", truncate([]byte(name), 100))
 			return false
 		}
 		named = true
 		return true
 	})
 	if code == 0 && !named {
-		code, why = -32602, `tools/call needs "params.name", the tool's name as a string`
+		code, why = jsonrpc.CodeInvalidParams, `tools/call needs "params.name", the tool's name as a string`
 	}
 	return code, why
 }

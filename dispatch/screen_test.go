@@ -3,6 +3,7 @@ package dispatch
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"strings"
 	"testing"
 )
@@ -11,15 +12,15 @@ import (
 // child sees it: parse, classify, screen. It reports whether the message
 // would be forwarded.
 func admitted(d *Dispatcher, b []byte) bool {
-	m, err := Parse(b)
+	m, err := jsonrpc.Parse(b)
 	if err != nil {
 		return false
 	}
 	switch m.Kind() {
-	case KindRequest:
+	case jsonrpc.KindRequest:
 		code, _ := d.screen(m, true)
 		return code == 0
-	case KindNotification:
+	case jsonrpc.KindNotification:
 		code, _ := d.screen(m, false)
 		return code == 0
 	}

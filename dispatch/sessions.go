@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"strconv"
 	"time"
 )
@@ -70,7 +71,7 @@ func (d *Dispatcher) Detach(s Session, cause error) {
 			d.sendCancel(c, strconv.AppendUint(nil, up, 10), "the client session ended")
 		}
 		for _, id := range orphaned {
-			d.writeTo(c, ErrorResponse(json.RawMessage(id), -32603, "the client session that received this request has ended"))
+			d.writeTo(c, jsonrpc.ErrorResponse(json.RawMessage(id), jsonrpc.CodeInternalError, "the client session that received this request has ended"))
 		}
 		for _, uri := range release {
 			d.fireAndForget(c, "resources/unsubscribe", uriParams(uri))
@@ -108,7 +109,7 @@ func (d *Dispatcher) stopIfUnused(gen int) {
 
 // subscribe forwards the first subscription to a uri and answers the others
 // itself, so one session's unsubscribe cannot cancel another's.
-func (d *Dispatcher) subscribe(ctx context.Context, p *pending, s Session, m *Message) ([]byte, error) {
+func (d *Dispatcher) subscribe(ctx context.Context, p *pending, s Session, m *jsonrpc.Message) ([]byte, error) {
 	uri, ok := paramURI(m)
 	if !ok {
 		return d.forward(ctx, p, s, m)
@@ -123,7 +124,7 @@ func (d *Dispatcher) subscribe(ctx context.Context, p *pending, s Session, m *Me
 	set[s] = struct{}{}
 	d.mu.Unlock()
 	if !first {
-		return appendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
+		return jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
 	}
 	resp, err := d.forward(ctx, p, s, m)
 	if failed(resp, err) {
@@ -140,7 +141,7 @@ func (d *Dispatcher) subscribe(ctx context.Context, p *pending, s Session, m *Me
 }
 
 // unsubscribe forwards only when the last subscriber of a uri leaves.
-func (d *Dispatcher) unsubscribe(ctx context.Context, p *pending, s Session, m *Message) ([]byte, error) {
+func (d *Dispatcher) unsubscribe(ctx context.Context, p *pending, s Session, m *jsonrpc.Message) ([]byte, error) {
 	uri, ok := paramURI(m)
 	if !ok {
 		return d.forward(ctx, p, s, m)
@@ -155,12 +156,12 @@ func (d *Dispatcher) unsubscribe(ctx context.Context, p *pending, s Session, m *
 	}
 	d.mu.Unlock()
 	if !last {
-		return appendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
+		return jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
 	}
 	return d.forward(ctx, p, s, m)
 }
 
-func paramURI(m *Message) (string, bool) {
+func paramURI(m *jsonrpc.Message) (string, bool) {
 	var p struct {
 		URI *string `json:"uri"`
 	}

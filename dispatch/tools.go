@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"sync"
 )
 
@@ -101,7 +102,7 @@ func (d *Dispatcher) fetchTools(c *child) ([]json.RawMessage, error) {
 	d.mu.RLock()
 	result := d.initResult
 	d.mu.RUnlock()
-	if member(member(result, "capabilities"), "tools") == nil {
+	if jsonrpc.Member(jsonrpc.Member(result, "capabilities"), "tools") == nil {
 		return nil, nil // the child declares no tools
 	}
 	var out []json.RawMessage
@@ -114,9 +115,9 @@ func (d *Dispatcher) fetchTools(c *child) ([]json.RawMessage, error) {
 		p := getPending(d.opts.StartTimeout)
 		msg, err := d.roundTrip(context.Background(), p, c, nil, nil, "tools/list", params)
 		putPending(p)
-		var m *Message
+		var m *jsonrpc.Message
 		if err == nil {
-			m, err = Parse(msg)
+			m, err = jsonrpc.Parse(msg)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
@@ -125,10 +126,10 @@ func (d *Dispatcher) fetchTools(c *child) ([]json.RawMessage, error) {
 			return nil, fmt.Errorf("the child answered tools/list with an error: %s", m.Error)
 		}
 		var next json.RawMessage
-		eachMember(m.Result, func(key string, val []byte) bool {
+		jsonrpc.EachMember(m.Result, func(key string, val []byte) bool {
 			switch key {
 			case "tools":
-				eachElement(val, func(tool []byte) {
+				jsonrpc.EachElement(val, func(tool []byte) {
 					if d.toolAllowed(toolName(tool)) {
 						out = append(out, tool)
 					}
@@ -157,7 +158,7 @@ func (d *Dispatcher) filterToolList(resp []byte, err error) ([]byte, error) {
 	if err != nil {
 		return resp, err
 	}
-	m, perr := Parse(resp)
+	m, perr := jsonrpc.Parse(resp)
 	if perr != nil || len(m.Result) == 0 {
 		return resp, nil
 	}
@@ -165,7 +166,7 @@ func (d *Dispatcher) filterToolList(resp []byte, err error) ([]byte, error) {
 	if !changed {
 		return resp, nil
 	}
-	return appendResponse(make([]byte, 0, len(resp)), m.ID, result, nil), nil
+	return jsonrpc.AppendResponse(make([]byte, 0, len(resp)), m.ID, result, nil), nil
 }
 
 // filterToolsResult rewrites the "tools" array of a tools/list result to the
@@ -174,14 +175,14 @@ func filterToolsResult(result json.RawMessage, allowed func(string) bool) (json.
 	type span struct{ start, end int }
 	var spans []span
 	var arrays [][]byte
-	eachMemberAt(result, func(key string, start, end int) bool {
+	jsonrpc.EachMemberAt(result, func(key string, start, end int) bool {
 		val := result[start:end]
 		if key != "tools" || val[0] != '[' {
 			return true
 		}
 		arr := []byte{'['}
 		removed := false
-		eachElement(val, func(tool []byte) {
+		jsonrpc.EachElement(val, func(tool []byte) {
 			if !allowed(toolName(tool)) {
 				removed = true
 				return
@@ -213,82 +214,13 @@ func filterToolsResult(result json.RawMessage, allowed func(string) bool) (json.
 // toolName reads the "name" of a tool object; "" when it has none.
 func toolName(tool []byte) string {
 	var name string
-	eachMember(tool, func(key string, val []byte) bool {
+	jsonrpc.EachMember(tool, func(key string, val []byte) bool {
 		if key == "name" && len(val) > 0 && val[0] == '"' {
-			name = internString(val)
+			name = jsonrpc.String(val)
 		}
 		return true
 	})
 	return name
-}
-
-// eachMember calls fn with the key and raw value of each top-level member of
-// obj, in order, until fn returns false. Values are slices of obj whose
-// capacity ends with them. Anything that is not a well-formed object ends the
-// walk early.
-func eachMember(obj []byte, fn func(key string, val []byte) bool) {
-	eachMemberAt(obj, func(key string, start, end int) bool { return fn(key, obj[start:end:end]) })
-}
-
-// eachMemberAt is eachMember with the value given as obj[start:end].
-func eachMemberAt(obj []byte, fn func(key string, start, end int) bool) {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return
-	}
-	i++
-	for {
-		i = skipSpace(obj, i)
-		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
-		if i >= len(obj) || obj[i] != '"' {
-			return // '}' or malformed
-		}
-		kEnd := skipString(obj, i)
-		if kEnd > len(obj) {
-			return // an unterminated string
-		}
-		key := internString(obj[i:kEnd])
-		i = skipSpace(obj, kEnd)
-		if i >= len(obj) || obj[i] != ':' {
-			return
-		}
-		i = skipSpace(obj, i+1)
-		if i >= len(obj) {
-			return
-		}
-		vStart := i
-		i = skipValue(obj, i)
-		if i == vStart || i > len(obj) || !fn(key, vStart, i) {
-			return
-		}
-	}
-}
-
-// eachElement calls fn with each element of the JSON array arr. Elements are
-// slices of arr.
-func eachElement(arr []byte, fn func(elem []byte)) {
-	i := skipSpace(arr, 0)
-	if i >= len(arr) || arr[i] != '[' {
-		return
-	}
-	i++
-	for {
-		i = skipSpace(arr, i)
-		if i < len(arr) && arr[i] == ',' {
-			i = skipSpace(arr, i+1)
-		}
-		if i >= len(arr) || arr[i] == ']' {
-			return
-		}
-		start := i
-		i = skipValue(arr, i)
-		if i == start || i > len(arr) {
-			return // malformed
-		}
-		fn(arr[start:i:i])
-	}
 }
 
 // Prestart starts the child now, without waiting for a client's initialize,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"path"
 	"reflect"
 	"strconv"
@@ -63,7 +64,7 @@ func (c *scriptConn) WriteMessage(msg []byte) error {
 		return context.Canceled
 	default:
 	}
-	m, err := Parse(msg)
+	m, err := jsonrpc.Parse(msg)
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func (s *recSession) got() []string {
 }
 
 // globs returns ToolAllowed for an allow (allow true) or deny list.
-// globs mirrors supervisor.ToolFilter.Allows (which dispatch's tests cannot
+// globs mirrors config.ToolFilter.Allows (which dispatch's tests cannot
 // import): an allow list matches exactly, a deny list in any letter case.
 func globs(allow bool, patterns ...string) func(string) bool {
 	return func(name string) bool {
@@ -248,9 +249,9 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 
 func call(t *testing.T, d *Dispatcher, s Session, body string) []byte {
 	t.Helper()
-	m, err := Parse([]byte(body))
+	m, err := jsonrpc.Parse([]byte(body))
 	if err != nil {
-		t.Fatalf("Parse(%s): %v", body, err)
+		t.Fatalf("jsonrpc.Parse(%s): %v", body, err)
 	}
 	resp, err := d.Call(context.Background(), s, m, 5*time.Second, nil)
 	if err != nil {
@@ -597,7 +598,7 @@ func TestInitializeWhileStoppingStartsAnew(t *testing.T) {
 	}
 	done := make(chan []byte)
 	go func() {
-		m, _ := Parse([]byte(strings.Replace(testInit, `"name":"t"`, `"name":"late"`, 1)))
+		m, _ := jsonrpc.Parse([]byte(strings.Replace(testInit, `"name":"t"`, `"name":"late"`, 1)))
 		resp, _ := d.Call(context.Background(), s, m, 5*time.Second, nil)
 		done <- resp
 	}()
@@ -661,8 +662,8 @@ func FuzzToolFilter(f *testing.F) {
 				t.Fatalf("unchanged result differs: %s → %s", data, out)
 			}
 		}
-		d.screenToolCall(&Message{ID: json.RawMessage("1"), Method: "tools/call", Params: data})
+		d.screenToolCall(&jsonrpc.Message{ID: json.RawMessage("1"), Method: "tools/call", Params: data})
 		toolName(data)
-		eachElement(data, func([]byte) {})
+		jsonrpc.EachElement(data, func([]byte) {})
 	})
 }

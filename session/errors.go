@@ -8,17 +8,18 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 )
 
 const headerSessionID = "Mcp-Session-Id"
 
 // JSON-RPC error codes used in transport error bodies.
 const (
-	codeParse           = -32700
-	codeInvalidRequest  = -32600
-	codeInvalidParams   = -32602
-	codeServer          = -32000
-	codeSessionNotFound = -32001
+	codeParse           = jsonrpc.CodeParseError
+	codeInvalidRequest  = jsonrpc.CodeInvalidRequest
+	codeInvalidParams   = jsonrpc.CodeInvalidParams
+	codeServer          = jsonrpc.CodeServerError
+	codeSessionNotFound = jsonrpc.CodeSessionNotFound
 )
 
 // writeError writes a transport error: a JSON-RPC error object with a null id
@@ -33,7 +34,7 @@ func writeRPCError(w http.ResponseWriter, status int, id []byte, code int, msg s
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(dispatch.ErrorResponse(id, code, msg))
+	_, _ = w.Write(jsonrpc.ErrorResponse(id, code, msg))
 	return status
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 )
 
 // postLog collects what the access log says of one POST.
@@ -75,9 +76,9 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	if ep.opts.AuditBodies {
 		rec.reqBody = append([]byte(nil), body...)
 	}
-	var m dispatch.Message
-	if err := dispatch.ParseInto(body, &m); err != nil {
-		if errors.Is(err, dispatch.ErrBatch) {
+	var m jsonrpc.Message
+	if err := jsonrpc.ParseInto(body, &m); err != nil {
+		if errors.Is(err, jsonrpc.ErrBatch) {
 			rec.status = writeError(w, http.StatusBadRequest, codeInvalidRequest, "batching is not supported: send one JSON-RPC message per POST")
 			return
 		}
@@ -86,11 +87,11 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.method, rec.rpcID = m.Method, m.ID
 	kind := m.Kind()
-	if kind == dispatch.KindInvalid {
+	if kind == jsonrpc.KindInvalid {
 		rec.status = writeError(w, http.StatusBadRequest, codeInvalidRequest, `not a valid JSON-RPC 2.0 request, notification or response: a request needs "method" and a string or number "id"; a response needs "id" and "result" or "error"`)
 		return
 	}
-	if kind == dispatch.KindRequest && m.Method == "initialize" && r.Header.Get(headerSessionID) == "" {
+	if kind == jsonrpc.KindRequest && m.Method == "initialize" && r.Header.Get(headerSessionID) == "" {
 		defer func() { ep.m.observeCall(rec.status, start) }()
 		ep.initialize(w, r, &m, &rec, jsonOK)
 		return
@@ -115,9 +116,9 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 
 	switch kind {
-	case dispatch.KindNotification, dispatch.KindResponse:
+	case jsonrpc.KindNotification, jsonrpc.KindResponse:
 		var err error
-		if kind == dispatch.KindNotification {
+		if kind == jsonrpc.KindNotification {
 			err = s.d.Notify(s, &m)
 		} else {
 			err = s.d.Respond(s, &m)
@@ -157,7 +158,7 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		_, text := statusFor(ep.name, err)
-		resp = dispatch.ErrorResponse(m.ID, codeServer, text)
+		resp = jsonrpc.ErrorResponse(m.ID, codeServer, text)
 	}
 	pw.sw.event(s.emitPost(pw.stream, resp, true))
 	if ep.opts.AuditBodies {
@@ -169,7 +170,7 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 // handshake. A malformed initialize is refused before any session or child
 // exists: the child's handshake is the bridge's own, so no client can make
 // it fail for the others.
-func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *dispatch.Message, rec *postLog, jsonOK bool) {
+func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, rec *postLog, jsonOK bool) {
 	if err := dispatch.ValidateInitialize(m.Params); err != nil {
 		ep.m.refused.WithLabelValues("invalid_initialize").Inc()
 		rec.status = writeRPCError(w, http.StatusBadRequest, m.ID, codeInvalidParams, err.Error())

@@ -25,6 +25,10 @@ func principalOf(r *http.Request) principal {
 	return p
 }
 
+// ReservedNames are the path segments the bridge's own routes take: no
+// destination may be named so (in any letter case).
+var ReservedNames = []string{"mcp", "sse", "message", "healthz", "metrics", "version", "tools", "stream", ".well-known"}
+
 // ServeHTTP is the bridge's HTTP surface. No path ever redirects; anything
 // that is not a known route answers 404.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

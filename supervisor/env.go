@@ -1,10 +1,8 @@
 package supervisor
 
 import (
-	"fmt"
-	"os"
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -58,8 +56,8 @@ func minimalEnviron(environ []string) []string {
 // environment already stripped of its own variables), reduced to the minimal
 // set when d asks for it, then d's 'env:' entries, which win over inherited
 // ones of the same name.
-func childEnv(d *Destination, base []string) []string {
-	if d.BaseEnv == BaseEnvMinimal {
+func childEnv(d *config.Destination, base []string) []string {
+	if d.BaseEnv == config.BaseEnvMinimal {
 		base = minimalEnviron(base)
 	}
 	env := make([]string, 0, len(base)+len(d.Env))
@@ -80,68 +78,11 @@ func childEnv(d *Destination, base []string) []string {
 	return env
 }
 
-// ResolveCommand finds the program d runs, the way Start does: a command with
-// a slash is taken as a path (relative to d.Cwd when it is relative); a bare
-// name is looked up in the destination's own 'env: PATH' when it sets one,
-// else in pathList (the bridge's PATH). It returns the program's path, or an
-// error that says where it looked and what to do.
-func (d *Destination) ResolveCommand(pathList string) (string, error) {
-	if strings.Contains(d.Command, "/") {
-		p := d.Command
-		if !filepath.IsAbs(p) && d.Cwd != "" {
-			p = filepath.Join(d.Cwd, p)
-		}
-		if err := executable(p); err != nil {
-			where := "relative to the bridge's working directory"
-			if filepath.IsAbs(d.Command) {
-				where = "an absolute path"
-			} else if d.Cwd != "" {
-				where = fmt.Sprintf("relative to cwd %s", d.Cwd)
-			}
-			return "", fmt.Errorf("command %q (%s) %v: fix 'command:' or install the program there", d.Command, where, err)
-		}
-		return p, nil
-	}
-	which := "the bridge's PATH"
-	if p, ok := d.Env["PATH"]; ok {
-		pathList, which = p, "the destination's 'env: PATH'"
-	}
-	for _, dir := range filepath.SplitList(pathList) {
-		// Like exec.LookPath, never run a program found through a relative
-		// PATH entry (the current directory).
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		if p := filepath.Join(dir, d.Command); executable(p) == nil {
-			return p, nil
-		}
-	}
-	shown := pathList
-	if shown == "" {
-		shown = "empty"
-	}
-	return "", fmt.Errorf("command %q is not found on %s (%s): install it, set 'command:' to its absolute path, or add its directory to PATH", d.Command, which, shown)
-}
-
-// executable reports why p cannot be run, or nil.
-func executable(p string) error {
-	st, err := os.Stat(p)
-	switch {
-	case err != nil:
-		return fmt.Errorf("does not exist")
-	case st.IsDir():
-		return fmt.Errorf("is a directory")
-	case st.Mode()&0o111 == 0:
-		return fmt.Errorf("is not executable (chmod +x it)")
-	}
-	return nil
-}
-
 // command builds the exec.Cmd for d. A bare command name is looked up in the
 // destination's own 'env: PATH' when it sets one (the PATH the child will
 // have), else in the bridge's PATH by exec itself; argv[0] stays as written
 // in the file.
-func command(d *Destination) (*exec.Cmd, error) {
+func command(d *config.Destination) (*exec.Cmd, error) {
 	if _, ok := d.Env["PATH"]; ok && !strings.Contains(d.Command, "/") {
 		path, err := d.ResolveCommand("")
 		if err != nil {

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bytes"
 	"context"
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 
 // childEnvOf starts d (its command is replaced by `env`, which prints its
 // environment) and returns what the child saw.
-func childEnvOf(t *testing.T, d *Destination, opts Options) map[string]string {
+func childEnvOf(t *testing.T, d *config.Destination, opts Options) map[string]string {
 	t.Helper()
 	d.Command, d.Args = "env", nil
 	p := startProcess(t, d, opts)
@@ -67,7 +68,7 @@ func TestChildEnvironDropsBridgeVariables(t *testing.T) {
 	t.Setenv("AUDIT_LOG_BODIES", "true")
 	t.Setenv("ORDINARY_VARIABLE", "ordinary value")
 	t.Setenv("LOG_LEVEL", "debug") // a child's setting, no longer the bridge's
-	env := childEnvOf(t, &Destination{}, Options{})
+	env := childEnvOf(t, &config.Destination{}, Options{})
 	for _, name := range []string{"STELAE_AUTH_TOKENS", "STELAE_ANYTHING", "MAX_STDIO_CONNECTIONS", "AUDIT_LOG_BODIES"} {
 		if v, ok := env[name]; ok {
 			t.Errorf("the child sees %s=%q; the bridge's own variables must not reach it", name, v)
@@ -86,7 +87,7 @@ func TestChildEnvironDropsBridgeVariables(t *testing.T) {
 func TestChildEnvironFromOptions(t *testing.T) {
 	t.Setenv("ONLY_IN_PROCESS", "x")
 	base := []string{"PATH=" + os.Getenv("PATH"), "FROM_OPTIONS=yes", "STELAE_AUTH_TOKENS=secret", "AUDIT_LOG_BODIES=1", "BRIDGE_FLAG_VAR=v"}
-	env := childEnvOf(t, &Destination{}, Options{Environ: base})
+	env := childEnvOf(t, &config.Destination{}, Options{Environ: base})
 	if env["FROM_OPTIONS"] != "yes" || env["BRIDGE_FLAG_VAR"] != "v" {
 		t.Errorf("FROM_OPTIONS=%q BRIDGE_FLAG_VAR=%q; want the entries of Options.Environ", env["FROM_OPTIONS"], env["BRIDGE_FLAG_VAR"])
 	}
@@ -112,8 +113,8 @@ func TestChildEnvironMinimal(t *testing.T) {
 	t.Setenv("ORDINARY_VARIABLE", "from the bridge")
 	t.Setenv("OVERRIDDEN", "from the bridge")
 	t.Setenv("STELAE_AUTH_TOKENS", "secret")
-	env := childEnvOf(t, &Destination{
-		BaseEnv: BaseEnvMinimal,
+	env := childEnvOf(t, &config.Destination{
+		BaseEnv: config.BaseEnvMinimal,
 		Env:     map[string]string{"OVERRIDDEN": "from env:", "EXPLICIT": "yes", "STELAE_FOR_CHILD": "explicit"},
 	}, Options{})
 	want := map[string]string{
@@ -142,7 +143,7 @@ func TestChildEnvironMinimal(t *testing.T) {
 func TestChildEnvironExplicitEnvWins(t *testing.T) {
 	t.Setenv("OVERRIDDEN", "from the bridge")
 	t.Setenv("STELAE_AUTH_TOKENS", "bridge-secret")
-	env := childEnvOf(t, &Destination{Env: map[string]string{"OVERRIDDEN": "mine", "STELAE_AUTH_TOKENS": "child-token"}}, Options{})
+	env := childEnvOf(t, &config.Destination{Env: map[string]string{"OVERRIDDEN": "mine", "STELAE_AUTH_TOKENS": "child-token"}}, Options{})
 	if env["OVERRIDDEN"] != "mine" || env["STELAE_AUTH_TOKENS"] != "child-token" {
 		t.Errorf("OVERRIDDEN=%q STELAE_AUTH_TOKENS=%q; want the destination's env: values", env["OVERRIDDEN"], env["STELAE_AUTH_TOKENS"])
 	}
@@ -178,69 +179,16 @@ func writeScript(t *testing.T, dir, name, body string) string {
 func TestStartUsesDestinationPATH(t *testing.T) {
 	dir := t.TempDir()
 	writeScript(t, dir, "stelae-test-tool", `echo "found via env PATH"`)
-	p := startProcess(t, &Destination{
+	p := startProcess(t, &config.Destination{
 		Command: "stelae-test-tool",
 		Env:     map[string]string{"PATH": dir + string(os.PathListSeparator) + os.Getenv("PATH")},
 	}, Options{})
 	if got := readLine(t, p); got != "found via env PATH" {
 		t.Errorf("child printed %q", got)
 	}
-	if _, err := Start(context.Background(), &Destination{Name: "x", Command: "stelae-test-tool", Env: map[string]string{"PATH": "/nonexistent"}}, Options{}); err == nil ||
+	if _, err := Start(context.Background(), &config.Destination{Name: "x", Command: "stelae-test-tool", Env: map[string]string{"PATH": "/nonexistent"}}, Options{}); err == nil ||
 		!strings.Contains(err.Error(), "env: PATH") || !strings.Contains(err.Error(), `"x"`) {
 		t.Errorf("Start with a PATH that lacks the command: %v", err)
-	}
-}
-
-func TestResolveCommand(t *testing.T) {
-	dir := t.TempDir()
-	tool := writeScript(t, dir, "tool", "true")
-	sub := filepath.Join(dir, "bin")
-	if err := os.Mkdir(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeScript(t, sub, "rel", "true")
-	plain := filepath.Join(dir, "plain")
-	if err := os.WriteFile(plain, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name    string
-		d       Destination
-		path    string
-		want    string
-		errSubs []string
-	}{
-		{"on the bridge's PATH", Destination{Command: "tool"}, "/nonexistent:" + dir, tool, nil},
-		{"not on the bridge's PATH", Destination{Command: "tool"}, "/nonexistent", "", []string{`"tool"`, "the bridge's PATH", "/nonexistent", "install it", "absolute path", "add its directory to PATH"}},
-		{"empty PATH", Destination{Command: "tool"}, "", "", []string{"empty"}},
-		{"on the destination's PATH", Destination{Command: "tool", Env: map[string]string{"PATH": dir}}, "/nonexistent", tool, nil},
-		{"not on the destination's PATH", Destination{Command: "tool", Env: map[string]string{"PATH": "/nonexistent"}}, dir, "", []string{"the destination's 'env: PATH'"}},
-		{"relative PATH entries are skipped", Destination{Command: "rel", Cwd: dir}, "bin", "", []string{"not found"}},
-		{"absolute", Destination{Command: tool}, "", tool, nil},
-		{"absolute missing", Destination{Command: filepath.Join(dir, "nope")}, "", "", []string{"does not exist", "absolute path"}},
-		{"relative to cwd", Destination{Command: "./bin/rel", Cwd: dir}, "", filepath.Join(dir, "bin", "rel"), nil},
-		{"relative missing", Destination{Command: "./rel", Cwd: dir}, "", "", []string{"does not exist", "relative to cwd " + dir}},
-		{"a directory", Destination{Command: sub}, "", "", []string{"is a directory"}},
-		{"not executable", Destination{Command: plain}, "", "", []string{"not executable", "chmod +x"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.d.ResolveCommand(tc.path)
-			if tc.errSubs == nil {
-				if err != nil || got != tc.want {
-					t.Errorf("ResolveCommand = %q, %v; want %q", got, err, tc.want)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("ResolveCommand = %q; want an error", got)
-			}
-			for _, s := range tc.errSubs {
-				if !strings.Contains(err.Error(), s) {
-					t.Errorf("error %q does not mention %q", err, s)
-				}
-			}
-		})
 	}
 }
 
@@ -282,7 +230,7 @@ func TestStderrLogLevel(t *testing.T) {
 			log := hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: logs})
 			// More than a pipe buffer of stderr before the stdout line: a
 			// child whose stderr is not drained would block.
-			p := startProcess(t, &Destination{
+			p := startProcess(t, &config.Destination{
 				Name:        "noisy",
 				Command:     "sh",
 				Args:        []string{"-c", `i=0; while [ $i -lt 2000 ]; do echo "filler line $i of stderr output" >&2; i=$((i+1)); done; echo "the marker line" >&2; echo out`},
@@ -328,7 +276,7 @@ func TestStderrLogLevelValues(t *testing.T) {
 			t.Errorf("StderrLogLevel(%q) = %v; want %v", s, got, l)
 		}
 	}
-	for _, s := range stderrLevels {
+	for _, s := range config.StderrLevels() {
 		if _, ok := want[s]; !ok {
 			t.Errorf("stderr_log_level %q has no test", s)
 		}

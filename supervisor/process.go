@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"os"
 	"os/exec"
 	"sync"
@@ -62,7 +63,7 @@ func (o *Options) setDefaults() {
 }
 
 // Launcher returns a dispatch.Launcher that starts d's command.
-func Launcher(d *Destination, opts Options) dispatch.Launcher {
+func Launcher(d *config.Destination, opts Options) dispatch.Launcher {
 	opts.setDefaults()
 	return func(ctx context.Context) (dispatch.Conn, error) {
 		return Start(ctx, d, opts)
@@ -75,7 +76,7 @@ type Process struct {
 	// pid is the command's pid; cmd.Process.Pid is the process group's
 	// leader: the command itself, or its reaper.
 	pid   int
-	dest  *Destination
+	dest  *config.Destination
 	opts  Options
 	log   hclog.Logger
 	cmd   *exec.Cmd
@@ -107,7 +108,7 @@ type Process struct {
 }
 
 // Start spawns d's command in its own process group.
-func Start(ctx context.Context, d *Destination, opts Options) (*Process, error) {
+func Start(ctx context.Context, d *config.Destination, opts Options) (*Process, error) {
 	opts.setDefaults()
 	log := opts.Logger
 	cmd, err := command(d)

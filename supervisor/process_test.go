@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"io"
 	"os"
 	"os/exec"
@@ -18,7 +19,7 @@ import (
 
 var _ dispatch.Conn = (*Process)(nil)
 
-func startProcess(t *testing.T, d *Destination, opts Options) *Process {
+func startProcess(t *testing.T, d *config.Destination, opts Options) *Process {
 	t.Helper()
 	if d.Name == "" {
 		d.Name = "test"
@@ -103,7 +104,7 @@ func waitGone(t *testing.T, pid int, within time.Duration) {
 }
 
 func TestProcessRoundTripWithCat(t *testing.T) {
-	p := startProcess(t, &Destination{Command: "cat"}, Options{StopGrace: time.Second})
+	p := startProcess(t, &config.Destination{Command: "cat"}, Options{StopGrace: time.Second})
 	if p.PID() <= 0 {
 		t.Fatalf("PID = %d", p.PID())
 	}
@@ -140,7 +141,7 @@ func TestProcessRoundTripWithCat(t *testing.T) {
 }
 
 func TestProcessLineTooLong(t *testing.T) {
-	p := startProcess(t, &Destination{Command: "cat"}, Options{MaxMessage: 1000, StopGrace: time.Second})
+	p := startProcess(t, &config.Destination{Command: "cat"}, Options{MaxMessage: 1000, StopGrace: time.Second})
 	long := `{"jsonrpc":"2.0","id":7,"result":"` + strings.Repeat("x", 5000) + `"}`
 	if err := p.WriteMessage([]byte(long)); err != nil {
 		t.Fatal(err)
@@ -163,7 +164,7 @@ func TestProcessLineTooLong(t *testing.T) {
 
 func TestProcessStopCooperative(t *testing.T) {
 	const grace = 2 * time.Second
-	p := startProcess(t, &Destination{Command: "cat"}, Options{StopGrace: grace})
+	p := startProcess(t, &config.Destination{Command: "cat"}, Options{StopGrace: grace})
 	start := time.Now()
 	if err := p.Stop(context.Background()); err != nil {
 		t.Fatalf("Stop: %v", err)
@@ -195,7 +196,7 @@ func TestProcessStopCooperative(t *testing.T) {
 
 func TestProcessStopEscalatesToSIGKILL(t *testing.T) {
 	const grace = 300 * time.Millisecond
-	p := startProcess(t, &Destination{
+	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `trap "" TERM; echo ready; while :; do sleep 0.1; done`},
 	}, Options{StopGrace: grace})
@@ -222,7 +223,7 @@ func TestProcessStopSIGTERM(t *testing.T) {
 	// A child that ignores stdin EOF but honours SIGTERM ends at the second
 	// stage.
 	const grace = 300 * time.Millisecond
-	p := startProcess(t, &Destination{
+	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `echo ready; while :; do sleep 0.1; done`},
 	}, Options{StopGrace: grace})
@@ -240,7 +241,7 @@ func TestProcessStopSIGTERM(t *testing.T) {
 }
 
 func TestProcessStopContextCancelled(t *testing.T) {
-	p := startProcess(t, &Destination{
+	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `trap "" TERM; echo ready; while :; do sleep 0.1; done`},
 	}, Options{StopGrace: 10 * time.Second})
@@ -261,7 +262,7 @@ func TestProcessStopContextCancelled(t *testing.T) {
 
 func TestProcessStopKillsGrandchild(t *testing.T) {
 	const grace = 300 * time.Millisecond
-	p := startProcess(t, &Destination{
+	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `sleep 60 & echo $!; wait`},
 	}, Options{StopGrace: grace})
@@ -296,7 +297,7 @@ func TestProcessStopKillsGrandchild(t *testing.T) {
 func TestProcessLeaderExitKillsGrandchild(t *testing.T) {
 	// The leader exits on its own, leaving a grandchild in its group: no
 	// orphans, ever.
-	p := startProcess(t, &Destination{
+	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `sleep 60 & echo $!`},
 	}, Options{StopGrace: 300 * time.Millisecond})
@@ -318,7 +319,7 @@ func TestProcessReadUnblocksWhenEscapedDescendantHoldsStdout(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("setsid is not installed")
 	}
-	p := startProcess(t, &Destination{
+	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		// The escaped process prints its pid once it is in its own session;
 		// the leader then waits for its stdin to close.
@@ -354,7 +355,7 @@ func TestProcessReadUnblocksWhenEscapedDescendantHoldsStdout(t *testing.T) {
 func TestProcessEnvAndCwd(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("BRIDGE_TEST_INHERITED", "inherited")
-	p := startProcess(t, &Destination{
+	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `echo "$FOO"; echo "$BRIDGE_TEST_INHERITED"; echo "$OVERRIDE"; pwd -P`},
 		Env:     map[string]string{"FOO": "bar baz", "OVERRIDE": "mine"},
@@ -380,7 +381,7 @@ func TestProcessEnvAndCwd(t *testing.T) {
 
 func TestProcessEnvOverridesInherited(t *testing.T) {
 	t.Setenv("STELAE_TEST_OVERRIDE", "from-bridge")
-	p := startProcess(t, &Destination{
+	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `echo "$STELAE_TEST_OVERRIDE"`},
 		Env:     map[string]string{"STELAE_TEST_OVERRIDE": "from-config"},
@@ -392,7 +393,7 @@ func TestProcessEnvOverridesInherited(t *testing.T) {
 
 func TestProcessStartMissingCommand(t *testing.T) {
 	const cmd = "stelae-no-such-command-xyz"
-	p, err := Start(context.Background(), &Destination{Name: "ghost", Command: cmd}, Options{})
+	p, err := Start(context.Background(), &config.Destination{Name: "ghost", Command: cmd}, Options{})
 	if err == nil {
 		_ = p.Stop(context.Background())
 		t.Fatal("Start succeeded for a missing command")
@@ -406,7 +407,7 @@ func TestProcessStartMissingCommand(t *testing.T) {
 }
 
 func TestProcessStartBadCwd(t *testing.T) {
-	p, err := Start(context.Background(), &Destination{Name: "x", Command: "cat", Cwd: filepath.Join(t.TempDir(), "missing")}, Options{})
+	p, err := Start(context.Background(), &config.Destination{Name: "x", Command: "cat", Cwd: filepath.Join(t.TempDir(), "missing")}, Options{})
 	if err == nil {
 		_ = p.Stop(context.Background())
 		t.Fatal("Start succeeded with a missing cwd")
@@ -416,7 +417,7 @@ func TestProcessStartBadCwd(t *testing.T) {
 func TestProcessStartCancelledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	p, err := Start(ctx, &Destination{Name: "x", Command: "cat"}, Options{})
+	p, err := Start(ctx, &config.Destination{Name: "x", Command: "cat"}, Options{})
 	if err == nil {
 		_ = p.Stop(context.Background())
 		t.Fatal("Start succeeded with a cancelled context")
@@ -424,7 +425,7 @@ func TestProcessStartCancelledContext(t *testing.T) {
 }
 
 func TestProcessExitStatus(t *testing.T) {
-	p := startProcess(t, &Destination{Command: "sh", Args: []string{"-c", "exit 3"}}, Options{})
+	p := startProcess(t, &config.Destination{Command: "sh", Args: []string{"-c", "exit 3"}}, Options{})
 	waitExited(t, p, 5*time.Second)
 	if s := p.ExitStatus(); s != "exit status 3" {
 		t.Errorf("ExitStatus = %q; want \"exit status 3\"", s)
@@ -438,7 +439,7 @@ func TestProcessExitStatus(t *testing.T) {
 }
 
 func TestProcessStderrDoesNotReachStdout(t *testing.T) {
-	p := startProcess(t, &Destination{
+	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `echo oops >&2; echo out`},
 	}, Options{})
@@ -449,7 +450,7 @@ func TestProcessStderrDoesNotReachStdout(t *testing.T) {
 
 func TestProcessWriteTimeout(t *testing.T) {
 	// A child that never reads its stdin: WriteMessage gives up.
-	p := startProcess(t, &Destination{
+	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `exec sleep 30`},
 	}, Options{WriteTimeout: 300 * time.Millisecond, StopGrace: 200 * time.Millisecond})
@@ -471,7 +472,7 @@ func TestProcessWriteTimeout(t *testing.T) {
 }
 
 func TestLauncher(t *testing.T) {
-	launch := Launcher(&Destination{Name: "l", Command: "cat"}, Options{StopGrace: time.Second})
+	launch := Launcher(&config.Destination{Name: "l", Command: "cat"}, Options{StopGrace: time.Second})
 	c, err := launch(context.Background())
 	if err != nil {
 		t.Fatalf("launch: %v", err)

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"os"
 	"strings"
 	"syscall"
@@ -35,7 +36,7 @@ func TestReaperPassesTheCommandsExit(t *testing.T) {
 		{"terminated", "kill -TERM $$", "signal: terminated"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := Start(context.Background(), &Destination{Name: "r", Command: "sh", Args: []string{"-c", "read x; " + tc.script}}, reaperOptions(t))
+			p, err := Start(context.Background(), &config.Destination{Name: "r", Command: "sh", Args: []string{"-c", "read x; " + tc.script}}, reaperOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +69,7 @@ func TestReaperStartErrors(t *testing.T) {
 	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Start(context.Background(), &Destination{Name: "r", Command: notExec}, reaperOptions(t))
+	_, err := Start(context.Background(), &config.Destination{Name: "r", Command: notExec}, reaperOptions(t))
 	if err == nil || !strings.Contains(err.Error(), "cannot start") || !strings.Contains(err.Error(), "permission denied") {
 		t.Errorf("Start of a file that is not executable: %v", err)
 	}
@@ -77,7 +78,7 @@ func TestReaperStartErrors(t *testing.T) {
 // TestReaperSurvivesTheStopsSIGTERM: a stop sends SIGTERM to the whole
 // group; the reaper stays to report how the command ended.
 func TestReaperSurvivesTheStopsSIGTERM(t *testing.T) {
-	p, err := Start(context.Background(), &Destination{Name: "r", Command: "sh", Args: []string{"-c", "trap 'exit 3' TERM; echo ready; sleep 60 & wait"}}, reaperOptions(t))
+	p, err := Start(context.Background(), &config.Destination{Name: "r", Command: "sh", Args: []string{"-c", "trap 'exit 3' TERM; echo ready; sleep 60 & wait"}}, reaperOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func BenchmarkStart(b *testing.B) {
 	}{{"direct", nil}, {"reaper", r}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
-				p, err := Start(context.Background(), &Destination{Name: "b", Command: "cat"}, Options{StopGrace: time.Second, Reaper: bc.reaper})
+				p, err := Start(context.Background(), &config.Destination{Name: "b", Command: "cat"}, Options{StopGrace: time.Second, Reaper: bc.reaper})
 				if err != nil {
 					b.Fatal(err)
 				}

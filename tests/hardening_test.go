@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
@@ -58,7 +59,7 @@ func TestMetricsOnlyGet(t *testing.T) {
 // their kin, are refused by the bridge; the child never sees a call of the
 // hidden tool.
 func TestToolFilterFailsClosedOverHTTP(t *testing.T) {
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{toolAllowed: supervisor.ToolFilter{Deny: []string{"whoami"}}.Allows})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{toolAllowed: config.ToolFilter{Deny: []string{"whoami"}}.Allows})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	for _, tc := range []struct {

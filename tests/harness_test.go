@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
@@ -93,7 +94,7 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *bridge 
 		for k, v := range cfg.extraEnv {
 			env[k] = v
 		}
-		dest := &supervisor.Destination{Name: name, Command: command, Args: args, Env: env}
+		dest := &config.Destination{Name: name, Command: command, Args: args, Env: env}
 		newDispatcher := func() *dispatch.Dispatcher {
 			return dispatch.New(dispatch.Options{
 				Name:            name,

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stelae-bridge/stelae-bridge/supervisor"
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
@@ -56,10 +56,10 @@ func TestToolsListFilteredOverHTTP(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		filter supervisor.ToolFilter
+		filter config.ToolFilter
 	}{
-		{"deny", supervisor.ToolFilter{Deny: []string{"crash", "spawn_*", "gar?age"}}},
-		{"allow", supervisor.ToolFilter{Allow: []string{"echo", "st*", "whoami"}}},
+		{"deny", config.ToolFilter{Deny: []string{"crash", "spawn_*", "gar?age"}}},
+		{"allow", config.ToolFilter{Allow: []string{"echo", "st*", "whoami"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{toolAllowed: tc.filter.Allows})
@@ -98,7 +98,7 @@ func TestToolsListFilteredOverHTTP(t *testing.T) {
 }
 
 func TestToolsHiddenCallNeverReachesTheChild(t *testing.T) {
-	filter := supervisor.ToolFilter{Allow: []string{"echo", "stats", "whoami"}}
+	filter := config.ToolFilter{Allow: []string{"echo", "stats", "whoami"}}
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{toolAllowed: filter.Allows})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
@@ -144,7 +144,7 @@ func TestToolsHiddenCallNeverReachesTheChild(t *testing.T) {
 
 func TestToolsPrestart(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{
-		toolAllowed: supervisor.ToolFilter{Deny: []string{"crash"}}.Allows,
+		toolAllowed: config.ToolFilter{Deny: []string{"crash"}}.Allows,
 	})
 	d := b.dispatchers["fake"]
 	if _, known := d.Tools(); known {

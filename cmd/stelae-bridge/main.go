@@ -20,6 +20,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
@@ -52,10 +53,10 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		fmt.Fprintf(stdout, "stelae-bridge %s\n", version)
 		return 0
 	}
-	cfg, err := supervisor.LoadConfig(s.config, func(k string) (string, bool) {
+	cfg, err := config.Load(s.config, func(k string) (string, bool) {
 		v := getenv(k)
 		return v, v != ""
-	})
+	}, session.ReservedNames...)
 	if err != nil {
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
@@ -182,7 +183,7 @@ type runChildren struct {
 	records *supervisor.Records
 }
 
-func buildDestinations(cfg *supervisor.Config, s *settings, run runChildren, log hclog.Logger) (dests []session.Destination, dispatchers []*dispatch.Dispatcher) {
+func buildDestinations(cfg *config.Config, s *settings, run runChildren, log hclog.Logger) (dests []session.Destination, dispatchers []*dispatch.Dispatcher) {
 	policy := supervisor.RestartPolicy{MaxRestarts: s.restartMax, Initial: s.restartDelay, StableAfter: s.restartStable, MaxDelay: s.restartMaxDelay}
 	for _, name := range cfg.Names {
 		d := cfg.Destinations[name]
@@ -210,7 +211,7 @@ func buildDestinations(cfg *supervisor.Config, s *settings, run runChildren, log
 				Logger:        log.Named("dispatch"),
 			})
 		}
-		if d.Isolation == supervisor.IsolationSession {
+		if d.Isolation == config.IsolationSession {
 			dests = append(dests, session.Destination{Name: name, PerSession: newDispatcher})
 			continue
 		}
@@ -224,7 +225,7 @@ func buildDestinations(cfg *supervisor.Config, s *settings, run runChildren, log
 // rootsResult is the roots/list result the bridge answers a destination's
 // child with, from its 'roots:'; nil when it has none (the child's request
 // then goes to a client).
-func rootsResult(d *supervisor.Destination) json.RawMessage {
+func rootsResult(d *config.Destination) json.RawMessage {
 	if d.Roots == nil {
 		return nil
 	}
@@ -267,7 +268,7 @@ func shutdown(s *settings, log hclog.Logger, srv *http.Server, h *session.Handle
 
 // toolFilter is the destination's tools filter, or nil when it has none (so
 // the dispatcher skips filtering altogether).
-func toolFilter(d *supervisor.Destination) func(string) bool {
+func toolFilter(d *config.Destination) func(string) bool {
 	if d.Tools.Empty() {
 		return nil
 	}
@@ -290,7 +291,7 @@ func environLookup(environ []string) func(string) string {
 // commandWarnings are -check's warnings: destinations whose command cannot be
 // found the way the bridge will look for it, with pathList as the bridge's
 // PATH.
-func commandWarnings(cfg *supervisor.Config, pathList string) []string {
+func commandWarnings(cfg *config.Config, pathList string) []string {
 	var out []string
 	for _, name := range cfg.Names {
 		d := cfg.Destinations[name]

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stelae-bridge/stelae-bridge/supervisor"
+	"github.com/stelae-bridge/stelae-bridge/config"
 )
 
 // runCmd runs the program with args and an environment, with a deadline so a
@@ -486,7 +486,7 @@ func (s *syncBuffer) String() string {
 // makes everything the default (served at /mcp), and keeps its env: example.
 func TestShippedConfig(t *testing.T) {
 	const path = "../../destinations.yaml"
-	cfg, err := supervisor.LoadConfig(path, func(string) (string, bool) { return "", false })
+	cfg, err := config.Load(path, func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package config
 
 import (
 	"errors"
@@ -25,18 +25,18 @@ func envLookup(vars map[string]string) func(string) (string, bool) {
 // noEnv is a lookup that knows no variables.
 var noEnv = envLookup(nil)
 
-// configProblems asserts err is a *ConfigError and returns its problems.
+// configProblems asserts err is a *Error and returns its problems.
 func configProblems(t *testing.T, err error) []string {
 	t.Helper()
 	if err == nil {
-		t.Fatal("ParseConfig succeeded; want an error")
+		t.Fatal("Parse succeeded; want an error")
 	}
-	var ce *ConfigError
+	var ce *Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("error is %T (%v); want *ConfigError", err, err)
+		t.Fatalf("error is %T (%v); want *Error", err, err)
 	}
 	if len(ce.Problems) == 0 {
-		t.Fatalf("ConfigError has no problems: %v", err)
+		t.Fatalf("Error has no problems: %v", err)
 	}
 	return ce.Problems
 }
@@ -75,9 +75,9 @@ destinations:
   bare:
     command: cat
 `
-	cfg, err := ParseConfig("destinations.yaml", []byte(src), noEnv)
+	cfg, err := Parse("destinations.yaml", []byte(src), noEnv, testReserved...)
 	if err != nil {
-		t.Fatalf("ParseConfig: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	if want := []string{"everything", "files", "bare"}; !reflect.DeepEqual(cfg.Names, want) {
 		t.Errorf("Names = %q; want %q (file order)", cfg.Names, want)
@@ -756,9 +756,9 @@ destinations:
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := ParseConfig("test.yaml", []byte(tc.src), noEnv)
+			cfg, err := Parse("test.yaml", []byte(tc.src), noEnv, testReserved...)
 			if cfg != nil {
-				t.Errorf("ParseConfig returned a config along with the error")
+				t.Errorf("Parse returned a config along with the error")
 			}
 			problems := configProblems(t, err)
 			for _, subs := range tc.want {
@@ -798,9 +798,9 @@ func TestParseConfigPrestartToolsDefault(t *testing.T) {
     tools: {deny: []}
 default: b
 `
-	cfg, err := ParseConfig("x.yaml", []byte(src), noEnv)
+	cfg, err := Parse("x.yaml", []byte(src), noEnv, testReserved...)
 	if err != nil {
-		t.Fatalf("ParseConfig: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	if cfg.Default != "b" {
 		t.Errorf("Default = %q; want b", cfg.Default)
@@ -845,7 +845,7 @@ default: b
 		}
 	}
 	// No default key: Default is empty.
-	cfg, err = ParseConfig("x.yaml", []byte("destinations:\n  a:\n    command: cat\n"), noEnv)
+	cfg, err = Parse("x.yaml", []byte("destinations:\n  a:\n    command: cat\n"), noEnv, testReserved...)
 	if err != nil || cfg.Default != "" {
 		t.Errorf("without default: Default = %q, err %v; want empty", cfg.Default, err)
 	}
@@ -868,9 +868,9 @@ func TestParseConfigNewKeys(t *testing.T) {
   c:
     command: cat
 `
-	cfg, err := ParseConfig("x.yaml", []byte(src), noEnv)
+	cfg, err := Parse("x.yaml", []byte(src), noEnv, testReserved...)
 	if err != nil {
-		t.Fatalf("ParseConfig: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	for _, tc := range []struct {
 		name                        string
@@ -894,7 +894,7 @@ func TestParseConfigNewKeys(t *testing.T) {
 	}
 	for _, level := range stderrLevels {
 		src := "destinations:\n  a:\n    command: cat\n    stderr_log_level: " + level + "\n"
-		if cfg, err := ParseConfig("x.yaml", []byte(src), noEnv); err != nil || cfg.Destinations["a"].StderrLevel != level {
+		if cfg, err := Parse("x.yaml", []byte(src), noEnv, testReserved...); err != nil || cfg.Destinations["a"].StderrLevel != level {
 			t.Errorf("stderr_log_level %s: %v", level, err)
 		}
 	}
@@ -918,9 +918,9 @@ func TestParseConfigRoots(t *testing.T) {
     command: cat
     roots: []
 `
-	cfg, err := ParseConfig("x.yaml", []byte(src), envLookup(map[string]string{"WORK": "/home/me/work", "SHARE_NAME": "Share"}))
+	cfg, err := Parse("x.yaml", []byte(src), envLookup(map[string]string{"WORK": "/home/me/work", "SHARE_NAME": "Share"}))
 	if err != nil {
-		t.Fatalf("ParseConfig: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	want := []Root{
 		{URI: "file:///srv/data", Name: "data"},
@@ -943,7 +943,7 @@ func TestParseConfigRoots(t *testing.T) {
 	// parses back to the cleaned path.
 	for _, p := range []string{"/a b/c#d?e", "/x/%41", "/日本/語", "/a//b/./c/"} {
 		src := "destinations:\n  a:\n    command: cat\n    roots: [" + strconv.Quote(p) + "]\n"
-		cfg, err := ParseConfig("x.yaml", []byte(src), noEnv)
+		cfg, err := Parse("x.yaml", []byte(src), noEnv, testReserved...)
 		if err != nil {
 			t.Fatalf("root %q: %v", p, err)
 		}
@@ -960,9 +960,9 @@ func TestParseConfigRoots(t *testing.T) {
 
 func TestParseConfigMCPServers(t *testing.T) {
 	t.Run("Claude Desktop file", func(t *testing.T) {
-		cfg, err := LoadConfig(filepath.Join("testdata", "claude_desktop_config.json"), envLookup(map[string]string{"GITHUB_TOKEN": "ghp_x"}))
+		cfg, err := Load(filepath.Join("testdata", "claude_desktop_config.json"), envLookup(map[string]string{"GITHUB_TOKEN": "ghp_x"}))
 		if err != nil {
-			t.Fatalf("LoadConfig: %v", err)
+			t.Fatalf("Load: %v", err)
 		}
 		if want := []string{"filesystem", "github", "sqlite"}; !reflect.DeepEqual(cfg.Names, want) {
 			t.Errorf("Names = %q; want %q", cfg.Names, want)
@@ -986,9 +986,9 @@ func TestParseConfigMCPServers(t *testing.T) {
 	})
 	t.Run("tab-indented JSON", func(t *testing.T) {
 		src := "{\n\t\"mcpServers\": {\n\t\t\"notes\": {\n\t\t\t\"command\": \"notes-mcp\",\n\t\t\t\"args\": [\"a\\tb\"]\n\t\t}\n\t}\n}\n"
-		cfg, err := ParseConfig("mcp.json", []byte(src), noEnv)
+		cfg, err := Parse("mcp.json", []byte(src), noEnv, testReserved...)
 		if err != nil {
-			t.Fatalf("ParseConfig: %v", err)
+			t.Fatalf("Parse: %v", err)
 		}
 		if d := cfg.Destinations["notes"]; d.Command != "notes-mcp" || !reflect.DeepEqual(d.Args, []string{"a\tb"}) || d.Line != 3 {
 			t.Errorf("notes = %+v", d)
@@ -1010,9 +1010,9 @@ mcpServers:
     command: cat
     prestart: true
 `
-		cfg, err := ParseConfig("x.yaml", []byte(src), noEnv)
+		cfg, err := Parse("x.yaml", []byte(src), noEnv, testReserved...)
 		if err != nil {
-			t.Fatalf("ParseConfig: %v", err)
+			t.Fatalf("Parse: %v", err)
 		}
 		d := cfg.Destinations["notes"]
 		if cfg.Default != "notes" || d.BaseEnv != "minimal" || d.Isolation != "session" || d.StartTimeout != 2*time.Minute ||
@@ -1022,7 +1022,7 @@ mcpServers:
 		}
 	})
 	t.Run("Cursor file with a remote server and a bad name", func(t *testing.T) {
-		_, err := LoadConfig(filepath.Join("testdata", "cursor_mcp_remote.json"), noEnv)
+		_, err := Load(filepath.Join("testdata", "cursor_mcp_remote.json"), noEnv, testReserved...)
 		problems := configProblems(t, err)
 		if len(problems) != 2 {
 			t.Errorf("got %d problems; want 2:\n  %s", len(problems), strings.Join(problems, "\n  "))
@@ -1051,7 +1051,7 @@ func TestConfigProblemsSortedByLine(t *testing.T) {
     roots: [relative]
 bogus: 1
 `
-	problems := configProblems(t, func() error { _, err := ParseConfig("x.yaml", []byte(src), noEnv); return err }())
+	problems := configProblems(t, func() error { _, err := Parse("x.yaml", []byte(src), noEnv, testReserved...); return err }())
 	var lines []string
 	for _, p := range problems {
 		lines = append(lines, strings.SplitN(p, ":", 2)[0])
@@ -1092,9 +1092,9 @@ func TestParseConfigExpansion(t *testing.T) {
       MIXED: "pre-${BIN}-post"
     cwd: ${DIR}
 `
-	cfg, err := ParseConfig("x.yaml", []byte(src), envLookup(vars))
+	cfg, err := Parse("x.yaml", []byte(src), envLookup(vars))
 	if err != nil {
-		t.Fatalf("ParseConfig: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	d := cfg.Destinations["a"]
 	if d.Command != "/opt/mcp/bin/server" {
@@ -1117,14 +1117,14 @@ func TestParseConfigExpansionUsesLookupOnly(t *testing.T) {
 	// A variable set in the process environment but not in lookup is unset.
 	t.Setenv("STELAE_TEST_ONLY_IN_PROCESS", "x")
 	src := "destinations:\n  a:\n    command: cat\n    args: [\"${STELAE_TEST_ONLY_IN_PROCESS}\"]\n"
-	problems := configProblems(t, func() error { _, err := ParseConfig("x.yaml", []byte(src), noEnv); return err }())
+	problems := configProblems(t, func() error { _, err := Parse("x.yaml", []byte(src), noEnv, testReserved...); return err }())
 	if _, ok := findProblem(problems, "STELAE_TEST_ONLY_IN_PROCESS", "not set", "line 3"); !ok {
 		t.Errorf("problems %q do not name the unset variable with its line", problems)
 	}
 	// A nil lookup falls back to the process environment.
-	cfg, err := ParseConfig("x.yaml", []byte(src), nil)
+	cfg, err := Parse("x.yaml", []byte(src), nil, testReserved...)
 	if err != nil {
-		t.Fatalf("ParseConfig with nil lookup: %v", err)
+		t.Fatalf("Parse with nil lookup: %v", err)
 	}
 	if got := cfg.Destinations["a"].Args; !reflect.DeepEqual(got, []string{"x"}) {
 		t.Errorf("Args = %q; want [x]", got)
@@ -1134,7 +1134,7 @@ func TestParseConfigExpansionUsesLookupOnly(t *testing.T) {
 func TestParseConfigEmptyVariableMakesEmptyCommand(t *testing.T) {
 	src := "destinations:\n  a:\n    command: ${EMPTY}\n"
 	problems := configProblems(t, func() error {
-		_, err := ParseConfig("x.yaml", []byte(src), envLookup(map[string]string{"EMPTY": ""}))
+		_, err := Parse("x.yaml", []byte(src), envLookup(map[string]string{"EMPTY": ""}))
 		return err
 	}())
 	if _, ok := findProblem(problems, `"a"`, "no command"); !ok {
@@ -1146,9 +1146,9 @@ func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
 	t.Run("missing file", func(t *testing.T) {
 		path := filepath.Join(dir, "does-not-exist.yaml")
-		cfg, err := LoadConfig(path, noEnv)
+		cfg, err := Load(path, noEnv, testReserved...)
 		if err == nil || cfg != nil {
-			t.Fatalf("LoadConfig(missing) = %v, %v; want an error", cfg, err)
+			t.Fatalf("Load(missing) = %v, %v; want an error", cfg, err)
 		}
 		msg := err.Error()
 		for _, want := range []string{path, "-config", "destinations file"} {
@@ -1165,9 +1165,9 @@ func TestLoadConfig(t *testing.T) {
 		if err := os.WriteFile(path, []byte("destinations:\n  a:\n    command: cat\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := LoadConfig(path, noEnv)
+		cfg, err := Load(path, noEnv, testReserved...)
 		if err != nil {
-			t.Fatalf("LoadConfig: %v", err)
+			t.Fatalf("Load: %v", err)
 		}
 		if cfg.Destinations["a"].Command != "cat" {
 			t.Errorf("command = %q", cfg.Destinations["a"].Command)
@@ -1178,10 +1178,10 @@ func TestLoadConfig(t *testing.T) {
 		if err := os.WriteFile(path, []byte("destinations:\n  a:\n    comand: cat\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := LoadConfig(path, noEnv)
-		var ce *ConfigError
+		_, err := Load(path, noEnv, testReserved...)
+		var ce *Error
 		if !errors.As(err, &ce) {
-			t.Fatalf("LoadConfig error %v is not a *ConfigError", err)
+			t.Fatalf("Load error %v is not a *Error", err)
 		}
 		if ce.File != path || !strings.HasPrefix(err.Error(), path+":") {
 			t.Errorf("error %q does not start with the path %q", err, path)
@@ -1190,7 +1190,7 @@ func TestLoadConfig(t *testing.T) {
 }
 
 func TestConfigErrorFormat(t *testing.T) {
-	e := &ConfigError{File: "d.yaml", Problems: []string{"line 1: one", "line 2: two"}}
+	e := &Error{File: "d.yaml", Problems: []string{"line 1: one", "line 2: two"}}
 	want := "d.yaml: 2 problem(s) in the configuration:\n  line 1: one\n  line 2: two"
 	if got := e.Error(); got != want {
 		t.Errorf("Error() = %q; want %q", got, want)
@@ -1229,14 +1229,14 @@ func FuzzParseConfig(f *testing.F) {
 	}
 	lookup := envLookup(map[string]string{"X": "cat", "Y": "y", "Z": "z", "EMPTY": "", "SPACE": " "})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := ParseConfig("fuzz.yaml", data, lookup)
+		cfg, err := Parse("fuzz.yaml", data, lookup, testReserved...)
 		if err != nil {
-			var ce *ConfigError
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("error %T is not a *ConfigError: %v", err, err)
+				t.Fatalf("error %T is not a *Error: %v", err, err)
 			}
 			if len(ce.Problems) == 0 {
-				t.Fatalf("ConfigError without problems")
+				t.Fatalf("Error without problems")
 			}
 			if cfg != nil {
 				t.Fatalf("config returned with an error")
@@ -1268,7 +1268,7 @@ func FuzzParseConfig(f *testing.F) {
 			if d.Command == "" {
 				t.Fatalf("destination %q has an empty command", n)
 			}
-			if !validName.MatchString(n) || reservedNames[strings.ToLower(n)] {
+			if !validName.MatchString(n) || slices.Contains(testReserved, strings.ToLower(n)) {
 				t.Fatalf("destination name %q is not a valid, unreserved name", n)
 			}
 			if n == "." || n == ".." || strings.ContainsAny(n, "/?#% \t\n") {
@@ -1335,3 +1335,6 @@ func TestToolFilterFailsClosed(t *testing.T) {
 		}
 	}
 }
+
+// testReserved are the bridge's own route names, as it hands them in.
+var testReserved = []string{"mcp", "sse", "message", "healthz", "metrics", "version", "tools", "stream", ".well-known"}

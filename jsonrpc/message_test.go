@@ -1,10 +1,9 @@
-package dispatch
+package jsonrpc
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -176,7 +175,7 @@ func TestAppendResponse(t *testing.T) {
 			if tc.err != "" {
 				rpcErr = json.RawMessage(tc.err)
 			}
-			got := appendResponse(nil, json.RawMessage(tc.id), result, rpcErr)
+			got := AppendResponse(nil, json.RawMessage(tc.id), result, rpcErr)
 			if string(got) != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
@@ -188,7 +187,7 @@ func TestAppendResponse(t *testing.T) {
 		})
 	}
 	// Appends to dst.
-	got := appendResponse([]byte("prefix:"), json.RawMessage(`1`), json.RawMessage(`{}`), nil)
+	got := AppendResponse([]byte("prefix:"), json.RawMessage(`1`), json.RawMessage(`{}`), nil)
 	if string(got) != `prefix:{"jsonrpc":"2.0","id":1,"result":{}}` {
 		t.Errorf("append to dst: %s", got)
 	}
@@ -215,7 +214,7 @@ func TestAppendRequest(t *testing.T) {
 			if tc.params != "" {
 				params = json.RawMessage(tc.params)
 			}
-			got := appendRequest(nil, tc.id, tc.method, params)
+			got := AppendRequest(nil, tc.id, tc.method, params)
 			if string(got) != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
@@ -257,32 +256,32 @@ func TestAppendString(t *testing.T) {
 		"mixed \"q\" and é\n",
 	}
 	for _, s := range tests {
-		got := appendString(nil, s)
+		got := AppendString(nil, s)
 		mustValidJSON(t, got)
 		want, _ := json.Marshal(s)
-		// json.Marshal escapes <, > and & for HTML; appendString need not.
+		// json.Marshal escapes <, > and & for HTML; AppendString need not.
 		// Everything else must match byte for byte.
 		if !strings.ContainsAny(s, "<>&") && !bytes.Equal(got, want) {
-			t.Errorf("appendString(%q) = %s; json.Marshal gives %s", s, got, want)
+			t.Errorf("AppendString(%q) = %s; json.Marshal gives %s", s, got, want)
 		}
 		var back string
 		if err := json.Unmarshal(got, &back); err != nil {
-			t.Errorf("appendString(%q) = %s does not decode: %v", s, got, err)
+			t.Errorf("AppendString(%q) = %s does not decode: %v", s, got, err)
 			continue
 		}
 		if utf8.ValidString(s) && back != s {
-			t.Errorf("appendString(%q) decodes to %q", s, back)
+			t.Errorf("AppendString(%q) decodes to %q", s, back)
 		}
 	}
 	// HTML characters: valid JSON that decodes to the same string.
 	for _, s := range []string{"<a href='x'>&amp;</a>", "a<b", "é<"} {
-		got := appendString([]byte("x"), s)
+		got := AppendString([]byte("x"), s)
 		if got[0] != 'x' {
-			t.Errorf("appendString did not append to dst")
+			t.Errorf("AppendString did not append to dst")
 		}
 		var back string
 		if err := json.Unmarshal(got[1:], &back); err != nil || back != s {
-			t.Errorf("appendString(%q) = %s → %q, %v", s, got[1:], back, err)
+			t.Errorf("AppendString(%q) = %s → %q, %v", s, got[1:], back, err)
 		}
 	}
 }
@@ -310,9 +309,9 @@ func TestParseUint(t *testing.T) {
 		{"null", 0, false},
 	}
 	for _, tc := range tests {
-		n, ok := parseUint([]byte(tc.in))
+		n, ok := Uint([]byte(tc.in))
 		if n != tc.n || ok != tc.ok {
-			t.Errorf("parseUint(%q) = %d, %v; want %d, %v", tc.in, n, ok, tc.n, tc.ok)
+			t.Errorf("Uint(%q) = %d, %v; want %d, %v", tc.in, n, ok, tc.n, tc.ok)
 		}
 	}
 }
@@ -344,15 +343,15 @@ func TestIDFromPrefix(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			n, ok := idFromPrefix([]byte(tc.prefix))
+			n, ok := UintIDFromPrefix([]byte(tc.prefix))
 			if n != tc.n || ok != tc.ok {
-				t.Errorf("idFromPrefix(%s) = %d, %v; want %d, %v", tc.prefix, n, ok, tc.n, tc.ok)
+				t.Errorf("UintIDFromPrefix(%s) = %d, %v; want %d, %v", tc.prefix, n, ok, tc.n, tc.ok)
 			}
 		})
 	}
 }
 
-// TestIDFromPrefixEveryCut cuts real messages at every byte: idFromPrefix
+// TestIDFromPrefixEveryCut cuts real messages at every byte: UintIDFromPrefix
 // must never panic and never report an id the message does not have.
 func TestIDFromPrefixEveryCut(t *testing.T) {
 	msgs := []struct {
@@ -378,75 +377,14 @@ func TestIDFromPrefixEveryCut(t *testing.T) {
 			func() {
 				defer func() {
 					if r := recover(); r != nil {
-						t.Fatalf("idFromPrefix(%q) panicked: %v", prefix, r)
+						t.Fatalf("UintIDFromPrefix(%q) panicked: %v", prefix, r)
 					}
 				}()
-				n, ok = idFromPrefix(prefix)
+				n, ok = UintIDFromPrefix(prefix)
 			}()
 			if ok && (m.id == 0 || n != m.id) {
-				t.Errorf("idFromPrefix(%q) = %d; the message's top-level id is %d (0: none)", prefix, n, m.id)
+				t.Errorf("UintIDFromPrefix(%q) = %d; the message's top-level id is %d (0: none)", prefix, n, m.id)
 			}
-		}
-	}
-}
-
-func TestRewriteProgressToken(t *testing.T) {
-	tests := []struct {
-		name      string
-		params    string
-		wantToken string // the client's token, byte-exact; "" when none
-	}{
-		{"string token", `{"name":"t","_meta":{"progressToken":"abc-123"},"arguments":{}}`, `"abc-123"`},
-		{"number token", `{"_meta":{"progressToken":17}}`, `17`},
-		{"20-digit number token", `{"_meta":{"progressToken":12345678901234567890}}`, `12345678901234567890`},
-		{"float-looking token", `{"_meta":{"progressToken":1.0e2}}`, `1.0e2`},
-		{"escaped string token", `{"_meta":{"progressToken":"\u00e9\"x"}}`, `"\u00e9\"x"`},
-		{"other meta kept", `{"_meta":{"other":{"k":[1,2]},"progressToken":"t"},"x":1}`, `"t"`},
-		{"whitespace", `{ "_meta" : { "progressToken" : "t" } }`, `"t"`},
-	}
-	upID := []byte("9000")
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			newParams, token := rewriteProgressToken(json.RawMessage(tc.params), upID)
-			if string(token) != tc.wantToken {
-				t.Errorf("client token = %s; want %s (byte-exact)", token, tc.wantToken)
-			}
-			mustValidJSON(t, newParams)
-			meta := member(newParams, "_meta")
-			if got := member(meta, "progressToken"); string(got) != "9000" {
-				t.Errorf("new progressToken = %s; want 9000 (params %s)", got, newParams)
-			}
-			// Every other member survives with the same value.
-			var before, after map[string]any
-			if err := json.Unmarshal([]byte(tc.params), &before); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(newParams, &after); err != nil {
-				t.Fatal(err)
-			}
-			before["_meta"].(map[string]any)["progressToken"] = float64(9000)
-			if !reflect.DeepEqual(before, after) {
-				t.Errorf("params changed beyond the token:\nbefore %v\nafter  %v", before, after)
-			}
-		})
-	}
-	// Without a token, params come back untouched.
-	for _, p := range []string{
-		``,
-		`{}`,
-		`{"_meta":{}}`,
-		`{"_meta":{"other":1}}`,
-		`{"progressToken":"top-level-is-not-meta"}`,
-		`{"_meta":"not an object"}`,
-		`[1,2]`,
-		`not json`,
-	} {
-		newParams, token := rewriteProgressToken(json.RawMessage(p), upID)
-		if token != nil {
-			t.Errorf("rewriteProgressToken(%s) found token %s", p, token)
-		}
-		if string(newParams) != p {
-			t.Errorf("rewriteProgressToken(%s) changed params to %s", p, newParams)
 		}
 	}
 }
@@ -487,32 +425,6 @@ func TestErrorResponse(t *testing.T) {
 	}
 }
 
-func TestMemberAndReplaceMember(t *testing.T) {
-	obj := json.RawMessage(`{"a":1,"b":{"c":"d"}}`)
-	if got := member(obj, "b"); string(got) != `{"c":"d"}` {
-		t.Errorf("member b = %s", got)
-	}
-	if got := member(obj, "z"); got != nil {
-		t.Errorf("member z = %s; want nil", got)
-	}
-	if got := member(nil, "a"); got != nil {
-		t.Errorf("member of nil = %s", got)
-	}
-	if got := member(json.RawMessage(`[1]`), "a"); got != nil {
-		t.Errorf("member of array = %s", got)
-	}
-	out, err := replaceMember(obj, "a", json.RawMessage(`"x"`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := member(out, "a"); string(got) != `"x"` {
-		t.Errorf("replaced a = %s", got)
-	}
-	if _, err := replaceMember(json.RawMessage(`[1]`), "a", json.RawMessage(`1`)); err == nil {
-		t.Error("replaceMember on an array succeeded")
-	}
-}
-
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
@@ -535,7 +447,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// Any bytes can be the prefix of a too-long line.
-		_, _ = idFromPrefix(b)
+		_, _ = UintIDFromPrefix(b)
 		m, err := Parse(b)
 		// Reference: encoding/json into a map keeps each member's raw bytes
 		// (exact, case-sensitive keys; the last duplicate wins).
@@ -591,9 +503,9 @@ func FuzzParse(f *testing.F) {
 		}
 		switch kind {
 		case KindRequest:
-			out := appendRequest(nil, m.ID, m.Method, m.Params)
+			out := AppendRequest(nil, m.ID, m.Method, m.Params)
 			if !json.Valid(out) {
-				t.Fatalf("appendRequest gives invalid JSON: %s (from %s)", out, b)
+				t.Fatalf("AppendRequest gives invalid JSON: %s (from %s)", out, b)
 			}
 			back, err := Parse(out)
 			if err != nil {
@@ -608,19 +520,23 @@ func FuzzParse(f *testing.F) {
 			if utf8.ValidString(m.Method) && back.Method != m.Method {
 				t.Fatalf("method %q became %q", m.Method, back.Method)
 			}
-			// The progress-token rewrite keeps the params valid JSON.
-			if p, tok := rewriteProgressToken(m.Params, []byte("1")); tok != nil && !json.Valid(p) {
-				t.Fatalf("rewriteProgressToken gives invalid JSON: %s", p)
+			// Splicing a member keeps the params valid JSON.
+			if meta := Member(m.Params, "_meta"); Member(meta, "progressToken") != nil {
+				nm, err1 := Replace(meta, "progressToken", []byte("1"))
+				np, err2 := Replace(m.Params, "_meta", nm)
+				if err1 != nil || err2 != nil || !json.Valid(np) {
+					t.Fatalf("splicing the progress token gives %s (%v, %v)", np, err1, err2)
+				}
 			}
 		case KindNotification:
-			out := appendRequest(nil, nil, m.Method, m.Params)
+			out := AppendRequest(nil, nil, m.Method, m.Params)
 			if !json.Valid(out) {
-				t.Fatalf("appendRequest (notification) gives invalid JSON: %s", out)
+				t.Fatalf("AppendRequest (notification) gives invalid JSON: %s", out)
 			}
 		case KindResponse:
-			out := appendResponse(nil, m.ID, m.Result, m.Error)
+			out := AppendResponse(nil, m.ID, m.Result, m.Error)
 			if !json.Valid(out) {
-				t.Fatalf("appendResponse gives invalid JSON: %s", out)
+				t.Fatalf("AppendResponse gives invalid JSON: %s", out)
 			}
 		}
 		// A too-long line's prefix never yields an id the whole message
@@ -630,9 +546,9 @@ func FuzzParse(f *testing.F) {
 				if k < 0 || k > len(b) {
 					continue
 				}
-				if n, ok := idFromPrefix(b[:k]); ok {
-					if full, fok := parseUint(m.ID); !fok || full != n {
-						t.Fatalf("idFromPrefix(%q) = %d, but the message's id is %s", b[:k], n, m.ID)
+				if n, ok := UintIDFromPrefix(b[:k]); ok {
+					if full, fok := Uint(m.ID); !fok || full != n {
+						t.Fatalf("UintIDFromPrefix(%q) = %d, but the message's id is %s", b[:k], n, m.ID)
 					}
 				}
 			}

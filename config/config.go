@@ -1,7 +1,4 @@
-// Package supervisor owns the destinations.yaml model and the child processes
-// it describes: spawning, pipes, stderr logging, the restart policy and the
-// stop escalation.
-package supervisor
+package config
 
 import (
 	"bytes"
@@ -108,6 +105,9 @@ const (
 // stderrLevels are the values of 'stderr_log_level:'.
 var stderrLevels = []string{"trace", "debug", "info", "warn", "error", "off"}
 
+// StderrLevels are the values 'stderr_log_level:' takes.
+func StderrLevels() []string { return append([]string(nil), stderrLevels...) }
+
 // ToolFilter selects the tools of a destination that clients may see and
 // call. At most one of Allow and Deny is set; both hold path.Match globs
 // that were validated when the file was parsed ('*' does not match '/').
@@ -202,13 +202,13 @@ var remoteTypes = []string{"http", "sse", "streamable-http", "streamableHttp", "
 // remoteKeys are keys that give a remote server's address.
 var remoteKeys = []string{"url", "serverUrl"}
 
-// ConfigError lists every problem found in a configuration file.
-type ConfigError struct {
+// Error lists every problem found in a configuration file.
+type Error struct {
 	File     string
 	Problems []string
 }
 
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d problem(s) in the configuration:", e.File, len(e.Problems))
 	for _, p := range e.Problems {
@@ -220,7 +220,7 @@ func (e *ConfigError) Error() string {
 
 // sortByLine orders the problems by their line number, keeping the order of
 // problems on one line; problems without a line come first.
-func (e *ConfigError) sortByLine() {
+func (e *Error) sortByLine() {
 	line := func(p string) int {
 		if m := problemLine.FindStringSubmatch(p); m != nil {
 			n, _ := strconv.Atoi(m[1])
@@ -231,32 +231,35 @@ func (e *ConfigError) sortByLine() {
 	sort.SliceStable(e.Problems, func(i, j int) bool { return line(e.Problems[i]) < line(e.Problems[j]) })
 }
 
-// LoadConfig reads and validates a destinations file. Variables written as
-// ${VAR} are expanded from lookup (os.LookupEnv when nil).
-func LoadConfig(path string, lookup func(string) (string, bool)) (*Config, error) {
+// Load reads and validates a destinations file. Variables written as
+// ${VAR} are expanded from lookup (os.LookupEnv when nil). reserved are the
+// names no destination may take (any letter case): the routes the bridge
+// serves itself, which it hands in.
+func Load(path string, lookup func(string) (string, bool), reserved ...string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the destinations file: %w (pass -config FILE to name another)", err)
 	}
-	return ParseConfig(path, data, lookup)
+	return Parse(path, data, lookup, reserved...)
 }
 
 // validName is the set of destination names that are safe URL path segments
 // and cannot be confused with the bridge's own routes.
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// reservedNames cannot be destinations because the bridge serves them itself.
-var reservedNames = map[string]bool{"mcp": true, "sse": true, "message": true, "healthz": true, "metrics": true, "version": true, "tools": true, "stream": true, ".well-known": true}
-
-// ParseConfig parses and validates the contents of a destinations file; name
+// Parse parses and validates the contents of a destinations file; name
 // is used in messages only. The file declares its destinations under
 // 'destinations:', or under 'mcpServers:' in the shape Claude Desktop, Claude
 // Code and Cursor use (JSON is YAML too).
-func ParseConfig(name string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+func Parse(name string, data []byte, lookup func(string) (string, bool), reserved ...string) (*Config, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	cerr := &ConfigError{File: name}
+	taken := map[string]bool{}
+	for _, r := range reserved {
+		taken[strings.ToLower(r)] = true
+	}
+	cerr := &Error{File: name}
 	problem := func(line int, format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		if line > 0 {
@@ -327,7 +330,7 @@ func ParseConfig(name string, data []byte, lookup func(string) (string, bool)) (
 		usable = true
 		for i := 0; i+1 < len(sec.node.Content); i += 2 {
 			k, v := sec.node.Content[i], sec.node.Content[i+1]
-			if d := parseDestination(k, v, sec.mcpShape, cfg, lookup, problem); d != nil {
+			if d := parseDestination(k, v, sec.mcpShape, cfg, lookup, taken, problem); d != nil {
 				cfg.Destinations[d.Name] = d
 				cfg.Names = append(cfg.Names, d.Name)
 			}
@@ -363,12 +366,12 @@ func ParseConfig(name string, data []byte, lookup func(string) (string, bool)) (
 // problem; it returns the destination, or nil when the name cannot be used at
 // all (declared twice) or the body is not a usable mapping. mcpShape marks an
 // 'mcpServers:' entry.
-func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(string) (string, bool), problem func(int, string, ...any)) *Destination {
+func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(string) (string, bool), reserved map[string]bool, problem func(int, string, ...any)) *Destination {
 	name := k.Value
 	switch {
 	case !validName.MatchString(name):
 		problem(k.Line, "destination name %q is not a safe URL path segment (use letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64 characters)", name)
-	case reservedNames[strings.ToLower(name)]:
+	case reserved[strings.ToLower(name)]:
 		problem(k.Line, "destination name %q is reserved by the bridge; choose another", name)
 	case cfg.Destinations[name] != nil:
 		problem(k.Line, "destination %q is declared twice (first at line %d)", name, cfg.Destinations[name].Line)

@@ -1,0 +1,95 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+func TestMemberAndReplace(t *testing.T) {
+	obj := json.RawMessage(`{"a":1,"b":{"c":"d"}}`)
+	if got := Member(obj, "b"); string(got) != `{"c":"d"}` {
+		t.Errorf("Member b = %s", got)
+	}
+	if got := Member(obj, "z"); got != nil {
+		t.Errorf("Member z = %s; want nil", got)
+	}
+	if got := Member(nil, "a"); got != nil {
+		t.Errorf("Member of nil = %s", got)
+	}
+	if got := Member(json.RawMessage(`[1]`), "a"); got != nil {
+		t.Errorf("Member of array = %s", got)
+	}
+	if got := Member(json.RawMessage(`{"a":1,"a":2}`), "a"); string(got) != "2" {
+		t.Errorf("Member of a duplicate = %s; want the last, as decoders keep", got)
+	}
+	out, err := Replace(obj, "a", json.RawMessage(`"x"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != `{"a":"x","b":{"c":"d"}}` {
+		t.Errorf("Replace a = %s", out)
+	}
+	if _, err := Replace(json.RawMessage(`[1]`), "a", json.RawMessage(`1`)); err == nil {
+		t.Error("Replace on an array succeeded")
+	}
+	for in, want := range map[string]string{
+		`{}`:                `{"k":1}`,
+		`{ }`:               `{ "k":1}`,
+		`{"a":0}`:           `{"a":0,"k":1}`,
+		`{"a":0 , "b":[] }`: `{"a":0 , "b":[] ,"k":1}`,
+		`{"k":0,"k":2}`:     `{"k":1,"k":1}`,
+	} {
+		got, err := Replace([]byte(in), "k", []byte("1"))
+		if err != nil || string(got) != want || !json.Valid(got) {
+			t.Errorf("Replace(%s) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+}
+
+// TestReplaceIsByteForByte: splicing a member keeps every other byte of the
+// object as the client wrote it: key order, spaces, <>& and unicode escapes,
+// big numbers (a map round trip re-sorted keys, escaped <>& and lost
+// nothing else only by luck).
+func TestReplaceIsByteForByte(t *testing.T) {
+	in := []byte(`{ "zeta":1, "alpha" : "<b>&amp;</b> \u00e9\u2028", "big": 123456789012345678901234567890.5e-3,
+		"_meta": {"progressToken":"client-7","z":[3,2,1]}, "nested":{"b":1,"a":2} }`)
+	meta := Member(in, "_meta")
+	newMeta, err := Replace(meta, "progressToken", []byte("42"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Replace(in, "_meta", newMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Replace(in, []byte(`"progressToken":"client-7"`), []byte(`"progressToken":42`), 1)
+	if !bytes.Equal(out, want) {
+		t.Errorf("Replace changed more than the token:\n got %s\nwant %s", out, want)
+	}
+}
+
+func FuzzReplace(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"k":{"x":[1,{"k":2}]},"k":"y"}`, `{"\u006b":1}`, `[1]`, `{"a":`} {
+		f.Add([]byte(s), []byte(`"v"`))
+	}
+	f.Fuzz(func(t *testing.T, obj, val []byte) {
+		if !json.Valid(val) {
+			return
+		}
+		out, err := Replace(obj, "k", val)
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("Replace(%q, %q) = %q is not JSON", obj, val, out)
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(out, &m) != nil {
+			t.Fatalf("Replace(%q) = %q is not an object", obj, out)
+		}
+		if got := Member(out, "k"); !bytes.Equal(got, val) {
+			t.Fatalf("Member(Replace(%q), k) = %q; want %q", obj, got, val)
+		}
+	})
+}
