@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"testing"
 	"time"
 )
@@ -67,11 +68,11 @@ func (nopSession) End(error)           {}
 // client's id. The memConn's own allocations (one line per answer) are
 // included.
 func BenchmarkCall(b *testing.B) {
-	d := New(Options{Name: "bench", Launch: func(context.Context) (Conn, error) { return newMemConn(), nil }})
+	d := New(Options{Name: "bench", Launch: func(context.Context) (supervisor.Child, error) { return newMemConn(), nil }})
 	defer d.Close(context.Background())
 	ctx := context.Background()
 	init, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`))
-	if _, err := d.Call(ctx, nopSession{}, init, time.Second, nil); err != nil {
+	if _, err := d.Do(ctx, nopSession{}, init, time.Second); err != nil {
 		b.Fatal(err)
 	}
 	body := []byte(`{"jsonrpc":"2.0","id":"client-7","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
@@ -82,7 +83,7 @@ func BenchmarkCall(b *testing.B) {
 		if err := jsonrpc.ParseInto(body, &m); err != nil {
 			b.Fatal(err)
 		}
-		resp, err := d.Call(ctx, nopSession{}, &m, time.Minute, nil)
+		resp, err := d.Do(ctx, nopSession{}, &m, time.Minute)
 		if err != nil || !bytes.HasPrefix(resp, []byte(`{"jsonrpc":"2.0","id":"client-7","result":{}}`)) {
 			b.Fatalf("%s %v", resp, err)
 		}

@@ -5,60 +5,330 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
-// Call forwards a client's request to the child and returns the child's
-// response with the client's id restored. initialize, ping and the
-// resources/(un)subscribe reference counts are answered by the bridge. The
-// call ends with ErrTimeout after timeout (a cancellation is sent to the
-// child) and with ErrCanceled when ctx ends or the session is detached.
-// With Options.ToolAllowed, tools/list answers lose the hidden tools and a
-// tools/call of a hidden tool is answered at once with a JSON-RPC error
-// (jsonrpc.CodeInvalidParams), whatever the child's state. Messages that a more lenient decoder
-// could read differently are refused (see screen).
-// w, when not nil, follows the call (see Watcher).
-func (d *Dispatcher) Call(ctx context.Context, s Session, m *jsonrpc.Message, timeout time.Duration, w Watcher) ([]byte, error) {
-	if code, why := d.screen(m, true); code != 0 {
-		return jsonrpc.ErrorResponse(m.ID, code, why), nil
-	}
-	if m.Method == "ping" {
-		return jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
-	}
-	p := getPending(timeout)
-	p.watch = w
-	defer putPending(p)
-	switch m.Method {
-	case "initialize":
-		return d.initialize(ctx, p.timer.C, m)
-	case "resources/subscribe":
-		return d.subscribe(ctx, p, s, m)
-	case "resources/unsubscribe":
-		return d.unsubscribe(ctx, p, s, m)
-	case "tools/list":
-		if d.opts.ToolAllowed != nil {
-			return d.filterToolList(d.forward(ctx, p, s, m))
-		}
-	}
-	return d.forward(ctx, p, s, m)
+// Call is a request in flight at the child. The caller owns the wait: it
+// calls Next for each event of the call (a message that belongs to it, a
+// tick of its own, the end) and decides what to do with it — the HTTP
+// endpoint streams the messages and sends keepalives; the dispatcher's own
+// calls just wait. Calls are pooled with their channels, timer and buffers:
+// a call allocates only its answer. Release returns it once its end has
+// been read.
+type Call struct {
+	d    *Dispatcher
+	ctx  context.Context
+	c    *child
+	sess Session // nil for the bridge's own calls
+	// clientID aliases the caller's request, which stays alive while the
+	// caller waits; for the bridge's own calls it is the upstream id.
+	clientID json.RawMessage
+	// clientToken is the client's progress token; nil when none was given.
+	clientToken json.RawMessage
+	up          uint64
+	idBuf       [20]byte
+	out         []byte     // the request as written to the child
+	reply       chan reply // buffer of one; empty when pooled
+	// follow: the caller takes the call's related messages (progress,
+	// requests from the child) from Next; otherwise they go to the
+	// session's GET stream.
+	follow  bool
+	related chan []byte // empty when pooled
+	timer   *time.Timer
+	// end is the call's end once known; Next hands out what is still in
+	// related first.
+	end   reply
+	ended bool
+	// after rewrites the end (a filtered tools/list, a subscription kept
+	// only when the child agreed).
+	after func([]byte, error) ([]byte, error)
 }
 
-// forward sends m to the child under a fresh upstream id and waits.
-func (d *Dispatcher) forward(ctx context.Context, p *pending, s Session, m *jsonrpc.Message) ([]byte, error) {
-	c, err := d.running(ctx, p.timer.C, false)
-	if err != nil {
-		return nil, err
+// relatedQueue bounds the related messages waiting for their caller; past it
+// they go to the session's GET stream instead.
+const relatedQueue = 64
+
+var callPool = sync.Pool{New: func() any {
+	return &Call{reply: make(chan reply, 1), related: make(chan []byte, relatedQueue)}
+}}
+
+// getCall returns a call whose timer fires after timeout.
+func (d *Dispatcher) getCall(ctx context.Context, timeout time.Duration) *Call {
+	call := callPool.Get().(*Call)
+	call.d, call.ctx = d, ctx
+	if call.timer == nil {
+		call.timer = time.NewTimer(timeout)
+	} else {
+		call.timer.Reset(timeout)
 	}
-	return d.roundTrip(ctx, p, c, s, m.ID, m.Method, m.Params)
+	return call
+}
+
+// Release recycles the call. Call it once Next has returned the end; the
+// answer stays the caller's.
+func (call *Call) Release() {
+	call.timer.Stop()
+	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after = nil, nil, nil, nil, nil, nil, nil
+	call.end, call.ended, call.follow = reply{}, false, false
+	if cap(call.out) > 64<<10 {
+		call.out = nil
+	}
+	callPool.Put(call)
+}
+
+// reply ends a pending call: the response to write to the client (with the
+// client's id restored), or an error.
+type reply struct {
+	msg []byte
+	err error
+}
+
+// childRequest is a request from the child waiting for a client's answer.
+type childRequest struct {
+	sess Session
+}
+
+// Event is one event of a call, as Next returns it: exactly one of Related,
+// Tick and Done is set.
+type Event struct {
+	// Related is a message that belongs to the call: a progress
+	// notification for it, or a request the child sent while it was the
+	// call in flight.
+	Related []byte
+	// Tick: the caller's tick came.
+	Tick bool
+	// Done: the call ended with Answer (the child's response with the
+	// client's id restored, or the bridge's own answer) or Err.
+	Done   bool
+	Answer []byte
+	Err    error
+}
+
+// Begin starts a client's request and returns the call to wait on.
+// initialize, ping and the resources/(un)subscribe reference counts are
+// answered by the bridge. The call ends with ErrTimeout after timeout (a
+// cancellation is sent to the child) and with the cause of ctx when it
+// ends (a session that ends cancels its calls with its reason). With
+// Options.ToolAllowed, tools/list answers lose the hidden tools and a
+// tools/call of a hidden tool is answered at once with a JSON-RPC error,
+// whatever the child's state. Messages that a more lenient decoder could
+// read differently are refused (see screen). With follow the caller takes
+// the call's related messages from Next.
+func (d *Dispatcher) Begin(ctx context.Context, s Session, m *jsonrpc.Message, timeout time.Duration, follow bool) *Call {
+	call := d.getCall(ctx, timeout)
+	call.sess, call.follow = s, follow
+	if code, why := d.screen(m, true); code != 0 {
+		return call.finish(jsonrpc.ErrorResponse(m.ID, code, why), nil)
+	}
+	switch m.Method {
+	case "ping":
+		return call.finish(jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil)
+	case "initialize":
+		return call.finish(d.initialize(ctx, call.timer.C, m))
+	case "resources/subscribe":
+		return d.subscribe(call, s, m)
+	case "resources/unsubscribe":
+		return d.unsubscribe(call, s, m)
+	case "tools/list":
+		if d.opts.ToolAllowed != nil {
+			call.after = d.filterToolList
+		}
+	}
+	return d.forward(call, m)
+}
+
+// Do is Begin and a wait for the end, for callers that take no related
+// messages and send no keepalives.
+func (d *Dispatcher) Do(ctx context.Context, s Session, m *jsonrpc.Message, timeout time.Duration) ([]byte, error) {
+	call := d.Begin(ctx, s, m, timeout, false)
+	defer call.Release()
+	return call.wait()
+}
+
+// finish ends the call with its answer: Next returns it.
+func (call *Call) finish(msg []byte, err error) *Call {
+	call.end, call.ended = reply{msg: msg, err: err}, true
+	return call
+}
+
+// forward sends m to the child under a fresh upstream id.
+func (d *Dispatcher) forward(call *Call, m *jsonrpc.Message) *Call {
+	c, err := d.sup.Running(call.ctx, call.timer.C, false)
+	if err != nil {
+		return call.finish(nil, err)
+	}
+	return d.send(call, c, m.ID, m.Method, m.Params)
+}
+
+// send registers call as pending and writes its request to c. clientID nil
+// makes it one of the bridge's own calls, answered under its upstream id.
+func (d *Dispatcher) send(call *Call, c *child, clientID json.RawMessage, method string, params json.RawMessage) *Call {
+	call.c = c
+	call.up = d.seq.Add(1)
+	upID := strconv.AppendUint(call.idBuf[:0], call.up, 10)
+	if clientID == nil {
+		clientID = upID
+	}
+	call.clientID = clientID
+	if call.sess != nil && bytes.Contains(params, []byte(`"progressToken"`)) {
+		params, call.clientToken = rewriteProgressToken(params, upID)
+	}
+	call.out = jsonrpc.AppendRequest(call.out[:0], upID, method, params)
+
+	// Register before writing: the answer may come before Write returns.
+	d.pmu.Lock()
+	d.pending[call.up] = call
+	d.pmu.Unlock()
+	if err := c.conn.WriteMessage(call.out); err != nil {
+		if d.takeCall(call.up) == nil {
+			return call.finish2(<-call.reply) // taken by a reply or a cancel just now
+		}
+		return call.finish(nil, fmt.Errorf("%w: %v", ErrChildExited, err))
+	}
+	return call
+}
+
+func (call *Call) finish2(r reply) *Call { return call.finish(r.msg, r.err) }
+
+// Next waits for the call's next event: a related message (only when the
+// caller follows the call), the caller's tick (nil: none), or the end.
+// After the end it returns the end again.
+func (call *Call) Next(tick <-chan time.Time) Event {
+	for {
+		if call.ended {
+			// What came for the call before its end goes first.
+			select {
+			case msg := <-call.related:
+				return Event{Related: msg}
+			default:
+			}
+			if call.after != nil {
+				call.end.msg, call.end.err = call.after(call.end.msg, call.end.err)
+				call.after = nil
+			}
+			return Event{Done: true, Answer: call.end.msg, Err: call.end.err}
+		}
+		d, c := call.d, call.c
+		select {
+		case r := <-call.reply:
+			call.finish2(r)
+		case msg := <-call.related:
+			return Event{Related: msg}
+		case <-tick:
+			return Event{Tick: true}
+		case <-c.done:
+			if d.takeCall(call.up) == nil {
+				call.finish2(<-call.reply)
+				continue
+			}
+			call.finish(nil, fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, exitStatus(c.conn)))
+		case <-call.timer.C:
+			call.abandon(ErrTimeout, "the bridge's request timeout expired")
+		case <-call.ctx.Done():
+			call.abandon(supervisor.ContextErr(call.ctx), "the client cancelled the request")
+		}
+	}
+}
+
+// wait waits for the end of one of the bridge's own calls.
+func (call *Call) wait() ([]byte, error) {
+	for {
+		if ev := call.Next(nil); ev.Done {
+			return ev.Answer, ev.Err
+		}
+	}
+}
+
+// abandon gives up on the call and tells the child, unless the answer has
+// just arrived.
+func (call *Call) abandon(err error, reason string) {
+	if call.d.takeCall(call.up) == nil {
+		call.finish2(<-call.reply)
+		return
+	}
+	call.d.sendCancel(call.c, call.up, reason)
+	call.finish(nil, err)
+}
+
+// takeCall removes and returns pending call up, or nil when another path
+// (reply, cancel, session end) already took it.
+func (d *Dispatcher) takeCall(up uint64) *Call {
+	d.pmu.Lock()
+	call := d.pending[up]
+	delete(d.pending, up)
+	d.pmu.Unlock()
+	return call
+}
+
+func exitStatus(c supervisor.Child) string {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-c.Exited():
+	case <-t.C:
+	}
+	if s := c.ExitStatus(); s != "" {
+		return s
+	}
+	return "closed its stdout"
+}
+
+// cancelParams builds the params of a notifications/cancelled for upstream
+// request up; reason is raw JSON (nil for none).
+func cancelParams(up uint64, reason []byte) []byte {
+	params := strconv.AppendUint(append(make([]byte, 0, 64), `{"requestId":`...), up, 10)
+	if reason != nil {
+		params = append(append(params, `,"reason":`...), reason...)
+	}
+	return append(params, '}')
+}
+
+// sendCancel tells the child to stop working on upstream request up.
+func (d *Dispatcher) sendCancel(c *child, up uint64, reason string) {
+	params := cancelParams(up, jsonrpc.AppendString(nil, reason))
+	if err := c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, "notifications/cancelled", params)); err != nil {
+		d.log.Debug("could not send cancellation to the child", "error", err)
+	}
+}
+
+// fireAndForget sends a request whose answer nobody waits for.
+func (d *Dispatcher) fireAndForget(c *child, method string, params json.RawMessage) {
+	up := strconv.AppendUint(nil, d.seq.Add(1), 10)
+	if err := c.conn.WriteMessage(jsonrpc.AppendRequest(nil, up, method, params)); err != nil {
+		d.log.Debug("could not write to the child", "method", method, "error", err)
+	}
+}
+
+// rewriteProgressToken replaces params._meta.progressToken with token and
+// returns the new params and the client's token. Every other byte of
+// params stays as the client sent it.
+func rewriteProgressToken(params json.RawMessage, token []byte) (json.RawMessage, json.RawMessage) {
+	meta := jsonrpc.Member(params, "_meta")
+	clientToken := jsonrpc.Member(meta, "progressToken")
+	if clientToken == nil {
+		return params, nil
+	}
+	newMeta, err := jsonrpc.Replace(meta, "progressToken", token)
+	if err != nil {
+		return params, nil
+	}
+	newParams, err := jsonrpc.Replace(params, "_meta", newMeta)
+	if err != nil {
+		return params, nil
+	}
+	return newParams, clientToken
 }
 
 // initialize answers a session's initialize from the cached handshake,
 // starting the child (or retrying a failed one) when needed. The caller has
 // validated m's params (ValidateInitialize).
 func (d *Dispatcher) initialize(ctx context.Context, timeout <-chan time.Time, m *jsonrpc.Message) ([]byte, error) {
-	if _, err := d.running(ctx, timeout, true); err != nil {
+	if _, err := d.sup.Running(ctx, timeout, true); err != nil {
 		return nil, err
 	}
 	d.mu.RLock()
@@ -80,165 +350,6 @@ func (d *Dispatcher) initialize(ctx context.Context, timeout <-chan time.Time, m
 	return jsonrpc.AppendResponse(nil, m.ID, result, nil), nil
 }
 
-// SupportedVersions are the MCP protocol versions the bridge speaks, oldest
-// first.
-var SupportedVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", LatestVersion}
-
-// LatestVersion is the newest protocol version the bridge speaks; its own
-// handshake with a child asks for it first.
-const LatestVersion = "2025-11-25"
-
-// Supported reports whether v is one of SupportedVersions.
-func Supported(v string) bool {
-	for _, s := range SupportedVersions {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
-
-// negotiate picks the version to answer a client that asked for asked when
-// the child runs child.
-func negotiate(asked, child string) string {
-	if Supported(asked) && (child == "" || asked <= child) {
-		return asked
-	}
-	return child
-}
-
-// roundTrip registers p as a pending call, writes the request and waits for
-// the answer, the child's exit, p's timer or ctx. It returns the response with
-// clientID. s is nil for the bridge's own calls, whose clientID is the
-// upstream id. On return p is out of the pending map and its channel empty.
-func (d *Dispatcher) roundTrip(ctx context.Context, p *pending, c *child, s Session, clientID json.RawMessage, method string, params json.RawMessage) ([]byte, error) {
-	up := d.seq.Add(1)
-	upID := strconv.AppendUint(p.idBuf[:0], up, 10)
-	if clientID == nil {
-		clientID = upID
-	}
-	p.sess, p.clientID = s, clientID
-	if s != nil && bytes.Contains(params, []byte(`"progressToken"`)) {
-		params, p.clientToken = rewriteProgressToken(params, upID)
-	}
-	p.out = jsonrpc.AppendRequest(p.out[:0], upID, method, params)
-
-	// Register before writing: the answer may come before Write returns.
-	d.pmu.Lock()
-	d.pending[up] = p
-	d.pmu.Unlock()
-	if err := c.conn.WriteMessage(p.out); err != nil {
-		if d.takePending(up) == nil {
-			r := <-p.reply // taken by a reply or a cancel just now
-			d.flushRelated(p)
-			return r.msg, r.err
-		}
-		d.flushRelated(p)
-		return nil, fmt.Errorf("%w: %v", ErrChildExited, err)
-	}
-	var tick <-chan time.Time
-	if p.watch != nil {
-		tick = p.watch.Tick()
-	}
-	for {
-		select {
-		case r := <-p.reply:
-			d.flushRelated(p)
-			return r.msg, r.err
-		case msg := <-p.related:
-			p.watch.Related(msg)
-		case <-tick:
-			p.watch.Ticked()
-		case <-c.done:
-			if d.takePending(up) == nil {
-				r := <-p.reply
-				d.flushRelated(p)
-				return r.msg, r.err
-			}
-			d.flushRelated(p)
-			return nil, fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, exitStatus(c.conn))
-		case <-p.timer.C:
-			return d.abandon(c, p, up, upID, ErrTimeout, "the bridge's request timeout expired")
-		case <-ctx.Done():
-			return d.abandon(c, p, up, upID, ctxErr(ctx), "the client cancelled the request")
-		}
-	}
-}
-
-// flushRelated hands the watcher what is still queued for a finished call; p
-// is out of the pending map, so nothing more arrives.
-func (d *Dispatcher) flushRelated(p *pending) {
-	for {
-		select {
-		case msg := <-p.related:
-			p.watch.Related(msg)
-		default:
-			return
-		}
-	}
-}
-
-// abandon gives up on a pending call and tells the child, unless the answer
-// has just arrived.
-func (d *Dispatcher) abandon(c *child, p *pending, up uint64, upID []byte, err error, reason string) ([]byte, error) {
-	if d.takePending(up) == nil {
-		r := <-p.reply
-		d.flushRelated(p)
-		return r.msg, r.err
-	}
-	d.flushRelated(p)
-	d.sendCancel(c, upID, reason)
-	return nil, err
-}
-
-// takePending removes and returns pending call up, or nil when another path
-// (reply, cancel, session end) already took it.
-func (d *Dispatcher) takePending(up uint64) *pending {
-	d.pmu.Lock()
-	p := d.pending[up]
-	delete(d.pending, up)
-	d.pmu.Unlock()
-	return p
-}
-
-// sendCancel tells the child to stop working on upstream request upID.
-func (d *Dispatcher) sendCancel(c *child, upID []byte, reason string) {
-	params := append([]byte(`{"requestId":`), upID...)
-	params = append(params, `,"reason":`...)
-	params = jsonrpc.AppendString(params, reason)
-	params = append(params, '}')
-	if err := c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, "notifications/cancelled", params)); err != nil {
-		d.log.Debug("could not send cancellation to the child", "destination", d.opts.Name, "error", err)
-	}
-}
-
-// fireAndForget sends a request whose answer nobody waits for.
-func (d *Dispatcher) fireAndForget(c *child, method string, params json.RawMessage) {
-	up := strconv.AppendUint(nil, d.seq.Add(1), 10)
-	if err := c.conn.WriteMessage(jsonrpc.AppendRequest(nil, up, method, params)); err != nil {
-		d.log.Debug("could not write to the child", "destination", d.opts.Name, "method", method, "error", err)
-	}
-}
-
-// rewriteProgressToken replaces params._meta.progressToken with token and
-// returns the new params and the client's token.
-func rewriteProgressToken(params json.RawMessage, token []byte) (json.RawMessage, json.RawMessage) {
-	meta := jsonrpc.Member(params, "_meta")
-	clientToken := jsonrpc.Member(meta, "progressToken")
-	if clientToken == nil {
-		return params, nil
-	}
-	newMeta, err := jsonrpc.Replace(meta, "progressToken", token)
-	if err != nil {
-		return params, nil
-	}
-	newParams, err := jsonrpc.Replace(params, "_meta", newMeta)
-	if err != nil {
-		return params, nil
-	}
-	return newParams, clientToken
-}
-
 // Notify forwards a client's notification. notifications/initialized is the
 // bridge's business and is dropped; notifications/cancelled is mapped to the
 // upstream id.
@@ -256,11 +367,9 @@ func (d *Dispatcher) Notify(s Session, m *jsonrpc.Message) error {
 			return nil // the bridge answers roots/list from the configuration
 		}
 	}
-	d.mu.RLock()
-	c := d.cur
-	d.mu.RUnlock()
+	c := d.current()
 	if c == nil {
-		d.log.Debug("notification dropped: child not running", "destination", d.opts.Name, "method", m.Method)
+		d.log.Debug("notification dropped: child not running", "method", m.Method)
 		return nil
 	}
 	return c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, m.Method, m.Params))
@@ -275,29 +384,20 @@ func (d *Dispatcher) clientCancel(s Session, m *jsonrpc.Message) error {
 	}
 	var found uint64
 	d.pmu.Lock()
-	for up, p := range d.pending {
-		if p.sess == s && bytes.Equal(p.clientID, reqID) && up > found {
+	for up, call := range d.pending {
+		if call.sess == s && bytes.Equal(call.clientID, reqID) && up > found {
 			found = up
 		}
 	}
-	p := d.pending[found]
+	call := d.pending[found]
 	delete(d.pending, found)
 	d.pmu.Unlock()
-	if p == nil {
+	if call == nil {
 		return nil
 	}
-	p.reply <- reply{msg: jsonrpc.ErrorResponse(p.clientID, jsonrpc.CodeRequestCancelled, "request cancelled by the client")}
-	d.mu.RLock()
-	c := d.cur
-	d.mu.RUnlock()
-	if c != nil {
-		reason := jsonrpc.Member(m.Params, "reason")
-		params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, found, 10)...)
-		if reason != nil {
-			params = append(append(params, `,"reason":`...), reason...)
-		}
-		params = append(params, '}')
-		return c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, "notifications/cancelled", params))
+	call.reply <- reply{msg: jsonrpc.ErrorResponse(call.clientID, jsonrpc.CodeRequestCancelled, "request cancelled by the client")}
+	if c := d.current(); c != nil {
+		return c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, "notifications/cancelled", cancelParams(found, jsonrpc.Member(m.Params, "reason"))))
 	}
 	return nil
 }
@@ -312,12 +412,10 @@ func (d *Dispatcher) Respond(s Session, m *jsonrpc.Message) error {
 	}
 	d.pmu.Unlock()
 	if !ok || cr.sess != s {
-		d.log.Warn("client answered a request the child is not waiting for; dropped", "destination", d.opts.Name, "session", s.SessionID(), "id", key)
+		d.log.Warn("client answered a request the child is not waiting for; dropped", "session", s.SessionID(), "id", truncate(m.ID, 100))
 		return nil
 	}
-	d.mu.RLock()
-	c := d.cur
-	d.mu.RUnlock()
+	c := d.current()
 	if c == nil {
 		return fmt.Errorf("%w: destination %q is restarting; the child's request was lost", ErrUnavailable, d.opts.Name)
 	}

@@ -3,8 +3,10 @@ package dispatch
 import (
 	"encoding/json"
 	"errors"
-	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"strconv"
+
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
 // read is the one goroutine that reads the child's stdout. It never blocks on
@@ -21,7 +23,7 @@ func (d *Dispatcher) read(c *child) {
 	for {
 		line, err := c.conn.ReadMessage()
 		if err != nil {
-			var tooLong *LineTooLongError
+			var tooLong *supervisor.LineTooLongError
 			if errors.As(err, &tooLong) {
 				d.lineTooLong(tooLong)
 				continue
@@ -32,7 +34,7 @@ func (d *Dispatcher) read(c *child) {
 			continue
 		}
 		if err := jsonrpc.ParseInto(line, &m); err != nil {
-			d.log.Warn("child wrote a line that is not a JSON-RPC message; skipped", "destination", d.opts.Name, "error", err, "line", truncate(line, 200))
+			d.log.Warn("child wrote a line that is not a JSON-RPC message; skipped", "error", err, "line", truncate(line, 200))
 			continue
 		}
 		switch m.Kind() {
@@ -46,7 +48,7 @@ func (d *Dispatcher) read(c *child) {
 		case jsonrpc.KindRequest:
 			d.routeChildRequest(c, &m, line)
 		default:
-			d.log.Warn("child wrote an invalid JSON-RPC message; skipped", "destination", d.opts.Name, "line", truncate(line, 200))
+			d.log.Warn("child wrote an invalid JSON-RPC message; skipped", "line", truncate(line, 200))
 		}
 	}
 }
@@ -58,26 +60,26 @@ func truncate(b []byte, n int) string {
 	return string(b)
 }
 
-func (d *Dispatcher) lineTooLong(e *LineTooLongError) {
-	d.log.Warn("child wrote a line over the maximum message size; discarded", "destination", d.opts.Name, "bytes", e.Len, "max", e.Max)
+func (d *Dispatcher) lineTooLong(e *supervisor.LineTooLongError) {
+	d.log.Warn("child wrote a line over the maximum message size; discarded", "bytes", e.Len, "max", e.Max)
 	up, ok := jsonrpc.UintIDFromPrefix(e.Prefix)
 	if !ok {
 		return
 	}
-	if p := d.takePending(up); p != nil {
-		p.reply <- reply{err: ErrTooLarge}
+	if call := d.takeCall(up); call != nil {
+		call.reply <- reply{err: ErrTooLarge}
 	}
 }
 
 // routeResponse hands the child's answer to the waiting call.
 func (d *Dispatcher) routeResponse(m *jsonrpc.Message) {
 	up, ok := jsonrpc.Uint(m.ID)
-	var p *pending
+	var p *Call
 	if ok {
-		p = d.takePending(up)
+		p = d.takeCall(up)
 	}
 	if p == nil {
-		d.log.Debug("response for no pending call; dropped", "destination", d.opts.Name, "id", string(m.ID))
+		d.log.Debug("response for no pending call; dropped", "id", string(m.ID))
 		return
 	}
 	// The line is reused by the next read: build the client's response now.
@@ -124,7 +126,7 @@ func (d *Dispatcher) routeNotification(m *jsonrpc.Message, line []byte) {
 
 func (d *Dispatcher) deliver(s Session, msg []byte) {
 	if !s.Deliver(msg) {
-		d.log.Debug("notification not delivered: session queue full", "destination", d.opts.Name, "session", s.SessionID())
+		d.log.Debug("notification not delivered: session queue full", "session", s.SessionID())
 	}
 }
 
@@ -153,8 +155,8 @@ func (d *Dispatcher) routeProgress(m *jsonrpc.Message) {
 
 // toCaller queues msg for the call's watcher. d.pmu must be held, so that p
 // is still the call it was when looked up. It never blocks.
-func (d *Dispatcher) toCaller(p *pending, msg []byte) bool {
-	if p.watch == nil {
+func (d *Dispatcher) toCaller(p *Call, msg []byte) bool {
+	if !p.follow {
 		return false
 	}
 	select {
@@ -190,7 +192,7 @@ func (d *Dispatcher) routeChildRequest(c *child, m *jsonrpc.Message, line []byte
 		d.pmu.Unlock()
 		why = "the session it was routed to can take no more messages"
 	}
-	d.log.Warn("child request not routable; answered with an error", "destination", d.opts.Name, "method", m.Method, "reason", why)
+	d.log.Warn("child request not routable; answered with an error", "method", m.Method, "reason", why)
 	d.writeTo(c, jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInternalError, "no client session can answer "+strconv.Quote(m.Method)+" now: "+why))
 }
 
@@ -208,7 +210,7 @@ func (d *Dispatcher) routeChildRequest(c *child, m *jsonrpc.Message, line []byte
 // p is the newest call's pending entry when the message was queued for its
 // caller (the POST stream); otherwise the caller delivers msg to target.
 // why says, when target is nil, why no session can take it.
-func (d *Dispatcher) attribute(n need, childID json.RawMessage, msg []byte) (target Session, p *pending, why string) {
+func (d *Dispatcher) attribute(n need, childID json.RawMessage, msg []byte) (target Session, p *Call, why string) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	d.pmu.Lock()
@@ -255,6 +257,6 @@ func (d *Dispatcher) attribute(n need, childID json.RawMessage, msg []byte) (tar
 
 func (d *Dispatcher) writeTo(c *child, msg []byte) {
 	if err := c.conn.WriteMessage(msg); err != nil {
-		d.log.Debug("could not write to the child", "destination", d.opts.Name, "error", err)
+		d.log.Debug("could not write to the child", "error", err)
 	}
 }

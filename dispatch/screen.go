@@ -98,7 +98,7 @@ func (d *Dispatcher) screenToolCall(m *jsonrpc.Message) (int, string) {
 		}
 		name := jsonrpc.String(val)
 		if !d.opts.ToolAllowed(name) {
-			d.log.Debug("call of a hidden tool refused", "destination", d.opts.Name, "tool", truncate([]byte(name), 100))
+			d.log.Debug("call of a hidden tool refused", "tool", truncate([]byte(name), 100))
 			code, why = jsonrpc.CodeInvalidParams, fmt.Sprintf("tool %q is not available on this destination", truncate([]byte(name), 100))
 			return false
 		}

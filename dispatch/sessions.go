@@ -1,28 +1,29 @@
 package dispatch
 
 import (
-	"context"
 	"encoding/json"
+
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
-	"strconv"
-	"time"
 )
 
-// Attach adds a session to the destination's fan-out set. initParams are the
-// params of the session's initialize: the capabilities it declares decide
-// which of the child's requests it may be sent.
+// Attach adds a session to the destination's fan-out set; the child runs
+// while any session is attached. initParams are the params of the
+// session's initialize: the capabilities it declares decide which of the
+// child's requests it may be sent.
 func (d *Dispatcher) Attach(s Session, initParams json.RawMessage) {
 	d.mu.Lock()
+	_, had := d.sessions[s]
 	d.sessions[s] = parseClientCaps(initParams)
-	d.lingerGen++ // a pending linger stop no longer applies
-	d.unclaimed = false
 	d.mu.Unlock()
+	if !had {
+		d.sup.Hold()
+	}
 }
 
 // Detach removes a session: its in-flight calls end with cause (ErrCanceled
 // when nil) and are cancelled at the child, requests the child sent it are
 // answered with an error, its subscriptions are released, and the child is
-// stopped when no session is left.
+// stopped when no session is left. It can safely be called more than once.
 func (d *Dispatcher) Detach(s Session, cause error) {
 	if cause == nil {
 		cause = ErrCanceled
@@ -43,20 +44,16 @@ func (d *Dispatcher) Detach(s Session, cause error) {
 			}
 		}
 	}
-	c := d.cur
-	remaining := len(d.sessions)
-	d.lingerGen++
-	gen := d.lingerGen
 	d.mu.Unlock()
 
 	var cancelled []uint64
 	var orphaned []string
 	d.pmu.Lock()
-	for up, p := range d.pending {
-		if p.sess == s {
+	for up, call := range d.pending {
+		if call.sess == s {
 			delete(d.pending, up)
 			cancelled = append(cancelled, up)
-			p.reply <- reply{err: cause}
+			call.reply <- reply{err: cause}
 		}
 	}
 	for id, cr := range d.childReqs {
@@ -66,9 +63,9 @@ func (d *Dispatcher) Detach(s Session, cause error) {
 		}
 	}
 	d.pmu.Unlock()
-	if c != nil {
+	if c := d.current(); c != nil {
 		for _, up := range cancelled {
-			d.sendCancel(c, strconv.AppendUint(nil, up, 10), "the client session ended")
+			d.sendCancel(c, up, "the client session ended")
 		}
 		for _, id := range orphaned {
 			d.writeTo(c, jsonrpc.ErrorResponse(json.RawMessage(id), jsonrpc.CodeInternalError, "the client session that received this request has ended"))
@@ -77,42 +74,15 @@ func (d *Dispatcher) Detach(s Session, cause error) {
 			d.fireAndForget(c, "resources/unsubscribe", uriParams(uri))
 		}
 	}
-	if remaining > 0 {
-		return
-	}
-	if d.opts.Linger <= 0 {
-		d.stopIfUnused(gen)
-		return
-	}
-	time.AfterFunc(d.opts.Linger, func() { d.stopIfUnused(gen) })
-}
-
-// stopIfUnused stops the child when no session attached since gen.
-func (d *Dispatcher) stopIfUnused(gen int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.lingerGen != gen || len(d.sessions) > 0 {
-		return
-	}
-	if d.state == stateStarting {
-		// A start survives the clients that caused it: a first npx
-		// download outlasts a request timeout, and stopping it would make
-		// every retry start over (and can leave a half-written cache).
-		d.unclaimed = true
-		return
-	}
-	if d.life != nil {
-		d.log.Info("last session ended; stopping the child", "destination", d.opts.Name)
-	}
-	d.stopLifetimeLocked()
+	d.sup.Release()
 }
 
 // subscribe forwards the first subscription to a uri and answers the others
 // itself, so one session's unsubscribe cannot cancel another's.
-func (d *Dispatcher) subscribe(ctx context.Context, p *pending, s Session, m *jsonrpc.Message) ([]byte, error) {
+func (d *Dispatcher) subscribe(call *Call, s Session, m *jsonrpc.Message) *Call {
 	uri, ok := paramURI(m)
 	if !ok {
-		return d.forward(ctx, p, s, m)
+		return d.forward(call, m)
 	}
 	d.mu.Lock()
 	set := d.subs[uri]
@@ -124,27 +94,29 @@ func (d *Dispatcher) subscribe(ctx context.Context, p *pending, s Session, m *js
 	set[s] = struct{}{}
 	d.mu.Unlock()
 	if !first {
-		return jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
+		return call.finish(jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil)
 	}
-	resp, err := d.forward(ctx, p, s, m)
-	if failed(resp, err) {
-		d.mu.Lock()
-		if set := d.subs[uri]; set != nil {
-			delete(set, s)
-			if len(set) == 0 {
-				delete(d.subs, uri)
+	call.after = func(resp []byte, err error) ([]byte, error) {
+		if failed(resp, err) {
+			d.mu.Lock()
+			if set := d.subs[uri]; set != nil {
+				delete(set, s)
+				if len(set) == 0 {
+					delete(d.subs, uri)
+				}
 			}
+			d.mu.Unlock()
 		}
-		d.mu.Unlock()
+		return resp, err
 	}
-	return resp, err
+	return d.forward(call, m)
 }
 
 // unsubscribe forwards only when the last subscriber of a uri leaves.
-func (d *Dispatcher) unsubscribe(ctx context.Context, p *pending, s Session, m *jsonrpc.Message) ([]byte, error) {
+func (d *Dispatcher) unsubscribe(call *Call, s Session, m *jsonrpc.Message) *Call {
 	uri, ok := paramURI(m)
 	if !ok {
-		return d.forward(ctx, p, s, m)
+		return d.forward(call, m)
 	}
 	d.mu.Lock()
 	set := d.subs[uri]
@@ -156,9 +128,9 @@ func (d *Dispatcher) unsubscribe(ctx context.Context, p *pending, s Session, m *
 	}
 	d.mu.Unlock()
 	if !last {
-		return jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil
+		return call.finish(jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil)
 	}
-	return d.forward(ctx, p, s, m)
+	return d.forward(call, m)
 }
 
 func paramURI(m *jsonrpc.Message) (string, bool) {

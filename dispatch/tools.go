@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,10 +65,12 @@ func (d *Dispatcher) refreshTools(c *child) {
 	}
 	t.fetching = true
 	t.mu.Unlock()
+	d.work.Add(1) // Close waits for the fetch
 	go d.fetchLoop()
 }
 
 func (d *Dispatcher) fetchLoop() {
+	defer d.work.Done()
 	t := &d.tools
 	t.mu.Lock()
 	for {
@@ -85,11 +86,11 @@ func (d *Dispatcher) fetchLoop() {
 			t.fetching, t.next = false, nil
 			t.mu.Unlock()
 			if err == nil {
-				d.log.Debug("tool catalogue fetched", "destination", d.opts.Name, "tools", len(tools))
+				d.log.Debug("tool catalogue fetched", "tools", len(tools))
 			} else if errors.Is(err, ErrChildExited) {
-				d.log.Debug("tool catalogue not fetched: the child exited", "destination", d.opts.Name)
+				d.log.Debug("tool catalogue not fetched: the child exited")
 			} else {
-				d.log.Warn("could not fetch the child's tool list; keeping the previous one", "destination", d.opts.Name, "error", err)
+				d.log.Warn("could not fetch the child's tool list; keeping the previous one", "error", err)
 			}
 			return
 		}
@@ -112,9 +113,9 @@ func (d *Dispatcher) fetchTools(c *child) ([]json.RawMessage, error) {
 		if cursor != nil {
 			params = append(append(json.RawMessage(`{"cursor":`), cursor...), '}')
 		}
-		p := getPending(d.opts.StartTimeout)
-		msg, err := d.roundTrip(context.Background(), p, c, nil, nil, "tools/list", params)
-		putPending(p)
+		call := d.getCall(d.closing, d.opts.StartTimeout)
+		msg, err := d.send(call, c, nil, "tools/list", params).wait()
+		call.Release()
 		var m *jsonrpc.Message
 		if err == nil {
 			m, err = jsonrpc.Parse(msg)
@@ -144,7 +145,7 @@ func (d *Dispatcher) fetchTools(c *child) ([]json.RawMessage, error) {
 		}
 		cursor = next
 	}
-	d.log.Warn("the child's tool list has too many pages; the catalogue holds the first ones", "destination", d.opts.Name, "pages", maxToolPages)
+	d.log.Warn("the child's tool list has too many pages; the catalogue holds the first ones", "pages", maxToolPages)
 	return out, nil
 }
 
@@ -221,24 +222,4 @@ func toolName(tool []byte) string {
 		return true
 	})
 	return name
-}
-
-// Prestart starts the child now, without waiting for a client's initialize,
-// so that it is warm (and its tool catalogue known) when the first client
-// comes. It does nothing when the child is already starting or running, or
-// the dispatcher is closed; it does not wait for the start. The handshake is
-// the bridge's own, as always.
-//
-// A prestarted child is not stopped for lack of sessions while none has come:
-// the child is stopped only when the last session ends (Detach, after
-// Options.Linger), so it runs until a first session has come and gone, and
-// from then on follows the usual rule (started again by the next initialize).
-func (d *Dispatcher) Prestart() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed || (d.state != stateIdle && d.state != stateFailed) {
-		return
-	}
-	d.log.Info("starting the child ahead of any client (prestart)", "destination", d.opts.Name)
-	d.startLocked()
 }

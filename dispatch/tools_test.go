@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"path"
 	"reflect"
 	"strconv"
@@ -175,7 +176,7 @@ type scriptLauncher struct {
 	conns []*scriptConn
 }
 
-func (l *scriptLauncher) launch(context.Context) (Conn, error) {
+func (l *scriptLauncher) launch(context.Context) (supervisor.Child, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := l.next(len(l.conns))
@@ -229,11 +230,13 @@ func globs(allow bool, patterns ...string) func(string) bool {
 	}
 }
 
-// stateOf is the dispatcher's true state (Status reports stopping as idle).
-func stateOf(d *Dispatcher) state {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return d.state
+// stateOf is the dispatcher's state, with stopping told apart from idle.
+func stateOf(d *Dispatcher) string {
+	st := d.Status()
+	if st.Stopping {
+		return "stopping"
+	}
+	return st.State
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -253,7 +256,7 @@ func call(t *testing.T, d *Dispatcher, s Session, body string) []byte {
 	if err != nil {
 		t.Fatalf("jsonrpc.Parse(%s): %v", body, err)
 	}
-	resp, err := d.Call(context.Background(), s, m, 5*time.Second, nil)
+	resp, err := d.Do(context.Background(), s, m, 5*time.Second)
 	if err != nil {
 		t.Fatalf("Call(%s): %v", body, err)
 	}
@@ -556,7 +559,7 @@ func TestPrestart(t *testing.T) {
 
 	// Once a session has come and gone, the usual rule applies.
 	d.Detach(s, nil)
-	waitUntil(t, "the child to stop", func() bool { return stateOf(d) == stateIdle })
+	waitUntil(t, "the child to stop", func() bool { return stateOf(d) == supervisor.StateIdle })
 
 	// A client restarts it: still with the bridge's params.
 	s = &recSession{}
@@ -569,7 +572,7 @@ func TestPrestart(t *testing.T) {
 	}
 	d.Attach(s, nil)
 	d.Detach(s, nil)
-	waitUntil(t, "the child to stop again", func() bool { return stateOf(d) == stateIdle })
+	waitUntil(t, "the child to stop again", func() bool { return stateOf(d) == supervisor.StateIdle })
 
 	// Prestart again: the bridge's params again.
 	d.Prestart()
@@ -589,17 +592,17 @@ func TestInitializeWhileStoppingStartsAnew(t *testing.T) {
 		return c
 	})
 	d.Prestart()
-	waitUntil(t, "the prestarted child", func() bool { return stateOf(d) == stateRunning })
+	waitUntil(t, "the prestarted child", func() bool { return stateOf(d) == supervisor.StateRunning })
 	s := &recSession{}
 	d.Attach(s, nil)
 	d.Detach(s, nil)
-	if st := stateOf(d); st != stateStopping {
+	if st := stateOf(d); st != "stopping" {
 		t.Fatalf("state %s after the last session left; want stopping", st)
 	}
 	done := make(chan []byte)
 	go func() {
 		m, _ := jsonrpc.Parse([]byte(strings.Replace(testInit, `"name":"t"`, `"name":"late"`, 1)))
-		resp, _ := d.Call(context.Background(), s, m, 5*time.Second, nil)
+		resp, _ := d.Do(context.Background(), s, m, 5*time.Second)
 		done <- resp
 	}()
 	time.Sleep(20 * time.Millisecond) // the call now waits for the stop

@@ -18,7 +18,7 @@ func (ep *endpoint) checkVersion(w http.ResponseWriter, r *http.Request, s *Sess
 		return 0
 	}
 	w.Header().Set(headerSessionID, s.id)
-	return writeError(w, http.StatusBadRequest, codeServer, fmt.Sprintf("unsupported MCP-Protocol-Version %q; this bridge supports %s", v, strings.Join(dispatch.SupportedVersions, ", ")))
+	return writeError(w, http.StatusBadRequest, codeServer, fmt.Sprintf("unsupported MCP-Protocol-Version %q; this bridge supports %s", v, strings.Join(dispatch.Versions(), ", ")))
 }
 
 // isLoopbackHost reports whether host (no port) names this machine's

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
 // Destination describes one destination for NewHandler: either one shared
@@ -91,7 +92,8 @@ func (ep *endpoint) status() dispatch.Status {
 	}
 	ep.kids.mu.Lock()
 	defer ep.kids.mu.Unlock()
-	st := dispatch.Status{State: "idle", RestartsTotal: ep.kids.restarts}
+	st := dispatch.Status{}
+	st.State, st.RestartsTotal = supervisor.StateIdle, ep.kids.restarts
 	for d := range ep.kids.live {
 		ds := d.Status()
 		st.RestartsTotal += ds.RestartsTotal
@@ -99,8 +101,8 @@ func (ep *endpoint) status() dispatch.Status {
 		if ds.LastExit != "" {
 			st.LastExit = ds.LastExit
 		}
-		if ds.State == "running" {
-			st.State = "running"
+		if ds.State == supervisor.StateRunning {
+			st.State = supervisor.StateRunning
 			st.Children++
 		}
 	}

@@ -150,8 +150,25 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		pw.switchSSE()
 	}
 	// The call ends with the session (its cause is the call's error), not
-	// with the connection: a client that lost it resumes the stream.
-	resp, err := s.d.Call(s.ctx, s, &m, ep.opts.RequestTimeout, pw)
+	// with the connection: a client that lost it resumes the stream. This
+	// handler owns the wait: it streams what belongs to the call and sends
+	// keepalives, which switch a slow call to a stream.
+	call := s.d.Begin(s.ctx, s, &m, ep.opts.RequestTimeout, true)
+	defer call.Release()
+	tick := pw.tick()
+	var resp []byte
+	for {
+		ev := call.Next(tick)
+		if ev.Done {
+			resp, err = ev.Answer, ev.Err
+			break
+		}
+		if ev.Related != nil {
+			pw.related(ev.Related)
+		} else {
+			pw.ticked()
+		}
+	}
 	if pw.sw == nil {
 		ep.writeResult(w, resp, err, &rec)
 		return
@@ -193,7 +210,7 @@ func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 	}
 	rec.session = s.id
 	s.inflight.Add(1)
-	resp, err := s.d.Call(s.ctx, s, m, ep.opts.RequestTimeout, nil)
+	resp, err := s.d.Do(s.ctx, s, m, ep.opts.RequestTimeout)
 	s.inflight.Add(-1)
 	s.touch()
 	if err != nil {

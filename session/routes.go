@@ -130,7 +130,7 @@ func (h *Handler) serveRoot(w http.ResponseWriter, r *http.Request) {
 			Default      string   `json:"default,omitempty"`
 			Destinations []dest   `json:"destinations"`
 			Protocols    []string `json:"protocol_versions"`
-		}{Name: "stelae-bridge", Version: h.opts.Version, Default: h.opts.Default, Protocols: dispatch.SupportedVersions, Destinations: []dest{}}
+		}{Name: "stelae-bridge", Version: h.opts.Version, Default: h.opts.Default, Protocols: dispatch.Versions(), Destinations: []dest{}}
 		for _, n := range h.names {
 			doc.Destinations = append(doc.Destinations, dest{Name: n, URL: base + "/" + n + "/mcp"})
 		}
@@ -190,7 +190,7 @@ func (h *Handler) serveVersion(w http.ResponseWriter, r *http.Request) {
 	if !onlyGet(w, r) {
 		return
 	}
-	writeJSON(w, r, http.StatusOK, map[string]any{"name": "stelae-bridge", "version": h.opts.Version, "go": runtime.Version(), "protocol_versions": dispatch.SupportedVersions})
+	writeJSON(w, r, http.StatusOK, map[string]any{"name": "stelae-bridge", "version": h.opts.Version, "go": runtime.Version(), "protocol_versions": dispatch.Versions()})
 }
 
 // destinationHealth is one destination in /healthz: states and counts for

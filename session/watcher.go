@@ -18,9 +18,9 @@ const (
 	ModeSSE = "sse"
 )
 
-// postWatcher follows one POSTed call (dispatch.Watcher) and switches its
-// answer to an SSE stream when the call needs one. It runs on the POST
-// handler's goroutine, the only one that writes the response.
+// postWatcher follows one POSTed call for the handler that waits on it, and
+// switches its answer to an SSE stream when the call needs one. It runs on
+// the POST handler's goroutine, the only one that writes the response.
 type postWatcher struct {
 	ep            *endpoint
 	s             *Session
@@ -48,9 +48,9 @@ func putWatcher(pw *postWatcher) {
 	watcherPool.Put(pw)
 }
 
-// Related implements dispatch.Watcher: a message for this call goes on its
-// stream; a client that takes only JSON gets it on its GET stream instead.
-func (pw *postWatcher) Related(msg []byte) {
+// related sends a message that belongs to the call on its stream; a client
+// that takes only JSON gets it on its GET stream instead.
+func (pw *postWatcher) related(msg []byte) {
 	if !pw.sseOK || (pw.ep.opts.ResponseMode == ModeJSON && pw.jsonOK) {
 		pw.s.Deliver(msg)
 		return
@@ -59,9 +59,10 @@ func (pw *postWatcher) Related(msg []byte) {
 	pw.sw.event(pw.s.emitPost(pw.stream, msg, false))
 }
 
-// Tick implements dispatch.Watcher: keepalives, which in auto mode also
-// switch a slow call to a stream so that proxies do not cut it for silence.
-func (pw *postWatcher) Tick() <-chan time.Time {
+// tick returns the keepalive ticks of the call (nil for none), which in
+// auto mode also switch a slow call to a stream so that proxies do not cut
+// it for silence.
+func (pw *postWatcher) tick() <-chan time.Time {
 	if !pw.sseOK || (pw.ep.opts.ResponseMode == ModeJSON && pw.jsonOK) {
 		return nil
 	}
@@ -73,8 +74,8 @@ func (pw *postWatcher) Tick() <-chan time.Time {
 	return pw.timer.C
 }
 
-// Ticked implements dispatch.Watcher.
-func (pw *postWatcher) Ticked() {
+// ticked sends a keepalive, switching to a stream first.
+func (pw *postWatcher) ticked() {
 	pw.switchSSE()
 	pw.sw.comment()
 	pw.timer.Reset(pw.ep.opts.KeepAlive)

@@ -15,7 +15,7 @@ const BridgeVarPrefix = "STELAE_"
 
 // specVars are the variables the bridge reads whose names the project's
 // specification fixes, so they cannot carry BridgeVarPrefix. Start strips them
-// even when Options.Environ is nil.
+// even when ProcessOptions.Environ is nil.
 var specVars = []string{"MAX_STDIO_CONNECTIONS", "AUDIT_LOG_BODIES"}
 
 // minimalVars are what 'base_env: minimal' keeps of the bridge's environment,

@@ -19,7 +19,7 @@ import (
 
 // childEnvOf starts d (its command is replaced by `env`, which prints its
 // environment) and returns what the child saw.
-func childEnvOf(t *testing.T, d *config.Destination, opts Options) map[string]string {
+func childEnvOf(t *testing.T, d *config.Destination, opts ProcessOptions) map[string]string {
 	t.Helper()
 	d.Command, d.Args = "env", nil
 	p := startProcess(t, d, opts)
@@ -57,7 +57,7 @@ func readMessageWithin(t *testing.T, p *Process, d time.Duration) ([]byte, error
 	return nil, nil
 }
 
-// TestChildEnvironDropsBridgeVariables: with Options.Environ nil, a child
+// TestChildEnvironDropsBridgeVariables: with ProcessOptions.Environ nil, a child
 // starts from the bridge's environment without any STELAE_* variable,
 // MAX_STDIO_CONNECTIONS or AUDIT_LOG_BODIES: the bridge's settings and
 // secrets (STELAE_AUTH_TOKENS) never reach it. Ordinary variables do.
@@ -68,7 +68,7 @@ func TestChildEnvironDropsBridgeVariables(t *testing.T) {
 	t.Setenv("AUDIT_LOG_BODIES", "true")
 	t.Setenv("ORDINARY_VARIABLE", "ordinary value")
 	t.Setenv("LOG_LEVEL", "debug") // a child's setting, no longer the bridge's
-	env := childEnvOf(t, &config.Destination{}, Options{})
+	env := childEnvOf(t, &config.Destination{}, ProcessOptions{})
 	for _, name := range []string{"STELAE_AUTH_TOKENS", "STELAE_ANYTHING", "MAX_STDIO_CONNECTIONS", "AUDIT_LOG_BODIES"} {
 		if v, ok := env[name]; ok {
 			t.Errorf("the child sees %s=%q; the bridge's own variables must not reach it", name, v)
@@ -82,14 +82,14 @@ func TestChildEnvironDropsBridgeVariables(t *testing.T) {
 	}
 }
 
-// TestChildEnvironFromOptions: Options.Environ replaces the bridge's
+// TestChildEnvironFromOptions: ProcessOptions.Environ replaces the bridge's
 // environment as the base, and is stripped of the bridge's variables too.
 func TestChildEnvironFromOptions(t *testing.T) {
 	t.Setenv("ONLY_IN_PROCESS", "x")
 	base := []string{"PATH=" + os.Getenv("PATH"), "FROM_OPTIONS=yes", "STELAE_AUTH_TOKENS=secret", "AUDIT_LOG_BODIES=1", "BRIDGE_FLAG_VAR=v"}
-	env := childEnvOf(t, &config.Destination{}, Options{Environ: base})
+	env := childEnvOf(t, &config.Destination{}, ProcessOptions{Environ: base})
 	if env["FROM_OPTIONS"] != "yes" || env["BRIDGE_FLAG_VAR"] != "v" {
-		t.Errorf("FROM_OPTIONS=%q BRIDGE_FLAG_VAR=%q; want the entries of Options.Environ", env["FROM_OPTIONS"], env["BRIDGE_FLAG_VAR"])
+		t.Errorf("FROM_OPTIONS=%q BRIDGE_FLAG_VAR=%q; want the entries of ProcessOptions.Environ", env["FROM_OPTIONS"], env["BRIDGE_FLAG_VAR"])
 	}
 	for _, name := range []string{"ONLY_IN_PROCESS", "STELAE_AUTH_TOKENS", "AUDIT_LOG_BODIES"} {
 		if _, ok := env[name]; ok {
@@ -97,7 +97,7 @@ func TestChildEnvironFromOptions(t *testing.T) {
 		}
 	}
 	if want := []string{"PATH=" + os.Getenv("PATH"), "FROM_OPTIONS=yes", "STELAE_AUTH_TOKENS=secret", "AUDIT_LOG_BODIES=1", "BRIDGE_FLAG_VAR=v"}; !reflect.DeepEqual(base, want) {
-		t.Errorf("Start modified Options.Environ: %q", base)
+		t.Errorf("Start modified ProcessOptions.Environ: %q", base)
 	}
 }
 
@@ -116,7 +116,7 @@ func TestChildEnvironMinimal(t *testing.T) {
 	env := childEnvOf(t, &config.Destination{
 		BaseEnv: config.BaseEnvMinimal,
 		Env:     map[string]string{"OVERRIDDEN": "from env:", "EXPLICIT": "yes", "STELAE_FOR_CHILD": "explicit"},
-	}, Options{})
+	}, ProcessOptions{})
 	want := map[string]string{
 		"PATH": os.Getenv("PATH"), "HOME": home, "LC_ALL": "C.UTF-8", "LC_MESSAGES": "C", "TZ": "UTC",
 		"OVERRIDDEN": "from env:", "EXPLICIT": "yes", "STELAE_FOR_CHILD": "explicit",
@@ -143,7 +143,7 @@ func TestChildEnvironMinimal(t *testing.T) {
 func TestChildEnvironExplicitEnvWins(t *testing.T) {
 	t.Setenv("OVERRIDDEN", "from the bridge")
 	t.Setenv("STELAE_AUTH_TOKENS", "bridge-secret")
-	env := childEnvOf(t, &config.Destination{Env: map[string]string{"OVERRIDDEN": "mine", "STELAE_AUTH_TOKENS": "child-token"}}, Options{})
+	env := childEnvOf(t, &config.Destination{Env: map[string]string{"OVERRIDDEN": "mine", "STELAE_AUTH_TOKENS": "child-token"}}, ProcessOptions{})
 	if env["OVERRIDDEN"] != "mine" || env["STELAE_AUTH_TOKENS"] != "child-token" {
 		t.Errorf("OVERRIDDEN=%q STELAE_AUTH_TOKENS=%q; want the destination's env: values", env["OVERRIDDEN"], env["STELAE_AUTH_TOKENS"])
 	}
@@ -182,11 +182,11 @@ func TestStartUsesDestinationPATH(t *testing.T) {
 	p := startProcess(t, &config.Destination{
 		Command: "stelae-test-tool",
 		Env:     map[string]string{"PATH": dir + string(os.PathListSeparator) + os.Getenv("PATH")},
-	}, Options{})
+	}, ProcessOptions{})
 	if got := readLine(t, p); got != "found via env PATH" {
 		t.Errorf("child printed %q", got)
 	}
-	if _, err := Start(context.Background(), &config.Destination{Name: "x", Command: "stelae-test-tool", Env: map[string]string{"PATH": "/nonexistent"}}, Options{}); err == nil ||
+	if _, err := Start(context.Background(), &config.Destination{Name: "x", Command: "stelae-test-tool", Env: map[string]string{"PATH": "/nonexistent"}}, ProcessOptions{}); err == nil ||
 		!strings.Contains(err.Error(), "env: PATH") || !strings.Contains(err.Error(), `"x"`) {
 		t.Errorf("Start with a PATH that lacks the command: %v", err)
 	}
@@ -235,7 +235,7 @@ func TestStderrLogLevel(t *testing.T) {
 				Command:     "sh",
 				Args:        []string{"-c", `i=0; while [ $i -lt 2000 ]; do echo "filler line $i of stderr output" >&2; i=$((i+1)); done; echo "the marker line" >&2; echo out`},
 				StderrLevel: tc.level,
-			}, Options{Logger: log})
+			}, ProcessOptions{Logger: log})
 			if got := readLine(t, p); got != "out" {
 				t.Fatalf("stdout = %q", got)
 			}

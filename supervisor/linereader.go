@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 
-	"github.com/stelae-bridge/stelae-bridge/dispatch"
 )
 
 // lineReader splits a child's stdout into lines of at most max bytes. Unlike
@@ -37,7 +36,7 @@ func (r *lineReader) next() ([]byte, error) {
 	}
 	r.buf = r.buf[:0]
 	n := 0 // bytes of the current line so far, without its '\n'
-	var tooLong *dispatch.LineTooLongError
+	var tooLong *LineTooLongError
 	for {
 		line, err := r.br.ReadSlice('\n')
 		complete := err == nil
@@ -49,7 +48,7 @@ func (r *lineReader) next() ([]byte, error) {
 			return trimCR(chunk), nil // the common case: no copy
 		}
 		if tooLong == nil && n+len(chunk) > r.max {
-			tooLong = &dispatch.LineTooLongError{Prefix: linePrefix(r.buf, chunk), Max: r.max}
+			tooLong = &LineTooLongError{Prefix: linePrefix(r.buf, chunk), Max: r.max}
 			r.buf = r.buf[:0]
 		}
 		if tooLong == nil {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/stelae-bridge/stelae-bridge/dispatch"
 )
 
 // bufSize is the lineReader's bufio buffer size.
@@ -31,13 +30,13 @@ func (it item) String() string {
 }
 
 // readAll drains r, stopping at the first error that is not a
-// *dispatch.LineTooLongError. It gives up after limit results.
+// *LineTooLongError. It gives up after limit results.
 func readAll(t *testing.T, r *lineReader, limit int) ([]item, error) {
 	t.Helper()
 	var out []item
 	for i := 0; i < limit; i++ {
 		line, err := r.next()
-		var tl *dispatch.LineTooLongError
+		var tl *LineTooLongError
 		switch {
 		case errors.As(err, &tl):
 			if line != nil {
@@ -208,9 +207,9 @@ func TestLineReaderTooLongErrorFields(t *testing.T) {
 	line := `{"jsonrpc":"2.0","id":42,"result":"` + strings.Repeat("z", 300<<10) + `"}`
 	r := newLineReader(strings.NewReader(line+"\n"+`{"jsonrpc":"2.0","id":43,"result":{}}`+"\n"), 100<<10)
 	_, err := r.next()
-	var tl *dispatch.LineTooLongError
+	var tl *LineTooLongError
 	if !errors.As(err, &tl) {
-		t.Fatalf("next() error = %v; want *dispatch.LineTooLongError", err)
+		t.Fatalf("next() error = %v; want *LineTooLongError", err)
 	}
 	if tl.Max != 100<<10 {
 		t.Errorf("Max = %d; want %d", tl.Max, 100<<10)
@@ -238,7 +237,7 @@ func TestLineReaderPrefixIsACopy(t *testing.T) {
 	long := strings.Repeat("a", 500)
 	r := newLineReader(strings.NewReader(long+"\n"+strings.Repeat("b", 500)+"\n"), 100)
 	_, err := r.next()
-	var tl *dispatch.LineTooLongError
+	var tl *LineTooLongError
 	if !errors.As(err, &tl) {
 		t.Fatalf("err = %v", err)
 	}

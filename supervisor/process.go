@@ -13,12 +13,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/redact"
 )
 
-// Options tune how children are run.
-type Options struct {
+// ProcessOptions tune how children are run.
+type ProcessOptions struct {
 	// MaxMessage is the longest stdout line accepted, in bytes.
 	MaxMessage int
 	// StopGrace is how long each stop stage (stdin closed, SIGTERM) waits for
@@ -47,7 +46,7 @@ type Options struct {
 	Records *Records
 }
 
-func (o *Options) setDefaults() {
+func (o *ProcessOptions) setDefaults() {
 	if o.MaxMessage <= 0 {
 		o.MaxMessage = 10 << 20
 	}
@@ -62,10 +61,10 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// Launcher returns a dispatch.Launcher that starts d's command.
-func Launcher(d *config.Destination, opts Options) dispatch.Launcher {
+// ProcessLauncher returns a Launcher that starts d's command.
+func ProcessLauncher(d *config.Destination, opts ProcessOptions) Launcher {
 	opts.setDefaults()
-	return func(ctx context.Context) (dispatch.Conn, error) {
+	return func(ctx context.Context) (Child, error) {
 		return Start(ctx, d, opts)
 	}
 }
@@ -77,7 +76,7 @@ type Process struct {
 	// leader: the command itself, or its reaper.
 	pid   int
 	dest  *config.Destination
-	opts  Options
+	opts  ProcessOptions
 	log   hclog.Logger
 	cmd   *exec.Cmd
 	lines *lineReader
@@ -103,14 +102,14 @@ type Process struct {
 	stderrDone chan struct{}
 	status     string // set before exited is closed
 	closeOnce  sync.Once
-	// record is the group's entry in Options.Records ("" when none).
+	// record is the group's entry in ProcessOptions.Records ("" when none).
 	record string
 }
 
 // Start spawns d's command in its own process group.
-func Start(ctx context.Context, d *config.Destination, opts Options) (*Process, error) {
+func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Process, error) {
 	opts.setDefaults()
-	log := opts.Logger
+	log := opts.Logger.With("destination", d.Name)
 	cmd, err := command(d)
 	if err != nil {
 		return nil, fmt.Errorf("destination %q: cannot start: %w", d.Name, err)
@@ -218,7 +217,7 @@ func Start(ctx context.Context, d *config.Destination, opts Options) (*Process, 
 	if opts.Records != nil {
 		p.record = opts.Records.add(d.Name, cmd.Process.Pid, pid)
 	}
-	log.Info("child started", "destination", d.Name, "pid", pid, "command", d.Command)
+	log.Info("child started", "pid", pid, "command", d.Command)
 	go p.logStderr(errR)
 	go p.wait()
 	go p.drainQueue()
@@ -239,7 +238,7 @@ func (p *Process) wait() {
 	if p.opts.Records != nil {
 		p.opts.Records.remove(p.record)
 	}
-	p.log.Info("child exited", "destination", p.dest.Name, "pid", p.pid, "status", p.status)
+	p.log.Info("child exited", "pid", p.pid, "status", p.status)
 	close(p.exited)
 	// A descendant that left the group may still hold stdout open; do not let
 	// it keep the reader waiting.
@@ -259,17 +258,17 @@ func (p *Process) logStderr(f *os.File) {
 	var lines redact.Lines
 	for {
 		line, err := r.next()
-		var tooLong *dispatch.LineTooLongError
+		var tooLong *LineTooLongError
 		switch {
 		case errors.As(err, &tooLong):
 			if level != hclog.Off {
-				p.log.Log(level, "child stderr", "destination", p.dest.Name, "line", redact.Line(string(tooLong.Prefix))+"…(truncated)")
+				p.log.Log(level, "child stderr", "line", redact.Line(string(tooLong.Prefix))+"…(truncated)")
 			}
 		case err != nil:
 			return
 		case len(line) > 0 && level != hclog.Off:
 			if text, ok := lines.Next(string(line)); ok {
-				p.log.Log(level, "child stderr", "destination", p.dest.Name, "line", text)
+				p.log.Log(level, "child stderr", "line", text)
 			}
 		}
 	}
@@ -293,12 +292,12 @@ func StderrLogLevel(s string) hclog.Level {
 	return hclog.Warn
 }
 
-// ReadMessage implements dispatch.Conn.
+// ReadMessage implements Child.
 func (p *Process) ReadMessage() ([]byte, error) {
 	return p.lines.next()
 }
 
-// WriteMessage implements dispatch.Conn. When no write is in progress the
+// WriteMessage implements Child. When no write is in progress the
 // caller writes its message itself; otherwise the message is queued for the
 // drain goroutine and WriteMessage returns at once. A write that the child
 // does not take within WriteTimeout fails, and so does every later one.
@@ -381,7 +380,7 @@ func (p *Process) write(buf []byte) error {
 	return nil
 }
 
-// Stop implements dispatch.Conn: close stdin, then SIGTERM, then SIGKILL to
+// Stop implements Child: close stdin, then SIGTERM, then SIGKILL to
 // the process group, each stage waiting StopGrace.
 func (p *Process) Stop(ctx context.Context) error {
 	p.closeOnce.Do(func() { p.stdin.Close() })
@@ -402,7 +401,7 @@ func (p *Process) Stop(ctx context.Context) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		p.log.Warn("child did not exit in time; signalling its process group", "destination", p.dest.Name, "pid", pid, "signal", st.name)
+		p.log.Warn("child did not exit in time; signalling its process group", "pid", pid, "signal", st.name)
 		_ = syscall.Kill(-pid, st.sig)
 	}
 	select {
@@ -413,10 +412,10 @@ func (p *Process) Stop(ctx context.Context) error {
 	}
 }
 
-// Exited implements dispatch.Conn.
+// Exited implements Child.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
-// ExitStatus implements dispatch.Conn.
+// ExitStatus implements Child.
 func (p *Process) ExitStatus() string {
 	select {
 	case <-p.exited:
@@ -426,5 +425,5 @@ func (p *Process) ExitStatus() string {
 	}
 }
 
-// PID implements dispatch.Conn.
+// PID implements Child.
 func (p *Process) PID() int { return p.pid }

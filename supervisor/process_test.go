@@ -14,12 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stelae-bridge/stelae-bridge/dispatch"
 )
 
-var _ dispatch.Conn = (*Process)(nil)
+var _ Child = (*Process)(nil)
 
-func startProcess(t *testing.T, d *config.Destination, opts Options) *Process {
+func startProcess(t *testing.T, d *config.Destination, opts ProcessOptions) *Process {
 	t.Helper()
 	if d.Name == "" {
 		d.Name = "test"
@@ -104,7 +103,7 @@ func waitGone(t *testing.T, pid int, within time.Duration) {
 }
 
 func TestProcessRoundTripWithCat(t *testing.T) {
-	p := startProcess(t, &config.Destination{Command: "cat"}, Options{StopGrace: time.Second})
+	p := startProcess(t, &config.Destination{Command: "cat"}, ProcessOptions{StopGrace: time.Second})
 	if p.PID() <= 0 {
 		t.Fatalf("PID = %d", p.PID())
 	}
@@ -141,7 +140,7 @@ func TestProcessRoundTripWithCat(t *testing.T) {
 }
 
 func TestProcessLineTooLong(t *testing.T) {
-	p := startProcess(t, &config.Destination{Command: "cat"}, Options{MaxMessage: 1000, StopGrace: time.Second})
+	p := startProcess(t, &config.Destination{Command: "cat"}, ProcessOptions{MaxMessage: 1000, StopGrace: time.Second})
 	long := `{"jsonrpc":"2.0","id":7,"result":"` + strings.Repeat("x", 5000) + `"}`
 	if err := p.WriteMessage([]byte(long)); err != nil {
 		t.Fatal(err)
@@ -150,9 +149,9 @@ func TestProcessLineTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := p.ReadMessage()
-	var tl *dispatch.LineTooLongError
+	var tl *LineTooLongError
 	if !errors.As(err, &tl) {
-		t.Fatalf("ReadMessage error = %v; want *dispatch.LineTooLongError", err)
+		t.Fatalf("ReadMessage error = %v; want *LineTooLongError", err)
 	}
 	if !strings.HasPrefix(string(tl.Prefix), `{"jsonrpc":"2.0","id":7,`) {
 		t.Errorf("Prefix = %q", tl.Prefix)
@@ -164,7 +163,7 @@ func TestProcessLineTooLong(t *testing.T) {
 
 func TestProcessStopCooperative(t *testing.T) {
 	const grace = 2 * time.Second
-	p := startProcess(t, &config.Destination{Command: "cat"}, Options{StopGrace: grace})
+	p := startProcess(t, &config.Destination{Command: "cat"}, ProcessOptions{StopGrace: grace})
 	start := time.Now()
 	if err := p.Stop(context.Background()); err != nil {
 		t.Fatalf("Stop: %v", err)
@@ -199,7 +198,7 @@ func TestProcessStopEscalatesToSIGKILL(t *testing.T) {
 	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `trap "" TERM; echo ready; while :; do sleep 0.1; done`},
-	}, Options{StopGrace: grace})
+	}, ProcessOptions{StopGrace: grace})
 	if got := readLine(t, p); got != "ready" {
 		t.Fatalf("first line = %q", got)
 	}
@@ -226,7 +225,7 @@ func TestProcessStopSIGTERM(t *testing.T) {
 	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `echo ready; while :; do sleep 0.1; done`},
-	}, Options{StopGrace: grace})
+	}, ProcessOptions{StopGrace: grace})
 	readLine(t, p)
 	start := time.Now()
 	if err := p.Stop(context.Background()); err != nil {
@@ -244,7 +243,7 @@ func TestProcessStopContextCancelled(t *testing.T) {
 	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `trap "" TERM; echo ready; while :; do sleep 0.1; done`},
-	}, Options{StopGrace: 10 * time.Second})
+	}, ProcessOptions{StopGrace: 10 * time.Second})
 	readLine(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -265,7 +264,7 @@ func TestProcessStopKillsGrandchild(t *testing.T) {
 	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `sleep 60 & echo $!; wait`},
-	}, Options{StopGrace: grace})
+	}, ProcessOptions{StopGrace: grace})
 	pid, err := strconv.Atoi(readLine(t, p))
 	if err != nil || pid <= 0 {
 		t.Fatalf("grandchild pid: %v", err)
@@ -300,7 +299,7 @@ func TestProcessLeaderExitKillsGrandchild(t *testing.T) {
 	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `sleep 60 & echo $!`},
-	}, Options{StopGrace: 300 * time.Millisecond})
+	}, ProcessOptions{StopGrace: 300 * time.Millisecond})
 	pid, err := strconv.Atoi(readLine(t, p))
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +323,7 @@ func TestProcessReadUnblocksWhenEscapedDescendantHoldsStdout(t *testing.T) {
 		// The escaped process prints its pid once it is in its own session;
 		// the leader then waits for its stdin to close.
 		Args: []string{"-c", `setsid sh -c 'echo $$; exec sleep 5' & read x`},
-	}, Options{StopGrace: grace})
+	}, ProcessOptions{StopGrace: grace})
 	pid, _ := strconv.Atoi(readLine(t, p))
 	t.Cleanup(func() {
 		if pid > 0 {
@@ -360,7 +359,7 @@ func TestProcessEnvAndCwd(t *testing.T) {
 		Args:    []string{"-c", `echo "$FOO"; echo "$BRIDGE_TEST_INHERITED"; echo "$OVERRIDE"; pwd -P`},
 		Env:     map[string]string{"FOO": "bar baz", "OVERRIDE": "mine"},
 		Cwd:     dir,
-	}, Options{})
+	}, ProcessOptions{})
 	if got := readLine(t, p); got != "bar baz" {
 		t.Errorf("$FOO = %q; want \"bar baz\"", got)
 	}
@@ -385,7 +384,7 @@ func TestProcessEnvOverridesInherited(t *testing.T) {
 		Command: "sh",
 		Args:    []string{"-c", `echo "$STELAE_TEST_OVERRIDE"`},
 		Env:     map[string]string{"STELAE_TEST_OVERRIDE": "from-config"},
-	}, Options{})
+	}, ProcessOptions{})
 	if got := readLine(t, p); got != "from-config" {
 		t.Errorf("child saw %q; the destination's env should win over the bridge's", got)
 	}
@@ -393,7 +392,7 @@ func TestProcessEnvOverridesInherited(t *testing.T) {
 
 func TestProcessStartMissingCommand(t *testing.T) {
 	const cmd = "stelae-no-such-command-xyz"
-	p, err := Start(context.Background(), &config.Destination{Name: "ghost", Command: cmd}, Options{})
+	p, err := Start(context.Background(), &config.Destination{Name: "ghost", Command: cmd}, ProcessOptions{})
 	if err == nil {
 		_ = p.Stop(context.Background())
 		t.Fatal("Start succeeded for a missing command")
@@ -407,7 +406,7 @@ func TestProcessStartMissingCommand(t *testing.T) {
 }
 
 func TestProcessStartBadCwd(t *testing.T) {
-	p, err := Start(context.Background(), &config.Destination{Name: "x", Command: "cat", Cwd: filepath.Join(t.TempDir(), "missing")}, Options{})
+	p, err := Start(context.Background(), &config.Destination{Name: "x", Command: "cat", Cwd: filepath.Join(t.TempDir(), "missing")}, ProcessOptions{})
 	if err == nil {
 		_ = p.Stop(context.Background())
 		t.Fatal("Start succeeded with a missing cwd")
@@ -417,7 +416,7 @@ func TestProcessStartBadCwd(t *testing.T) {
 func TestProcessStartCancelledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	p, err := Start(ctx, &config.Destination{Name: "x", Command: "cat"}, Options{})
+	p, err := Start(ctx, &config.Destination{Name: "x", Command: "cat"}, ProcessOptions{})
 	if err == nil {
 		_ = p.Stop(context.Background())
 		t.Fatal("Start succeeded with a cancelled context")
@@ -425,7 +424,7 @@ func TestProcessStartCancelledContext(t *testing.T) {
 }
 
 func TestProcessExitStatus(t *testing.T) {
-	p := startProcess(t, &config.Destination{Command: "sh", Args: []string{"-c", "exit 3"}}, Options{})
+	p := startProcess(t, &config.Destination{Command: "sh", Args: []string{"-c", "exit 3"}}, ProcessOptions{})
 	waitExited(t, p, 5*time.Second)
 	if s := p.ExitStatus(); s != "exit status 3" {
 		t.Errorf("ExitStatus = %q; want \"exit status 3\"", s)
@@ -442,7 +441,7 @@ func TestProcessStderrDoesNotReachStdout(t *testing.T) {
 	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `echo oops >&2; echo out`},
-	}, Options{})
+	}, ProcessOptions{})
 	if got := readLine(t, p); got != "out" {
 		t.Errorf("first stdout line = %q; want \"out\" (stderr must not be mixed in)", got)
 	}
@@ -453,7 +452,7 @@ func TestProcessWriteTimeout(t *testing.T) {
 	p := startProcess(t, &config.Destination{
 		Command: "sh",
 		Args:    []string{"-c", `exec sleep 30`},
-	}, Options{WriteTimeout: 300 * time.Millisecond, StopGrace: 200 * time.Millisecond})
+	}, ProcessOptions{WriteTimeout: 300 * time.Millisecond, StopGrace: 200 * time.Millisecond})
 	msg := make([]byte, 1<<20) // larger than any pipe buffer
 	for i := range msg {
 		msg[i] = 'a'
@@ -472,7 +471,7 @@ func TestProcessWriteTimeout(t *testing.T) {
 }
 
 func TestLauncher(t *testing.T) {
-	launch := Launcher(&config.Destination{Name: "l", Command: "cat"}, Options{StopGrace: time.Second})
+	launch := ProcessLauncher(&config.Destination{Name: "l", Command: "cat"}, ProcessOptions{StopGrace: time.Second})
 	c, err := launch(context.Background())
 	if err != nil {
 		t.Fatalf("launch: %v", err)

@@ -16,13 +16,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func reaperOptions(t *testing.T) Options {
+func reaperOptions(t *testing.T) ProcessOptions {
 	t.Helper()
 	r, err := ReaperCommand()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Options{StopGrace: 500 * time.Millisecond, Reaper: r}
+	return ProcessOptions{StopGrace: 500 * time.Millisecond, Reaper: r}
 }
 
 // TestReaperPassesTheCommandsExit: the bridge sees through the reaper the
@@ -109,7 +109,7 @@ func BenchmarkStart(b *testing.B) {
 	}{{"direct", nil}, {"reaper", r}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
-				p, err := Start(context.Background(), &config.Destination{Name: "b", Command: "cat"}, Options{StopGrace: time.Second, Reaper: bc.reaper})
+				p, err := Start(context.Background(), &config.Destination{Name: "b", Command: "cat"}, ProcessOptions{StopGrace: time.Second, Reaper: bc.reaper})
 				if err != nil {
 					b.Fatal(err)
 				}

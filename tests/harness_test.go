@@ -98,7 +98,7 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *bridge 
 		newDispatcher := func() *dispatch.Dispatcher {
 			return dispatch.New(dispatch.Options{
 				Name:            name,
-				Launch:          supervisor.Launcher(dest, supervisor.Options{MaxMessage: cfg.maxMessage, StopGrace: cfg.stopGrace, WriteTimeout: 5 * time.Second, Logger: log.Named("supervisor"), Reaper: reaper}),
+				Launch:          supervisor.ProcessLauncher(dest, supervisor.ProcessOptions{MaxMessage: cfg.maxMessage, StopGrace: cfg.stopGrace, WriteTimeout: 5 * time.Second, Logger: log.Named("supervisor"), Reaper: reaper}),
 				NewBackOff:      cfg.restart.NewBackOff,
 				StableAfter:     cfg.restart.StableAfter,
 				Linger:          cfg.linger,

@@ -191,7 +191,7 @@ func buildDestinations(cfg *config.Config, s *settings, run runChildren, log hcl
 		newDispatcher := func() *dispatch.Dispatcher {
 			return dispatch.New(dispatch.Options{
 				Name: name,
-				Launch: supervisor.Launcher(d, supervisor.Options{
+				Launch: supervisor.ProcessLauncher(d, supervisor.ProcessOptions{
 					MaxMessage:   int(s.maxMessage),
 					StopGrace:    s.stopGrace,
 					WriteTimeout: s.requestTimeout,
