@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"io"
-
 )
 
 // lineReader splits a child's stdout into lines of at most max bytes. Unlike

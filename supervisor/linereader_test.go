@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
-
 )
 
 // bufSize is the lineReader's bufio buffer size.

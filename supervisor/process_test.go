@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
 )
 
 var _ Child = (*Process)(nil)
