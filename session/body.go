@@ -68,14 +68,14 @@ const (
 // readBody reads r's body into a buffer charged to the budget. The caller
 // must release the buffer (releaseBody) when the message it holds is no
 // longer used.
-func (ep *endpoint) readBody(w http.ResponseWriter, r *http.Request) (bb *bodyBuf, err error) {
+func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request) (bb *bodyBuf, err error) {
 	limit := ep.opts.MaxBodyBytes
 	if r.ContentLength > limit {
 		return nil, &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the %d-byte limit (raise -max-body-size)", r.ContentLength, limit)}
 	}
 	bb = bodyPool.Get().(*bodyBuf)
 	bb.b = bb.b[:0]
-	if c := int64(cap(bb.b)); c > 0 && !ep.budget.take(c) {
+	if c := int64(cap(bb.b)); c > 0 && !ep.limits.bodies.take(c) {
 		bb.b = nil // too big to hold right now: start small
 	} else {
 		bb.reserved = c
@@ -102,7 +102,7 @@ func (ep *endpoint) readBody(w http.ResponseWriter, r *http.Request) (bb *bodyBu
 				ep.releaseBody(bb)
 				return nil, &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over the %d-byte limit (raise -max-body-size)", limit)}
 			}
-			if !ep.budget.take(grow) {
+			if !ep.limits.bodies.take(grow) {
 				ep.releaseBody(bb)
 				return nil, &bodyError{http.StatusServiceUnavailable, "the bridge is receiving too many large request bodies at once; retry shortly"}
 			}
@@ -143,8 +143,8 @@ func (ep *endpoint) readBody(w http.ResponseWriter, r *http.Request) (bb *bodyBu
 var errTooSlow = errors.New("request body too slow")
 
 // releaseBody returns a body buffer and its budget.
-func (ep *endpoint) releaseBody(bb *bodyBuf) {
-	ep.budget.give(bb.reserved)
+func (ep *Endpoint) releaseBody(bb *bodyBuf) {
+	ep.limits.bodies.give(bb.reserved)
 	bb.reserved = 0
 	if cap(bb.b) > keepBody {
 		bb.b = nil

@@ -22,9 +22,9 @@ const (
 	codeSessionNotFound = jsonrpc.CodeSessionNotFound
 )
 
-// writeError writes a transport error: a JSON-RPC error object with a null id
-// and a message a person can act on. It returns status.
-func writeError(w http.ResponseWriter, status, code int, msg string) int {
+// WriteError writes a transport error: a JSON-RPC error object with a null
+// id and a message a person can act on. It returns status.
+func WriteError(w http.ResponseWriter, status, code int, msg string) int {
 	return writeRPCError(w, status, nil, code, msg)
 }
 
@@ -70,3 +70,6 @@ func setSSEHeaders(h http.Header) {
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 }
+
+// SetSSEHeaders sets the headers of an SSE response.
+func SetSSEHeaders(h http.Header) { setSSEHeaders(h) }

@@ -42,7 +42,7 @@ type children struct {
 
 // dispatcherFor returns the dispatcher a new session is served by: the
 // shared one, or a fresh one of its own.
-func (ep *endpoint) dispatcherFor() *dispatch.Dispatcher {
+func (ep *Endpoint) dispatcherFor() *dispatch.Dispatcher {
 	if ep.perSession == nil {
 		return ep.shared
 	}
@@ -55,7 +55,7 @@ func (ep *endpoint) dispatcherFor() *dispatch.Dispatcher {
 
 // release closes a session's own dispatcher in the background; Shutdown
 // waits for every such close. The shared dispatcher is closed by its owner.
-func (ep *endpoint) release(d *dispatch.Dispatcher) {
+func (ep *Endpoint) release(d *dispatch.Dispatcher) {
 	if ep.perSession == nil {
 		return
 	}
@@ -82,11 +82,11 @@ func (ep *endpoint) release(d *dispatch.Dispatcher) {
 }
 
 // waitReleased waits until the children being closed are gone or ctx ends.
-func (ep *endpoint) waitReleased(ctx context.Context) { waitGroup(ctx, &ep.kids.closing) }
+func (ep *Endpoint) waitReleased(ctx context.Context) { waitGroup(ctx, &ep.kids.closing) }
 
-// status reports the destination's state: its shared child's, or for an
+// Status reports the destination's state: its shared child's, or for an
 // isolated destination a summary of its children (running when any runs).
-func (ep *endpoint) status() dispatch.Status {
+func (ep *Endpoint) Status() dispatch.Status {
 	if ep.perSession == nil {
 		return ep.shared.Status()
 	}
@@ -109,9 +109,9 @@ func (ep *endpoint) status() dispatch.Status {
 	return st
 }
 
-// catalogue returns the destination's tools as clients see them (filtered),
+// Catalogue returns the destination's tools as clients see them (filtered),
 // and whether they are known (a child has run).
-func (ep *endpoint) catalogue() ([]json.RawMessage, bool) {
+func (ep *Endpoint) Catalogue() ([]json.RawMessage, bool) {
 	if ep.perSession == nil {
 		return ep.shared.Tools()
 	}

@@ -5,44 +5,44 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metrics are the bridge's Prometheus series, per destination.
-type metrics struct {
-	reg        *prometheus.Registry
-	inflight   *prometheus.GaugeVec
-	calls      *prometheus.CounterVec
-	latency    *prometheus.HistogramVec
-	delivered  *prometheus.CounterVec
-	dropped    *prometheus.CounterVec
-	bytesIn    *prometheus.CounterVec
-	bytesOut   *prometheus.CounterVec
-	legacyHits *prometheus.CounterVec
-	evicted    *prometheus.CounterVec
-	refused    *prometheus.CounterVec
-	streams    *prometheus.GaugeVec
+// Metrics are one endpoint's series. The endpoint fills them; the bridge
+// registers them (MetricSet) and serves them.
+type Metrics struct {
+	Inflight  prometheus.Gauge
+	Latency   prometheus.Observer
+	Delivered prometheus.Counter
+	Dropped   prometheus.Counter
+	BytesIn   prometheus.Counter
+	BytesOut  prometheus.Counter
+	Evicted   prometheus.Counter
+	Streams   prometheus.Gauge
+	// Calls counts POSTed requests by outcome; Refused initializes by
+	// reason.
+	Calls   *prometheus.CounterVec
+	Refused *prometheus.CounterVec
 }
 
-// endpointMetrics are one destination's series, resolved once.
-type endpointMetrics struct {
-	inflight   prometheus.Gauge
-	latency    prometheus.Observer
-	delivered  prometheus.Counter
-	dropped    prometheus.Counter
-	bytesIn    prometheus.Counter
-	bytesOut   prometheus.Counter
-	legacyHits prometheus.Counter
-	evicted    prometheus.Counter
-	streams    prometheus.Gauge
-	calls      *prometheus.CounterVec // by outcome
-	refused    *prometheus.CounterVec // by reason
+// MetricSet holds the series of every endpoint, labelled by destination.
+type MetricSet struct {
+	inflight  *prometheus.GaugeVec
+	calls     *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	delivered *prometheus.CounterVec
+	dropped   *prometheus.CounterVec
+	bytesIn   *prometheus.CounterVec
+	bytesOut  *prometheus.CounterVec
+	evicted   *prometheus.CounterVec
+	refused   *prometheus.CounterVec
+	streams   *prometheus.GaugeVec
 }
 
-func newMetrics(h *Handler) *metrics {
+// NewMetricSet makes the endpoints' series and registers them with reg
+// (none when reg is nil).
+func NewMetricSet(reg prometheus.Registerer) *MetricSet {
 	dest := []string{"destination"}
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
+	m := &MetricSet{
 		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "stelae_inflight_calls",
 			Help: "Requests forwarded to the child and not yet answered."}, dest),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_calls_total",
@@ -57,8 +57,6 @@ func newMetrics(h *Handler) *metrics {
 			Help: "Bytes of POSTed bodies."}, dest),
 		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_bytes_out_total",
 			Help: "Bytes of answers and SSE events written to clients."}, dest),
-		legacyHits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_legacy_route_hits_total",
-			Help: "Requests to the removed HTTP+SSE routes (/sse, /message), answered 410."}, dest),
 		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_sessions_evicted_total",
 			Help: "Sessions evicted at the session cap to make room for a new one (the least recently used one that was not busy)."}, dest),
 		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "stelae_get_streams",
@@ -66,32 +64,30 @@ func newMetrics(h *Handler) *metrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_initialize_refused_total",
 			Help: "initialize requests refused by the bridge: session_cap (every session busy, 503) or invalid_initialize (malformed params, 400)."}, []string{"destination", "reason"}),
 	}
-	m.reg.MustRegister(m.inflight, m.calls, m.latency, m.delivered, m.dropped, m.bytesIn, m.bytesOut, m.legacyHits, m.evicted, m.refused, m.streams,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stelae_request_body_bytes",
-			Help: "Buffer memory held by POST bodies being read or served, against -max-body-memory."}, func() float64 { return float64(h.bodies.used.Load()) }),
-		&stateCollector{h: h}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	if reg != nil {
+		reg.MustRegister(m.inflight, m.calls, m.latency, m.delivered, m.dropped, m.bytesIn, m.bytesOut, m.evicted, m.refused, m.streams)
+	}
 	return m
 }
 
-func (m *metrics) forEndpoint(name string) *endpointMetrics {
-	// Refusals show as 0 from the start, not only once one happened.
-	for _, reason := range []string{"session_cap", "invalid_initialize"} {
-		m.refused.WithLabelValues(name, reason)
-	}
-	return &endpointMetrics{
-		inflight:   m.inflight.WithLabelValues(name),
-		latency:    m.latency.WithLabelValues(name),
-		delivered:  m.delivered.WithLabelValues(name),
-		dropped:    m.dropped.WithLabelValues(name),
-		bytesIn:    m.bytesIn.WithLabelValues(name),
-		bytesOut:   m.bytesOut.WithLabelValues(name),
-		legacyHits: m.legacyHits.WithLabelValues(name),
-		evicted:    m.evicted.WithLabelValues(name),
-		streams:    m.streams.WithLabelValues(name),
-		calls:      m.calls.MustCurryWith(prometheus.Labels{"destination": name}),
-		refused:    m.refused.MustCurryWith(prometheus.Labels{"destination": name}),
+// For returns destination name's series.
+func (m *MetricSet) For(name string) *Metrics {
+	return &Metrics{
+		Inflight:  m.inflight.WithLabelValues(name),
+		Latency:   m.latency.WithLabelValues(name),
+		Delivered: m.delivered.WithLabelValues(name),
+		Dropped:   m.dropped.WithLabelValues(name),
+		BytesIn:   m.bytesIn.WithLabelValues(name),
+		BytesOut:  m.bytesOut.WithLabelValues(name),
+		Evicted:   m.evicted.WithLabelValues(name),
+		Streams:   m.streams.WithLabelValues(name),
+		Calls:     m.calls.MustCurryWith(prometheus.Labels{"destination": name}),
+		Refused:   m.refused.MustCurryWith(prometheus.Labels{"destination": name}),
 	}
 }
+
+// NewMetrics returns unregistered series for an endpoint nobody scrapes.
+func NewMetrics(reg prometheus.Registerer, name string) *Metrics { return NewMetricSet(reg).For(name) }
 
 // outcome names a POST's result for stelae_calls_total.
 func outcome(status int) string {
@@ -111,45 +107,7 @@ func outcome(status int) string {
 }
 
 // observeCall records one POSTed request.
-func (em *endpointMetrics) observeCall(status int, start time.Time) {
-	em.calls.WithLabelValues(outcome(status)).Inc()
-	em.latency.Observe(time.Since(start).Seconds())
-}
-
-// stateCollector reports what the dispatchers and registries know at scrape
-// time: sessions, child state and restarts.
-type stateCollector struct{ h *Handler }
-
-var (
-	descSessions = prometheus.NewDesc("stelae_sessions", "Live sessions.", []string{"destination"}, nil)
-	descState    = prometheus.NewDesc("stelae_child_state", "1 for the child's current state.", []string{"destination", "state"}, nil)
-	descRestarts = prometheus.NewDesc("stelae_child_restarts_total", "Restarts of the child after it crashed.", []string{"destination"}, nil)
-)
-
-var childStates = []string{"idle", "starting", "running", "restarting", "failed"}
-
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descSessions
-	ch <- descState
-	ch <- descRestarts
-}
-
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, name := range c.h.names {
-		ep := c.h.endpoints[name]
-		st := ep.status()
-		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(ep.reg.count()), name)
-		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.RestartsTotal), name)
-		for _, s := range childStates {
-			v := 0.0
-			if s == st.State {
-				v = 1
-			}
-			ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, v, name, s)
-		}
-	}
-}
-
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+func (m *Metrics) observeCall(status int, start time.Time) {
+	m.Calls.WithLabelValues(outcome(status)).Inc()
+	m.Latency.Observe(time.Since(start).Seconds())
 }

@@ -24,7 +24,7 @@ type postLog struct {
 }
 
 // servePost handles one POSTed JSON-RPC message.
-func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
+func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var bb *bodyBuf
 	// The parsed message aliases the body: it goes back to the pool last,
@@ -39,7 +39,7 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 
 	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			rec.status = writeError(w, http.StatusUnsupportedMediaType, codeServer, fmt.Sprintf("Content-Type %q is not supported: POST a JSON-RPC message as application/json", ct))
+			rec.status = WriteError(w, http.StatusUnsupportedMediaType, codeServer, fmt.Sprintf("Content-Type %q is not supported: POST a JSON-RPC message as application/json", ct))
 			return
 		}
 	}
@@ -47,7 +47,7 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	sseOK := accept != "" && accepts(accept, "text/event-stream")
 	jsonOK := accept == "" || accepts(accept, "application/json")
 	if !sseOK && !jsonOK {
-		rec.status = writeError(w, http.StatusNotAcceptable, codeServer, fmt.Sprintf("Accept %q allows neither application/json nor text/event-stream, the two forms an MCP answer can take", accept))
+		rec.status = WriteError(w, http.StatusNotAcceptable, codeServer, fmt.Sprintf("Accept %q allows neither application/json nor text/event-stream, the two forms an MCP answer can take", accept))
 		return
 	}
 	var err error
@@ -61,11 +61,11 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 			// carry another request.
 			w.Header().Set("Connection", "close")
 		}
-		rec.status = writeError(w, be.status, codeServer, be.msg)
+		rec.status = WriteError(w, be.status, codeServer, be.msg)
 		return
 	}
 	body := bb.b
-	ep.m.bytesIn.Add(float64(len(body)))
+	ep.m.BytesIn.Add(float64(len(body)))
 	// Messages go to the child as single lines: compact pretty-printed input.
 	if bytes.ContainsAny(body, "\r\n") {
 		var c bytes.Buffer
@@ -79,16 +79,16 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	var m jsonrpc.Message
 	if err := jsonrpc.ParseInto(body, &m); err != nil {
 		if errors.Is(err, jsonrpc.ErrBatch) {
-			rec.status = writeError(w, http.StatusBadRequest, codeInvalidRequest, "batching is not supported: send one JSON-RPC message per POST")
+			rec.status = WriteError(w, http.StatusBadRequest, codeInvalidRequest, "batching is not supported: send one JSON-RPC message per POST")
 			return
 		}
-		rec.status = writeError(w, http.StatusBadRequest, codeParse, "the body is not a JSON-RPC message: "+err.Error())
+		rec.status = WriteError(w, http.StatusBadRequest, codeParse, "the body is not a JSON-RPC message: "+err.Error())
 		return
 	}
 	rec.method, rec.rpcID = m.Method, m.ID
 	kind := m.Kind()
 	if kind == jsonrpc.KindInvalid {
-		rec.status = writeError(w, http.StatusBadRequest, codeInvalidRequest, `not a valid JSON-RPC 2.0 request, notification or response: a request needs "method" and a string or number "id"; a response needs "id" and "result" or "error"`)
+		rec.status = WriteError(w, http.StatusBadRequest, codeInvalidRequest, `not a valid JSON-RPC 2.0 request, notification or response: a request needs "method" and a string or number "id"; a response needs "id" and "result" or "error"`)
 		return
 	}
 	if kind == jsonrpc.KindRequest && m.Method == "initialize" && r.Header.Get(headerSessionID) == "" {
@@ -111,7 +111,7 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	if ep.reg.get(s.id) != s {
 		// Evicted between the lookup and inflight: the evictor saw the
 		// session idle, so this request must not use it.
-		rec.status = writeError(w, http.StatusNotFound, codeSessionNotFound, errSessionGone)
+		rec.status = WriteError(w, http.StatusNotFound, codeSessionNotFound, errSessionGone)
 		return
 	}
 
@@ -124,12 +124,12 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 			err = s.d.Respond(s, &m)
 		}
 		if errors.Is(err, dispatch.ErrRefused) {
-			rec.status = writeError(w, http.StatusBadRequest, codeInvalidRequest, err.Error())
+			rec.status = WriteError(w, http.StatusBadRequest, codeInvalidRequest, err.Error())
 			return
 		}
 		if err != nil {
 			st, msg := statusFor(ep.name, err)
-			rec.status = writeError(w, st, codeServer, msg)
+			rec.status = WriteError(w, st, codeServer, msg)
 			return
 		}
 		rec.status = http.StatusAccepted
@@ -137,9 +137,9 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ep.m.inflight.Inc()
+	ep.m.Inflight.Inc()
 	defer func() {
-		ep.m.inflight.Dec()
+		ep.m.Inflight.Dec()
 		ep.m.observeCall(rec.status, start)
 	}()
 	// A dropped connection does not cancel the call: its answer stays in the
@@ -187,26 +187,26 @@ func (ep *endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 // handshake. A malformed initialize is refused before any session or child
 // exists: the child's handshake is the bridge's own, so no client can make
 // it fail for the others.
-func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, rec *postLog, jsonOK bool) {
+func (ep *Endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, rec *postLog, jsonOK bool) {
 	if err := dispatch.ValidateInitialize(m.Params); err != nil {
-		ep.m.refused.WithLabelValues("invalid_initialize").Inc()
+		ep.m.Refused.WithLabelValues("invalid_initialize").Inc()
 		rec.status = writeRPCError(w, http.StatusBadRequest, m.ID, codeInvalidParams, err.Error())
 		return
 	}
-	s, evicted, err := ep.reg.create(ep, principalOf(r))
+	s, evicted, err := ep.reg.create(ep, PrincipalFrom(r))
 	if err != nil {
-		ep.m.refused.WithLabelValues("session_cap").Inc()
+		ep.m.Refused.WithLabelValues("session_cap").Inc()
 		w.Header().Set("Retry-After", "5")
-		rec.status = writeError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("destination %q has its maximum of %d sessions and every one is busy (a call in flight or a stream open); retry later, close unused clients, or raise MAX_STDIO_CONNECTIONS (-max-sessions)", ep.name, ep.opts.MaxSessions))
+		rec.status = WriteError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("destination %q has its maximum of %d sessions and every one is busy (a call in flight or a stream open); retry later, close unused clients, or raise MAX_STDIO_CONNECTIONS (-max-sessions)", ep.name, ep.opts.MaxSessions))
 		return
 	}
 	// Attach before the evicted session detaches, so a shared child is not
 	// stopped for lack of sessions.
 	s.d.Attach(s, m.Params)
 	if evicted != nil {
-		ep.m.evicted.Inc()
+		ep.m.Evicted.Inc()
 		ep.log.Info("least recently used session evicted to make room", "destination", ep.name, "session", evicted.id)
-		ep.end(evicted, errEvicted)
+		ep.endSession(evicted, errEvicted)
 	}
 	rec.session = s.id
 	s.inflight.Add(1)
@@ -214,9 +214,7 @@ func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 	s.inflight.Add(-1)
 	s.touch()
 	if err != nil {
-		if ep.reg.remove(s) {
-			ep.end(s, err)
-		}
+		ep.endSession(s, err)
 		ep.writeResult(w, nil, err, rec)
 		return
 	}
@@ -240,25 +238,25 @@ func (ep *endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 	ep.writeResult(w, resp, nil, rec)
 }
 
-func (ep *endpoint) writeResult(w http.ResponseWriter, resp []byte, err error, rec *postLog) {
+func (ep *Endpoint) writeResult(w http.ResponseWriter, resp []byte, err error, rec *postLog) {
 	if err != nil {
 		st, msg := statusFor(ep.name, err)
 		if st == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "5")
 		}
-		rec.status = writeError(w, st, codeServer, msg)
+		rec.status = WriteError(w, st, codeServer, msg)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	n, _ := w.Write(resp)
-	ep.m.bytesOut.Add(float64(n))
+	ep.m.BytesOut.Add(float64(n))
 	if ep.opts.AuditBodies {
 		rec.respBody = resp
 	}
 }
 
-func (ep *endpoint) logPost(rec *postLog, start time.Time) {
+func (ep *Endpoint) logPost(rec *postLog, start time.Time) {
 	if !ep.log.IsInfo() {
 		return
 	}

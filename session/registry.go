@@ -31,7 +31,7 @@ func newRegistry(max int) *registry {
 // spec clients answer the evicted session's 404 by initializing again. It
 // returns that victim so the caller can end it; errSessionCap when every
 // session is busy.
-func (r *registry) create(ep *endpoint, owner principal) (s *Session, evicted *Session, err error) {
+func (r *registry) create(ep *Endpoint, owner Principal) (s *Session, evicted *Session, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.sessions) >= r.max {

@@ -15,14 +15,14 @@ import (
 // Session is one MCP client's Mcp-Session-Id on one destination.
 type Session struct {
 	id string
-	ep *endpoint
+	ep *Endpoint
 	// d serves the session: the destination's shared child, or the
 	// session's own (isolation: session).
 	d        *dispatch.Dispatcher
 	created  time.Time
 	lastUsed atomic.Int64 // unix nanoseconds of the last request or stream end
 	inflight atomic.Int32 // POSTs being served
-	owner    principal    // the bearer token that created it (hashed)
+	owner    Principal    // the bearer token that created it (hashed)
 
 	// ctx ends when the session does.
 	ctx    context.Context
@@ -52,7 +52,7 @@ type Session struct {
 	endReason error
 }
 
-func newSession(id string, ep *endpoint) *Session {
+func newSession(id string, ep *Endpoint) *Session {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	s := &Session{id: id, ep: ep, d: ep.dispatcherFor(), created: time.Now(), ctx: ctx, cancel: cancel,
 		gets: map[*stream]struct{}{}, postLive: map[uint64]bool{}, resumers: map[uint64]*stream{}}
@@ -88,10 +88,7 @@ func (s *Session) protocolVersion() string {
 func (s *Session) primes() bool { return s.protocolVersion() >= "2025-11-25" }
 
 // End implements dispatch.Session: the destination failed.
-func (s *Session) End(reason error) {
-	s.ep.reg.remove(s)
-	s.close(reason)
-}
+func (s *Session) End(reason error) { s.ep.endSession(s, reason) }
 
 // close ends the session's streams and marks it ended.
 func (s *Session) close(reason error) {

@@ -13,7 +13,7 @@ import (
 // has taken it over (see serveGet). Every write has its own deadline, so a
 // client that stops reading cannot hold a goroutine.
 type sseWriter struct {
-	ep  *endpoint
+	ep  *Endpoint
 	out io.Writer
 	// flushFn sends what out buffered; nil when out is the connection.
 	flushFn func() error
@@ -29,13 +29,13 @@ type sseWriter struct {
 }
 
 // newSSEWriter writes on an HTTP response.
-func (ep *endpoint) newSSEWriter(w http.ResponseWriter) *sseWriter {
+func (ep *Endpoint) newSSEWriter(w http.ResponseWriter) *sseWriter {
 	rc := http.NewResponseController(w)
 	return &sseWriter{ep: ep, out: w, flushFn: rc.Flush, deadline: rc.SetWriteDeadline, timeout: ep.opts.WriteTimeout, alive: true}
 }
 
 // newConnWriter writes straight on a connection the stream took over.
-func (ep *endpoint) newConnWriter(conn net.Conn) *sseWriter {
+func (ep *Endpoint) newConnWriter(conn net.Conn) *sseWriter {
 	return &sseWriter{ep: ep, out: conn, deadline: conn.SetWriteDeadline, timeout: ep.opts.WriteTimeout, alive: true}
 }
 
@@ -77,7 +77,7 @@ func (sw *sseWriter) write(b []byte) bool {
 	default:
 	}
 	n, err := sw.out.Write(b)
-	sw.ep.m.bytesOut.Add(float64(n))
+	sw.ep.m.BytesOut.Add(float64(n))
 	if cap(sw.buf) > 64<<10 {
 		sw.buf = nil // one large event does not pin its buffer
 	}

@@ -23,7 +23,7 @@ import (
 
 // serveGet opens an SSE stream of the session's notifications and the
 // requests the child sends it, or resumes a stream with Last-Event-ID.
-func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-chan struct{}) {
+func (ep *Endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-chan struct{}) {
 	start := time.Now()
 	logged := false
 	status := http.StatusOK
@@ -33,7 +33,7 @@ func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 		}
 	}()
 	if !acceptsSSE(r.Header.Get("Accept")) {
-		status = writeError(w, http.StatusNotAcceptable, codeServer, "a GET on an MCP endpoint opens an SSE stream: send Accept: text/event-stream")
+		status = WriteError(w, http.StatusNotAcceptable, codeServer, "a GET on an MCP endpoint opens an SSE stream: send Accept: text/event-stream")
 		return
 	}
 	s, errStatus := ep.sessionFor(w, r)
@@ -41,9 +41,9 @@ func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 		status = errStatus
 		return
 	}
-	if !ep.streams.take(1) {
+	if !ep.limits.streams.take(1) {
 		w.Header().Set("Retry-After", "5")
-		status = writeError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("the bridge has its maximum of %d open streams; retry later, or raise -max-streams", ep.opts.MaxStreams))
+		status = WriteError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("the bridge has its maximum of %d open streams; retry later, or raise -max-streams", ep.limits.MaxStreams))
 		return
 	}
 	// The stream can be kicked from the moment it is registered; its
@@ -57,21 +57,21 @@ func (ep *endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 	st, resumed, done, ok, full := s.openGet(r.Header.Get("Last-Event-ID"), abort)
 	switch {
 	case !ok:
-		ep.streams.give(1)
-		status = writeError(w, http.StatusNotFound, codeSessionNotFound, "session ended: send initialize to start a new one")
+		ep.limits.streams.give(1)
+		status = WriteError(w, http.StatusNotFound, codeSessionNotFound, "session ended: send initialize to start a new one")
 		return
 	case full:
-		ep.streams.give(1)
+		ep.limits.streams.give(1)
 		w.Header().Set("Retry-After", "5")
-		status = writeError(w, http.StatusTooManyRequests, codeServer, fmt.Sprintf("this session already has its maximum of %d open streams; close one first (raise -max-streams-per-session)", ep.opts.MaxStreamsPerSession))
+		status = WriteError(w, http.StatusTooManyRequests, codeServer, fmt.Sprintf("this session already has its maximum of %d open streams; close one first (raise -max-streams-per-session)", ep.opts.MaxStreamsPerSession))
 		return
 	}
 	head := responseHead(w.Header(), s.id)
 	c, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		s.closeStream(st)
-		ep.streams.give(1)
-		status = writeError(w, http.StatusHTTPVersionNotSupported, codeServer, "SSE streams need HTTP/1.1: "+err.Error())
+		ep.limits.streams.give(1)
+		status = WriteError(w, http.StatusHTTPVersionNotSupported, codeServer, "SSE streams need HTTP/1.1: "+err.Error())
 		return
 	}
 	_ = brw // its buffers stay with net/http: the client sends nothing more
@@ -113,9 +113,9 @@ func responseHead(h http.Header, sessionID string) []byte {
 // pump writes a GET stream until it ends: its last event (a POST stream's
 // answer), a kick, the session's end, the client's going, the bridge's
 // shutdown, or a failed write. It owns the connection and closes it.
-func (ep *endpoint) pump(s *Session, st *stream, conn net.Conn, head []byte, done bool, start time.Time, shutdown <-chan struct{}) {
+func (ep *Endpoint) pump(s *Session, st *stream, conn net.Conn, head []byte, done bool, start time.Time, shutdown <-chan struct{}) {
 	defer ep.pumps.Done()
-	ep.m.streams.Inc()
+	ep.m.Streams.Inc()
 	gone := make(chan struct{})
 	go func() {
 		// The client sends nothing on a stream; a read ends when it
@@ -128,8 +128,8 @@ func (ep *endpoint) pump(s *Session, st *stream, conn net.Conn, head []byte, don
 		conn.Close()
 		<-gone
 		s.closeStream(st)
-		ep.streams.give(1)
-		ep.m.streams.Dec()
+		ep.limits.streams.give(1)
+		ep.m.Streams.Dec()
 		ep.log.Info("GET", "destination", ep.name, "status_code", http.StatusOK, "latency_ms", ms(start))
 	}()
 	sw := ep.newConnWriter(conn)
@@ -205,4 +205,11 @@ func zeroQuality(params string) bool {
 		}
 	}
 	return false
+}
+
+// OpensStream reports whether a GET is an MCP client opening its session's
+// stream (a session id and Accept: text/event-stream), rather than a person
+// or a probe.
+func OpensStream(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.Header.Get(headerSessionID) != "" && acceptsSSE(r.Header.Get("Accept"))
 }

@@ -61,7 +61,7 @@ func (s *Session) recordLocked(id uint64, kind byte, data []byte, last bool) eve
 	ev := event{stream: id, kind: kind, seq: s.seq, data: data, last: last}
 	if old, ok := s.log.add(ev); ok && old.kind == 'g' && old.stream == 0 && old.seq > s.handed {
 		// A notification no stream ever got fell out of the log.
-		s.ep.m.dropped.Inc()
+		s.ep.m.Dropped.Inc()
 		if !s.dropping {
 			s.dropping = true
 			s.ep.log.Warn("session has no GET stream and its event log is full; the oldest notifications are lost until a stream attaches", "session", s.id, "destination", s.ep.name, "event_log_size", s.log.max)
@@ -74,7 +74,7 @@ func (s *Session) recordLocked(id uint64, kind byte, data []byte, last bool) eve
 // ones too far behind. s.mu must be held.
 func (s *Session) wakeLocked(st *stream) bool {
 	if s.seq+1-st.next > uint64(s.ep.opts.StreamQueue) || st.next < s.log.oldest(s.seq+1) {
-		s.ep.m.dropped.Inc()
+		s.ep.m.Dropped.Inc()
 		s.ep.log.Warn("SSE stream fell behind; closing it so the client reconnects", "session", s.id, "destination", s.ep.name, "behind", s.seq+1-st.next)
 		st.kick()
 		return false
@@ -90,7 +90,7 @@ func (s *Session) Deliver(msg []byte) bool {
 	s.mu.Lock()
 	if s.endReason != nil {
 		s.mu.Unlock()
-		s.ep.m.dropped.Inc()
+		s.ep.m.Dropped.Inc()
 		return false
 	}
 	s.recordLocked(0, 'g', msg, false)
@@ -103,7 +103,7 @@ func (s *Session) Deliver(msg []byte) bool {
 		s.handed = s.seq
 	}
 	s.mu.Unlock()
-	s.ep.m.delivered.Inc()
+	s.ep.m.Delivered.Inc()
 	return true
 }
 

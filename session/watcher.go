@@ -22,7 +22,7 @@ const (
 // switches its answer to an SSE stream when the call needs one. It runs on
 // the POST handler's goroutine, the only one that writes the response.
 type postWatcher struct {
-	ep            *endpoint
+	ep            *Endpoint
 	s             *Session
 	w             http.ResponseWriter
 	sseOK, jsonOK bool
@@ -33,7 +33,7 @@ type postWatcher struct {
 
 var watcherPool = sync.Pool{New: func() any { return new(postWatcher) }}
 
-func (ep *endpoint) newWatcher(w http.ResponseWriter, s *Session, sseOK, jsonOK bool) *postWatcher {
+func (ep *Endpoint) newWatcher(w http.ResponseWriter, s *Session, sseOK, jsonOK bool) *postWatcher {
 	pw := watcherPool.Get().(*postWatcher)
 	timer := pw.timer
 	*pw = postWatcher{ep: ep, s: s, w: w, sseOK: sseOK, jsonOK: jsonOK, timer: timer}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
@@ -15,7 +15,7 @@ import (
 // -audit-log-bodies on: none reaches the logs, the rest of what was logged
 // does, and every logged field is capped.
 func TestAuditLogKeepsSecretsOut(t *testing.T) {
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{AuditBodies: true}})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{AuditBodies: true}})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	secrets := map[string]any{

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
 // raw sends one request to the bridge with exact headers (Host included) and
 // returns the answer.
-func raw(t *testing.T, b *bridge, method, path, body string, headers ...string) response {
+func raw(t *testing.T, b *testBridge, method, path, body string, headers ...string) response {
 	t.Helper()
 	req, err := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -47,8 +47,8 @@ func raw(t *testing.T, b *bridge, method, path, body string, headers ...string) 
 // through a tunnel: a public Host allowed by -allowed-hosts, no Origin, the
 // default destination at the origin's root.
 func TestConnectorProbeSequence(t *testing.T) {
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{
-		Default: "fake", CheckHost: true, AllowedHosts: []string{"mcp.example.com"},
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{defaultDest: "fake", opts: bridge.Options{
+		CheckHost: true, AllowedHosts: []string{"mcp.example.com"},
 	}})
 	host := []string{"Host", "mcp.example.com"}
 	post := append([]string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}, host...)
@@ -95,7 +95,7 @@ func TestConnectorProbeSequence(t *testing.T) {
 }
 
 func TestBridgeRoutes(t *testing.T) {
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{Version: "9.9.9", KeepAlive: 50 * time.Millisecond}})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{Version: "9.9.9", KeepAlive: 50 * time.Millisecond}})
 	for _, path := range []string{
 		"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/fake/mcp",
 		"/.well-known/oauth-authorization-server", "/.well-known/oauth-authorization-server/fake/mcp",
@@ -154,7 +154,7 @@ func TestBridgeRoutes(t *testing.T) {
 
 func TestBridgeAuth(t *testing.T) {
 	const tokA, tokB = "tok-a-s3cret", "tok-b-s3cret"
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{AuthTokens: []string{tokA, tokB}}})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{AuthTokens: []string{tokA, tokB}}})
 	post := []string{"Content-Type", "application/json", "Accept", "application/json"}
 	for _, tc := range []struct{ name, auth string }{{"missing", ""}, {"wrong", "Bearer nope"}, {"not bearer", "Basic " + tokA}} {
 		for _, path := range []string{"/fake/mcp", "/", "/tools/list", "/metrics", "/.well-known/mcp/manifest.json", "/version"} {
@@ -196,17 +196,17 @@ func TestBridgeAuth(t *testing.T) {
 func TestBridgeManifestAndToolsList(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		opts    session.Options
+		opts    bridge.Options
 		headers []string
-		base    func(b *bridge) string
+		base    func(b *testBridge) string
 	}{
-		{"request host", session.Options{}, nil, func(b *bridge) string { return b.srv.URL }},
-		{"public url", session.Options{PublicURL: "https://mcp.example.com/"}, nil, func(*bridge) string { return "https://mcp.example.com" }},
-		{"proxy headers trusted", session.Options{TrustProxyHeaders: true}, []string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "tunnel.example.net"}, func(*bridge) string { return "https://tunnel.example.net" }},
-		{"proxy headers ignored", session.Options{}, []string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "tunnel.example.net"}, func(b *bridge) string { return b.srv.URL }},
+		{"request host", bridge.Options{}, nil, func(b *testBridge) string { return b.srv.URL }},
+		{"public url", bridge.Options{PublicURL: "https://mcp.example.com/"}, nil, func(*testBridge) string { return "https://mcp.example.com" }},
+		{"proxy headers trusted", bridge.Options{TrustProxyHeaders: true}, []string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "tunnel.example.net"}, func(*testBridge) string { return "https://tunnel.example.net" }},
+		{"proxy headers ignored", bridge.Options{}, []string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "tunnel.example.net"}, func(b *testBridge) string { return b.srv.URL }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: tc.opts})
+			b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: tc.opts})
 			r := raw(t, b, http.MethodGet, "/.well-known/mcp/manifest.json", "", tc.headers...)
 			var man struct {
 				Servers []struct{ Name, Transport, URL, Version string }
@@ -277,7 +277,7 @@ func TestBridgeHealthThroughCrashLoop(t *testing.T) {
 
 // scrape reads the bridge's Prometheus exposition into name{labels} (or
 // name, for a series without labels) → value.
-func scrape(t *testing.T, b *bridge) map[string]float64 {
+func scrape(t *testing.T, b *testBridge) map[string]float64 {
 	t.Helper()
 	return scrapeURL(t, b.srv.URL)
 }

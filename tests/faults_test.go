@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
@@ -235,7 +235,7 @@ func ftLogPIDs(logs, what, dest string) []int {
 
 // ftReadyPID is the pid of the destination's child that completed its
 // handshake most recently and has not exited since, or 0, per the log.
-func ftReadyPID(b *bridge, dest string) int {
+func ftReadyPID(b *testBridge, dest string) int {
 	logs := b.logs.String()
 	ready := ftLogPIDs(logs, "child ready", dest)
 	if len(ready) == 0 {
@@ -251,7 +251,7 @@ func ftReadyPID(b *bridge, dest string) int {
 }
 
 // ftRunning waits until the destination runs a child other than notPID.
-func ftRunning(t testing.TB, b *bridge, dest string, notPID int, within time.Duration) int {
+func ftRunning(t testing.TB, b *testBridge, dest string, notPID int, within time.Duration) int {
 	t.Helper()
 	var pid int
 	waitFor(t, within, fmt.Sprintf("%s to run a child other than pid %d", dest, notPID), func() bool {
@@ -370,7 +370,7 @@ func TestFaultTimeoutCancelsAtChild(t *testing.T) {
 	// The 300 ms timeout also bounds initialize, and a -race child on a busy
 	// machine may take longer to start: linger keeps a start going while
 	// initialize is retried (bounded) until the child is up.
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{RequestTimeout: 300 * time.Millisecond}, linger: 20 * time.Second})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{RequestTimeout: 300 * time.Millisecond}, linger: 20 * time.Second})
 	c := newClient(t, b.url("fake"))
 	ftInitRetry(t, c, 20*time.Second)
 	start := time.Now()
@@ -417,7 +417,7 @@ func TestFaultExitAtStartDefaultPolicy(t *testing.T) {
 		// (first try + 3 restarts, each delay honoured).
 		ftCheckRestartTimeline(t, b.logs.String()[logsBefore:], start, end,
 			[]time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}, 5*time.Second)
-		if n := b.handler.SessionCount("dead"); n != 0 {
+		if n := b.bridge.SessionCount("dead"); n != 0 {
 			t.Fatalf("initialize #%d left %d sessions", attempt, n)
 		}
 		if n := strings.Count(b.logs.String()[logsBefore:], "destination failed; giving up on restarts"); n != 1 {
@@ -476,7 +476,7 @@ func TestFaultRestartExhaustionEndsSessions(t *testing.T) {
 	}
 	// Its sessions end (just after the state turns failed; a request in
 	// between gets 503): the GET stream closes, the ids are unknown.
-	waitFor(t, 10*time.Second, "the failed destination's sessions to end", func() bool { return b.handler.SessionCount("fake") == 0 })
+	waitFor(t, 10*time.Second, "the failed destination's sessions to end", func() bool { return b.bridge.SessionCount("fake") == 0 })
 	st.waitClosed(t, 10*time.Second, "GET stream of a session of a failed destination still open")
 	ftErr(t, "session A after failure", a.callTool("1", "echo", map[string]string{"text": "x"}), http.StatusNotFound, "session")
 	ftErr(t, "session B after failure", bb.callTool("1", "echo", map[string]string{"text": "x"}), http.StatusNotFound, "session")
@@ -668,7 +668,7 @@ func TestFaultChildSIGKILLRestartsWithCachedHandshake(t *testing.T) {
 // ---- 7. in-flight calls when the child crashes ----
 
 func TestFaultCrashFailsInFlightCalls(t *testing.T) {
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{RequestTimeout: 20 * time.Second}})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{RequestTimeout: 20 * time.Second}})
 	a := newClient(t, b.url("fake"))
 	a.initialize()
 	bb := newClient(t, b.url("fake"))
@@ -719,7 +719,7 @@ func TestFaultStalledStreamDoesNotDelayOthers(t *testing.T) {
 	// A short stream queue so the stalled stream falls behind within the
 	// flood's time bound: the socket buffers absorb about 3 MiB first, and
 	// under -race on 2 CPUs the flood moves about 1 MiB/s.
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{StreamQueue: 64}})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{StreamQueue: 64}})
 	a := newClient(t, b.url("fake"))
 	a.initialize()
 	bb := newClient(t, b.url("fake"))
@@ -845,7 +845,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	// GORACE: a -race child exiting with status 0 (stdin EOF) sleeps 1 s in
 	// the race runtime's exit hook; without this every stop would escalate to
 	// SIGTERM and the 100 stop/start cycles below would take minutes.
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{linger: 0, session: session.Options{MaxSessions: 64},
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{linger: 0, opts: bridge.Options{MaxSessions: 64},
 		extraEnv: map[string]string{"GORACE": "atexit_sleep_ms=0"}})
 	tr := &http.Transport{MaxIdleConnsPerHost: 32}
 	defer tr.CloseIdleConnections()
@@ -996,7 +996,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 			t.Fatalf("child %d (started by the bridge) is still running", pid)
 		}
 	}
-	if n := b.handler.SessionCount("fake"); n != 0 {
+	if n := b.bridge.SessionCount("fake"); n != 0 {
 		t.Fatalf("%d sessions left", n)
 	}
 	t.Logf("1000 sessions in %s (%d child starts, %d child pids seen); goroutines %d→%d, fds %d→%d (settled after %s)",
@@ -1006,7 +1006,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 // ---- 11. bridge close with a stream open and a call in flight ----
 
 func TestFaultBridgeCloseWithStreamAndCallInFlight(t *testing.T) {
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{RequestTimeout: 20 * time.Second}})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{RequestTimeout: 20 * time.Second}})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	child := ftWatch(t, ftWhoami(t, c).PID)

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/config"
-	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
@@ -26,7 +26,7 @@ func TestShutdownAnswers503NotSessionNotFound(t *testing.T) {
 	c.initialize()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b.handler.Shutdown(ctx)
+	b.bridge.Shutdown(ctx)
 	for _, r := range []response{
 		c.callTool("1", "echo", map[string]string{"text": "x"}),
 		c.post(initBody, "Mcp-Session-Id", ""),
@@ -59,7 +59,7 @@ func TestMetricsOnlyGet(t *testing.T) {
 // their kin, are refused by the bridge; the child never sees a call of the
 // hidden tool.
 func TestToolFilterFailsClosedOverHTTP(t *testing.T) {
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{toolAllowed: config.ToolFilter{Deny: []string{"whoami"}}.Allows})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{tools: config.ToolFilter{Deny: []string{"whoami"}}})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	for _, tc := range []struct {
@@ -95,7 +95,7 @@ func TestToolFilterFailsClosedOverHTTP(t *testing.T) {
 func TestHealthzHidesDetails(t *testing.T) {
 	b := newBridge(t, map[string]string{"dead": fakemcp.ModeExitAtStart}, bridgeConfig{
 		restart: supervisor.RestartPolicy{MaxRestarts: 0},
-		session: session.Options{AuthTokens: []string{"tok"}},
+		opts:    bridge.Options{AuthTokens: []string{"tok"}},
 	})
 	c := newClient(t, b.url("dead"))
 	if r := c.post(initBody, "Authorization", "Bearer tok"); r.status != http.StatusServiceUnavailable {

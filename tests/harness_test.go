@@ -21,9 +21,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
-	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"github.com/stelae-bridge/stelae-bridge/tests/conformancefixture"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
@@ -36,112 +36,107 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// bridge is a running bridge under test.
-type bridge struct {
-	t           *testing.T
-	srv         *httptest.Server
-	handler     *session.Handler
+// testBridge is a running bridge under test.
+type testBridge struct {
+	t      *testing.T
+	srv    *httptest.Server
+	bridge *bridge.Bridge
+	// dispatchers are the shared ones, by destination.
 	dispatchers map[string]*dispatch.Dispatcher
 	logs        *syncBuffer
 }
 
 // bridgeConfig tunes newBridge; zero values take the defaults below.
 type bridgeConfig struct {
-	session      session.Options
-	restart      supervisor.RestartPolicy
-	stopGrace    time.Duration
-	maxMessage   int
-	linger       time.Duration
-	extraEnv     map[string]string
-	useRestartOf bool
-	// toolAllowed is passed to every destination's dispatch.Options.
-	toolAllowed func(name string) bool
-	// isolated serves every destination with one child per session.
-	isolated bool
-	// roots, startTimeout and unclaimedLinger are passed to every
-	// destination's dispatch.Options.
-	roots           json.RawMessage
-	startTimeout    time.Duration
+	opts       bridge.Options
+	restart    supervisor.RestartPolicy
+	stopGrace  time.Duration
+	maxMessage int
+	linger     time.Duration
+	extraEnv   map[string]string
+	// defaultDest is the configuration's 'default:'.
+	defaultDest string
+	// tools, roots, startTimeout and isolated are every destination's
+	// 'tools:', 'roots:', 'start_timeout:' and 'isolation: session'.
+	tools        config.ToolFilter
+	roots        []config.Root
+	startTimeout time.Duration
+	isolated     bool
+	// unclaimedLinger and restartPatience are the bridge's options.
 	unclaimedLinger time.Duration
 	restartPatience time.Duration
 }
 
-// newBridge serves one destination per name → fake server mode.
-func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *bridge {
+// newBridge serves one destination per name → fake server mode, built by
+// bridge.New as cmd/stelae-bridge builds it.
+func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBridge {
 	t.Helper()
 	logs := &syncBuffer{}
 	log := hclog.New(&hclog.LoggerOptions{Name: "test", Level: hclog.Debug, Output: logs})
-	if cfg.restart.MaxRestarts == 0 && cfg.restart.Initial == 0 && !cfg.useRestartOf {
-		cfg.restart = supervisor.RestartPolicy{MaxRestarts: 3, Initial: 50 * time.Millisecond, StableAfter: time.Minute}
+	opts := cfg.opts
+	opts.Restart = cfg.restart
+	if cfg.restart.MaxRestarts == 0 && cfg.restart.Initial == 0 {
+		// Quick restarts; a test that wants none says so with Initial.
+		opts.Restart = supervisor.RestartPolicy{MaxRestarts: 3, Initial: 50 * time.Millisecond, StableAfter: time.Minute}
 	}
-	if cfg.stopGrace == 0 {
-		cfg.stopGrace = 500 * time.Millisecond
+	opts.StopGrace = cfg.stopGrace
+	if opts.StopGrace == 0 {
+		opts.StopGrace = 500 * time.Millisecond
 	}
-	if cfg.session.RequestTimeout == 0 {
-		cfg.session.RequestTimeout = 10 * time.Second
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = 10 * time.Second
 	}
-	cfg.session.Logger = log.Named("http")
-	b := &bridge{t: t, dispatchers: map[string]*dispatch.Dispatcher{}, logs: logs}
+	opts.MaxMessage, opts.Linger = cfg.maxMessage, cfg.linger
+	opts.UnclaimedLinger, opts.RestartPatience = cfg.unclaimedLinger, cfg.restartPatience
+	opts.Logger = log
 	// Children run under a reaper, as in the binary: this test binary in
 	// its reaper mode (TestMain).
 	reaper, err := supervisor.ReaperCommand()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ds []session.Destination
+	opts.Reaper = reaper
+	conf := &config.Config{Destinations: map[string]*config.Destination{}, Default: cfg.defaultDest}
 	for name, mode := range modes {
 		command, args, env := fakemcp.Command(mode)
 		for k, v := range cfg.extraEnv {
 			env[k] = v
 		}
-		dest := &config.Destination{Name: name, Command: command, Args: args, Env: env}
-		newDispatcher := func() *dispatch.Dispatcher {
-			return dispatch.New(dispatch.Options{
-				Name:            name,
-				Launch:          supervisor.ProcessLauncher(dest, supervisor.ProcessOptions{MaxMessage: cfg.maxMessage, StopGrace: cfg.stopGrace, WriteTimeout: 5 * time.Second, Logger: log.Named("supervisor"), Reaper: reaper}),
-				NewBackOff:      cfg.restart.NewBackOff,
-				StableAfter:     cfg.restart.StableAfter,
-				Linger:          cfg.linger,
-				StopTimeout:     3*cfg.stopGrace + time.Second,
-				Logger:          log.Named("dispatch"),
-				ToolAllowed:     cfg.toolAllowed,
-				Roots:           cfg.roots,
-				StartTimeout:    cfg.startTimeout,
-				UnclaimedLinger: cfg.unclaimedLinger,
-				RestartPatience: cfg.restartPatience,
-			})
-		}
+		d := &config.Destination{Name: name, Command: command, Args: args, Env: env, Tools: cfg.tools, Roots: cfg.roots, StartTimeout: cfg.startTimeout}
 		if cfg.isolated {
-			ds = append(ds, session.Destination{Name: name, PerSession: newDispatcher})
-			continue
+			d.Isolation = config.IsolationSession
 		}
-		d := newDispatcher()
-		b.dispatchers[name] = d
-		ds = append(ds, session.Destination{Name: name, Shared: d})
+		conf.Destinations[name] = d
+		conf.Names = append(conf.Names, name)
 	}
-	cfg.session.StopTimeout = 3*cfg.stopGrace + time.Second
-	b.handler = session.NewHandler(ds, cfg.session)
-	b.srv = httptest.NewServer(b.handler)
+	br, err := bridge.New(conf, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &testBridge{t: t, bridge: br, dispatchers: map[string]*dispatch.Dispatcher{}, logs: logs}
+	for _, name := range conf.Names {
+		if d := br.Dispatcher(name); d != nil {
+			b.dispatchers[name] = d
+		}
+	}
+	b.srv = httptest.NewServer(br)
 	t.Cleanup(b.close)
 	return b
 }
 
-func (b *bridge) close() {
+func (b *testBridge) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b.handler.Shutdown(ctx)
-	b.srv.Close()
-	for name, d := range b.dispatchers {
-		if err := d.Close(ctx); err != nil {
-			b.t.Errorf("destination %s did not stop: %v", name, err)
-		}
+	if err := b.bridge.Shutdown(ctx); err != nil {
+		b.t.Errorf("the bridge did not stop: %v", err)
 	}
+	b.srv.Close()
 	if b.t.Failed() {
 		b.t.Logf("bridge logs:\n%s", b.logs.String())
 	}
 }
 
-func (b *bridge) url(dest string) string { return b.srv.URL + "/" + dest + "/mcp" }
+func (b *testBridge) url(dest string) string { return b.srv.URL + "/" + dest + "/mcp" }
 
 // syncBuffer is a goroutine-safe log sink.
 type syncBuffer struct {

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
@@ -333,15 +333,15 @@ func hxWait(t *testing.T, what string, ch <-chan hxResult, within time.Duration)
 	return response{}
 }
 
-func hxFake(t *testing.T, opts session.Options) *bridge {
-	return newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: opts})
+func hxFake(t *testing.T, opts bridge.Options) *testBridge {
+	return newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: opts})
 }
 
 // ---------------------------------------------------------------------------
 // 1. initialize creates a session.
 
 func TestHTTPInitializeCreatesSession(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	seen := map[string]bool{}
 	for _, tc := range []struct {
 		name, id string
@@ -389,7 +389,7 @@ func TestHTTPInitializeCreatesSession(t *testing.T) {
 			}
 		})
 	}
-	if n := b.handler.SessionCount("fake"); n != 3 {
+	if n := b.bridge.SessionCount("fake"); n != 3 {
 		t.Fatalf("SessionCount = %d, want 3", n)
 	}
 }
@@ -398,7 +398,7 @@ func TestHTTPInitializeCreatesSession(t *testing.T) {
 // 2. Session id errors.
 
 func TestHTTPSessionIDErrors(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	valid := c.sid
@@ -445,7 +445,7 @@ func TestHTTPSessionIDErrors(t *testing.T) {
 // 3. Notifications, responses, requests and child errors.
 
 func TestHTTPPostMessageKinds(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	for _, tc := range []struct {
@@ -513,7 +513,7 @@ func TestHTTPPostMessageKinds(t *testing.T) {
 // 4. Session cap, eviction and expiry.
 
 func TestHTTPSessionCap(t *testing.T) {
-	b := hxFake(t, session.Options{MaxSessions: 2})
+	b := hxFake(t, bridge.Options{MaxSessions: 2})
 	c1, c2 := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
 	c1.initialize()
 	c2.initialize()
@@ -529,7 +529,7 @@ func TestHTTPSessionCap(t *testing.T) {
 	if sid := r.header.Get("Mcp-Session-Id"); sid != "" {
 		t.Errorf("refused initialize handed out session %q", sid)
 	}
-	if n := b.handler.SessionCount("fake"); n != 2 {
+	if n := b.bridge.SessionCount("fake"); n != 2 {
 		t.Errorf("SessionCount = %d, want 2", n)
 	}
 	// The refusal is counted.
@@ -559,7 +559,7 @@ func TestHTTPSessionCap(t *testing.T) {
 // recently used session that is not busy is evicted at once, whatever its
 // idle time.
 func TestHTTPSessionEvictLRU(t *testing.T) {
-	b := hxFake(t, session.Options{MaxSessions: 3})
+	b := hxFake(t, bridge.Options{MaxSessions: 3})
 	a, bb, c := newClient(t, b.url("fake")), newClient(t, b.url("fake")), newClient(t, b.url("fake"))
 	a.initialize()
 	bb.initialize()
@@ -591,7 +591,7 @@ func TestHTTPSessionEvictLRU(t *testing.T) {
 	if res, ok := hxResultOK(t, "the busy session's call", hxWait(t, "slow call", slow, 20*time.Second), c.sid, `7`); ok && hxText(res) != "slow" {
 		t.Errorf("slow call: %s", res)
 	}
-	if n := b.handler.SessionCount("fake"); n != 3 {
+	if n := b.bridge.SessionCount("fake"); n != 3 {
 		t.Errorf("SessionCount = %d, want 3", n)
 	}
 	if m := scrape(t, b); m[`stelae_sessions_evicted_total{destination="fake"}`] != 1 {
@@ -600,7 +600,7 @@ func TestHTTPSessionEvictLRU(t *testing.T) {
 }
 
 func TestHTTPSessionTTL(t *testing.T) {
-	b := hxFake(t, session.Options{SessionTTL: 200 * time.Millisecond})
+	b := hxFake(t, bridge.Options{SessionTTL: 200 * time.Millisecond})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	r := c.callTool(`1`, "echo", map[string]string{"text": "alive"})
@@ -608,14 +608,14 @@ func TestHTTPSessionTTL(t *testing.T) {
 		t.FailNow()
 	}
 	// No request in between: any request would keep the session alive.
-	waitFor(t, 10*time.Second, "the janitor to expire the session", func() bool { return b.handler.SessionCount("fake") == 0 })
+	waitFor(t, 10*time.Second, "the janitor to expire the session", func() bool { return b.bridge.SessionCount("fake") == 0 })
 	r = c.callTool(`2`, "echo", map[string]string{"text": "expired?"})
 	hxCheckTransportError(t, "POST after TTL", r, http.StatusNotFound, -32001, "not found")
 	r = hxMust(t, http.MethodGet, b.url("fake"), c.sid, "")
 	hxCheckTransportError(t, "GET after TTL", r, http.StatusNotFound, -32001)
 	r = hxMust(t, http.MethodDelete, b.url("fake"), c.sid, "")
 	hxCheckTransportError(t, "DELETE after TTL", r, http.StatusNotFound, -32001)
-	if n := b.handler.SessionCount("fake"); n != 0 {
+	if n := b.bridge.SessionCount("fake"); n != 0 {
 		t.Errorf("SessionCount = %d, want 0", n)
 	}
 }
@@ -624,7 +624,7 @@ func TestHTTPSessionTTL(t *testing.T) {
 // 5. Bad bodies.
 
 func TestHTTPBadBodies(t *testing.T) {
-	b := hxFake(t, session.Options{MaxBodyBytes: 1024})
+	b := hxFake(t, bridge.Options{MaxBodyBytes: 1024})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	bigText := strings.Repeat("x", 2048)
@@ -677,7 +677,7 @@ func TestHTTPBadBodies(t *testing.T) {
 
 func TestHTTPGetStreamHeadersAtOnce(t *testing.T) {
 	// Default keepalive (15 s): nothing but the headers can arrive early.
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	s := hxOpenRaw(t, b.url("fake"), c.sid)
@@ -700,7 +700,7 @@ func TestHTTPGetStreamHeadersAtOnce(t *testing.T) {
 }
 
 func TestHTTPGetKeepAliveAndEventFormat(t *testing.T) {
-	b := hxFake(t, session.Options{KeepAlive: 100 * time.Millisecond})
+	b := hxFake(t, bridge.Options{KeepAlive: 100 * time.Millisecond})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	s := hxOpenRaw(t, b.url("fake"), c.sid)
@@ -757,7 +757,7 @@ func TestHTTPGetKeepAliveAndEventFormat(t *testing.T) {
 }
 
 func TestHTTPGetSeveralStreamsEachReceive(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	var streams []*stream
@@ -793,7 +793,7 @@ func TestHTTPGetSeveralStreamsEachReceive(t *testing.T) {
 }
 
 func TestHTTPGetBuffersUntilStreamAttaches(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	// No stream open: the notification goes to the session's backlog.
@@ -824,7 +824,7 @@ func TestHTTPGetBuffersUntilStreamAttaches(t *testing.T) {
 // 7. DELETE.
 
 func TestHTTPDeleteEndsSession(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	keep := newClient(t, b.url("fake"))
 	keep.initialize()
 	c := newClient(t, b.url("fake"))
@@ -850,7 +850,7 @@ func TestHTTPDeleteEndsSession(t *testing.T) {
 		r := hxMust(t, tc.method, b.url("fake"), c.sid, tc.body)
 		hxCheckTransportError(t, tc.method+" after DELETE", r, http.StatusNotFound, -32001, "not found")
 	}
-	if n := b.handler.SessionCount("fake"); n != 1 {
+	if n := b.bridge.SessionCount("fake"); n != 1 {
 		t.Errorf("SessionCount = %d, want 1", n)
 	}
 	// The other session is untouched.
@@ -861,7 +861,7 @@ func TestHTTPDeleteEndsSession(t *testing.T) {
 }
 
 func TestHTTPDeleteCancelsInFlight(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	other := newClient(t, b.url("fake"))
 	other.initialize() // keeps the child alive after the DELETE
 	c := newClient(t, b.url("fake"))
@@ -902,7 +902,7 @@ func TestHTTPDeleteCancelsInFlight(t *testing.T) {
 // 8. Routes.
 
 func TestHTTPRoutes(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	base := b.srv.URL
 	for _, tc := range []struct {
 		name   string
@@ -1000,7 +1000,7 @@ func TestHTTPRoutes(t *testing.T) {
 // 9. Multiplexing and ids.
 
 func TestHTTPMultiplexSameIDsAcrossSessions(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	const n = 50
 	sessions := map[string]*client{"A": newClient(t, b.url("fake")), "B": newClient(t, b.url("fake"))}
 	for _, c := range sessions {
@@ -1039,7 +1039,7 @@ func TestHTTPMultiplexSameIDsAcrossSessions(t *testing.T) {
 }
 
 func TestHTTPIDsByteExact(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	for _, tc := range []struct{ name, id string }{
@@ -1069,7 +1069,7 @@ func TestHTTPIDsByteExact(t *testing.T) {
 }
 
 func TestHTTPSameIDReusedWhileInFlight(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	first := hxGo(c.url, c.sid, hxToolCall(`7`, "slow", map[string]any{"ms": 300, "text": "first"}))
@@ -1100,7 +1100,7 @@ func TestHTTPSameIDReusedWhileInFlight(t *testing.T) {
 // 10. One handshake per child.
 
 func TestHTTPInitializeOncePerChild(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	var clients []*client
 	sids := map[string]bool{}
 	for i := 0; i < 5; i++ {
@@ -1153,7 +1153,7 @@ func TestHTTPInitializeOncePerChild(t *testing.T) {
 // progress on their GET stream (TestSSEProgressOnPostStream covers clients
 // that accept SSE).
 func TestHTTPProgressReachesOnlyItsSession(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	a, bb := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
 	a.initialize()
 	bb.initialize()
@@ -1212,7 +1212,7 @@ func TestHTTPProgressReachesOnlyItsSession(t *testing.T) {
 // A JSON-only client gets the child's request on its GET stream
 // (TestSSEChildRequestOnPostStream covers clients that accept SSE).
 func TestHTTPChildRequestRoutedToCaller(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	a, other := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
 	a.initialize()
 	other.initialize()
@@ -1266,7 +1266,7 @@ func TestHTTPChildRequestRoutedToCaller(t *testing.T) {
 // 13. resources/subscribe reference counting.
 
 func TestHTTPSubscribeRefCount(t *testing.T) {
-	b := hxFake(t, session.Options{})
+	b := hxFake(t, bridge.Options{})
 	a, bb := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
 	a.initialize()
 	bb.initialize()

@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
 func TestIsolationOneChildPerSession(t *testing.T) {
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{isolated: true, session: session.Options{MaxSessions: 2}})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{isolated: true, opts: bridge.Options{MaxSessions: 2}})
 	health := func() map[string]any {
 		t.Helper()
 		r := raw(t, b, http.MethodGet, "/healthz", "")

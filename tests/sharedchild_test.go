@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/bridge"
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
@@ -179,7 +180,7 @@ func TestChildRequestWithNoCallInFlight(t *testing.T) {
 	t.Run("configured roots", func(t *testing.T) {
 		b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{
 			extraEnv: map[string]string{fakemcp.EnvRootsOnInit: "1"},
-			roots:    json.RawMessage(`{"roots":[{"uri":"file:///srv/configured","name":"configured"}]}`),
+			roots:    []config.Root{{URI: "file:///srv/configured", Name: "configured"}},
 		})
 		c := newClient(t, b.url("fake"))
 		r := c.post(rootsInit)
@@ -232,7 +233,7 @@ func TestChildRequestWithNoCallInFlight(t *testing.T) {
 func TestSlowStartSurvivesItsFirstClient(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{
 		extraEnv: map[string]string{fakemcp.EnvStartDelay: "1500"},
-		session:  session.Options{RequestTimeout: 300 * time.Millisecond},
+		opts:     bridge.Options{RequestTimeout: 300 * time.Millisecond},
 	})
 	r := newClient(t, b.url("fake")).post(initBody)
 	hxCheckTransportError(t, "initialize while the child starts", r, http.StatusServiceUnavailable, 0, "still starting", "retry")
@@ -253,7 +254,7 @@ func TestSlowStartSurvivesItsFirstClient(t *testing.T) {
 func TestUnclaimedStartIsStoppedLater(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{
 		extraEnv:        map[string]string{fakemcp.EnvStartDelay: "800"},
-		session:         session.Options{RequestTimeout: 200 * time.Millisecond},
+		opts:            bridge.Options{RequestTimeout: 200 * time.Millisecond},
 		unclaimedLinger: 300 * time.Millisecond,
 	})
 	newClient(t, b.url("fake")).post(initBody)
@@ -293,7 +294,7 @@ func TestRestartingTooLongAnswersAtOnce(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{
 		extraEnv:        map[string]string{fakemcp.EnvStartDelay: "1500"},
 		restartPatience: 200 * time.Millisecond,
-		session:         session.Options{RequestTimeout: 20 * time.Second},
+		opts:            bridge.Options{RequestTimeout: 20 * time.Second},
 	})
 	c := newClient(t, b.url("fake"))
 	c.initialize()

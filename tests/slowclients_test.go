@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
@@ -194,7 +194,7 @@ func TestSlowClientAttack(t *testing.T) {
 // length is announced or it comes chunked, and a body that would take the
 // body budget past -max-body-memory gets 503 with Retry-After.
 func TestBodyLimits(t *testing.T) {
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{
 		MaxBodyBytes: 64 << 10, MaxBodyMemory: 100 << 10, BodyIdleTimeout: 5 * time.Second, BodyTimeout: 8 * time.Second,
 	}})
 	c := newClient(t, b.url("fake"))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
@@ -196,7 +197,7 @@ func TestSSEChildRequestOnPostStream(t *testing.T) {
 }
 
 func TestSSEKeepaliveSwitchesSlowCall(t *testing.T) {
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{KeepAlive: 100 * time.Millisecond}})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{KeepAlive: 100 * time.Millisecond}})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	r := c.callTool("1", "slow", map[string]any{"ms": 450, "text": "late"})
@@ -231,7 +232,7 @@ func TestSSEResponseModes(t *testing.T) {
 		{session.ModeAuto, "", "application/json"},
 	} {
 		t.Run(tc.mode+"/"+tc.accept, func(t *testing.T) {
-			b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{ResponseMode: tc.mode}})
+			b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{ResponseMode: tc.mode}})
 			c := newClient(t, b.url("fake"))
 			c.initialize()
 			r := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"m"}}}`, "Accept", tc.accept)
@@ -254,7 +255,7 @@ func TestSSEResponseModes(t *testing.T) {
 // priming event; the call goes on, and GET with Last-Event-ID delivers the
 // response.
 func TestSSEResumePostStream(t *testing.T) {
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{ResponseMode: session.ModeSSE}})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{ResponseMode: session.ModeSSE}})
 	c := newClient(t, b.url("fake"))
 	initializeVersion(t, c, "2025-11-25")
 	st := openSSE(t, http.MethodPost, c.url, c.sid, `{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"name":"slow","arguments":{"ms":600,"text":"after the drop"}}}`)
@@ -380,7 +381,7 @@ func TestSSEResumeGetStreamGetsWhatCameMeanwhile(t *testing.T) {
 }
 
 func TestStreamableHeaders(t *testing.T) {
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{
 		CheckHost: true, AllowedHosts: []string{"mcp.example.com"}, AllowedOrigins: []string{"https://app.example.com"},
 	}})
 	c := newClient(t, b.url("fake"))

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
@@ -210,7 +210,7 @@ func TestIdleStreamCostAndFanOut(t *testing.T) {
 // session with many streams does not push its own history out of the log),
 // and streams are capped per session and for the whole bridge.
 func TestStreamsOfOneSession(t *testing.T) {
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{session: session.Options{MaxStreamsPerSession: 5, MaxStreams: 6, EventLogSize: 16}})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{MaxStreamsPerSession: 5, MaxStreams: 6, EventLogSize: 16}})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	var sts []*stream

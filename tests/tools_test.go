@@ -62,7 +62,7 @@ func TestToolsListFilteredOverHTTP(t *testing.T) {
 		{"allow", config.ToolFilter{Allow: []string{"echo", "st*", "whoami"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{toolAllowed: tc.filter.Allows})
+			b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{tools: tc.filter})
 			c := newClient(t, b.url("fake"))
 			c.initialize()
 			var want []string
@@ -99,7 +99,7 @@ func TestToolsListFilteredOverHTTP(t *testing.T) {
 
 func TestToolsHiddenCallNeverReachesTheChild(t *testing.T) {
 	filter := config.ToolFilter{Allow: []string{"echo", "stats", "whoami"}}
-	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{toolAllowed: filter.Allows})
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{tools: filter})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	before := c.stats()
@@ -144,7 +144,7 @@ func TestToolsHiddenCallNeverReachesTheChild(t *testing.T) {
 
 func TestToolsPrestart(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{
-		toolAllowed: config.ToolFilter{Deny: []string{"crash"}}.Allows,
+		tools: config.ToolFilter{Deny: []string{"crash"}},
 	})
 	d := b.dispatchers["fake"]
 	if _, known := d.Tools(); known {

@@ -3,26 +3,21 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/config"
-	"github.com/stelae-bridge/stelae-bridge/dispatch"
-	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
@@ -56,7 +51,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	cfg, err := config.Load(s.config, func(k string) (string, bool) {
 		v := getenv(k)
 		return v, v != ""
-	}, session.ReservedNames...)
+	}, bridge.ReservedNames...)
 	if err != nil {
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
@@ -105,20 +100,27 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if n := run.records.Sweep(log.Named("supervisor")); n > 0 {
 		log.Warn("killed processes left by an earlier bridge that did not stop", "processes", n)
 	}
-	dests, dispatchers := buildDestinations(cfg, s, run, log)
-	h := session.NewHandler(dests, session.Options{
-		MaxSessions:     s.maxSessions,
-		RequestTimeout:  s.requestTimeout,
-		MaxBodyBytes:    int64(s.maxBody),
-		MaxBodyMemory:   int64(s.maxBodyMemory),
-		BodyTimeout:     s.bodyTimeout,
-		BodyIdleTimeout: s.bodyIdle,
-		SessionTTL:      s.sessionTTL,
-		StopTimeout:     3*s.stopGrace + time.Second,
-		KeepAlive:       s.keepAlive,
-		AuditBodies:     s.auditBodies,
-		ResponseMode:    s.responseMode,
-		EventLogSize:    s.eventLogSize,
+	b, err := bridge.New(cfg, bridge.Options{
+		MaxSessions:          s.maxSessions,
+		RequestTimeout:       s.requestTimeout,
+		SessionTTL:           s.sessionTTL,
+		KeepAlive:            s.keepAlive,
+		ResponseMode:         s.responseMode,
+		EventLogSize:         s.eventLogSize,
+		MaxStreamsPerSession: s.maxSessStreams,
+		AuditBodies:          s.auditBodies,
+		MaxStreams:           s.maxStreams,
+		MaxBodyBytes:         int64(s.maxBody),
+		MaxBodyMemory:        int64(s.maxBodyMemory),
+		BodyTimeout:          s.bodyTimeout,
+		BodyIdleTimeout:      s.bodyIdle,
+		MaxMessage:           int(s.maxMessage),
+		StopGrace:            s.stopGrace,
+		Linger:               s.linger,
+		Restart:              supervisor.RestartPolicy{MaxRestarts: s.restartMax, Initial: s.restartDelay, StableAfter: s.restartStable, MaxDelay: s.restartMaxDelay},
+		Environ:              run.environ,
+		Reaper:               run.reaper,
+		Records:              run.records,
 		// On loopback, only loopback (or explicitly allowed) Host names: the
 		// DNS-rebinding protection.
 		CheckHost:         ln.Addr().(*net.TCPAddr).IP.IsLoopback() || len(allowedHosts) > 0,
@@ -127,18 +129,14 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		AuthTokens:        tokens,
 		PublicURL:         s.publicURL,
 		TrustProxyHeaders: s.trustProxy,
+		ShutdownTimeout:   s.shutdownTimeout,
 		Version:           version,
-		Default:           cfg.Default,
-		Logger:            log.Named("http"),
+		Logger:            log,
 	})
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		// Headers are small in MCP; a JWT or two fits many times over.
-		MaxHeaderBytes: 64 << 10,
-		IdleTimeout:    2 * time.Minute,
-		// No WriteTimeout: it would cut SSE streams; writes carry their own deadlines.
-		ErrorLog: log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
+	if err != nil {
+		ln.Close()
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 1
 	}
 	// The addresses go to stdout whatever the log level: they are what the
 	// user needs to configure a client.
@@ -152,127 +150,18 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if cfg.Default != "" {
 		fmt.Fprintf(stdout, "  default (%s): http://%s/mcp\n", cfg.Default, ln.Addr())
 	}
-	for _, d := range dispatchers {
-		if cfg.Destinations[d.Name()].Prestart {
-			d.Prestart()
-		}
+	if err := b.Serve(ctx, ln); err != nil {
+		return 1
 	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-
-	code := 0
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case err := <-serveErr:
-		log.Error("server stopped", "error", err)
-		code = 1
-	}
-	shutdown(s, log, srv, h, dispatchers)
-	return code
+	return 0
 }
 
-// buildDestinations makes each destination's dispatcher: one shared, or a
-// factory of one per session (isolation: session). dispatchers are the
-// shared ones, which shutdown closes.
 // runChildren is how children are run: their environment, their reaper and
 // the records of their process groups.
 type runChildren struct {
 	environ []string
 	reaper  []string
 	records *supervisor.Records
-}
-
-func buildDestinations(cfg *config.Config, s *settings, run runChildren, log hclog.Logger) (dests []session.Destination, dispatchers []*dispatch.Dispatcher) {
-	policy := supervisor.RestartPolicy{MaxRestarts: s.restartMax, Initial: s.restartDelay, StableAfter: s.restartStable, MaxDelay: s.restartMaxDelay}
-	for _, name := range cfg.Names {
-		d := cfg.Destinations[name]
-		roots := rootsResult(d)
-		newDispatcher := func() *dispatch.Dispatcher {
-			return dispatch.New(dispatch.Options{
-				Name: name,
-				Launch: supervisor.ProcessLauncher(d, supervisor.ProcessOptions{
-					MaxMessage:   int(s.maxMessage),
-					StopGrace:    s.stopGrace,
-					WriteTimeout: s.requestTimeout,
-					Logger:       log.Named("supervisor"),
-					Environ:      run.environ,
-					Reaper:       run.reaper,
-					Records:      run.records,
-				}),
-				NewBackOff:    policy.NewBackOff,
-				ToolAllowed:   toolFilter(d),
-				BridgeVersion: version,
-				StableAfter:   policy.StableAfter,
-				StartTimeout:  d.StartTimeout,
-				Linger:        s.linger,
-				Roots:         roots,
-				StopTimeout:   3*s.stopGrace + time.Second,
-				Logger:        log.Named("dispatch"),
-			})
-		}
-		if d.Isolation == config.IsolationSession {
-			dests = append(dests, session.Destination{Name: name, PerSession: newDispatcher})
-			continue
-		}
-		shared := newDispatcher()
-		dests = append(dests, session.Destination{Name: name, Shared: shared})
-		dispatchers = append(dispatchers, shared)
-	}
-	return dests, dispatchers
-}
-
-// rootsResult is the roots/list result the bridge answers a destination's
-// child with, from its 'roots:'; nil when it has none (the child's request
-// then goes to a client).
-func rootsResult(d *config.Destination) json.RawMessage {
-	if d.Roots == nil {
-		return nil
-	}
-	type root struct {
-		URI  string `json:"uri"`
-		Name string `json:"name,omitempty"`
-	}
-	out := struct {
-		Roots []root `json:"roots"`
-	}{Roots: []root{}}
-	for _, r := range d.Roots {
-		out.Roots = append(out.Roots, root{URI: r.URI, Name: r.Name})
-	}
-	b, _ := json.Marshal(out)
-	return b
-}
-
-// shutdown stops accepting, ends the streams, then stops every child.
-func shutdown(s *settings, log hclog.Logger, srv *http.Server, h *session.Handler, dispatchers []*dispatch.Dispatcher) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout)
-	defer cancel()
-	h.Shutdown(ctx)
-	if err := srv.Shutdown(ctx); err != nil {
-		log.Warn("HTTP server did not drain in time; closing connections", "error", err)
-		srv.Close()
-	}
-	var wg sync.WaitGroup
-	for _, d := range dispatchers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := d.Close(ctx); err != nil {
-				log.Error("child did not stop in time", "destination", d.Name(), "error", err)
-			}
-		}()
-	}
-	wg.Wait()
-	log.Info("stopped")
-}
-
-// toolFilter is the destination's tools filter, or nil when it has none (so
-// the dispatcher skips filtering altogether).
-func toolFilter(d *config.Destination) func(string) bool {
-	if d.Tools.Empty() {
-		return nil
-	}
-	return d.Tools.Allows
 }
 
 // environLookup is getenv over environ; the first entry of a name wins, as

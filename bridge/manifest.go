@@ -1,4 +1,4 @@
-package session
+package bridge
 
 import (
 	"encoding/json"
@@ -16,16 +16,16 @@ type manifestServer struct {
 
 // serveManifest answers /.well-known/mcp/manifest.json: every destination
 // with its absolute URL, and the tools clients will see.
-func (h *Handler) serveManifest(w http.ResponseWriter, r *http.Request) {
+func (b *Bridge) serveManifest(w http.ResponseWriter, r *http.Request) {
 	if !onlyGet(w, r) {
 		return
 	}
-	base := h.baseURL(r)
+	base := b.baseURL(r)
 	servers := []manifestServer{}
 	tools := []json.RawMessage{}
-	for _, n := range h.names {
-		ts, known := h.endpoints[n].catalogue()
-		servers = append(servers, manifestServer{Name: n, Transport: "streamable-http", URL: base + "/" + n + "/mcp", Version: h.opts.Version, ToolsKnown: known})
+	for _, n := range b.names {
+		ts, known := b.endpoints[n].Catalogue()
+		servers = append(servers, manifestServer{Name: n, Transport: "streamable-http", URL: base + "/" + n + "/mcp", Version: b.opts.Version, ToolsKnown: known})
 		tools = append(tools, ts...)
 	}
 	writeJSON(w, r, http.StatusOK, map[string]any{"servers": servers, "tools": tools})
@@ -33,13 +33,13 @@ func (h *Handler) serveManifest(w http.ResponseWriter, r *http.Request) {
 
 // serveToolsList answers /tools/list: every destination's tools, each
 // naming its destination.
-func (h *Handler) serveToolsList(w http.ResponseWriter, r *http.Request) {
+func (b *Bridge) serveToolsList(w http.ResponseWriter, r *http.Request) {
 	if !onlyGet(w, r) {
 		return
 	}
 	tools := []map[string]json.RawMessage{}
-	for _, n := range h.names {
-		ts, _ := h.endpoints[n].catalogue()
+	for _, n := range b.names {
+		ts, _ := b.endpoints[n].Catalogue()
 		dest, _ := json.Marshal(n)
 		for _, t := range ts {
 			var obj map[string]json.RawMessage

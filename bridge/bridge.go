@@ -1,0 +1,383 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
+)
+
+// ReservedNames are the path segments the bridge's own routes take: no
+// destination may be named so (in any letter case). config.Load takes them.
+var ReservedNames = []string{"mcp", "sse", "message", "healthz", "metrics", "version", "tools", "stream", ".well-known"}
+
+// Options are every knob of the bridge. The zero value of a field means its
+// default (Defaults); cmd/stelae-bridge shows the same defaults in -help.
+type Options struct {
+	// Sessions and requests (per destination).
+	MaxSessions          int
+	RequestTimeout       time.Duration
+	SessionTTL           time.Duration
+	KeepAlive            time.Duration
+	ResponseMode         string
+	EventLogSize         int
+	MaxStreamsPerSession int
+	StreamQueue          int
+	WriteTimeout         time.Duration
+	AuditBodies          bool
+	// Shared by every destination.
+	MaxStreams      int
+	MaxBodyBytes    int64
+	MaxBodyMemory   int64
+	BodyTimeout     time.Duration
+	BodyIdleTimeout time.Duration
+	// Children.
+	MaxMessage      int
+	StopGrace       time.Duration
+	Linger          time.Duration
+	Restart         supervisor.RestartPolicy
+	RestartPatience time.Duration
+	UnclaimedLinger time.Duration
+	// Environ is the environment children start from (the bridge's own,
+	// without its settings); nil: supervisor's default.
+	Environ []string
+	// Reaper starts each child under a reaper (supervisor.ReaperCommand);
+	// Records keeps their process groups. Either may be nil.
+	Reaper  []string
+	Records *supervisor.Records
+	// The operator's surface.
+	CheckHost         bool
+	AllowedHosts      []string
+	AllowedOrigins    []string
+	AuthTokens        []string
+	PublicURL         string
+	TrustProxyHeaders bool
+	ShutdownTimeout   time.Duration
+	// Version is the bridge's version (/version, discovery, the handshake's
+	// clientInfo).
+	Version string
+	// Logger is the bridge's logger; each part names its own.
+	Logger hclog.Logger
+}
+
+// Defaults are the options a bridge runs with when none are given.
+func Defaults() Options {
+	return Options{
+		MaxSessions:          10,
+		RequestTimeout:       30 * time.Second,
+		SessionTTL:           30 * time.Minute,
+		KeepAlive:            15 * time.Second,
+		ResponseMode:         session.ModeAuto,
+		EventLogSize:         512,
+		MaxStreamsPerSession: 8,
+		StreamQueue:          256,
+		WriteTimeout:         30 * time.Second,
+		MaxStreams:           10000,
+		MaxBodyBytes:         10 << 20,
+		MaxBodyMemory:        64 << 20,
+		BodyTimeout:          30 * time.Second,
+		BodyIdleTimeout:      10 * time.Second,
+		MaxMessage:           10 << 20,
+		StopGrace:            2 * time.Second,
+		Restart:              supervisor.DefaultRestartPolicy,
+		RestartPatience:      3 * time.Second,
+		UnclaimedLinger:      time.Minute,
+		ShutdownTimeout:      10 * time.Second,
+		Version:              "unknown",
+	}
+}
+
+// setDefaults fills every zero field from Defaults.
+func (o *Options) setDefaults() {
+	d := Defaults()
+	setInt := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setDur := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setInt(&o.MaxSessions, d.MaxSessions)
+	setDur(&o.RequestTimeout, d.RequestTimeout)
+	setDur(&o.SessionTTL, d.SessionTTL)
+	setDur(&o.KeepAlive, d.KeepAlive)
+	if o.ResponseMode == "" {
+		o.ResponseMode = d.ResponseMode
+	}
+	setInt(&o.EventLogSize, d.EventLogSize)
+	setInt(&o.MaxStreamsPerSession, d.MaxStreamsPerSession)
+	setInt(&o.StreamQueue, d.StreamQueue)
+	setDur(&o.WriteTimeout, d.WriteTimeout)
+	setInt(&o.MaxStreams, d.MaxStreams)
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if o.MaxBodyMemory <= 0 {
+		o.MaxBodyMemory = d.MaxBodyMemory
+	}
+	setDur(&o.BodyTimeout, d.BodyTimeout)
+	setDur(&o.BodyIdleTimeout, d.BodyIdleTimeout)
+	setInt(&o.MaxMessage, d.MaxMessage)
+	setDur(&o.StopGrace, d.StopGrace)
+	if o.Restart == (supervisor.RestartPolicy{}) {
+		o.Restart = d.Restart
+	}
+	setDur(&o.RestartPatience, d.RestartPatience)
+	setDur(&o.UnclaimedLinger, d.UnclaimedLinger)
+	setDur(&o.ShutdownTimeout, d.ShutdownTimeout)
+	if o.Version == "" {
+		o.Version = d.Version
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+}
+
+// stopTimeout bounds stopping one child: its stop escalation (stdin closed,
+// SIGTERM, SIGKILL, each StopGrace apart) and a second to be reaped.
+func (o *Options) stopTimeout() time.Duration { return 3*o.StopGrace + time.Second }
+
+// Bridge serves every destination of a configuration: one supervisor,
+// dispatcher and endpoint each (or, with 'isolation: session', a dispatcher
+// per session), the operator's routes, and the layers in front of them.
+type Bridge struct {
+	cfg       *config.Config
+	opts      Options
+	log       hclog.Logger
+	endpoints map[string]*session.Endpoint
+	names     []string
+	// dispatchers are the shared ones; Shutdown closes them.
+	dispatchers map[string]*dispatch.Dispatcher
+	limits      *session.Limits
+	reg         *prometheus.Registry
+	legacyHits  *prometheus.CounterVec
+	// metricsHandler serves reg at /metrics.
+	metricsHandler http.Handler
+	handler        http.Handler
+	// closing is set first thing in Shutdown: every request but /healthz is
+	// answered 503 with Retry-After from then on, never 404.
+	closing      atomic.Bool
+	shutdownOnce sync.Once
+	// streams ends /stream's keepalive streams on Shutdown.
+	streams chan struct{}
+}
+
+// New builds a bridge for cfg. Nothing starts but the destinations marked
+// prestart.
+func New(cfg *config.Config, opts Options) (*Bridge, error) {
+	if cfg == nil || len(cfg.Names) == 0 {
+		return nil, errors.New("the configuration declares no destination")
+	}
+	opts.setDefaults()
+	b := &Bridge{cfg: cfg, opts: opts, log: opts.Logger, endpoints: map[string]*session.Endpoint{}, dispatchers: map[string]*dispatch.Dispatcher{},
+		limits: session.NewLimits(opts.MaxBodyMemory, opts.MaxBodyBytes, opts.MaxStreams), reg: prometheus.NewRegistry(), streams: make(chan struct{})}
+	metrics := session.NewMetricSet(b.reg)
+	sopts := session.Options{
+		MaxSessions: opts.MaxSessions, RequestTimeout: opts.RequestTimeout, MaxBodyBytes: opts.MaxBodyBytes,
+		BodyTimeout: opts.BodyTimeout, BodyIdleTimeout: opts.BodyIdleTimeout, SessionTTL: opts.SessionTTL,
+		KeepAlive: opts.KeepAlive, StreamQueue: opts.StreamQueue, WriteTimeout: opts.WriteTimeout, MaxStreamsPerSession: opts.MaxStreamsPerSession, AuditBodies: opts.AuditBodies,
+		ResponseMode: opts.ResponseMode, EventLogSize: opts.EventLogSize, StopTimeout: opts.stopTimeout(),
+		Logger: opts.Logger.Named("http"),
+	}
+	for _, name := range cfg.Names {
+		d := cfg.Destinations[name]
+		newDispatcher := b.dispatcherFactory(d)
+		var ep *session.Endpoint
+		if d.Isolation == config.IsolationSession {
+			ep = session.NewEndpoint(name, nil, newDispatcher, b.limits, metrics.For(name), sopts)
+		} else {
+			shared := newDispatcher()
+			b.dispatchers[name] = shared
+			ep = session.NewEndpoint(name, shared, nil, b.limits, metrics.For(name), sopts)
+		}
+		b.endpoints[name] = ep
+		b.names = append(b.names, name)
+	}
+	sort.Strings(b.names)
+	b.registerMetrics()
+	b.handler = b.layers(http.HandlerFunc(b.route))
+	for name, d := range b.dispatchers {
+		if cfg.Destinations[name].Prestart {
+			d.Prestart()
+		}
+	}
+	return b, nil
+}
+
+// dispatcherFactory makes the dispatchers of destination d.
+func (b *Bridge) dispatcherFactory(d *config.Destination) func() *dispatch.Dispatcher {
+	o := b.opts
+	launch := supervisor.ProcessLauncher(d, supervisor.ProcessOptions{
+		MaxMessage:   o.MaxMessage,
+		StopGrace:    o.StopGrace,
+		WriteTimeout: o.RequestTimeout,
+		Logger:       o.Logger.Named("supervisor"),
+		Environ:      o.Environ,
+		Reaper:       o.Reaper,
+		Records:      o.Records,
+	})
+	roots := rootsResult(d)
+	var allowed func(string) bool
+	if !d.Tools.Empty() {
+		allowed = d.Tools.Allows
+	}
+	return func() *dispatch.Dispatcher {
+		return dispatch.New(dispatch.Options{
+			Name:            d.Name,
+			Launch:          launch,
+			NewBackOff:      o.Restart.NewBackOff,
+			StableAfter:     o.Restart.StableAfter,
+			StartTimeout:    d.StartTimeout,
+			Linger:          o.Linger,
+			UnclaimedLinger: o.UnclaimedLinger,
+			RestartPatience: o.RestartPatience,
+			Roots:           roots,
+			StopTimeout:     o.stopTimeout(),
+			ToolAllowed:     allowed,
+			BridgeVersion:   o.Version,
+			Logger:          o.Logger.Named("dispatch"),
+		})
+	}
+}
+
+// rootsResult is the roots/list result the bridge answers a destination's
+// child with, from its 'roots:'; nil when it has none (the child's request
+// then goes to a client).
+func rootsResult(d *config.Destination) json.RawMessage {
+	if d.Roots == nil {
+		return nil
+	}
+	type root struct {
+		URI  string `json:"uri"`
+		Name string `json:"name,omitempty"`
+	}
+	out := struct {
+		Roots []root `json:"roots"`
+	}{Roots: []root{}}
+	for _, r := range d.Roots {
+		out.Roots = append(out.Roots, root{URI: r.URI, Name: r.Name})
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// ServeHTTP serves the bridge's whole HTTP surface.
+func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.handler.ServeHTTP(w, r) }
+
+// Serve serves on ln until ctx ends, then shuts down in order: it stops
+// accepting, ends every session and stream, waits for the requests in
+// flight, then stops every child — all within Options.ShutdownTimeout.
+func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           b,
+		ReadHeaderTimeout: 10 * time.Second,
+		// Headers are small in MCP; a JWT or two fits many times over.
+		MaxHeaderBytes: 64 << 10,
+		IdleTimeout:    2 * time.Minute,
+		// No WriteTimeout: it would cut SSE streams; writes carry their own
+		// deadlines.
+		ErrorLog: b.log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+		b.log.Info("shutting down")
+	case err = <-serveErr:
+		b.log.Error("server stopped", "error", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), b.opts.ShutdownTimeout)
+	defer cancel()
+	b.drain(sctx)
+	if serr := srv.Shutdown(sctx); serr != nil {
+		b.log.Warn("HTTP server did not drain in time; closing connections", "error", serr)
+		srv.Close()
+	}
+	if cerr := b.closeChildren(sctx); cerr != nil && err == nil {
+		err = cerr
+	}
+	b.log.Info("stopped")
+	return err
+}
+
+// Shutdown ends every session and stream and stops every child; requests
+// get 503 from its start. It returns when all is done or ctx ends, with an
+// error naming the children that did not stop in time. (Serve does the
+// same around its server's own shutdown.)
+func (b *Bridge) Shutdown(ctx context.Context) error {
+	b.drain(ctx)
+	return b.closeChildren(ctx)
+}
+
+// drain refuses new requests (503) and ends every session and stream.
+func (b *Bridge) drain(ctx context.Context) {
+	b.closing.Store(true)
+	b.shutdownOnce.Do(func() { close(b.streams) })
+	var wg sync.WaitGroup
+	for _, ep := range b.endpoints {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ep.Shutdown(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+// closeChildren stops every shared child; the error names those that did
+// not stop before ctx ended.
+func (b *Bridge) closeChildren(ctx context.Context) error {
+	var (
+		wg sync.WaitGroup
+		// mu guards errs.
+		mu   sync.Mutex
+		errs []error
+	)
+	for name, d := range b.dispatchers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := d.Close(ctx); err != nil {
+				b.log.Error("child did not stop in time", "destination", name, "error", err)
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("destination %s: %w", name, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Names are the destinations, sorted.
+func (b *Bridge) Names() []string { return append([]string(nil), b.names...) }
+
+// Dispatcher is destination name's shared dispatcher; nil for an isolated
+// or unknown one.
+func (b *Bridge) Dispatcher(name string) *dispatch.Dispatcher { return b.dispatchers[name] }
+
+// SessionCount is the number of live sessions of a destination.
+func (b *Bridge) SessionCount(name string) int {
+	if ep := b.endpoints[name]; ep != nil {
+		return ep.SessionCount()
+	}
+	return 0
+}

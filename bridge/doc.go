@@ -1,0 +1,28 @@
+// Package bridge is the bridge as a whole: New builds, for every destination
+// of a configuration, one supervisor and dispatcher (package dispatch, which
+// owns its supervisor) and one MCP endpoint (package session), and serves
+// them behind the operator's routes and middleware.
+//
+// It owns:
+//   - the router: /{destination}/mcp, /mcp and POST / for the default
+//     destination, the legacy HTTP+SSE routes (410 Gone), and the
+//     operator's routes (/, /healthz, /version, /metrics, /tools/list,
+//     /stream, /.well-known/mcp/manifest.json, the OAuth well-knowns). It
+//     never redirects;
+//   - the middleware, as func(http.Handler) http.Handler layers, outermost
+//     first: the DNS-rebinding guard (Origin and Host), CORS, the shutdown
+//     gate (503 with Retry-After), bearer-token authentication, which puts
+//     the request's session.Principal in its context;
+//   - the bridge-wide metrics registry;
+//   - ordered shutdown: stop accepting, end every session and stream, wait
+//     for requests in flight, stop every child, within one deadline.
+//
+// It never reads or writes a JSON-RPC message itself: a request for an MCP
+// endpoint passes through the layers and the router to session.Endpoint
+// untouched.
+//
+// Data path: net/http → guard → cors → closing gate → auth → route →
+// session.Endpoint → dispatch.Dispatcher → the child's stdin; and back from
+// the child's stdout through dispatch to the waiting POST or the sessions'
+// streams.
+package bridge

@@ -1,0 +1,62 @@
+package bridge
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
+)
+
+// registerMetrics registers the bridge-wide series with b.reg: legacy route
+// hits, the body budget, what the endpoints know at scrape time, and the Go
+// runtime's and the process's own. (The endpoints' series are registered by
+// session.NewMetricSet.)
+func (b *Bridge) registerMetrics() {
+	b.legacyHits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_legacy_route_hits_total",
+		Help: "Requests to the removed HTTP+SSE routes (/sse, /message), answered 410."}, []string{"destination"})
+	for _, n := range b.names {
+		b.legacyHits.WithLabelValues(n) // 0 from the start
+	}
+	b.reg.MustRegister(b.legacyHits,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stelae_request_body_bytes",
+			Help: "Buffer memory held by POST bodies being read or served, against -max-body-memory."}, func() float64 { return float64(b.limits.BodyBytes()) }),
+		stateCollector{b: b}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	b.metricsHandler = promhttp.HandlerFor(b.reg, promhttp.HandlerOpts{})
+}
+
+// stateCollector reports what the endpoints know at scrape time: sessions,
+// child state and restarts.
+type stateCollector struct{ b *Bridge }
+
+var (
+	descSessions = prometheus.NewDesc("stelae_sessions", "Live sessions.", []string{"destination"}, nil)
+	descState    = prometheus.NewDesc("stelae_child_state", "1 for the child's current state.", []string{"destination", "state"}, nil)
+	descRestarts = prometheus.NewDesc("stelae_child_restarts_total", "Restarts of the child after it crashed.", []string{"destination"}, nil)
+)
+
+// childStates are the states stelae_child_state reports (stopping is brief
+// and only at shutdown).
+var childStates = []string{supervisor.StateIdle, supervisor.StateStarting, supervisor.StateRunning, supervisor.StateRestarting, supervisor.StateFailed}
+
+func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descSessions
+	ch <- descState
+	ch <- descRestarts
+}
+
+func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, name := range c.b.names {
+		ep := c.b.endpoints[name]
+		st := ep.Status()
+		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(ep.SessionCount()), name)
+		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.RestartsTotal), name)
+		for _, s := range childStates {
+			v := 0.0
+			if s == st.State {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, v, name, s)
+		}
+	}
+}

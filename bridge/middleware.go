@@ -1,0 +1,176 @@
+package bridge
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/stelae-bridge/stelae-bridge/session"
+)
+
+// layers puts the bridge's middleware in front of h, outermost first:
+// DNS-rebinding guard, CORS, the shutdown gate, authentication.
+func (b *Bridge) layers(h http.Handler) http.Handler {
+	for _, layer := range []func(http.Handler) http.Handler{b.auth, b.closingGate, b.cors, b.guard} {
+		h = layer(h)
+	}
+	return h
+}
+
+// guard protects against DNS rebinding: a present Origin must be allowed,
+// and while the bridge listens on loopback (CheckHost) the Host must be a
+// loopback name or an allowed host. It answers 403 otherwise.
+func (b *Bridge) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !b.originAllowed(origin) {
+			session.WriteError(w, http.StatusForbidden, codeServer, fmt.Sprintf("Origin %q is not allowed (DNS-rebinding protection); to serve browser clients from it, start the bridge with -allowed-origins %s", origin, origin))
+			return
+		}
+		if b.opts.CheckHost && !b.hostAllowed(r.Host) {
+			session.WriteError(w, http.StatusForbidden, codeServer, fmt.Sprintf("Host %q is not allowed (DNS-rebinding protection); when the bridge is reached through a tunnel or proxy, start it with -allowed-hosts %s", r.Host, hostOnly(r.Host)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (b *Bridge) hostAllowed(hostport string) bool {
+	host := hostOnly(hostport)
+	if isLoopbackHost(host) {
+		return true
+	}
+	for _, a := range b.opts.AllowedHosts {
+		if a == "*" || strings.EqualFold(a, host) || strings.EqualFold(a, hostport) {
+			return true
+		}
+	}
+	return false
+}
+
+// originAllowed accepts loopback origins (pages on this machine) and the
+// configured ones; "*" accepts all.
+func (b *Bridge) originAllowed(origin string) bool {
+	for _, a := range b.opts.AllowedOrigins {
+		if a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
+			return true
+		}
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && isLoopbackHost(hostOnly(u.Host))
+}
+
+// isLoopbackHost reports whether host (no port) names this machine's
+// loopback interface.
+func isLoopbackHost(host string) bool {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// hostOnly strips the port from a Host header value.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
+}
+
+// corsMethods and corsHeaders are what browser clients may use.
+const (
+	corsMethods = "GET, POST, DELETE, OPTIONS"
+	corsHeaders = "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
+)
+
+// cors adds the CORS response headers for an allowed Origin when CORS is on
+// (origins configured), and answers preflights itself. (The guard has
+// already refused origins that are not allowed.)
+func (b *Bridge) cors(next http.Handler) http.Handler {
+	if len(b.opts.AllowedOrigins) == 0 {
+		return next
+	}
+	anyOrigin := false
+	for _, o := range b.opts.AllowedOrigins {
+		anyOrigin = anyOrigin || o == "*"
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		hdr := w.Header()
+		if anyOrigin {
+			hdr.Set("Access-Control-Allow-Origin", "*")
+		} else {
+			hdr.Set("Access-Control-Allow-Origin", origin)
+			hdr.Add("Vary", "Origin")
+		}
+		hdr.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version")
+		if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		hdr.Set("Access-Control-Allow-Methods", corsMethods)
+		hdr.Set("Access-Control-Allow-Headers", corsHeaders)
+		hdr.Set("Access-Control-Max-Age", "600")
+		hdr.Set("Allow", session.AllowMethods)
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// closingGate answers 503 with Retry-After to every request but /healthz
+// once shutdown has begun: a 404 would send spec clients to initialize
+// again into a bridge that is going away.
+func (b *Bridge) closingGate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if b.closing.Load() && r.URL.Path != "/healthz" {
+			w.Header().Set("Retry-After", "5")
+			session.WriteError(w, http.StatusServiceUnavailable, codeServer, "the bridge is shutting down; retry when it is back")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// auth requires one of the configured bearer tokens on every route but
+// /healthz and the OAuth discovery documents (which say the bridge does not
+// use OAuth), and puts the token's principal in the request's context.
+func (b *Bridge) auth(next http.Handler) http.Handler {
+	if len(b.opts.AuthTokens) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if path := strings.TrimSuffix(r.URL.Path, "/"); path == "/healthz" || isOAuthWellKnown(path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p, ok := b.authenticate(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="stelae-bridge"`)
+			session.WriteError(w, http.StatusUnauthorized, codeServer, "missing or wrong bearer token: send Authorization: Bearer <token> with a token the bridge's operator configured")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(session.WithPrincipal(r.Context(), p)))
+	})
+}
+
+// authenticate checks the bearer token in constant time against every
+// configured one; the principal is the token's SHA-256.
+func (b *Bridge) authenticate(r *http.Request) (session.Principal, bool) {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return session.Principal{}, false
+	}
+	ok := 0
+	for _, t := range b.opts.AuthTokens {
+		ok |= subtle.ConstantTimeCompare([]byte(t), []byte(token))
+	}
+	return sha256.Sum256([]byte(token)), ok == 1
+}

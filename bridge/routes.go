@@ -1,0 +1,286 @@
+package bridge
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
+)
+
+// codeServer is the JSON-RPC code of the bridge's own transport errors.
+const codeServer = jsonrpc.CodeServerError
+
+// route is the bridge's router. It is hand-written, not a ServeMux: no path
+// ever redirects (a redirected POST loses its body in many clients), and
+// anything that is not a known route answers 404 naming the ones that are.
+func (b *Bridge) route(w http.ResponseWriter, r *http.Request) {
+	switch path := strings.TrimSuffix(r.URL.Path, "/"); path {
+	case "":
+		b.serveRoot(w, r)
+	case "/healthz":
+		b.serveHealth(w, r)
+	case "/mcp":
+		if ep := b.defaultEndpoint(w); ep != nil {
+			ep.ServeHTTP(w, r)
+		}
+	case "/version":
+		b.serveVersion(w, r)
+	case "/metrics":
+		if onlyGet(w, r) {
+			b.metricsHandler.ServeHTTP(w, r)
+		}
+	case "/tools/list":
+		b.serveToolsList(w, r)
+	case "/stream":
+		b.serveKeepaliveStream(w, r)
+	case "/.well-known/mcp/manifest.json":
+		b.serveManifest(w, r)
+	default:
+		if isOAuthWellKnown(path) {
+			session.WriteError(w, http.StatusNotFound, codeServer, "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)")
+			return
+		}
+		b.serveDestination(w, r)
+	}
+}
+
+// isOAuthWellKnown reports whether path is one of the discovery documents an
+// OAuth client looks for.
+func isOAuthWellKnown(path string) bool {
+	for _, p := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// serveDestination routes /{destination}/mcp, /{destination}/sse and
+// /{destination}/message.
+func (b *Bridge) serveDestination(w http.ResponseWriter, r *http.Request) {
+	dest, route, ok := strings.Cut(strings.Trim(r.URL.Path, "/"), "/")
+	if !ok || strings.Contains(route, "/") {
+		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; MCP endpoints are at /{destination}/mcp (destinations: %s)", r.URL.Path, b.list()))
+		return
+	}
+	ep := b.endpoints[dest]
+	if ep == nil {
+		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no destination named %q; configured destinations: %s", dest, b.list()))
+		return
+	}
+	switch route {
+	case "mcp":
+		ep.ServeHTTP(w, r)
+	case "sse", "message":
+		b.legacyHits.WithLabelValues(dest).Inc()
+		session.WriteError(w, http.StatusGone, codeServer, fmt.Sprintf("the HTTP+SSE transport (/%s/sse, /%s/message) is gone; this bridge speaks MCP Streamable HTTP at /%s/mcp: configure your client with type \"http\" and that URL", dest, dest, dest))
+	default:
+		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; the MCP endpoint of %q is /%s/mcp", r.URL.Path, dest, dest))
+	}
+}
+
+// list names the destinations for error messages.
+func (b *Bridge) list() string {
+	if len(b.names) == 0 {
+		return "none"
+	}
+	return strings.Join(b.names, ", ")
+}
+
+// defaultEndpoint is the endpoint /mcp and / serve; when there is none it
+// writes the 404 and returns nil.
+func (b *Bridge) defaultEndpoint(w http.ResponseWriter) *session.Endpoint {
+	if ep := b.endpoints[b.cfg.Default]; ep != nil {
+		return ep
+	}
+	session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no default destination: set 'default: NAME' in the destinations file, or use /{destination}/mcp (destinations: %s)", b.list()))
+	return nil
+}
+
+// serveRoot: POST and DELETE go to the default destination (some connectors
+// post to the origin's root), so does an MCP GET (a session and Accept:
+// text/event-stream); any other GET describes the bridge.
+func (b *Bridge) serveRoot(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodPost || r.Method == http.MethodDelete || session.OpensStream(r):
+		if ep := b.defaultEndpoint(w); ep != nil {
+			ep.ServeHTTP(w, r)
+		}
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		base := b.baseURL(r)
+		type dest struct {
+			Name string `json:"name"`
+			URL  string `json:"url"`
+		}
+		doc := struct {
+			Name         string   `json:"name"`
+			Version      string   `json:"version"`
+			Default      string   `json:"default,omitempty"`
+			Destinations []dest   `json:"destinations"`
+			Protocols    []string `json:"protocol_versions"`
+		}{Name: "stelae-bridge", Version: b.opts.Version, Default: b.cfg.Default, Protocols: dispatch.Versions(), Destinations: []dest{}}
+		for _, n := range b.names {
+			doc.Destinations = append(doc.Destinations, dest{Name: n, URL: base + "/" + n + "/mcp"})
+		}
+		writeJSON(w, r, http.StatusOK, doc)
+	default:
+		w.Header().Set("Allow", "GET, HEAD, POST, DELETE, OPTIONS")
+		session.WriteError(w, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("method %s is not supported on /", r.Method))
+	}
+}
+
+// baseURL is the scheme and host clients reach the bridge at: -public-url,
+// else the request's Host (and, when trusted, X-Forwarded-Proto/-Host).
+func (b *Bridge) baseURL(r *http.Request) string {
+	if b.opts.PublicURL != "" {
+		return strings.TrimSuffix(b.opts.PublicURL, "/")
+	}
+	scheme, host := "http", r.Host
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if b.opts.TrustProxyHeaders {
+		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+			scheme = p
+		}
+		if fh := r.Header.Get("X-Forwarded-Host"); fh != "" {
+			host = strings.TrimSpace(strings.Split(fh, ",")[0])
+		}
+	}
+	return scheme + "://" + host
+}
+
+func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		session.WriteError(w, http.StatusInternalServerError, codeServer, "could not encode the answer: "+err.Error())
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(append(body, '\n'))
+	}
+}
+
+// onlyGet answers 405 to anything but GET and HEAD and reports whether r
+// may go on.
+func onlyGet(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	session.WriteError(w, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("%s answers GET only", r.URL.Path))
+	return false
+}
+
+// serveVersion reports the bridge's version, Go version and MCP versions.
+func (b *Bridge) serveVersion(w http.ResponseWriter, r *http.Request) {
+	if !onlyGet(w, r) {
+		return
+	}
+	writeJSON(w, r, http.StatusOK, map[string]any{"name": "stelae-bridge", "version": b.opts.Version, "go": runtime.Version(), "protocol_versions": dispatch.Versions()})
+}
+
+// destinationHealth is one destination in /healthz: states and counts for
+// anyone; with ?verbose (and a token when auth is on) the details too,
+// which may name paths and commands.
+type destinationHealth struct {
+	State string `json:"state"`
+	// Restarts counts every restart since the bridge started, like
+	// stelae_child_restarts_total; RecentRestarts those of the current run
+	// of failures (reset after a stable run), which decide when the
+	// destination is marked failed.
+	Restarts       uint64  `json:"restarts"`
+	RecentRestarts int     `json:"recent_restarts"`
+	Sessions       int     `json:"sessions"`
+	Children       int     `json:"children"`
+	UptimeS        float64 `json:"uptime_s"`
+	// Details, with ?verbose only.
+	PID       *int    `json:"pid,omitempty"`
+	Isolation string  `json:"isolation,omitempty"`
+	LastExit  *string `json:"last_exit,omitempty"`
+}
+
+// serveHealth: ok when no destination has failed, degraded when some have,
+// down (503) when every one has. It needs no token; ?verbose does when auth
+// is on.
+func (b *Bridge) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if !onlyGet(w, r) {
+		return
+	}
+	_, verbose := r.URL.Query()["verbose"]
+	if verbose && len(b.opts.AuthTokens) > 0 {
+		if _, ok := b.authenticate(r); !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="stelae-bridge"`)
+			session.WriteError(w, http.StatusUnauthorized, codeServer, "/healthz?verbose shows details (pids, exit errors with paths): send Authorization: Bearer <token>; plain /healthz needs none")
+			return
+		}
+	}
+	dests := map[string]destinationHealth{}
+	failed := 0
+	for _, n := range b.names {
+		ep := b.endpoints[n]
+		st := ep.Status()
+		dh := destinationHealth{State: st.State, Restarts: st.RestartsTotal, RecentRestarts: st.Restarts, Sessions: ep.SessionCount(), Children: st.Children}
+		if verbose {
+			dh.PID, dh.LastExit, dh.Isolation = &st.PID, &st.LastExit, "shared"
+			if ep.Isolated() {
+				dh.Isolation = "session"
+			}
+		}
+		if !st.Started.IsZero() {
+			dh.UptimeS = time.Since(st.Started).Round(time.Millisecond).Seconds()
+		}
+		if st.State == supervisor.StateFailed {
+			failed++
+		}
+		dests[n] = dh
+	}
+	status, code := "ok", http.StatusOK
+	switch {
+	case len(b.names) > 0 && failed == len(b.names):
+		status, code = "down", http.StatusServiceUnavailable
+	case failed > 0:
+		status = "degraded"
+	}
+	writeJSON(w, r, code, map[string]any{"status": status, "destinations": dests})
+}
+
+// serveKeepaliveStream is an SSE stream of keepalive comments only: it shows
+// whether a tunnel or proxy buffers streams.
+func (b *Bridge) serveKeepaliveStream(w http.ResponseWriter, r *http.Request) {
+	if !onlyGet(w, r) {
+		return
+	}
+	session.SetSSEHeaders(w.Header())
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	rc := http.NewResponseController(w)
+	t := time.NewTicker(b.opts.KeepAlive)
+	defer t.Stop()
+	for {
+		_ = rc.SetWriteDeadline(time.Now().Add(b.opts.WriteTimeout))
+		if _, err := w.Write([]byte(": keepalive\n\n")); err != nil || rc.Flush() != nil {
+			return
+		}
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		case <-b.streams:
+			return
+		}
+	}
+}

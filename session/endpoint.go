@@ -1,0 +1,314 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+)
+
+// Options configure an endpoint. The zero value of a field takes its
+// default (the bridge fills them all from its own options).
+type Options struct {
+	// MaxSessions is the session cap per destination.
+	MaxSessions int
+	// RequestTimeout bounds one POSTed request (504 after it).
+	RequestTimeout time.Duration
+	// MaxBodyBytes caps a POST body (413 above it).
+	MaxBodyBytes int64
+	// BodyTimeout bounds reading one POST body; BodyIdleTimeout bounds a
+	// pause in it (408 after either).
+	BodyTimeout     time.Duration
+	BodyIdleTimeout time.Duration
+	// SessionTTL expires sessions idle this long.
+	SessionTTL time.Duration
+	// KeepAlive is the interval of SSE keepalive comments.
+	KeepAlive time.Duration
+	// StreamQueue is how many events an SSE stream may fall behind before it
+	// is closed (its client reconnects and resumes from the event log).
+	StreamQueue int
+	// MaxStreamsPerSession caps the open GET streams of one session (429
+	// past it); Limits caps those of the whole bridge.
+	MaxStreamsPerSession int
+	// WriteTimeout bounds one write to a client.
+	WriteTimeout time.Duration
+	// AuditBodies logs request and response bodies, secrets redacted.
+	AuditBodies bool
+	// ResponseMode is ModeAuto (default), ModeJSON or ModeSSE.
+	ResponseMode string
+	// EventLogSize bounds the events kept per session for resumption.
+	EventLogSize int
+	// StopTimeout bounds stopping one session's own child (isolation:
+	// session).
+	StopTimeout time.Duration
+	// Logger is the HTTP layer's logger.
+	Logger hclog.Logger
+}
+
+func (o *Options) setDefaults() {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 10
+	}
+	def(&o.RequestTimeout, 30*time.Second)
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 10 << 20
+	}
+	def(&o.BodyTimeout, 30*time.Second)
+	def(&o.BodyIdleTimeout, 10*time.Second)
+	def(&o.SessionTTL, 30*time.Minute)
+	def(&o.StopTimeout, 10*time.Second)
+	def(&o.KeepAlive, 15*time.Second)
+	def(&o.WriteTimeout, 30*time.Second)
+	if o.StreamQueue <= 0 {
+		o.StreamQueue = 256
+	}
+	if o.MaxStreamsPerSession <= 0 {
+		o.MaxStreamsPerSession = 8
+	}
+	if o.EventLogSize <= 0 {
+		o.EventLogSize = 512
+	}
+	if o.ResponseMode == "" {
+		o.ResponseMode = ModeAuto
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+}
+
+// Limits are what every endpoint of a bridge shares: the memory request
+// bodies may hold and the number of open GET streams.
+type Limits struct {
+	bodies  budget
+	streams budget
+	// MaxStreams is the streams' cap, for messages.
+	MaxStreams int
+}
+
+// NewLimits makes the shared limits: maxBodyMemory bytes of body buffers
+// (at least one body of maxBody), maxStreams open GET streams.
+func NewLimits(maxBodyMemory, maxBody int64, maxStreams int) *Limits {
+	l := &Limits{MaxStreams: maxStreams}
+	l.bodies.max = max(maxBodyMemory, maxBody+1)
+	l.streams.max = int64(maxStreams)
+	return l
+}
+
+// BodyBytes is the body buffer memory in use.
+func (l *Limits) BodyBytes() int64 { return l.bodies.used.Load() }
+
+// Endpoint is one destination's MCP Streamable HTTP endpoint: it serves
+// POST, GET, DELETE, HEAD and OPTIONS at /{destination}/mcp, and owns the
+// destination's sessions (cap, eviction, expiry), their streams and event
+// logs.
+type Endpoint struct {
+	name string
+	// shared serves every session; nil when perSession makes one per
+	// session (isolation), tracked in kids.
+	shared     *dispatch.Dispatcher
+	perSession func() *dispatch.Dispatcher
+	kids       children
+	reg        *registry
+	limits     *Limits
+	opts       *Options
+	log        hclog.Logger
+	m          *Metrics
+	// shutdown is closed when the endpoint stops: open streams end.
+	shutdown     chan struct{}
+	shutdownOnce sync.Once
+	janitorDone  chan struct{}
+	// pumps counts the GET streams' goroutines; Shutdown waits for them.
+	pumps sync.WaitGroup
+}
+
+// NewEndpoint serves destination name: with shared, one child for every
+// session; with perSession instead, one per session ('isolation:
+// session'). It starts the endpoint's session janitor; Shutdown ends it.
+func NewEndpoint(name string, shared *dispatch.Dispatcher, perSession func() *dispatch.Dispatcher, limits *Limits, m *Metrics, opts Options) *Endpoint {
+	opts.setDefaults()
+	ep := &Endpoint{name: name, shared: shared, perSession: perSession, reg: newRegistry(opts.MaxSessions), limits: limits, opts: &opts,
+		log: opts.Logger.With("destination", name), m: m, shutdown: make(chan struct{}), janitorDone: make(chan struct{})}
+	if perSession != nil {
+		ep.shared = nil
+		ep.kids.live = map[*dispatch.Dispatcher]struct{}{}
+		ep.kids.stopTimeout = opts.StopTimeout
+	}
+	if m == nil {
+		ep.m = NewMetrics(nil, name)
+	}
+	for _, reason := range []string{"session_cap", "invalid_initialize"} {
+		ep.m.Refused.WithLabelValues(reason) // 0 from the start
+	}
+	go ep.janitor()
+	return ep
+}
+
+// Name is the destination's name.
+func (ep *Endpoint) Name() string { return ep.name }
+
+// Isolated reports whether each session has a child of its own.
+func (ep *Endpoint) Isolated() bool { return ep.perSession != nil }
+
+// janitor expires idle sessions.
+func (ep *Endpoint) janitor() {
+	defer close(ep.janitorDone)
+	every := ep.opts.SessionTTL / 4
+	if every > time.Minute {
+		every = time.Minute
+	}
+	if every < 10*time.Millisecond {
+		every = 10 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ep.shutdown:
+			return
+		case <-t.C:
+			for _, s := range ep.reg.expired(ep.opts.SessionTTL) {
+				ep.log.Info("session expired", "session", s.id, "ttl", ep.opts.SessionTTL)
+				ep.endSession(s, errExpired)
+			}
+		}
+	}
+}
+
+// Why sessions end; calls in flight end with the same error.
+var (
+	errExpired  = fmt.Errorf("%w: the session expired", dispatch.ErrCanceled)
+	errDeleted  = fmt.Errorf("%w: the session was deleted", dispatch.ErrCanceled)
+	errEvicted  = fmt.Errorf("%w: the session was evicted to make room for a new one", dispatch.ErrCanceled)
+	errShutdown = fmt.Errorf("%w: the bridge is shutting down; retry when it is back", dispatch.ErrUnavailable)
+)
+
+// endSession ends a session: it leaves the registry (if still there), its
+// streams close, its calls end with reason, and its own child, when it has
+// one, stops. It can safely be called more than once.
+func (ep *Endpoint) endSession(s *Session, reason error) {
+	ep.reg.remove(s)
+	s.close(reason)
+	s.d.Detach(s, reason)
+	ep.release(s.d)
+}
+
+// Shutdown ends every session and its streams, and waits (until ctx ends)
+// for the streams and the sessions' own children to be gone; a shared
+// dispatcher is closed by its owner.
+func (ep *Endpoint) Shutdown(ctx context.Context) {
+	ep.shutdownOnce.Do(func() { close(ep.shutdown) })
+	for _, s := range ep.reg.all() {
+		ep.endSession(s, errShutdown)
+	}
+	select {
+	case <-ep.janitorDone:
+	case <-ctx.Done():
+	}
+	ep.waitReleased(ctx)
+	waitGroup(ctx, &ep.pumps)
+}
+
+// waitGroup waits for wg or ctx, whichever comes first.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// SessionCount is the number of live sessions.
+func (ep *Endpoint) SessionCount() int { return ep.reg.count() }
+
+// ServeHTTP serves the destination's MCP endpoint.
+func (ep *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+		ep.servePost(w, r)
+	case http.MethodGet:
+		ep.serveGet(w, r, ep.shutdown)
+	case http.MethodDelete:
+		ep.serveDelete(w, r)
+	case http.MethodHead:
+		setSSEHeaders(w.Header())
+		w.WriteHeader(http.StatusOK)
+	case http.MethodOptions:
+		w.Header().Set("Allow", AllowMethods)
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", AllowMethods)
+		WriteError(w, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("method %s is not supported on an MCP endpoint; use POST, GET or DELETE", r.Method))
+	}
+}
+
+// AllowMethods are the methods an MCP endpoint answers.
+const AllowMethods = "GET, POST, DELETE, HEAD, OPTIONS"
+
+// sessionFrom resolves the Mcp-Session-Id header. When the header is missing,
+// malformed or unknown it writes the error and returns nil and its status.
+func (ep *Endpoint) sessionFrom(w http.ResponseWriter, r *http.Request) (*Session, int) {
+	id := r.Header.Get(headerSessionID)
+	if id == "" {
+		return nil, WriteError(w, http.StatusBadRequest, codeServer, "missing Mcp-Session-Id header: send initialize first and repeat the Mcp-Session-Id it returns on every request")
+	}
+	if !validSessionID(id) {
+		return nil, WriteError(w, http.StatusBadRequest, codeServer, "malformed Mcp-Session-Id header: expected the UUID the bridge returned on initialize")
+	}
+	s := ep.reg.get(id)
+	if s == nil || s.owner != PrincipalFrom(r) {
+		// A session is bound to the token that created it.
+		return nil, WriteError(w, http.StatusNotFound, codeSessionNotFound, errSessionGone)
+	}
+	return s, 0
+}
+
+// errSessionGone is the message of a 404 for an unknown session.
+const errSessionGone = "session not found (it expired, was deleted, was evicted to make room for a new one, or the bridge restarted): send initialize without Mcp-Session-Id to start a new one"
+
+// sessionFor resolves the session of a request and checks its
+// MCP-Protocol-Version; it writes the error itself when either fails.
+func (ep *Endpoint) sessionFor(w http.ResponseWriter, r *http.Request) (*Session, int) {
+	s, status := ep.sessionFrom(w, r)
+	if s == nil {
+		return nil, status
+	}
+	if status := ep.checkVersion(w, r, s); status != 0 {
+		return nil, status
+	}
+	return s, 0
+}
+
+// serveDelete ends a session.
+func (ep *Endpoint) serveDelete(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	status := http.StatusNoContent
+	defer func() {
+		ep.log.Info("DELETE", "destination", ep.name, "status_code", status, "latency_ms", ms(start))
+	}()
+	s, errStatus := ep.sessionFor(w, r)
+	if s == nil {
+		status = errStatus
+		return
+	}
+	w.Header().Set(headerSessionID, s.id)
+	ep.endSession(s, errDeleted)
+	w.WriteHeader(status)
+}
+
+func ms(start time.Time) float64 {
+	return float64(time.Since(start).Microseconds()) / 1000
+}

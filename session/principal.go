@@ -1,0 +1,25 @@
+package session
+
+import (
+	"context"
+	"net/http"
+)
+
+// Principal identifies who a request is from, as the bridge's auth layer
+// established it (the hash of a bearer token); zero when auth is off. A
+// session is bound to the principal that created it: another principal
+// using its id is told it does not exist (404).
+type Principal [32]byte
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom is the principal r carries (zero for none).
+func PrincipalFrom(r *http.Request) Principal {
+	p, _ := r.Context().Value(principalKey{}).(Principal)
+	return p
+}
