@@ -1,6 +1,3 @@
-// Package session is the HTTP surface of each destination's MCP endpoint:
-// header checks, sessions (ids, cap, expiry), SSE streams, heartbeats and the
-// resumable event log.
 package session
 
 import (

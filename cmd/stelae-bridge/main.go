@@ -1,4 +1,3 @@
-// Command stelae-bridge serves stdio MCP servers over MCP Streamable HTTP.
 package main
 
 import (

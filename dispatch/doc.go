@@ -1,0 +1,44 @@
+// Package dispatch is the demultiplexer of one shared child: many sessions'
+// JSON-RPC traffic over one stdio pipe pair (Dispatcher).
+//
+// It owns:
+//   - upstream ids: every request to the child gets a fresh bridge-minted
+//     integer id, registered as pending before it is written; the answer is
+//     routed back by that id and the client's id restored byte for byte;
+//   - calls (Call): the handle a caller waits on — Begin returns it, Next
+//     yields its related messages, the caller's own ticks and its end; the
+//     caller owns the wait;
+//   - routing of what the child writes: responses to their calls, progress
+//     (token rewritten both ways) to the call's caller, cancellations,
+//     resources/updated to subscribers (reference-counted subscriptions),
+//     other notifications to every session, and the child's own requests
+//     to the one session they can be attributed to (route.go, attribute);
+//   - the bridge's initialize handshake with each child start, its cached
+//     result answered to every session's initialize, version negotiation;
+//   - the tool catalogue and the tool filter (a hidden tool never reaches
+//     the child), and the screen that refuses what a lenient decoder could
+//     read differently.
+//
+// It never starts, restarts or stops a process itself — its
+// supervisor.Supervisor does, and hands it a running child through the
+// Ready hook (after the handshake) — and it never speaks HTTP.
+//
+// Data path: session → Begin/Notify/Respond → (screen, filter, id and token
+// rewrite by splicing, never re-encoding the client's params) →
+// supervisor.Child.WriteMessage; the read goroutine (one per child) →
+// jsonrpc.ParseInto → routeResponse / routeNotification /
+// routeChildRequest → Call.reply, Call.related or Session.Deliver.
+//
+// The specification (MCP 2025-11-25) decides:
+//   - "Progress tokens MUST be a string or integer value" and "MUST be
+//     unique across all active requests": each session's tokens could
+//     collide on a shared child, so the bridge sends the upstream id as the
+//     token and restores the client's on the way back.
+//   - "The initialize request MUST NOT be cancelled by clients", and
+//     cancellation notifications "MUST only reference requests that were
+//     previously issued in the same direction": a client's cancellation is
+//     mapped to the upstream id of that session's call, never another's.
+//   - "If the server supports the requested protocol version, it MUST
+//     respond with the same version. Otherwise, the server MUST respond with
+//     another protocol version it supports" (handshake.go, negotiate).
+package dispatch
