@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -220,43 +219,15 @@ func ftDelete(t testing.TB, c *client) {
 	}
 }
 
-// ftLogPIDs returns, in order, the pids of the bridge log lines
-// "<what>: destination=<dest> pid=N" (what: "child started", "child ready",
-// "child exited").
-func ftLogPIDs(logs, what, dest string) []int {
-	re := regexp.MustCompile(regexp.QuoteMeta(what) + `: destination=` + regexp.QuoteMeta(dest) + ` pid=(\d+)`)
-	var out []int
-	for _, m := range re.FindAllStringSubmatch(logs, -1) {
-		n, _ := strconv.Atoi(m[1])
-		out = append(out, n)
-	}
-	return out
-}
-
-// ftReadyPID is the pid of the destination's child that completed its
-// handshake most recently and has not exited since, or 0, per the log.
-func ftReadyPID(b *testBridge, dest string) int {
-	logs := b.logs.String()
-	ready := ftLogPIDs(logs, "child ready", dest)
-	if len(ready) == 0 {
-		return 0
-	}
-	pid := ready[len(ready)-1]
-	for _, e := range ftLogPIDs(logs, "child exited", dest) {
-		if e == pid {
-			return 0
-		}
-	}
-	return pid
-}
-
-// ftRunning waits until the destination runs a child other than notPID.
+// ftRunning waits until the destination runs a child other than notPID,
+// as its Status reports it, and returns its pid.
 func ftRunning(t testing.TB, b *testBridge, dest string, notPID int, within time.Duration) int {
 	t.Helper()
 	var pid int
 	waitFor(t, within, fmt.Sprintf("%s to run a child other than pid %d", dest, notPID), func() bool {
-		pid = ftReadyPID(b, dest)
-		return pid != 0 && pid != notPID
+		st := b.status(dest)
+		pid = st.PID
+		return st.State == supervisor.StateRunning && pid != 0 && pid != notPID
 	})
 	return pid
 }
@@ -296,62 +267,57 @@ func ftInitRetry(t testing.TB, c *client, within time.Duration) {
 	}
 }
 
-// ftLogLine is one timestamped bridge log line.
-type ftLogLine struct {
-	at   time.Time
-	text string
-}
+// ftStarts counts the children that started, from their journal.
+func ftStarts(b *testBridge) int { return len(ftStartedPIDs(b)) }
 
-// ftLogLines returns the log lines holding any of subs.
-func ftLogLines(t testing.TB, logs string, subs ...string) []ftLogLine {
-	t.Helper()
-	var out []ftLogLine
-	for _, l := range strings.Split(logs, "\n") {
-		for _, s := range subs {
-			if strings.Contains(l, s) {
-				ts, _, _ := strings.Cut(l, " ")
-				at, err := time.Parse("2006-01-02T15:04:05.000Z0700", ts)
-				if err != nil {
-					t.Fatalf("log line without a timestamp: %q", l)
-				}
-				out = append(out, ftLogLine{at, l})
-				break
-			}
+// ftStartedPIDs are the pids of every child that started, from their
+// journal.
+func ftStartedPIDs(b *testBridge) []int {
+	var out []int
+	for _, e := range b.journal() {
+		if e.kind == "start" {
+			out = append(out, e.pid)
 		}
 	}
 	return out
 }
 
 // ftCheckRestartTimeline checks one initialize against a child that exits at
-// start, from the bridge's log: one start per try, each restart after exactly
-// the policy's delay, and an answer within maxTotal. When the answer took
-// longer, the time the child processes themselves took (exec, start-up and
-// exit of a -race binary on a loaded machine) is not held against the
-// bridge, but the rest must stay under maxTotal-0.5 s.
-func ftCheckRestartTimeline(t testing.TB, logs string, reqAt, respAt time.Time, delays []time.Duration, maxTotal time.Duration) {
+// start, from the children's own journal (events since journal index from):
+// one start per try, each restart no sooner than the policy's delay after
+// the exit before it (and not much later), and an answer within maxTotal.
+// When the answer took longer, the time the child processes themselves
+// took (exec, start-up and exit of a -race binary on a loaded machine) is
+// not held against the bridge, but the rest must stay under maxTotal-0.5 s.
+func ftCheckRestartTimeline(t testing.TB, events []childEvent, reqAt, respAt time.Time, delays []time.Duration, maxTotal time.Duration) {
 	t.Helper()
-	starts := ftLogLines(t, logs, "supervisor: child started:")
-	exits := ftLogLines(t, logs, "supervisor: child exited:")
-	restarts := ftLogLines(t, logs, "; restarting:")
-	if len(starts) != len(delays)+1 || len(exits) != len(delays)+1 || len(restarts) != len(delays) {
-		t.Fatalf("%d starts, %d exits, %d restarts; want %d, %d, %d", len(starts), len(exits), len(restarts), len(delays)+1, len(delays)+1, len(delays))
+	var starts, exits []childEvent
+	for _, e := range events {
+		switch e.kind {
+		case "start":
+			starts = append(starts, e)
+		case "exit":
+			exits = append(exits, e)
+		}
+	}
+	if len(starts) != len(delays)+1 || len(exits) != len(delays)+1 {
+		t.Fatalf("%d starts, %d exits; want %d each: %v", len(starts), len(exits), len(delays)+1, events)
 	}
 	var childTime, execTime time.Duration
 	execTime = starts[0].at.Sub(reqAt)
 	for i := range starts {
+		if starts[i].pid != exits[i].pid {
+			t.Fatalf("start %d (pid %d) and exit %d (pid %d) out of order: %v", i, starts[i].pid, i, exits[i].pid, events)
+		}
 		childTime += exits[i].at.Sub(starts[i].at)
 	}
 	var report []string
 	for i, d := range delays {
-		if !strings.Contains(restarts[i].text, "delay="+d.String()) {
-			t.Fatalf("restart %d: want delay=%s: %s", i+1, d, restarts[i].text)
-		}
-		if react := restarts[i].at.Sub(exits[i].at); react > 1200*time.Millisecond {
-			t.Fatalf("restart %d decided %s after the child exited", i+1, react)
-		}
-		gap := starts[i+1].at.Sub(restarts[i].at)
-		if gap < d-10*time.Millisecond || gap > d+time.Second {
-			t.Fatalf("restart %d: next start %s after the restart decision, want the %s delay", i+1, gap, d)
+		// From the child's exit to the next child's start: the bridge sees
+		// the exit, waits the delay, and execs the next one.
+		gap := starts[i+1].at.Sub(exits[i].at)
+		if gap < d-10*time.Millisecond || gap > d+2*time.Second {
+			t.Fatalf("restart %d: next start %s after the exit, want the %s delay", i+1, gap, d)
 		}
 		execTime += gap - d
 		report = append(report, fmt.Sprintf("%s→%s", d, gap.Round(time.Millisecond)))
@@ -401,7 +367,7 @@ func TestFaultExitAtStartDefaultPolicy(t *testing.T) {
 	b := newBridge(t, map[string]string{"dead": fakemcp.ModeExitAtStart}, bridgeConfig{restart: supervisor.DefaultRestartPolicy})
 	c := newClient(t, b.url("dead"))
 	for attempt := 1; attempt <= 2; attempt++ {
-		logsBefore := len(b.logs.String())
+		before, restartsBefore := len(b.journal()), b.status("dead").RestartsTotal
 		start := time.Now()
 		r := c.post(initBody)
 		end := time.Now()
@@ -415,13 +381,13 @@ func TestFaultExitAtStartDefaultPolicy(t *testing.T) {
 		}
 		// ≤ 5 s, not counting what the child processes themselves took
 		// (first try + 3 restarts, each delay honoured).
-		ftCheckRestartTimeline(t, b.logs.String()[logsBefore:], start, end,
+		ftCheckRestartTimeline(t, b.journal()[before:], start, end,
 			[]time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}, 5*time.Second)
 		if n := b.bridge.SessionCount("dead"); n != 0 {
 			t.Fatalf("initialize #%d left %d sessions", attempt, n)
 		}
-		if n := strings.Count(b.logs.String()[logsBefore:], "destination failed; giving up on restarts"); n != 1 {
-			t.Fatalf("initialize #%d: %d 'destination failed' log lines, want 1", attempt, n)
+		if st := b.status("dead"); st.State != supervisor.StateFailed || st.RestartsTotal-restartsBefore != 3 || !strings.Contains(st.LastExit, "exit status 3") {
+			t.Fatalf("initialize #%d: status %+v; want failed after 3 more restarts, last exit status 3", attempt, st)
 		}
 		t.Logf("initialize #%d: 503 after %s: %s", attempt, elapsed, msg)
 	}
@@ -433,12 +399,12 @@ func TestFaultExitAtStartFastPolicy(t *testing.T) {
 	b := newBridge(t, map[string]string{"dead": fakemcp.ModeExitAtStart}, bridgeConfig{restart: supervisor.RestartPolicy{MaxRestarts: 3, Initial: 20 * time.Millisecond}})
 	c := newClient(t, b.url("dead"))
 	for attempt := 1; attempt <= 3; attempt++ {
-		logsBefore := len(b.logs.String())
+		before := len(b.journal())
 		start := time.Now()
 		r := c.post(initBody)
 		end := time.Now()
 		ftErr(t, fmt.Sprintf("initialize #%d", attempt), r, http.StatusServiceUnavailable, `"dead"`, "exit status 3", "failed after 3 restart(s)")
-		ftCheckRestartTimeline(t, b.logs.String()[logsBefore:], start, end,
+		ftCheckRestartTimeline(t, b.journal()[before:], start, end,
 			[]time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}, 1500*time.Millisecond)
 		t.Logf("initialize #%d: 503 after %s", attempt, end.Sub(start))
 	}
@@ -468,11 +434,9 @@ func TestFaultRestartExhaustionEndsSessions(t *testing.T) {
 		}
 		ftErr(t, fmt.Sprintf("crash #%d", i), a.callTool(strconv.Itoa(100+i), "crash", nil), http.StatusServiceUnavailable, `"fake"`, "exit status 7")
 	}
-	waitFor(t, 10*time.Second, "destination failed", func() bool {
-		return strings.Contains(b.logs.String(), "destination failed; giving up on restarts")
-	})
-	if l := ftLogLines(t, b.logs.String(), "destination failed; giving up"); len(l) != 1 || !strings.Contains(l[0].text, "exit status 7") {
-		t.Fatalf("failure log: %v", l)
+	waitFor(t, 10*time.Second, "destination failed", func() bool { return b.status("fake").State == supervisor.StateFailed })
+	if st := b.status("fake"); st.RestartsTotal != 3 || !strings.Contains(st.LastExit, "exit status 7") {
+		t.Fatalf("failed destination: %+v; want 3 restarts, last exit status 7", st)
 	}
 	// Its sessions end (just after the state turns failed; a request in
 	// between gets 503): the GET stream closes, the ids are unknown.
@@ -655,12 +619,8 @@ func TestFaultChildSIGKILLRestartsWithCachedHandshake(t *testing.T) {
 	if !strings.Contains(strings.Join(s.Notifications, ","), "notifications/initialized") {
 		t.Fatalf("restarted child did not get notifications/initialized: %v", s.Notifications)
 	}
-	exit := ftLogLines(t, b.logs.String(), fmt.Sprintf("child exited: destination=fake pid=%d ", w1.PID))
-	if len(exit) != 1 || !strings.Contains(exit[0].text, "signal: killed") {
-		t.Fatalf("exit of the killed child in the log: %v", exit)
-	}
-	if n := len(ftLogLines(t, b.logs.String(), "; restarting:")); n != 1 {
-		t.Fatalf("%d restarts logged, want 1", n)
+	if st := b.status("fake"); !strings.Contains(st.LastExit, "signal: killed") || st.RestartsTotal != 1 || st.PID != newPID {
+		t.Fatalf("status after the kill: %+v; want last exit 'signal: killed', 1 restart, pid %d", st, newPID)
 	}
 	t.Logf("restart: pid %d → %d", w1.PID, w2.PID)
 }
@@ -937,7 +897,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	// the child is started and stopped 50 times: pipes, reader, waiter,
 	// stderr logger, timers.
 	start := time.Now()
-	startsBefore := strings.Count(b.logs.String(), "child started")
+	startsBefore := ftStarts(b)
 	if err := run(950, 8); err != nil {
 		t.Fatal(err)
 	}
@@ -950,7 +910,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	}
 	took := time.Since(start)
 	tr.CloseIdleConnections()
-	starts := strings.Count(b.logs.String(), "child started") - startsBefore
+	starts := ftStarts(b) - startsBefore
 
 	// Wait for everything to be back to the baseline; after 10 s a small
 	// slack (3 goroutines, 2 fds) is tolerated as noise, more is a leak.
@@ -984,10 +944,10 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 			t.Fatalf("child %d seen during the run is still alive", pid)
 		}
 	}
-	// Every child the bridge logged as started: none is left anywhere (not
-	// even reparented away from us).
+	// Every child that started: none is left anywhere (not even reparented
+	// away from us).
 	exe, _ := os.Executable()
-	for _, pid := range ftLogPIDs(b.logs.String(), "child started", "fake") {
+	for _, pid := range ftStartedPIDs(b) {
 		st, _, _, ok := ftStat(pid)
 		if !ok || st == 'Z' {
 			continue

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +45,9 @@ type testBridge struct {
 	// dispatchers are the shared ones, by destination.
 	dispatchers map[string]*dispatch.Dispatcher
 	logs        *syncBuffer
+	// journalPath is the file the fake children record their starts and
+	// scripted exits in (fakemcp.EnvJournal).
+	journalPath string
 }
 
 // bridgeConfig tunes newBridge; zero values take the defaults below.
@@ -97,8 +101,10 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 	}
 	opts.Reaper = reaper
 	conf := &config.Config{Destinations: map[string]*config.Destination{}, Default: cfg.defaultDest}
+	journalPath := filepath.Join(t.TempDir(), "journal")
 	for name, mode := range modes {
 		command, args, env := fakemcp.Command(mode)
+		env[fakemcp.EnvJournal] = journalPath
 		for k, v := range cfg.extraEnv {
 			env[k] = v
 		}
@@ -113,7 +119,7 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &testBridge{t: t, bridge: br, dispatchers: map[string]*dispatch.Dispatcher{}, logs: logs}
+	b := &testBridge{t: t, bridge: br, dispatchers: map[string]*dispatch.Dispatcher{}, logs: logs, journalPath: journalPath}
 	for _, name := range conf.Names {
 		if d := br.Dispatcher(name); d != nil {
 			b.dispatchers[name] = d
@@ -137,6 +143,41 @@ func (b *testBridge) close() {
 }
 
 func (b *testBridge) url(dest string) string { return b.srv.URL + "/" + dest + "/mcp" }
+
+// childEvent is one line of the fake children's journal.
+type childEvent struct {
+	kind string // "start" or "exit"
+	pid  int
+	at   time.Time
+}
+
+// journal is what the bridge's fake children recorded so far, in order.
+func (b *testBridge) journal() []childEvent {
+	data, err := os.ReadFile(b.journalPath)
+	if err != nil && !os.IsNotExist(err) {
+		b.t.Fatal(err)
+	}
+	var out []childEvent
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e childEvent
+		var ns int64
+		if n, _ := fmt.Sscanf(line, "%s %d %d", &e.kind, &e.pid, &ns); n == 3 {
+			e.at = time.Unix(0, ns)
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// status is a shared destination's status.
+func (b *testBridge) status(dest string) dispatch.Status {
+	b.t.Helper()
+	d := b.dispatchers[dest]
+	if d == nil {
+		b.t.Fatalf("no shared destination %q", dest)
+	}
+	return d.Status()
+}
 
 // syncBuffer is a goroutine-safe log sink.
 type syncBuffer struct {

@@ -49,7 +49,34 @@ const (
 	// EnvRootsOnInit makes the server ask for roots/list as soon as it is
 	// initialized, as server-filesystem does; the answer shows in stats.
 	EnvRootsOnInit = "STELAE_FAKE_ROOTS_ON_INIT"
+	// EnvJournal names a file the server appends a line to when it starts
+	// ("start PID UNIXNANO") and just before a scripted exit ("exit PID
+	// UNIXNANO"): tests read a child's lifetimes from the child itself, not
+	// from the bridge's log.
+	EnvJournal = "STELAE_FAKE_JOURNAL"
 )
+
+// journal appends one event to the EnvJournal file, when there is one.
+func journal(event string) {
+	path := os.Getenv(EnvJournal)
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	// One write of one short line: O_APPEND keeps concurrent children's
+	// lines whole.
+	_, _ = fmt.Fprintf(f, "%s %d %d\n", event, os.Getpid(), time.Now().UnixNano())
+	_ = f.Close()
+}
+
+// exit records the exit in the journal and exits.
+func exit(code int) {
+	journal("exit")
+	os.Exit(code)
+}
 
 // Command returns how to start the fake server in mode: the running test
 // binary itself, with the mode in the environment.
@@ -68,10 +95,13 @@ func Serve() {
 	if mode == "" {
 		return
 	}
+	if mode != ModeSleeper {
+		journal("start")
+	}
 	switch mode {
 	case ModeExitAtStart:
 		fmt.Fprintln(os.Stderr, "fake: exiting at start as scripted")
-		os.Exit(3)
+		exit(3)
 	case ModeSleeper:
 		time.Sleep(time.Hour)
 		os.Exit(0)
@@ -417,7 +447,7 @@ func (s *server) call(m message) {
 		s.lastAsk = append(append(json.RawMessage(nil), r.Result...), r.Error...)
 		s.mu.Unlock()
 	case "crash":
-		os.Exit(7)
+		exit(7)
 	case "big":
 		n := num("bytes")
 		pad := strings.Repeat("x", n)
