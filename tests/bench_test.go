@@ -311,7 +311,7 @@ func BenchmarkEcho(b *testing.B) {
 			for _, sid := range sids {
 				c := newClient(b, url)
 				c.sid = sid
-				c.do(http.MethodDelete, "")
+				c.must(http.MethodDelete, "")
 			}
 		})
 	}

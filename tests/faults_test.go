@@ -185,28 +185,6 @@ func ftWhoami(t testing.TB, c *client) ftWho {
 	return w
 }
 
-// ftTry is client.do without t.Fatal, for use off the test goroutine.
-func ftTry(c *client, method, body string) (response, error) {
-	req, err := http.NewRequest(method, c.url, strings.NewReader(body))
-	if err != nil {
-		return response{}, err
-	}
-	if method == http.MethodPost {
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-	}
-	if c.sid != "" {
-		req.Header.Set("Mcp-Session-Id", c.sid)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return response{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: b}, err
-}
-
 func ftToolBody(id, name string, args any) string {
 	a, _ := json.Marshal(args)
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, a)
@@ -214,7 +192,7 @@ func ftToolBody(id, name string, args any) string {
 
 func ftDelete(t testing.TB, c *client) {
 	t.Helper()
-	if r := c.do(http.MethodDelete, ""); r.status != http.StatusNoContent {
+	if r := c.must(http.MethodDelete, ""); r.status != http.StatusNoContent {
 		t.Fatalf("DELETE: status %d: %s", r.status, r.body)
 	}
 }
@@ -642,7 +620,7 @@ func TestFaultCrashFailsInFlightCalls(t *testing.T) {
 	}
 	done := make(chan res, 1)
 	go func() {
-		r, err := ftTry(a, http.MethodPost, ftToolBody(`"n1"`, "never", nil))
+		r, err := a.do(http.MethodPost, ftToolBody(`"n1"`, "never", nil))
 		done <- res{r, err, time.Now()}
 	}()
 	waitCalled(t, bb, "never")
@@ -725,7 +703,7 @@ func TestFaultStalledStreamDoesNotDelayOthers(t *testing.T) {
 			default:
 			}
 			start := time.Now()
-			r, err := ftTry(cc, http.MethodPost, ftToolBody(strconv.Itoa(i), "echo", map[string]string{"text": "c"}))
+			r, err := cc.do(http.MethodPost, ftToolBody(strconv.Itoa(i), "echo", map[string]string{"text": "c"}))
 			lat := time.Since(start)
 			if err != nil || r.status != http.StatusOK || !bytes.Contains(r.body, []byte(`"text":"c"`)) {
 				cErr = fmt.Errorf("C's echo %d: %v %d %s", i, err, r.status, r.body)
@@ -816,7 +794,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	pids := map[int]ftProc{}
 	one := func(i int) error {
 		c := mk()
-		r, err := ftTry(c, http.MethodPost, initBody)
+		r, err := c.do(http.MethodPost, initBody)
 		if err != nil {
 			return err
 		}
@@ -824,7 +802,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 			return fmt.Errorf("initialize %d: %d %s", i, r.status, r.body)
 		}
 		c.sid = r.header.Get("Mcp-Session-Id")
-		if r, err := ftTry(c, http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil || r.status != http.StatusAccepted {
+		if r, err := c.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil || r.status != http.StatusAccepted {
 			return fmt.Errorf("initialized %d: %v %d %s", i, err, r.status, r.body)
 		}
 		if i%10 == 0 {
@@ -836,7 +814,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 				}
 			}
 		}
-		if r, err := ftTry(c, http.MethodDelete, ""); err != nil || r.status != http.StatusNoContent {
+		if r, err := c.do(http.MethodDelete, ""); err != nil || r.status != http.StatusNoContent {
 			return fmt.Errorf("DELETE %d: %v %d %s", i, err, r.status, r.body)
 		}
 		return nil
@@ -977,7 +955,7 @@ func TestFaultBridgeCloseWithStreamAndCallInFlight(t *testing.T) {
 	}
 	done := make(chan res, 1)
 	go func() {
-		r, err := ftTry(c, http.MethodPost, ftToolBody(`"n"`, "never", nil))
+		r, err := c.do(http.MethodPost, ftToolBody(`"n"`, "never", nil))
 		done <- res{r, err}
 	}()
 	waitCalled(t, c, "never")

@@ -30,7 +30,7 @@ func TestShutdownAnswers503NotSessionNotFound(t *testing.T) {
 	for _, r := range []response{
 		c.callTool("1", "echo", map[string]string{"text": "x"}),
 		c.post(initBody, "Mcp-Session-Id", ""),
-		c.do(http.MethodDelete, ""),
+		c.must(http.MethodDelete, ""),
 	} {
 		ftErr(t, "a request during shutdown", r, http.StatusServiceUnavailable, "shutting down")
 		if r.header.Get("Retry-After") == "" {

@@ -182,7 +182,7 @@ func TestShutdownDoesNotWaitForAStartingChild(t *testing.T) {
 	p := startBinary(t, config, "-shutdown-timeout", "20s")
 	answered := make(chan response, 1)
 	go func() {
-		r, _ := hxDo(http.MethodPost, p.base+"/mute/mcp", "", initBody)
+		r, _ := request(http.MethodPost, p.base+"/mute/mcp", "", initBody)
 		answered <- r
 	}()
 	waitFor(t, 10*time.Second, "the child to be starting", func() bool {

@@ -4,7 +4,6 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -198,17 +197,18 @@ func (s *syncBuffer) String() string {
 	return s.buf.String()
 }
 
-// client is a minimal Streamable HTTP client for one session.
+// client is a minimal Streamable HTTP client for one session. Its do is
+// safe to use from any goroutine; must, post and the other helpers fail the
+// test and belong on the test's goroutine.
 type client struct {
-	t    testing.TB
-	url  string
-	sid  string
+	t   testing.TB
+	url string
+	sid string
+	// http, when set, replaces httpClient (a test with its own transport).
 	http *http.Client
 }
 
-func newClient(t testing.TB, url string) *client {
-	return &client{t: t, url: url, http: &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-}
+func newClient(t testing.TB, url string) *client { return &client{t: t, url: url} }
 
 // response is one HTTP answer.
 type response struct {
@@ -217,19 +217,33 @@ type response struct {
 	body   []byte
 }
 
-// do sends a request with the session header (when set) and extra headers.
-func (c *client) do(method, body string, headers ...string) response {
-	c.t.Helper()
-	req, err := http.NewRequest(method, c.url, strings.NewReader(body))
+// httpClient never follows redirects (the bridge must never redirect) and
+// bounds every request.
+var httpClient = &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// request sends one request and reads the whole answer. POST carries the
+// MCP Content-Type and Accept, GET Accept: text/event-stream, and sid (when
+// set) the session header; headers are name, value pairs, an empty value
+// deleting the header. It never fails the test: goroutines use it.
+func request(method, url, sid, body string, headers ...string) (response, error) {
+	return requestWith(httpClient, method, url, sid, body, headers...)
+}
+
+// requestWith is request through hc.
+func requestWith(hc *http.Client, method, url, sid, body string, headers ...string) (response, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
-		c.t.Fatal(err)
+		return response{}, err
 	}
-	if method == http.MethodPost {
+	switch method {
+	case http.MethodPost:
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
+	case http.MethodGet:
+		req.Header.Set("Accept", "text/event-stream")
 	}
-	if c.sid != "" {
-		req.Header.Set("Mcp-Session-Id", c.sid)
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		if headers[i+1] == "" {
@@ -238,21 +252,50 @@ func (c *client) do(method, body string, headers ...string) response {
 			req.Header.Set(headers[i], headers[i+1])
 		}
 	}
-	resp, err := c.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, c.url, err)
+		return response{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		c.t.Fatalf("reading %s %s: %v", method, c.url, err)
+		return response{}, fmt.Errorf("reading the answer to %s %s: %w", method, url, err)
 	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// mustRequest is request that fails the test on a transport error.
+func mustRequest(t testing.TB, method, url, sid, body string, headers ...string) response {
+	t.Helper()
+	r, err := request(method, url, sid, body, headers...)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return r
+}
+
+// do sends a request on the client's session; safe from any goroutine.
+func (c *client) do(method, body string, headers ...string) (response, error) {
+	hc := c.http
+	if hc == nil {
+		hc = httpClient
+	}
+	return requestWith(hc, method, c.url, c.sid, body, headers...)
+}
+
+// must is do that fails the test on a transport error.
+func (c *client) must(method, body string, headers ...string) response {
+	c.t.Helper()
+	r, err := c.do(method, body, headers...)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, c.url, err)
+	}
+	return r
 }
 
 func (c *client) post(body string, headers ...string) response {
 	c.t.Helper()
-	return c.do(http.MethodPost, body, headers...)
+	return c.must(http.MethodPost, body, headers...)
 }
 
 const initBody = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"sampling":{}},"clientInfo":{"name":"test","version":"1"}}}`
@@ -340,120 +383,6 @@ func (c *client) stats() childStats {
 	return s
 }
 
-// sseEvent is one server-sent event.
-type sseEvent struct {
-	id, event string
-	data      []byte
-}
-
-// stream is an open GET stream.
-type stream struct {
-	resp   *http.Response
-	events chan sseEvent
-	// comments counts ": keepalive" lines.
-	mu       sync.Mutex
-	comments int
-	cancel   context.CancelFunc
-}
-
-// openStream opens a GET SSE stream for the session.
-func (c *client) openStream() *stream {
-	c.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", c.sid)
-	resp, err := (&http.Client{}).Do(req)
-	if err != nil {
-		cancel()
-		c.t.Fatalf("GET: %v", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		cancel()
-		c.t.Fatalf("GET: status %d: %s", resp.StatusCode, b)
-	}
-	s := &stream{resp: resp, events: make(chan sseEvent, 1024), cancel: cancel}
-	go s.read()
-	c.t.Cleanup(s.close)
-	return s
-}
-
-func (s *stream) close() {
-	s.cancel()
-	s.resp.Body.Close()
-}
-
-func (s *stream) read() {
-	defer close(s.events)
-	br := bufio.NewReader(s.resp.Body)
-	var ev sseEvent
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			return
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if ev.data != nil || ev.id != "" {
-				s.events <- ev
-			}
-			ev = sseEvent{}
-		case strings.HasPrefix(line, ":"):
-			s.mu.Lock()
-			s.comments++
-			s.mu.Unlock()
-		case strings.HasPrefix(line, "id: "):
-			ev.id = line[4:]
-		case strings.HasPrefix(line, "event: "):
-			ev.event = line[7:]
-		case strings.HasPrefix(line, "data: "):
-			ev.data = append(ev.data, line[6:]...)
-		}
-	}
-}
-
-// next waits for the next event carrying a message with the given method.
-func (s *stream) next(t testing.TB, method string, within time.Duration) rpc {
-	t.Helper()
-	deadline := time.After(within)
-	for {
-		select {
-		case ev, ok := <-s.events:
-			if !ok {
-				t.Fatalf("stream closed while waiting for %s", method)
-			}
-			m := decode(t, ev.data)
-			if m.Method == method {
-				return m
-			}
-		case <-deadline:
-			t.Fatalf("no %s on the stream within %s", method, within)
-		}
-	}
-}
-
-// none asserts that no message with method arrives within d.
-func (s *stream) none(t testing.TB, method string, d time.Duration) {
-	t.Helper()
-	deadline := time.After(d)
-	for {
-		select {
-		case ev, ok := <-s.events:
-			if !ok {
-				return
-			}
-			if m := decode(t, ev.data); m.Method == method {
-				t.Fatalf("unexpected %s on the stream: %s", method, ev.data)
-			}
-		case <-deadline:
-			return
-		}
-	}
-}
-
 // waitFor polls cond until it holds or d passes.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -482,21 +411,4 @@ func sseMessages(t testing.TB, body []byte) []rpc {
 		t.Fatalf("no messages in the SSE body %q", body)
 	}
 	return out
-}
-
-// waitClosed drains the stream until the server ends it; it fails with what
-// when the stream is still open after within.
-func (s *stream) waitClosed(t testing.TB, within time.Duration, what string) {
-	t.Helper()
-	deadline := time.After(within)
-	for {
-		select {
-		case _, ok := <-s.events:
-			if !ok {
-				return
-			}
-		case <-deadline:
-			t.Fatal(what)
-		}
-	}
 }

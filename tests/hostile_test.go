@@ -146,7 +146,7 @@ func TestHostileRequests(t *testing.T) {
 			t.Errorf("a %d-byte method reached the child", len(n))
 		}
 	}
-	if r, err := hxDo(http.MethodGet, p.base+"/healthz", "", ""); err != nil || r.status != http.StatusOK {
+	if r, err := request(http.MethodGet, p.base+"/healthz", "", ""); err != nil || r.status != http.StatusOK {
 		t.Errorf("/healthz after the hostile requests: %v %d", err, r.status)
 	}
 }

@@ -6,12 +6,9 @@ package tests
 // real child processes (the fake MCP server) behind a real HTTP server.
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -33,57 +30,6 @@ var hxUUIDv4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][
 
 // hxUnknownSID is a well-formed UUID v4 that the bridge never handed out.
 const hxUnknownSID = "0b6f3c1e-9d2a-4c51-8e7f-2a9b4c6d8e10"
-
-// hxHTTP never follows redirects and is safe to use from goroutines.
-var hxHTTP = &http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-
-// hxDo sends one request and returns the answer or an error; it never fails
-// the test, so goroutines can use it. headers are name, value pairs; an empty
-// value deletes the header.
-func hxDo(method, url, sid, body string, headers ...string) (response, error) {
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		return response{}, err
-	}
-	if method == http.MethodPost {
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-	}
-	if method == http.MethodGet {
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		if headers[i+1] == "" {
-			req.Header.Del(headers[i])
-		} else {
-			req.Header.Set(headers[i], headers[i+1])
-		}
-	}
-	resp, err := hxHTTP.Do(req)
-	if err != nil {
-		return response{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return response{}, err
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
-}
-
-// hxMust is hxDo that fails the test on a transport error (test goroutine
-// only).
-func hxMust(t *testing.T, method, url, sid, body string, headers ...string) response {
-	t.Helper()
-	r, err := hxDo(method, url, sid, body, headers...)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	return r
-}
 
 // hxToolCall is the body of a tools/call; id is raw JSON.
 func hxToolCall(id, name string, args any) string {
@@ -220,87 +166,6 @@ func hxCheckSSEHeaders(t *testing.T, what string, h http.Header) {
 	}
 }
 
-// hxRawStream is a GET stream read line by line, for checks of the exact
-// wire format that the harness's parser hides.
-type hxRawStream struct {
-	resp *http.Response
-	// headersAfter is how long the response headers took.
-	headersAfter time.Duration
-	lines        chan string
-}
-
-func hxOpenRaw(t *testing.T, url, sid string) *hxRawStream {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	start := time.Now()
-	// A client with no overall timeout: the body is a stream. The header wait
-	// is bounded by ResponseHeaderTimeout.
-	cl := &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 5 * time.Second}}
-	resp, err := cl.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatalf("GET stream: %v", err)
-	}
-	s := &hxRawStream{resp: resp, headersAfter: time.Since(start), lines: make(chan string, 4096)}
-	t.Cleanup(func() {
-		cancel()
-		resp.Body.Close()
-	})
-	go func() {
-		defer close(s.lines)
-		br := bufio.NewReader(resp.Body)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			select {
-			case s.lines <- strings.TrimRight(line, "\r\n"):
-			default: // the test stopped reading
-			}
-		}
-	}()
-	return s
-}
-
-// line returns the next line, failing after within.
-func (s *hxRawStream) line(t *testing.T, within time.Duration) string {
-	t.Helper()
-	select {
-	case l, ok := <-s.lines:
-		if !ok {
-			t.Fatalf("stream closed")
-		}
-		return l
-	case <-time.After(within):
-		t.Fatalf("no line on the stream within %s", within)
-	}
-	return ""
-}
-
-// hxCollect gathers the messages with method arriving on st until d passes.
-func hxCollect(t *testing.T, st *stream, method string, d time.Duration) []rpc {
-	t.Helper()
-	var out []rpc
-	deadline := time.After(d)
-	for {
-		select {
-		case ev, ok := <-st.events:
-			if !ok {
-				return out
-			}
-			if m := decode(t, ev.data); m.Method == method {
-				out = append(out, m)
-			}
-		case <-deadline:
-			return out
-		}
-	}
-}
-
 // hxResult is the outcome of a request sent from a goroutine.
 type hxResult struct {
 	r   response
@@ -312,7 +177,7 @@ type hxResult struct {
 func hxGo(url, sid, body string, headers ...string) <-chan hxResult {
 	ch := make(chan hxResult, 1)
 	go func() {
-		r, err := hxDo(http.MethodPost, url, sid, body, headers...)
+		r, err := request(http.MethodPost, url, sid, body, headers...)
 		ch <- hxResult{r: r, err: err, at: time.Now()}
 	}()
 	return ch
@@ -352,7 +217,7 @@ func TestHTTPInitializeCreatesSession(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}}`, tc.id)
-			r := hxMust(t, http.MethodPost, b.url("fake"), "", body)
+			r := mustRequest(t, http.MethodPost, b.url("fake"), "", body)
 			sid := r.header.Get("Mcp-Session-Id")
 			if !hxUUIDv4.MatchString(sid) {
 				t.Fatalf("Mcp-Session-Id %q is not a canonical UUID v4 (version nibble 4, variant 8-b)", sid)
@@ -381,9 +246,9 @@ func TestHTTPInitializeCreatesSession(t *testing.T) {
 				t.Fatalf("initialize result is not the child's handshake: %s", res)
 			}
 			// The session works.
-			r = hxMust(t, http.MethodPost, b.url("fake"), sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			r = mustRequest(t, http.MethodPost, b.url("fake"), sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 			hxCheckEmpty(t, "notifications/initialized", r, http.StatusAccepted)
-			r = hxMust(t, http.MethodPost, b.url("fake"), sid, hxToolCall(`1`, "echo", map[string]string{"text": sid}))
+			r = mustRequest(t, http.MethodPost, b.url("fake"), sid, hxToolCall(`1`, "echo", map[string]string{"text": sid}))
 			if res, ok := hxResultOK(t, "echo", r, sid, `1`); ok && hxText(res) != sid {
 				t.Fatalf("echo answered %q, want %q", hxText(res), sid)
 			}
@@ -427,7 +292,7 @@ func TestHTTPSessionIDErrors(t *testing.T) {
 		{"DELETE missing", http.MethodDelete, "", "", 400, -32000, "missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := hxMust(t, tc.method, b.url("fake"), tc.sid, tc.body)
+			r := mustRequest(t, tc.method, b.url("fake"), tc.sid, tc.body)
 			hxCheckTransportError(t, tc.name, r, tc.status, tc.code, tc.want)
 			if got := r.header.Get("Mcp-Session-Id"); got != "" {
 				t.Errorf("error answer carries Mcp-Session-Id %q", got)
@@ -520,7 +385,7 @@ func TestHTTPSessionCap(t *testing.T) {
 	// Both sessions are busy: each has an open GET stream.
 	st1 := c1.openStream()
 	c2.openStream()
-	r := hxMust(t, http.MethodPost, b.url("fake"), "", initBody)
+	r := mustRequest(t, http.MethodPost, b.url("fake"), "", initBody)
 	hxCheckTransportError(t, "third initialize", r, http.StatusServiceUnavailable, 0, "fake", "maximum", "busy")
 	ra := r.header.Get("Retry-After")
 	if n, err := strconv.Atoi(ra); err != nil || n <= 0 {
@@ -547,7 +412,7 @@ func TestHTTPSessionCap(t *testing.T) {
 	// evicts it at once.
 	st1.close()
 	waitFor(t, 10*time.Second, "a new session once c1 is idle", func() bool {
-		r := hxMust(t, http.MethodPost, b.url("fake"), "", initBody)
+		r := mustRequest(t, http.MethodPost, b.url("fake"), "", initBody)
 		return r.status == http.StatusOK
 	})
 	r = c1.callTool(`2`, "echo", map[string]string{"text": "x"})
@@ -611,9 +476,9 @@ func TestHTTPSessionTTL(t *testing.T) {
 	waitFor(t, 10*time.Second, "the janitor to expire the session", func() bool { return b.bridge.SessionCount("fake") == 0 })
 	r = c.callTool(`2`, "echo", map[string]string{"text": "expired?"})
 	hxCheckTransportError(t, "POST after TTL", r, http.StatusNotFound, -32001, "not found")
-	r = hxMust(t, http.MethodGet, b.url("fake"), c.sid, "")
+	r = mustRequest(t, http.MethodGet, b.url("fake"), c.sid, "")
 	hxCheckTransportError(t, "GET after TTL", r, http.StatusNotFound, -32001)
-	r = hxMust(t, http.MethodDelete, b.url("fake"), c.sid, "")
+	r = mustRequest(t, http.MethodDelete, b.url("fake"), c.sid, "")
 	hxCheckTransportError(t, "DELETE after TTL", r, http.StatusNotFound, -32001)
 	if n := b.bridge.SessionCount("fake"); n != 0 {
 		t.Errorf("SessionCount = %d, want 0", n)
@@ -655,7 +520,7 @@ func TestHTTPBadBodies(t *testing.T) {
 				if tc.ct != "" {
 					hdr = []string{"Content-Type", tc.ct}
 				}
-				r := hxMust(t, http.MethodPost, b.url("fake"), sid, tc.body, hdr...)
+				r := mustRequest(t, http.MethodPost, b.url("fake"), sid, tc.body, hdr...)
 				hxCheckTransportError(t, name, r, tc.status, tc.code, tc.want)
 			})
 		}
@@ -680,7 +545,7 @@ func TestHTTPGetStreamHeadersAtOnce(t *testing.T) {
 	b := hxFake(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	s := hxOpenRaw(t, b.url("fake"), c.sid)
+	s := openSSEWith(t, sseOptions{raw: true, anyStatus: true}, http.MethodGet, b.url("fake"), c.sid, "")
 	if s.resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET: status %d", s.resp.StatusCode)
 	}
@@ -703,7 +568,7 @@ func TestHTTPGetKeepAliveAndEventFormat(t *testing.T) {
 	b := hxFake(t, bridge.Options{KeepAlive: 100 * time.Millisecond})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	s := hxOpenRaw(t, b.url("fake"), c.sid)
+	s := openSSEWith(t, sseOptions{raw: true, anyStatus: true}, http.MethodGet, b.url("fake"), c.sid, "")
 	if s.resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET: status %d", s.resp.StatusCode)
 	}
@@ -830,7 +695,7 @@ func TestHTTPDeleteEndsSession(t *testing.T) {
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	st := c.openStream()
-	r := c.do(http.MethodDelete, "")
+	r := c.must(http.MethodDelete, "")
 	hxCheckEmpty(t, "DELETE", r, http.StatusNoContent)
 	// The open stream ends.
 	waitFor(t, 10*time.Second, "the GET stream to end after DELETE", func() bool {
@@ -847,7 +712,7 @@ func TestHTTPDeleteEndsSession(t *testing.T) {
 		{http.MethodGet, ""},
 		{http.MethodDelete, ""},
 	} {
-		r := hxMust(t, tc.method, b.url("fake"), c.sid, tc.body)
+		r := mustRequest(t, tc.method, b.url("fake"), c.sid, tc.body)
 		hxCheckTransportError(t, tc.method+" after DELETE", r, http.StatusNotFound, -32001, "not found")
 	}
 	if n := b.bridge.SessionCount("fake"); n != 1 {
@@ -877,7 +742,7 @@ func TestHTTPDeleteCancelsInFlight(t *testing.T) {
 	default:
 	}
 	start := time.Now()
-	r := c.do(http.MethodDelete, "")
+	r := c.must(http.MethodDelete, "")
 	hxCheckEmpty(t, "DELETE", r, http.StatusNoContent)
 	pr := hxWait(t, "the in-flight POST after DELETE", pending, 5*time.Second)
 	t.Logf("in-flight POST ended %s after the DELETE began: %d %s", time.Since(start), pr.status, pr.body)
@@ -925,7 +790,7 @@ func TestHTTPRoutes(t *testing.T) {
 		{"method not allowed", http.MethodPut, "/fake/mcp", "", 405, []string{"PUT"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := hxMust(t, tc.method, base+tc.path, "", tc.body)
+			r := mustRequest(t, tc.method, base+tc.path, "", tc.body)
 			hxCheckTransportError(t, tc.name, r, tc.status, 0, tc.want...)
 			if loc := r.header.Get("Location"); loc != "" {
 				t.Errorf("Location %q on a %d", loc, r.status)
@@ -935,12 +800,12 @@ func TestHTTPRoutes(t *testing.T) {
 
 	t.Run("trailing slash works for POST", func(t *testing.T) {
 		url := b.url("fake") + "/"
-		r := hxMust(t, http.MethodPost, url, "", initBody)
+		r := mustRequest(t, http.MethodPost, url, "", initBody)
 		sid := r.header.Get("Mcp-Session-Id")
 		if _, ok := hxResultOK(t, "initialize at /fake/mcp/", r, sid, `0`); !ok || !hxUUIDv4.MatchString(sid) {
 			t.Fatalf("initialize at /fake/mcp/: %d %q %s", r.status, sid, r.body)
 		}
-		r = hxMust(t, http.MethodPost, url, sid, hxToolCall(`1`, "echo", map[string]string{"text": "slash"}))
+		r = mustRequest(t, http.MethodPost, url, sid, hxToolCall(`1`, "echo", map[string]string{"text": "slash"}))
 		if res, ok := hxResultOK(t, "echo at /fake/mcp/", r, sid, `1`); ok && hxText(res) != "slash" {
 			t.Errorf("echo: %s", r.body)
 		}
@@ -953,7 +818,7 @@ func TestHTTPRoutes(t *testing.T) {
 				if method == http.MethodPost {
 					body = initBody
 				}
-				r := hxMust(t, method, base+path, "", body)
+				r := mustRequest(t, method, base+path, "", body)
 				if r.status >= 300 && r.status < 400 || r.header.Get("Location") != "" {
 					t.Errorf("%s %s: redirect %d to %q", method, path, r.status, r.header.Get("Location"))
 					continue
@@ -968,14 +833,14 @@ func TestHTTPRoutes(t *testing.T) {
 					hxCheckTransportError(t, method+" "+path, r, r.status, 0)
 				}
 				if sid := r.header.Get("Mcp-Session-Id"); sid != "" && r.status == http.StatusOK {
-					hxMust(t, http.MethodDelete, b.url("fake"), sid, "")
+					mustRequest(t, http.MethodDelete, b.url("fake"), sid, "")
 				}
 			}
 		})
 	}
 
 	t.Run("HEAD", func(t *testing.T) {
-		r := hxMust(t, http.MethodHead, b.url("fake"), "", "")
+		r := mustRequest(t, http.MethodHead, b.url("fake"), "", "")
 		if r.status != http.StatusOK {
 			t.Fatalf("HEAD: status %d", r.status)
 		}
@@ -985,7 +850,7 @@ func TestHTTPRoutes(t *testing.T) {
 		}
 	})
 	t.Run("OPTIONS", func(t *testing.T) {
-		r := hxMust(t, http.MethodOptions, b.url("fake"), "", "")
+		r := mustRequest(t, http.MethodOptions, b.url("fake"), "", "")
 		hxCheckEmpty(t, "OPTIONS", r, http.StatusNoContent)
 		allow := r.header.Get("Allow")
 		for _, m := range []string{"GET", "POST", "DELETE"} {
@@ -1016,7 +881,7 @@ func TestHTTPMultiplexSameIDsAcrossSessions(t *testing.T) {
 				go func(sid, id, text string) {
 					defer wg.Done()
 					<-start
-					r, err := hxDo(http.MethodPost, b.url("fake"), sid, hxToolCall(id, "echo", map[string]string{"text": text}))
+					r, err := request(http.MethodPost, b.url("fake"), sid, hxToolCall(id, "echo", map[string]string{"text": text}))
 					if err != nil {
 						t.Errorf("%s: %v", text, err)
 						return
@@ -1176,7 +1041,7 @@ func TestHTTPProgressReachesOnlyItsSession(t *testing.T) {
 		st    *stream
 		token string
 	}{{"A", stA, `"tokA"`}, {"B", stB, `7`}} {
-		got := hxCollect(t, tc.st, "notifications/progress", 500*time.Millisecond)
+		got := tc.st.collect(t, "notifications/progress", 500*time.Millisecond)
 		if len(got) != 3 {
 			t.Errorf("stream %s: %d progress notifications, want 3: %v", tc.name, len(got), got)
 		}

@@ -44,7 +44,7 @@ func TestIsolationOneChildPerSession(t *testing.T) {
 	childA, childC := ftWatch(t, wa.PID), ftWatch(t, wc.PID)
 
 	// DELETE stops that session's child only.
-	if r := a.do(http.MethodDelete, ""); r.status != http.StatusNoContent {
+	if r := a.must(http.MethodDelete, ""); r.status != http.StatusNoContent {
 		t.Fatalf("DELETE: %d %s", r.status, r.body)
 	}
 	ftWaitGone(t, childA, 10*time.Second, "the deleted session's child")

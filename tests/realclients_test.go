@@ -98,7 +98,7 @@ func metricsOf(t *testing.T, p *binaryProc) map[string]float64 {
 // name{labels} (or name, for a series without labels) → value.
 func scrapeURL(t *testing.T, base string) map[string]float64 {
 	t.Helper()
-	r, err := hxDo(http.MethodGet, base+"/metrics", "", "")
+	r, err := request(http.MethodGet, base+"/metrics", "", "")
 	if err != nil || r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("/metrics: %v %d %v", err, r.status, r.header)
 	}
@@ -142,7 +142,7 @@ func TestTSClientsThatNeverDelete(t *testing.T) {
 	}
 	// The first client's session was evicted: it gets 404, so a spec client
 	// initializes again.
-	r, err := hxDo(http.MethodPost, url, first, hxToolCall(`1`, "echo", map[string]string{"text": "x"}))
+	r, err := request(http.MethodPost, url, first, hxToolCall(`1`, "echo", map[string]string{"text": "x"}))
 	if err != nil || r.status != http.StatusNotFound {
 		t.Errorf("the evicted session: %v %d %s, want 404", err, r.status, r.body)
 	}

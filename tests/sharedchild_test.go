@@ -34,7 +34,7 @@ func TestMalformedInitializeCannotFailDestination(t *testing.T) {
 	}
 	check := func(t *testing.T, body, want string) {
 		t.Helper()
-		r := hxMust(t, http.MethodPost, b.url("fake"), "", body)
+		r := mustRequest(t, http.MethodPost, b.url("fake"), "", body)
 		m := decode(t, r.body)
 		if r.status != http.StatusBadRequest || m.Error == nil || m.Error.Code != -32602 || string(m.ID) != "1" || !strings.Contains(m.Error.Message, want) {
 			t.Errorf("status %d %s; want 400 with a -32602 error for id 1 naming %q", r.status, r.body, want)
@@ -140,7 +140,7 @@ func TestSessionsKeepTheirOwnVersionAndCapabilities(t *testing.T) {
 	st := openSSE(t, http.MethodPost, modern.url, modern.sid, hxToolCall(`7`, "sample", map[string]string{"prompt": "from modern"}))
 	var req rpc
 	for req.Method == "" {
-		ev := st.next(t, 10*time.Second)
+		ev := st.event(t, 10*time.Second)
 		if len(ev.data) > 0 {
 			req = decode(t, ev.data)
 		}

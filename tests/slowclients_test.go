@@ -183,8 +183,13 @@ func TestSlowClientAttack(t *testing.T) {
 	}
 	// The old bridge held 614 fds and 1.28 GiB after 30 s of this.
 	t.Logf("attack answered in %s; bridge RSS %d MiB before, peak %d MiB", took.Round(time.Millisecond), baseRSS>>20, peak.Load()>>20)
-	if limit := baseRSS + 80<<20; peak.Load() > limit {
-		t.Errorf("bridge RSS peaked at %d MiB during the attack; want under %d MiB (24 MiB body budget + connections)", peak.Load()>>20, limit>>20)
+	// Live memory is the 24 MiB body budget plus ~430 connections (net/http
+	// buffers and goroutine stacks, ~40 KiB each: 16 MiB); with Go's default
+	// pacing (GOGC=100) the heap may reach twice what is live before a
+	// collection. Measured peaks: 64–93 MiB over base 12. A bridge without
+	// the budget held 1.28 GiB.
+	if limit := baseRSS + 2*(24<<20+16<<20) + 16<<20; peak.Load() > limit {
+		t.Errorf("bridge RSS peaked at %d MiB during the attack; want under %d MiB (twice the 24 MiB body budget and the connections' memory, GC headroom)", peak.Load()>>20, limit>>20)
 	}
 	waitFor(t, 20*time.Second, "the bridge's file descriptors to come back", func() bool { return procFDs(pid) <= baseFDs+2 })
 	ftEcho(t, c, "2", "after the attack")

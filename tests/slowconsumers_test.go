@@ -52,7 +52,7 @@ func floodRound(t *testing.T, good []*client, flood *client, d time.Duration) []
 				default:
 				}
 				start := time.Now()
-				r, err := ftTry(c, http.MethodPost, ftToolBody(strconv.Itoa(i), "echo", map[string]string{"text": "ok"}))
+				r, err := c.do(http.MethodPost, ftToolBody(strconv.Itoa(i), "echo", map[string]string{"text": "ok"}))
 				if err != nil || r.status != http.StatusOK {
 					mu.Lock()
 					failure = fmt.Errorf("echo: %v %d %s", err, r.status, r.body)
@@ -75,7 +75,7 @@ func floodRound(t *testing.T, good []*client, flood *client, d time.Duration) []
 				return
 			default:
 			}
-			if r, err := ftTry(flood, http.MethodPost, ftToolBody(strconv.Itoa(i), "notify", map[string]string{"method": "notifications/message", "uri": payload})); err != nil || r.status != http.StatusOK {
+			if r, err := flood.do(http.MethodPost, ftToolBody(strconv.Itoa(i), "notify", map[string]string{"method": "notifications/message", "uri": payload})); err != nil || r.status != http.StatusOK {
 				mu.Lock()
 				failure = fmt.Errorf("notify: %v %d", err, r.status)
 				mu.Unlock()

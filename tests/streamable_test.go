@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -31,107 +30,6 @@ func initializeVersion(t *testing.T, c *client, v string) {
 		t.Fatalf("initialize asked for %s, negotiated %q (%v): %s", v, res.Result.ProtocolVersion, err, r.body)
 	}
 	c.sid = r.header.Get("Mcp-Session-Id")
-}
-
-// liveSSE is an SSE response read as it arrives.
-type liveSSE struct {
-	resp   *http.Response
-	events chan sseEvent
-	cancel context.CancelFunc
-}
-
-// openSSE sends a request and reads its SSE answer event by event (priming
-// events included: their data is empty).
-func openSSE(t *testing.T, method, url, sid, body string, headers ...string) *liveSSE {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if method == http.MethodGet {
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	req.Header.Set("Mcp-Session-Id", sid)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatalf("%s: %v", method, err)
-	}
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		resp.Body.Close()
-		cancel()
-		t.Fatalf("%s: status %d, Content-Type %q; want an SSE stream", method, resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
-	l := &liveSSE{resp: resp, events: make(chan sseEvent, 256), cancel: cancel}
-	go func() {
-		defer close(l.events)
-		br := bufio.NewReader(resp.Body)
-		ev := sseEvent{}
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			line = strings.TrimRight(line, "\r\n")
-			switch {
-			case line == "":
-				if ev.id != "" || ev.data != nil {
-					l.events <- ev
-				}
-				ev = sseEvent{}
-			case strings.HasPrefix(line, "id: "):
-				ev.id = line[4:]
-			case strings.HasPrefix(line, "retry: "):
-				ev.event = "retry:" + line[7:]
-			case strings.HasPrefix(line, "data: "):
-				ev.data = append(ev.data, line[6:]...)
-			case line == "data:":
-				ev.data = []byte{}
-			}
-		}
-	}()
-	t.Cleanup(l.close)
-	return l
-}
-
-func (l *liveSSE) close() {
-	l.cancel()
-	l.resp.Body.Close()
-}
-
-func (l *liveSSE) next(t *testing.T, within time.Duration) sseEvent {
-	t.Helper()
-	select {
-	case ev, ok := <-l.events:
-		if !ok {
-			t.Fatalf("stream ended")
-		}
-		return ev
-	case <-time.After(within):
-		t.Fatalf("no event within %s", within)
-	}
-	return sseEvent{}
-}
-
-// rest reads events until the stream ends.
-func (l *liveSSE) rest(t *testing.T, within time.Duration) []sseEvent {
-	t.Helper()
-	var out []sseEvent
-	deadline := time.After(within)
-	for {
-		select {
-		case ev, ok := <-l.events:
-			if !ok {
-				return out
-			}
-			out = append(out, ev)
-		case <-deadline:
-			t.Fatalf("stream still open after %s (got %d events)", within, len(out))
-		}
-	}
 }
 
 func TestSSEProgressOnPostStream(t *testing.T) {
@@ -174,11 +72,11 @@ func TestSSEChildRequestOnPostStream(t *testing.T) {
 	c := newClient(t, b.url("fake"))
 	initializeVersion(t, c, "2025-11-25")
 	st := openSSE(t, http.MethodPost, c.url, c.sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"hi"}}}`)
-	prime := st.next(t, 5*time.Second)
-	if len(prime.data) != 0 || !strings.HasPrefix(prime.id, "p") || prime.event != "retry:1000" {
+	prime := st.event(t, 5*time.Second)
+	if len(prime.data) != 0 || !strings.HasPrefix(prime.id, "p") || prime.retry != "1000" {
 		t.Fatalf("first event is not a priming event with retry: %+v", prime)
 	}
-	ev := st.next(t, 5*time.Second)
+	ev := st.event(t, 5*time.Second)
 	req := decode(t, ev.data)
 	if req.Method != "sampling/createMessage" {
 		t.Fatalf("want the child's sampling request on the POST stream, got %s", ev.data)
@@ -214,7 +112,7 @@ func TestSSEKeepaliveSwitchesSlowCall(t *testing.T) {
 	// A client that takes only JSON stays on JSON.
 	r = c.callTool("2", "slow", map[string]any{"ms": 300, "text": "json"})
 	_ = r
-	r2, err := hxDo(http.MethodPost, c.url, c.sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"ms":300,"text":"json"}}}`, "Accept", "application/json")
+	r2, err := request(http.MethodPost, c.url, c.sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"ms":300,"text":"json"}}}`, "Accept", "application/json")
 	if err != nil || r2.header.Get("Content-Type") != "application/json" || !strings.Contains(string(r2.body), "json") {
 		t.Fatalf("JSON-only client: %v %q %s", err, r2.header.Get("Content-Type"), r2.body)
 	}
@@ -259,7 +157,7 @@ func TestSSEResumePostStream(t *testing.T) {
 	c := newClient(t, b.url("fake"))
 	initializeVersion(t, c, "2025-11-25")
 	st := openSSE(t, http.MethodPost, c.url, c.sid, `{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"name":"slow","arguments":{"ms":600,"text":"after the drop"}}}`)
-	prime := st.next(t, 5*time.Second)
+	prime := st.event(t, 5*time.Second)
 	if len(prime.data) != 0 || prime.id == "" {
 		t.Fatalf("want a priming event first, got %+v", prime)
 	}
@@ -294,8 +192,8 @@ func TestSSEResumeGetStream(t *testing.T) {
 	c := newClient(t, b.url("fake"))
 	initializeVersion(t, c, "2025-11-25")
 	g := openSSE(t, http.MethodGet, c.url, c.sid, "")
-	prime := g.next(t, 5*time.Second)
-	if len(prime.data) != 0 || !strings.HasPrefix(prime.id, "g") || prime.event != "retry:1000" {
+	prime := g.event(t, 5*time.Second)
+	if len(prime.data) != 0 || !strings.HasPrefix(prime.id, "g") || prime.retry != "1000" {
 		t.Fatalf("GET stream of a 2025-11-25 session must start with a priming event: %+v", prime)
 	}
 	for i := 0; i < 2; i++ {
@@ -303,14 +201,14 @@ func TestSSEResumeGetStream(t *testing.T) {
 			t.Fatal(r.status)
 		}
 	}
-	first := g.next(t, 5*time.Second)
-	second := g.next(t, 5*time.Second)
+	first := g.event(t, 5*time.Second)
+	second := g.event(t, 5*time.Second)
 	g.close()
 	resumed := openSSE(t, http.MethodGet, c.url, c.sid, "", "Last-Event-ID", first.id)
-	if p := resumed.next(t, 5*time.Second); len(p.data) != 0 {
+	if p := resumed.event(t, 5*time.Second); len(p.data) != 0 {
 		t.Fatalf("resumed stream must start with a priming event: %+v", p)
 	}
-	ev := resumed.next(t, 5*time.Second)
+	ev := resumed.event(t, 5*time.Second)
 	if ev.id != second.id || string(ev.data) != string(second.data) {
 		t.Fatalf("replayed %s %s, want %s %s", ev.id, ev.data, second.id, second.data)
 	}
@@ -338,7 +236,7 @@ func TestSSEResumeGetStreamGetsWhatCameMeanwhile(t *testing.T) {
 	c := newClient(t, b.url("fake"))
 	initializeVersion(t, c, "2025-11-25")
 	g := openSSE(t, http.MethodGet, c.url, c.sid, "")
-	g.next(t, 5*time.Second) // priming
+	g.event(t, 5*time.Second) // priming
 	notify := func(id string, uri string) {
 		t.Helper()
 		if r := c.callTool(id, "notify", map[string]string{"method": "notifications/resources/list_changed", "uri": uri}); r.status != 200 {
@@ -346,7 +244,7 @@ func TestSSEResumeGetStreamGetsWhatCameMeanwhile(t *testing.T) {
 		}
 	}
 	notify("1", "test://before")
-	last := g.next(t, 5*time.Second)
+	last := g.event(t, 5*time.Second)
 	g.close()
 	waitFor(t, 10*time.Second, "the GET stream to close at the bridge", func() bool {
 		return scrape(t, b)[`stelae_get_streams{destination="fake"}`] == 0
@@ -356,7 +254,7 @@ func TestSSEResumeGetStreamGetsWhatCameMeanwhile(t *testing.T) {
 	resumed := openSSE(t, http.MethodGet, c.url, c.sid, "", "Last-Event-ID", last.id)
 	var got []string
 	for len(got) < 2 {
-		ev := resumed.next(t, 5*time.Second)
+		ev := resumed.event(t, 5*time.Second)
 		if len(ev.data) > 0 {
 			got = append(got, string(decode(t, ev.data).Params))
 		}

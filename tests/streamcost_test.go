@@ -103,7 +103,7 @@ func TestIdleStreamCostAndFanOut(t *testing.T) {
 			defer wg.Done()
 			for i := range next {
 				c := &client{t: t, url: url, http: hc}
-				r, err := ftTry(c, http.MethodPost, initBody)
+				r, err := c.do(http.MethodPost, initBody)
 				if err != nil || r.status != http.StatusOK {
 					errs <- fmt.Errorf("initialize %d: %v %d", i, err, r.status)
 					continue
@@ -248,20 +248,20 @@ func TestStreamsOfOneSession(t *testing.T) {
 	resumed := openSSE(t, http.MethodGet, c.url, c.sid, "", "Last-Event-ID", ids[0][9])
 	var replay int
 	for replay < 10 {
-		ev := resumed.next(t, 5*time.Second)
+		ev := resumed.event(t, 5*time.Second)
 		if len(ev.data) > 0 {
 			replay++
 		}
 	}
 	// A sixth stream of this session (4 open and the resumed one) is over
 	// its cap...
-	r := hxMust(t, http.MethodGet, c.url, c.sid, "", "Accept", "text/event-stream")
+	r := mustRequest(t, http.MethodGet, c.url, c.sid, "", "Accept", "text/event-stream")
 	hxCheckTransportError(t, "a stream over the per-session cap", r, http.StatusTooManyRequests, 0, "maximum", "streams")
 	// ...and another session's second stream is over the bridge's: 6 open.
 	other := newClient(t, b.url("fake"))
 	other.initialize()
 	other.openStream()
-	r = hxMust(t, http.MethodGet, other.url, other.sid, "", "Accept", "text/event-stream")
+	r = mustRequest(t, http.MethodGet, other.url, other.sid, "", "Accept", "text/event-stream")
 	hxCheckTransportError(t, "a stream over the bridge's cap", r, http.StatusServiceUnavailable, 0, "maximum", "streams")
 	if r.header.Get("Retry-After") == "" {
 		t.Errorf("503 without Retry-After")
