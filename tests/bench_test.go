@@ -9,11 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	neturl "net/url"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -214,19 +212,6 @@ func (rc *rawConn) post(path, sid string, body []byte) (int, error) {
 	return status, err
 }
 
-// cpuTime is the user+system CPU time a process has used.
-func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
-}
-
 // BenchmarkEcho compares calls through the bridge binary over loopback HTTP
 // with the same echo child driven directly over stdio. Run without -race:
 //
@@ -306,8 +291,8 @@ func BenchmarkEcho(b *testing.B) {
 			b.StopTimer()
 			r.report(b)
 			b.ReportMetric(float64((cpuTime(p.cmd.Process.Pid)-cpu0).Microseconds())/float64(b.N), "bridge_cpu_us/call")
-			b.ReportMetric(float64(rssKiB(p.cmd.Process.Pid, "VmRSS"))/1024, "rss_MiB")
-			b.ReportMetric(float64(rssKiB(p.cmd.Process.Pid, "VmHWM"))/1024, "peak_rss_MiB")
+			b.ReportMetric(float64(procStatusBytes(p.cmd.Process.Pid, "VmRSS"))/(1<<20), "rss_MiB")
+			b.ReportMetric(float64(procStatusBytes(p.cmd.Process.Pid, "VmHWM"))/(1<<20), "peak_rss_MiB")
 			for _, sid := range sids {
 				c := newClient(b, url)
 				c.sid = sid

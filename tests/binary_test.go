@@ -126,69 +126,6 @@ func startBinary(t testing.TB, config string, flags ...string) *binaryProc {
 	return p
 }
 
-// rssKiB reads a process's resident set size (VmRSS) or peak (VmHWM).
-func rssKiB(pid int, field string) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, field+":") {
-			n, _ := strconv.Atoi(strings.Fields(line)[1])
-			return n
-		}
-	}
-	return -1
-}
-
-// processAlive reports whether pid exists and is not a zombie.
-func processAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
-// descendants lists the live processes below pid.
-func descendants(pid int) []int {
-	parent := map[int]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 || i+2 >= len(s) {
-			continue
-		}
-		f := strings.Fields(s[i+2:])
-		if len(f) < 2 || f[0] == "Z" {
-			continue
-		}
-		pp, _ := strconv.Atoi(f[1])
-		parent[n] = pp
-	}
-	var out []int
-	for n := range parent {
-		for p := parent[n]; p > 1; p = parent[p] {
-			if p == pid {
-				out = append(out, n)
-				break
-			}
-		}
-	}
-	return out
-}
-
 // TestBinaryShutdownLeavesNoChild runs the real binary, starts a child with
 // a grandchild and an open SSE stream, sends SIGINT and checks the bridge
 // exits 0 within a few seconds and no process of its tree is left.

@@ -32,88 +32,6 @@ import (
 
 // ---- helpers (prefixed "ft" to stay clear of the other test files) ----
 
-// ftProc identifies one process by pid and start time, so a recycled pid is
-// not mistaken for the process we watched.
-type ftProc struct {
-	pid   int
-	start string
-}
-
-// ftStat reads /proc/PID/stat: state, parent pid and start time.
-func ftStat(pid int) (state byte, ppid int, start string, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, "", false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return 0, 0, "", false
-	}
-	// Fields after "pid (comm) ": state(3) ppid(4) ... starttime(22).
-	f := strings.Fields(s[i+2:])
-	if len(f) < 20 {
-		return 0, 0, "", false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return f[0][0], ppid, f[19], true
-}
-
-// ftWatch records pid's identity; the process must be alive now.
-func ftWatch(t testing.TB, pid int) ftProc {
-	t.Helper()
-	if pid <= 0 {
-		t.Fatalf("bad pid %d", pid)
-	}
-	st, _, start, ok := ftStat(pid)
-	if !ok || st == 'Z' {
-		t.Fatalf("process %d is not running (state %q)", pid, st)
-	}
-	if err := syscall.Kill(pid, 0); err != nil {
-		t.Fatalf("process %d: kill -0: %v", pid, err)
-	}
-	return ftProc{pid: pid, start: start}
-}
-
-// alive: the same process still exists and is not a zombie.
-func (p ftProc) alive() bool {
-	if err := syscall.Kill(p.pid, 0); err != nil {
-		return false
-	}
-	st, _, start, ok := ftStat(p.pid)
-	return ok && start == p.start && st != 'Z'
-}
-
-func ftWaitGone(t testing.TB, p ftProc, within time.Duration, what string) time.Duration {
-	t.Helper()
-	start := time.Now()
-	waitFor(t, within, fmt.Sprintf("%s (pid %d) to be gone", what, p.pid), func() bool { return !p.alive() })
-	return time.Since(start)
-}
-
-// ftChildren lists the processes whose parent is this test process, with
-// their state (zombies included: an unreaped child is a leak too).
-func ftChildren() map[int]byte {
-	self := os.Getpid()
-	out := map[int]byte{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ppid, _, ok := ftStat(pid); ok && ppid == self {
-			out[pid] = st
-		}
-	}
-	return out
-}
-
-func ftFDs() int {
-	ents, _ := os.ReadDir("/proc/self/fd")
-	return len(ents)
-}
-
 // ftErr asserts a transport error: status, JSON content type, a JSON-RPC
 // error with a null id, and a message holding every word.
 func ftErr(t testing.TB, what string, r response, status int, words ...string) string {
@@ -438,9 +356,9 @@ func TestFaultRestartExhaustionEndsSessions(t *testing.T) {
 	if strings.Contains(b.logs.String(), "notification not delivered") {
 		t.Fatalf("a notification was offered to a session that had ended")
 	}
-	child := ftWatch(t, w.PID)
+	child := watchProc(t, w.PID)
 	ftDelete(t, c)
-	ftWaitGone(t, child, 10*time.Second, "child after its only live session was deleted (following a failure)")
+	child.waitGone(t, 10*time.Second, "child after its only live session was deleted (following a failure)")
 }
 
 // ---- 3. garbage and over-long lines ----
@@ -486,10 +404,10 @@ func TestFaultStubbornChildKilledAfterDelete(t *testing.T) {
 	b := newBridge(t, map[string]string{"stub": fakemcp.ModeStubborn}, bridgeConfig{})
 	c := newClient(t, b.url("stub"))
 	c.initialize()
-	p := ftWatch(t, ftWhoami(t, c).PID)
+	p := watchProc(t, ftWhoami(t, c).PID)
 	start := time.Now()
 	ftDelete(t, c)
-	ftWaitGone(t, p, 10*time.Second, "stubborn child after DELETE")
+	p.waitGone(t, 10*time.Second, "stubborn child after DELETE")
 	took := time.Since(start)
 	if !strings.Contains(b.logs.String(), "SIGKILL") {
 		t.Fatalf("stubborn child gone without SIGKILL escalation?")
@@ -497,14 +415,14 @@ func TestFaultStubbornChildKilledAfterDelete(t *testing.T) {
 	t.Logf("stubborn child gone %s after DELETE", took)
 	// Gone is not yet reaped: wait for the bridge to reap it (a zombie left
 	// for good would be a leak).
-	waitFor(t, 10*time.Second, "no child of ours, zombies included", func() bool { return len(ftChildren()) == 0 })
+	waitFor(t, 10*time.Second, "no child of ours, zombies included", func() bool { return len(childrenOf(os.Getpid())) == 0 })
 }
 
 func TestFaultStubbornChildKilledOnBridgeClose(t *testing.T) {
 	b := newBridge(t, map[string]string{"stub": fakemcp.ModeStubborn}, bridgeConfig{})
 	c := newClient(t, b.url("stub"))
 	c.initialize()
-	p := ftWatch(t, ftWhoami(t, c).PID)
+	p := watchProc(t, ftWhoami(t, c).PID)
 	start := time.Now()
 	b.close()
 	took := time.Since(start)
@@ -513,13 +431,13 @@ func TestFaultStubbornChildKilledOnBridgeClose(t *testing.T) {
 	if took > 8*time.Second {
 		t.Fatalf("bridge close took %s", took)
 	}
-	ftWaitGone(t, p, 10*time.Second, "stubborn child after bridge close")
+	p.waitGone(t, 10*time.Second, "stubborn child after bridge close")
 	t.Logf("bridge close returned after %s; child gone %s after close began", took, time.Since(start))
 }
 
 // ---- 5. grandchildren ----
 
-func ftSpawnGrandchild(t testing.TB, c *client) ftProc {
+func ftSpawnGrandchild(t testing.TB, c *client) proc {
 	t.Helper()
 	var g struct {
 		PID int `json:"pid"`
@@ -528,18 +446,18 @@ func ftSpawnGrandchild(t testing.TB, c *client) ftProc {
 	if err := json.Unmarshal(res, &g); err != nil || g.PID == 0 {
 		t.Fatalf("spawn_grandchild: %v %s", err, res)
 	}
-	return ftWatch(t, g.PID)
+	return watchProc(t, g.PID)
 }
 
 func TestFaultGrandchildGoneAfterDelete(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	child := ftWatch(t, ftWhoami(t, c).PID)
+	child := watchProc(t, ftWhoami(t, c).PID)
 	g := ftSpawnGrandchild(t, c)
 	ftDelete(t, c)
-	ftWaitGone(t, child, 10*time.Second, "child after DELETE")
-	took := ftWaitGone(t, g, 10*time.Second, "grandchild after DELETE")
+	child.waitGone(t, 10*time.Second, "child after DELETE")
+	took := g.waitGone(t, 10*time.Second, "grandchild after DELETE")
 	t.Logf("grandchild gone %s after the child", took)
 }
 
@@ -547,11 +465,11 @@ func TestFaultGrandchildGoneAfterCrash(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	child := ftWatch(t, ftWhoami(t, c).PID)
+	child := watchProc(t, ftWhoami(t, c).PID)
 	g := ftSpawnGrandchild(t, c)
 	ftErr(t, "crash", c.callTool("9", "crash", nil), http.StatusServiceUnavailable, `"fake"`, "exit status 7")
-	ftWaitGone(t, child, 10*time.Second, "crashed child")
-	ftWaitGone(t, g, 10*time.Second, "grandchild of the crashed child")
+	child.waitGone(t, 10*time.Second, "crashed child")
+	g.waitGone(t, 10*time.Second, "grandchild of the crashed child")
 	// The session goes on with the restarted child.
 	ftRunning(t, b, "fake", child.pid, 10*time.Second)
 	ftEcho(t, c, "10", "after crash")
@@ -569,11 +487,11 @@ func TestFaultChildSIGKILLRestartsWithCachedHandshake(t *testing.T) {
 		t.Fatalf("first child: inits %d", w1.Inits)
 	}
 	firstInit := c.stats().InitParams
-	old := ftWatch(t, w1.PID)
+	old := watchProc(t, w1.PID)
 	if err := syscall.Kill(w1.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	ftWaitGone(t, old, 10*time.Second, "killed child")
+	old.waitGone(t, 10*time.Second, "killed child")
 	newPID := ftRunning(t, b, "fake", w1.PID, 10*time.Second)
 
 	// Same session, no new initialize.
@@ -791,7 +709,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	mk := func() *client { return &client{t: t, url: b.url("fake"), http: hc} }
 
 	var pidMu sync.Mutex
-	pids := map[int]ftProc{}
+	pids := map[int]proc{}
 	one := func(i int) error {
 		c := mk()
 		r, err := c.do(http.MethodPost, initBody)
@@ -806,10 +724,11 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 			return fmt.Errorf("initialized %d: %v %d %s", i, err, r.status, r.body)
 		}
 		if i%10 == 0 {
-			for pid := range ftChildren() {
-				if _, _, start, ok := ftStat(pid); ok {
+			for pid := range childrenOf(os.Getpid()) {
+				if st, ok := readStat(pid); ok {
+					start := st.start
 					pidMu.Lock()
-					pids[pid] = ftProc{pid: pid, start: start}
+					pids[pid] = proc{pid: pid, start: start}
 					pidMu.Unlock()
 				}
 			}
@@ -859,7 +778,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 		}
 		return err
 	}
-	noChildren := func() bool { return len(ftChildren()) == 0 }
+	noChildren := func() bool { return len(childrenOf(os.Getpid())) == 0 }
 
 	// Warm up (HTTP connections, pools), then settle and take the baseline.
 	if err := run(16, 8); err != nil {
@@ -868,7 +787,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	tr.CloseIdleConnections()
 	waitFor(t, 10*time.Second, "no child after warm-up", noChildren)
 	time.Sleep(2 * ftStopGrace) // the stdout closer fires StopGrace after exit
-	baseG, baseFD := runtime.NumGoroutine(), ftFDs()
+	baseG, baseFD := runtime.NumGoroutine(), procFDs(os.Getpid())
 
 	// 950 sessions 8 at a time (the child mostly stays up), then 50 one
 	// after another, each waiting for the child to be stopped (linger 0), so
@@ -879,7 +798,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	if err := run(950, 8); err != nil {
 		t.Fatal(err)
 	}
-	idle := func() bool { return len(ftChildren()) == 0 }
+	idle := func() bool { return len(childrenOf(os.Getpid())) == 0 }
 	for i := 950; i < 1000; i++ {
 		waitFor(t, 10*time.Second, "the child to stop", idle)
 		if err := one(i); err != nil {
@@ -896,7 +815,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	var kids map[int]byte
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		g, fds, kids = runtime.NumGoroutine(), ftFDs(), ftChildren()
+		g, fds, kids = runtime.NumGoroutine(), procFDs(os.Getpid()), childrenOf(os.Getpid())
 		if g <= baseG && fds <= baseFD && len(kids) == 0 {
 			break
 		}
@@ -926,8 +845,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	// away from us).
 	exe, _ := os.Executable()
 	for _, pid := range ftStartedPIDs(b) {
-		st, _, _, ok := ftStat(pid)
-		if !ok || st == 'Z' {
+		if !processAlive(pid) {
 			continue
 		}
 		if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); l == exe {
@@ -947,7 +865,7 @@ func TestFaultBridgeCloseWithStreamAndCallInFlight(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{RequestTimeout: 20 * time.Second}})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	child := ftWatch(t, ftWhoami(t, c).PID)
+	child := watchProc(t, ftWhoami(t, c).PID)
 	st := c.openStream()
 	type res struct {
 		r   response
@@ -985,8 +903,8 @@ func TestFaultBridgeCloseWithStreamAndCallInFlight(t *testing.T) {
 		t.Logf("in-flight call → transport error %v", r.err)
 	}
 	st.waitClosed(t, 10*time.Second, "GET stream still open after bridge close")
-	ftWaitGone(t, child, 10*time.Second, "child after bridge close")
-	waitFor(t, 10*time.Second, "no child of ours after close, zombies included", func() bool { return len(ftChildren()) == 0 })
+	child.waitGone(t, 10*time.Second, "child after bridge close")
+	waitFor(t, 10*time.Second, "no child of ours after close, zombies included", func() bool { return len(childrenOf(os.Getpid())) == 0 })
 	t.Logf("bridge close returned after %s", took)
 }
 
@@ -1001,7 +919,7 @@ func TestFaultNewSessionWhileChildStops(t *testing.T) {
 	b := newBridge(t, map[string]string{"stub": fakemcp.ModeStubborn}, bridgeConfig{linger: 0})
 	a := newClient(t, b.url("stub"))
 	a.initialize()
-	old := ftWatch(t, ftWhoami(t, a).PID)
+	old := watchProc(t, ftWhoami(t, a).PID)
 	ftDelete(t, a) // the stop begins
 	c := newClient(t, b.url("stub"))
 	c.initialize()

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -83,23 +82,6 @@ func TestHardKillLeavesNoProcess(t *testing.T) {
 	}
 }
 
-// procField is field n (1-based, as in proc(5): 5 is the group, 6 the
-// session) of /proc/PID/stat, as a number; 0 when unreadable.
-func procField(pid, n int) int {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return 0
-	}
-	f := strings.Fields(s[i+2:]) // from field 3 on
-	if n-3 >= len(f) {
-		return 0
-	}
-	v, _ := strconv.Atoi(f[n-3])
-	return v
-}
-
 // TestRestartKillsWhatAKilledBridgeLeft: the bridge and a reaper die
 // together (OOM kill of the tree), leaving the reaper's server and its
 // helper running; the next bridge with the same -state-dir kills them. A
@@ -114,7 +96,7 @@ func TestRestartKillsWhatAKilledBridgeLeft(t *testing.T) {
 	server := ftWhoami(t, c).PID
 	var g struct{ PID int }
 	_ = json.Unmarshal(ftOK(t, "spawn_grandchild", c.callTool(`"g"`, "spawn_grandchild", nil)), &g)
-	reaper := procField(server, 5)
+	reaper := mustStat(t, server).pgrp
 	if reaper == 0 || reaper == server {
 		t.Fatalf("server %d is not led by a reaper (group %d)", server, reaper)
 	}
@@ -124,9 +106,8 @@ func TestRestartKillsWhatAKilledBridgeLeft(t *testing.T) {
 	// bridge.
 	_ = first.cmd.Process.Signal(syscall.SIGSTOP)
 	waitFor(t, 10*time.Second, "the bridge to stop", func() bool {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", first.cmd.Process.Pid))
-		i := strings.LastIndexByte(string(b), ')')
-		return i > 0 && i+2 < len(b) && b[i+2] == 'T'
+		st, ok := readStat(first.cmd.Process.Pid)
+		return ok && st.state == 'T'
 	})
 	_ = syscall.Kill(reaper, syscall.SIGKILL)
 	waitFor(t, 10*time.Second, "the reaper to die", func() bool { return !processAlive(reaper) })
@@ -149,7 +130,7 @@ func TestRestartKillsWhatAKilledBridgeLeft(t *testing.T) {
 	bogus := filepath.Join(state, "children", fmt.Sprintf("%d-1.json", other.Process.Pid))
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	rec := fmt.Sprintf(`{"pgid":%d,"pid":%d,"leader_start":1,"sid":%d,"bridge_pid":999999999,"bridge_start":1,"boot_id":%q,"destination":"x"}`,
-		other.Process.Pid, other.Process.Pid, procField(other.Process.Pid, 6), strings.TrimSpace(string(boot)))
+		other.Process.Pid, other.Process.Pid, mustStat(t, other.Process.Pid).session, strings.TrimSpace(string(boot)))
 	if err := os.WriteFile(bogus, []byte(rec), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -41,13 +41,13 @@ func TestIsolationOneChildPerSession(t *testing.T) {
 	if h := health(); h["children"] != 2.0 || h["sessions"] != 2.0 {
 		t.Errorf("/healthz: %v; want 2 children for 2 sessions", h)
 	}
-	childA, childC := ftWatch(t, wa.PID), ftWatch(t, wc.PID)
+	childA, childC := watchProc(t, wa.PID), watchProc(t, wc.PID)
 
 	// DELETE stops that session's child only.
 	if r := a.must(http.MethodDelete, ""); r.status != http.StatusNoContent {
 		t.Fatalf("DELETE: %d %s", r.status, r.body)
 	}
-	ftWaitGone(t, childA, 10*time.Second, "the deleted session's child")
+	childA.waitGone(t, 10*time.Second, "the deleted session's child")
 	ftEcho(t, c, "1", "still mine")
 	if !childC.alive() {
 		t.Fatalf("the other session's child died")
@@ -59,7 +59,7 @@ func TestIsolationOneChildPerSession(t *testing.T) {
 	n1.initialize()
 	n2 := newClient(t, b.url("fake"))
 	n2.initialize() // evicts c, the least recently used
-	ftWaitGone(t, childC, 10*time.Second, "the evicted session's child")
+	childC.waitGone(t, 10*time.Second, "the evicted session's child")
 	hxCheckTransportError(t, "the evicted session", c.callTool(`2`, "echo", map[string]string{"text": "x"}), http.StatusNotFound, -32001)
 
 	// A crash restarts only that session's child, and the session goes on.
@@ -82,15 +82,15 @@ func TestIsolationOneChildPerSession(t *testing.T) {
 
 func TestIsolationShutdownLeavesNoChild(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{isolated: true})
-	var procs []ftProc
+	var procs []proc
 	for range 3 {
 		c := newClient(t, b.url("fake"))
 		c.initialize()
-		procs = append(procs, ftWatch(t, ftWhoami(t, c).PID))
+		procs = append(procs, watchProc(t, ftWhoami(t, c).PID))
 	}
 	b.close()
 	for i, p := range procs {
-		ftWaitGone(t, p, 10*time.Second, fmt.Sprintf("child %d after shutdown", i))
+		p.waitGone(t, 10*time.Second, fmt.Sprintf("child %d after shutdown", i))
 	}
 }
 

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,26 +16,6 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
-
-// procStatus reads a field (kB) of /proc/PID/status.
-func procStatus(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n << 10
-		}
-	}
-	return 0
-}
-
-func procFDs(pid int) int {
-	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	return len(ents)
-}
 
 // attack is one hostile connection: it sends head, then body in pieces with
 // pause between them, then stalls; it reports the status the bridge
@@ -90,7 +68,7 @@ func TestSlowClientAttack(t *testing.T) {
 	pid := p.cmd.Process.Pid
 	c := newClient(t, p.base+"/fake/mcp")
 	c.initialize()
-	baseFDs, baseRSS := procFDs(pid), procStatus(pid, "VmRSS")
+	baseFDs, baseRSS := procFDs(pid), procStatusBytes(pid, "VmRSS")
 
 	var peak atomic.Int64
 	stop := make(chan struct{})
@@ -98,7 +76,7 @@ func TestSlowClientAttack(t *testing.T) {
 	go func() {
 		defer close(sampled)
 		for {
-			if rss := procStatus(pid, "VmRSS"); rss > peak.Load() {
+			if rss := procStatusBytes(pid, "VmRSS"); rss > peak.Load() {
 				peak.Store(rss)
 			}
 			select {

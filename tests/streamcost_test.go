@@ -80,10 +80,10 @@ func TestIdleStreamCostAndFanOut(t *testing.T) {
 	settle := func() int64 {
 		// The Go runtime returns memory lazily: take the lowest of a few
 		// readings a moment apart.
-		low := procStatus(pid, "VmRSS")
+		low := procStatusBytes(pid, "VmRSS")
 		for range 5 {
 			time.Sleep(100 * time.Millisecond)
-			low = min(low, procStatus(pid, "VmRSS"))
+			low = min(low, procStatusBytes(pid, "VmRSS"))
 		}
 		return low
 	}
