@@ -4,11 +4,24 @@ import "slices"
 
 // LatestVersion is the newest protocol version the bridge speaks; its own
 // handshake with a child asks for it first.
-const LatestVersion = "2025-11-25"
+const LatestVersion = Version20251125
+
+// The protocol versions the bridge speaks, by name where the code decides
+// by them.
+const (
+	// Version20250326 is the version assumed when nothing names one: "if
+	// the server does not receive an MCP-Protocol-Version header, and has
+	// no other way to identify the version … the server SHOULD assume
+	// protocol version 2025-03-26" (2025-11-25, basic/transports).
+	Version20250326 = "2025-03-26"
+	// Version20251125 is the first version whose streams start with a
+	// priming event (an event id and retry, no data).
+	Version20251125 = "2025-11-25"
+)
 
 // supportedVersions are the MCP protocol versions the bridge speaks, oldest
 // first.
-var supportedVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", LatestVersion}
+var supportedVersions = []string{"2024-11-05", Version20250326, "2025-06-18", Version20251125}
 
 // Versions returns the MCP protocol versions the bridge speaks, oldest first.
 func Versions() []string { return slices.Clone(supportedVersions) }

@@ -75,14 +75,14 @@ func (s *Session) protocolVersion() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.version == "" {
-		return "2025-03-26"
+		return dispatch.Version20250326
 	}
 	return s.version
 }
 
 // primes reports whether the session's streams start with a priming event:
 // from protocol version 2025-11-25 on.
-func (s *Session) primes() bool { return s.protocolVersion() >= "2025-11-25" }
+func (s *Session) primes() bool { return s.protocolVersion() >= dispatch.Version20251125 }
 
 // End implements dispatch.Session: the destination failed.
 func (s *Session) End(reason error) { s.ep.endSession(s, reason) }
