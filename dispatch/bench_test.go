@@ -11,23 +11,9 @@ import (
 
 // memConn is an in-memory echo child for measuring the dispatcher alone: each
 // request is answered with an empty result carrying its id.
-type memConn struct {
-	lines  chan []byte
-	exited chan struct{}
-}
+type memConn struct{ memPipe }
 
-func newMemConn() *memConn {
-	return &memConn{lines: make(chan []byte, 1024), exited: make(chan struct{})}
-}
-
-func (c *memConn) ReadMessage() ([]byte, error) {
-	select {
-	case l := <-c.lines:
-		return l, nil
-	case <-c.exited:
-		return nil, context.Canceled
-	}
-}
+func newMemConn() *memConn { return &memConn{newMemPipe()} }
 
 func (c *memConn) WriteMessage(msg []byte) error {
 	i := bytes.Index(msg, []byte(`"id":`))
@@ -45,17 +31,9 @@ func (c *memConn) WriteMessage(msg []byte) error {
 	return nil
 }
 
-func (c *memConn) Stop(context.Context) error {
-	select {
-	case <-c.exited:
-	default:
-		close(c.exited)
-	}
-	return nil
-}
-func (c *memConn) Exited() <-chan struct{} { return c.exited }
-func (c *memConn) ExitStatus() string      { return "" }
-func (c *memConn) PID() int                { return 1 }
+func (c *memConn) Stop(context.Context) error { c.crash(); return nil }
+func (c *memConn) ExitStatus() string         { return "" }
+func (c *memConn) PID() int                   { return 1 }
 
 type nopSession struct{}
 

@@ -21,6 +21,9 @@ import (
 // initialize.
 type clientCaps struct {
 	roots, sampling, elicitForm, elicitURL bool
+	// failures is the supervisor's failure count when the session
+	// attached: a failure ends only the sessions that came before it.
+	failures uint64
 }
 
 // parseClientCaps reads the capabilities of a client's initialize params.

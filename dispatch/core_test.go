@@ -22,30 +22,17 @@ import (
 // and hands every other line it is sent to the test, byte for byte, on got.
 // The test answers with emit; crash makes it exit.
 type wireConn struct {
-	lines  chan []byte
-	got    chan []byte
-	exited chan struct{}
-	once   sync.Once
+	memPipe
+	got chan []byte
 }
 
 func newWireConn() *wireConn {
-	return &wireConn{lines: make(chan []byte, 64), got: make(chan []byte, 64), exited: make(chan struct{})}
-}
-
-func (c *wireConn) ReadMessage() ([]byte, error) {
-	select {
-	case l := <-c.lines:
-		return l, nil
-	case <-c.exited:
-		return nil, context.Canceled
-	}
+	return &wireConn{memPipe: newMemPipe(), got: make(chan []byte, 64)}
 }
 
 func (c *wireConn) WriteMessage(msg []byte) error {
-	select {
-	case <-c.exited:
+	if c.dead() {
 		return context.Canceled
-	default:
 	}
 	m, err := jsonrpc.Parse(msg)
 	if err != nil {
@@ -62,18 +49,12 @@ func (c *wireConn) WriteMessage(msg []byte) error {
 	return nil
 }
 
-func (c *wireConn) emit(line string) { c.lines <- []byte(line) }
-func (c *wireConn) crash()           { c.once.Do(func() { close(c.exited) }) }
-
 func (c *wireConn) Stop(context.Context) error { c.crash(); return nil }
-func (c *wireConn) Exited() <-chan struct{}    { return c.exited }
 func (c *wireConn) ExitStatus() string {
-	select {
-	case <-c.exited:
+	if c.dead() {
 		return "exit status 1"
-	default:
-		return ""
 	}
+	return ""
 }
 func (c *wireConn) PID() int { return 4242 }
 
@@ -467,4 +448,41 @@ func (s *testSession) endedErr() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ended
+}
+
+// TestFailureEndsOnlyTheSessionsBeforeIt: a client told its destination
+// failed may initialize again at once; the failure's ending of sessions,
+// which runs after the state turns failed, must not end the new session.
+func TestFailureEndsOnlyTheSessionsBeforeIt(t *testing.T) {
+	d := New(Options{Name: "dead",
+		Launch:     func(context.Context) (supervisor.Child, error) { return nil, errors.New("no such program") },
+		NewBackOff: func() backoff.BackOff { return backoff.WithMaxRetries(backoff.NewConstantBackOff(time.Millisecond), 0) },
+	})
+	t.Cleanup(func() { _ = d.Close(context.Background()) })
+	before := &testSession{id: "before"}
+	d.Attach(before, json.RawMessage(`{}`))
+	if _, err := d.Do(context.Background(), before, mustParse(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`), 10*time.Second); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("initialize of a destination that cannot start: %v", err)
+	}
+	if st := d.Status(); st.State != supervisor.StateFailed {
+		t.Fatalf("state %s, want failed", st.State)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for before.endedErr() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the session that saw the failure was not ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// A session that attaches after the failure, as the failure's own
+	// ending of sessions would run late, survives it.
+	after := &testSession{id: "after"}
+	d.Attach(after, json.RawMessage(`{}`))
+	d.endAll(d.sup.Failures(), errors.New("late"))
+	if err := after.endedErr(); err != nil {
+		t.Fatalf("a session that came after the failure was ended by it: %v", err)
+	}
+	if st := d.Status(); st.Sessions != 1 {
+		t.Errorf("%d sessions attached, want 1", st.Sessions)
+	}
 }

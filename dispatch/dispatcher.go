@@ -200,16 +200,25 @@ func (d *Dispatcher) ready(ctx context.Context, conn supervisor.Child) (*child, 
 	return c, c.done, nil
 }
 
-// endAll ends every session: the destination failed.
-func (d *Dispatcher) endAll(err error) {
+// endAll ends every session that attached before failure: the destination
+// failed.
+func (d *Dispatcher) endAll(failure uint64, err error) {
 	d.mu.Lock()
-	sessions := make([]Session, 0, len(d.sessions))
-	for s := range d.sessions {
+	var sessions []Session
+	for s, caps := range d.sessions {
+		if caps.failures >= failure {
+			continue // it came after this failure: its initialize starts anew
+		}
 		sessions = append(sessions, s)
+		// The session ends now: forget it and its subscriptions.
+		delete(d.sessions, s)
+		for uri, subs := range d.subs {
+			delete(subs, s)
+			if len(subs) == 0 {
+				delete(d.subs, uri)
+			}
+		}
 	}
-	// The sessions end now: forget them and their subscriptions.
-	clear(d.sessions)
-	clear(d.subs)
 	d.mu.Unlock()
 	for _, s := range sessions {
 		d.sup.Release()

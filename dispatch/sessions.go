@@ -11,9 +11,11 @@ import (
 // session's initialize: the capabilities it declares decide which of the
 // child's requests it may be sent.
 func (d *Dispatcher) Attach(s Session, initParams json.RawMessage) {
+	caps := parseClientCaps(initParams)
+	caps.failures = d.sup.Failures()
 	d.mu.Lock()
 	_, had := d.sessions[s]
-	d.sessions[s] = parseClientCaps(initParams)
+	d.sessions[s] = caps
 	d.mu.Unlock()
 	if !had {
 		d.sup.Hold()

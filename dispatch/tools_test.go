@@ -23,8 +23,7 @@ import (
 // or rawList verbatim when set) and tools/call (naming the tool), records
 // what it was sent, and can emit lines of its own.
 type scriptConn struct {
-	lines  chan []byte
-	exited chan struct{}
+	memPipe
 	// stopGate, when set, holds Stop until it is closed.
 	stopGate chan struct{}
 
@@ -43,19 +42,9 @@ type scriptConn struct {
 
 func newScriptConn(tools ...string) *scriptConn {
 	return &scriptConn{
-		lines:  make(chan []byte, 1024),
-		exited: make(chan struct{}),
-		caps:   `{"tools":{"listChanged":true}}`,
-		tools:  tools,
-	}
-}
-
-func (c *scriptConn) ReadMessage() ([]byte, error) {
-	select {
-	case l := <-c.lines:
-		return l, nil
-	case <-c.exited:
-		return nil, context.Canceled
+		memPipe: newMemPipe(),
+		caps:    `{"tools":{"listChanged":true}}`,
+		tools:   tools,
 	}
 }
 
@@ -129,16 +118,6 @@ func (c *scriptConn) listLocked(cursor string) string {
 	return out + `}`
 }
 
-func (c *scriptConn) emit(line string) { c.lines <- []byte(line) }
-
-func (c *scriptConn) crash() {
-	select {
-	case <-c.exited:
-	default:
-		close(c.exited)
-	}
-}
-
 func (c *scriptConn) Stop(ctx context.Context) error {
 	if c.stopGate != nil {
 		select {
@@ -149,9 +128,8 @@ func (c *scriptConn) Stop(ctx context.Context) error {
 	c.crash()
 	return nil
 }
-func (c *scriptConn) Exited() <-chan struct{} { return c.exited }
-func (c *scriptConn) ExitStatus() string      { return "" }
-func (c *scriptConn) PID() int                { return 1 }
+func (c *scriptConn) ExitStatus() string { return "" }
+func (c *scriptConn) PID() int           { return 1 }
 
 func (c *scriptConn) snapshot() (methods, called, initParams, cursors []string) {
 	c.mu.Lock()

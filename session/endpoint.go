@@ -297,7 +297,7 @@ func (ep *Endpoint) serveDelete(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	status := http.StatusNoContent
 	defer func() {
-		ep.log.Info("DELETE", "destination", ep.name, "status_code", status, "latency_ms", ms(start))
+		ep.log.Info("DELETE", "status_code", status, "latency_ms", ms(start))
 	}()
 	s, errStatus := ep.sessionFor(w, r)
 	if s == nil {

@@ -76,7 +76,7 @@ func (ep *Endpoint) release(d *dispatch.Dispatcher) {
 		ctx, cancel := context.WithTimeout(context.Background(), ep.kids.stopTimeout)
 		defer cancel()
 		if err := d.Close(ctx); err != nil {
-			ep.log.Error("session's child did not stop in time", "destination", ep.name, "error", err)
+			ep.log.Error("session's child did not stop in time", "error", err)
 		}
 	}()
 }

@@ -205,7 +205,7 @@ func (ep *Endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 	s.d.Attach(s, m.Params)
 	if evicted != nil {
 		ep.m.Evicted.Inc()
-		ep.log.Info("least recently used session evicted to make room", "destination", ep.name, "session", evicted.id)
+		ep.log.Info("least recently used session evicted to make room", "session", evicted.id)
 		ep.endSession(evicted, errEvicted)
 	}
 	rec.session = s.id
@@ -226,7 +226,7 @@ func (ep *Endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 	_ = json.Unmarshal(resp, &negotiated)
 	s.setVersion(negotiated.Result.ProtocolVersion)
 	w.Header().Set(headerSessionID, s.id)
-	ep.log.Info("session started", "destination", ep.name, "session", s.id, "protocol_version", negotiated.Result.ProtocolVersion)
+	ep.log.Info("session started", "session", s.id, "protocol_version", negotiated.Result.ProtocolVersion)
 	if !jsonOK {
 		// The client takes SSE only: one event with the answer.
 		sw := ep.newSSEWriter(w)
@@ -260,7 +260,7 @@ func (ep *Endpoint) logPost(rec *postLog, start time.Time) {
 	if !ep.log.IsInfo() {
 		return
 	}
-	args := []any{"destination", ep.name, "mcp_method", field(rec.method), "rpc_id", field(string(rec.rpcID)), "status_code", rec.status, "latency_ms", ms(start)}
+	args := []any{"mcp_method", field(rec.method), "rpc_id", field(string(rec.rpcID)), "status_code", rec.status, "latency_ms", ms(start)}
 	if rec.session != "" {
 		args = append(args, "session", rec.session)
 	}

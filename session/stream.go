@@ -29,7 +29,7 @@ func (ep *Endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 	status := http.StatusOK
 	defer func() {
 		if !logged {
-			ep.log.Info("GET", "destination", ep.name, "status_code", status, "latency_ms", ms(start))
+			ep.log.Info("GET", "status_code", status, "latency_ms", ms(start))
 		}
 	}()
 	if !acceptsSSE(r.Header.Get("Accept")) {
@@ -83,7 +83,7 @@ func (ep *Endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 	conn.Store(&c)
 	logged = true
 	if resumed {
-		ep.log.Debug("SSE stream resumed", "session", s.id, "destination", ep.name)
+		ep.log.Debug("SSE stream resumed", "session", s.id)
 	}
 	ep.pumps.Add(1)
 	go ep.pump(s, st, c, head, done, start, shutdown)
@@ -130,7 +130,7 @@ func (ep *Endpoint) pump(s *Session, st *stream, conn net.Conn, head []byte, don
 		s.closeStream(st)
 		ep.limits.streams.give(1)
 		ep.m.Streams.Dec()
-		ep.log.Info("GET", "destination", ep.name, "status_code", http.StatusOK, "latency_ms", ms(start))
+		ep.log.Info("GET", "status_code", http.StatusOK, "latency_ms", ms(start))
 	}()
 	sw := ep.newConnWriter(conn)
 	// A kick before now found no connection to abort; this writer checks

@@ -64,7 +64,7 @@ func (s *Session) recordLocked(id uint64, kind byte, data []byte, last bool) eve
 		s.ep.m.Dropped.Inc()
 		if !s.dropping {
 			s.dropping = true
-			s.ep.log.Warn("session has no GET stream and its event log is full; the oldest notifications are lost until a stream attaches", "session", s.id, "destination", s.ep.name, "event_log_size", s.log.max)
+			s.ep.log.Warn("session has no GET stream and its event log is full; the oldest notifications are lost until a stream attaches", "session", s.id, "event_log_size", s.log.max)
 		}
 	}
 	return ev
@@ -75,7 +75,7 @@ func (s *Session) recordLocked(id uint64, kind byte, data []byte, last bool) eve
 func (s *Session) wakeLocked(st *stream) bool {
 	if s.seq+1-st.next > uint64(s.ep.opts.StreamQueue) || st.next < s.log.oldest(s.seq+1) {
 		s.ep.m.Dropped.Inc()
-		s.ep.log.Warn("SSE stream fell behind; closing it so the client reconnects", "session", s.id, "destination", s.ep.name, "behind", s.seq+1-st.next)
+		s.ep.log.Warn("SSE stream fell behind; closing it so the client reconnects", "session", s.id, "behind", s.seq+1-st.next)
 		st.kick()
 		return false
 	}
@@ -146,7 +146,7 @@ func (s *Session) openGet(lastEventID string, abort func()) (st *stream, resumed
 		return st, true, done, true, false
 	}
 	if lastEventID != "" {
-		s.ep.log.Info("Last-Event-ID not in the event log; opening a fresh stream", "session", s.id, "destination", s.ep.name, "last_event_id", field(lastEventID))
+		s.ep.log.Info("Last-Event-ID not in the event log; opening a fresh stream", "session", s.id, "last_event_id", field(lastEventID))
 	}
 	// What waited for a stream: the GET events after the last one handed.
 	st.next = max(s.handed+1, s.log.oldest(s.seq+1))

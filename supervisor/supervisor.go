@@ -111,21 +111,24 @@ type Supervisor[H any] struct {
 	opts   Options
 	log    hclog.Logger
 	ready  Ready[H]
-	failed func(error)
+	failed func(failure uint64, err error)
 	// restartsTotal counts every restart since the bridge started.
 	restartsTotal atomic.Uint64
 
 	// mu guards every field below. Invariants: cur is set exactly in
 	// stateRunning; life is nil exactly in stateIdle and stateFailed;
 	// waitCh is open exactly while the state is starting or restarting.
-	mu              sync.Mutex
-	state           state
-	cur             H
-	curChild        Child
-	curStarted      time.Time
-	life            *lifetime
-	waitCh          chan struct{}
-	failErr         error
+	mu         sync.Mutex
+	state      state
+	cur        H
+	curChild   Child
+	curStarted time.Time
+	life       *lifetime
+	waitCh     chan struct{}
+	failErr    error
+	// failures counts the times the destination was marked failed; a
+	// holder that came after a failure is not one the failure ends.
+	failures        uint64
 	lastExit        string
 	restarts        int
 	starting        time.Time // when the current start began; zero when not starting
@@ -152,8 +155,12 @@ type lifetime struct {
 
 // New returns a Supervisor; nothing starts before Running or Prestart.
 // failed, when set, is called (without locks held) when the destination is
-// marked failed.
-func New[H any](opts Options, ready Ready[H], failed func(error)) *Supervisor[H] {
+// marked failed, with the count of failures so far (Failures): what
+// attached before that count is what the failure ends. The state is failed
+// — and a new start possible — before any caller waiting for the start
+// hears of it, so a client told of the failure that tries again at once
+// is not ended by it.
+func New[H any](opts Options, ready Ready[H], failed func(failure uint64, err error)) *Supervisor[H] {
 	opts.setDefaults()
 	return &Supervisor[H]{opts: opts, log: opts.Logger, ready: ready, failed: failed, timers: map[*time.Timer]struct{}{}}
 }
@@ -510,6 +517,13 @@ func (s *Supervisor[H]) setIdle(life *lifetime) {
 	s.cur, s.curChild, s.life = zero, nil, nil
 }
 
+// Failures is the number of times the destination was marked failed.
+func (s *Supervisor[H]) Failures() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failures
+}
+
 // setFailed marks the destination failed and tells failed.
 func (s *Supervisor[H]) setFailed(life *lifetime, cause error) {
 	s.mu.Lock()
@@ -534,12 +548,13 @@ func (s *Supervisor[H]) setFailed(life *lifetime, cause error) {
 		msg += "; last exit: " + s.lastExit
 	}
 	s.failErr = unavailable(msg + "; the next initialize will try to start it again")
+	s.failures++
 	s.setStateLocked(stateFailed)
-	err, last := s.failErr, s.lastExit
+	err, last, n := s.failErr, s.lastExit, s.failures
 	s.mu.Unlock()
 	s.log.Error("destination failed; giving up on restarts", "error", cause, "last_exit", last)
 	if s.failed != nil {
-		s.failed(err)
+		s.failed(n, err)
 	}
 }
 

@@ -229,11 +229,13 @@ func request(method, url, sid, body string, headers ...string) (response, error)
 	return requestWith(httpClient, method, url, sid, body, headers...)
 }
 
-// requestWith is request through hc.
-func requestWith(hc *http.Client, method, url, sid, body string, headers ...string) (response, error) {
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+// newRequest builds request's requests: POST with the MCP Content-Type and
+// Accept, GET with Accept: text/event-stream, the session header when sid
+// is set, then headers (name, value pairs; an empty value deletes).
+func newRequest(ctx context.Context, method, url, sid, body string, headers ...string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
-		return response{}, err
+		return nil, err
 	}
 	switch method {
 	case http.MethodPost:
@@ -251,6 +253,15 @@ func requestWith(hc *http.Client, method, url, sid, body string, headers ...stri
 		} else {
 			req.Header.Set(headers[i], headers[i+1])
 		}
+	}
+	return req, nil
+}
+
+// requestWith is request through hc.
+func requestWith(hc *http.Client, method, url, sid, body string, headers ...string) (response, error) {
+	req, err := newRequest(context.Background(), method, url, sid, body, headers...)
+	if err != nil {
+		return response{}, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

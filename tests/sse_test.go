@@ -53,19 +53,10 @@ func openSSE(t testing.TB, method, url, sid, body string, headers ...string) *st
 func openSSEWith(t testing.TB, o sseOptions, method, url, sid, body string, headers ...string) *stream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-	switch method {
-	case http.MethodPost:
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-	case http.MethodGet:
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+	req, err := newRequest(ctx, method, url, sid, body, headers...)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
 	}
 	start := time.Now()
 	// No overall timeout: the body is a stream. The header wait is bounded.
