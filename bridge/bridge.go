@@ -17,6 +17,7 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/oauth"
 	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
@@ -67,6 +68,12 @@ type Options struct {
 	PublicURL         string
 	TrustProxyHeaders bool
 	ShutdownTimeout   time.Duration
+	// OAuth token validation (destinations with an 'auth:' block): the
+	// clock skew tolerated, how long an issuer's keys are kept, and the
+	// least time between fetches caused by unknown key ids.
+	OAuthSkew       time.Duration
+	OAuthKeysTTL    time.Duration
+	OAuthMinRefresh time.Duration
 	// Version is the bridge's version (/version, discovery, the handshake's
 	// clientInfo).
 	Version string
@@ -97,6 +104,9 @@ func Defaults() Options {
 		RestartPatience:      3 * time.Second,
 		UnclaimedLinger:      time.Minute,
 		ShutdownTimeout:      10 * time.Second,
+		OAuthSkew:            time.Minute,
+		OAuthKeysTTL:         15 * time.Minute,
+		OAuthMinRefresh:      30 * time.Second,
 		Version:              "unknown",
 	}
 }
@@ -142,6 +152,9 @@ func (o *Options) setDefaults() {
 	setDur(&o.RestartPatience, d.RestartPatience)
 	setDur(&o.UnclaimedLinger, d.UnclaimedLinger)
 	setDur(&o.ShutdownTimeout, d.ShutdownTimeout)
+	setDur(&o.OAuthSkew, d.OAuthSkew)
+	setDur(&o.OAuthKeysTTL, d.OAuthKeysTTL)
+	setDur(&o.OAuthMinRefresh, d.OAuthMinRefresh)
 	if o.Version == "" {
 		o.Version = d.Version
 	}
@@ -171,6 +184,12 @@ type Bridge struct {
 	// metricsHandler serves reg at /metrics.
 	metricsHandler http.Handler
 	handler        http.Handler
+	// policies are the destinations' OAuth policies (none for an open
+	// one); topPolicy the top-level block's; operatorPolicies guard the
+	// operator's routes.
+	policies         map[string]*oauth.Policy
+	topPolicy        *oauth.Policy
+	operatorPolicies []*oauth.Policy
 	// closing is set first thing in Shutdown: every request but /healthz is
 	// answered 503 with Retry-After from then on, never 404.
 	closing      atomic.Bool
@@ -211,6 +230,7 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		b.names = append(b.names, name)
 	}
 	sort.Strings(b.names)
+	b.buildPolicies()
 	b.registerMetrics()
 	b.handler = b.layers(http.HandlerFunc(b.route))
 	for name, d := range b.dispatchers {

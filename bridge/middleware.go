@@ -1,8 +1,6 @@
 package bridge
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"net"
 	"net/http"
@@ -137,40 +135,4 @@ func (b *Bridge) closingGate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// auth requires one of the configured bearer tokens on every route but
-// /healthz and the OAuth discovery documents (which say the bridge does not
-// use OAuth), and puts the token's principal in the request's context.
-func (b *Bridge) auth(next http.Handler) http.Handler {
-	if len(b.opts.AuthTokens) == 0 {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if path := strings.TrimSuffix(r.URL.Path, "/"); path == "/healthz" || isOAuthWellKnown(path) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		p, ok := b.authenticate(r)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="stelae-bridge"`)
-			session.WriteError(w, http.StatusUnauthorized, codeServer, "missing or wrong bearer token: send Authorization: Bearer <token> with a token the bridge's operator configured")
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(session.WithPrincipal(r.Context(), p)))
-	})
-}
-
-// authenticate checks the bearer token in constant time against every
-// configured one; the principal is the token's SHA-256.
-func (b *Bridge) authenticate(r *http.Request) (session.Principal, bool) {
-	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return session.Principal{}, false
-	}
-	ok := 0
-	for _, t := range b.opts.AuthTokens {
-		ok |= subtle.ConstantTimeCompare([]byte(t), []byte(token))
-	}
-	return sha256.Sum256([]byte(token)), ok == 1
 }

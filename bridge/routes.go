@@ -43,11 +43,16 @@ func (b *Bridge) route(w http.ResponseWriter, r *http.Request) {
 	case "/.well-known/mcp/manifest.json":
 		b.serveManifest(w, r)
 	default:
-		if isOAuthWellKnown(path) {
+		switch {
+		case strings.HasPrefix(path, prmPath):
+			b.serveResourceMetadata(w, r)
+		case isOAuthWellKnown(path) && len(b.operatorPolicies) > 0:
+			session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("this bridge is not an authorization server: its endpoints accept tokens from the issuer named in their protected-resource metadata (%s/{destination}/mcp)", prmPath))
+		case isOAuthWellKnown(path):
 			session.WriteError(w, http.StatusNotFound, codeServer, "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)")
-			return
+		default:
+			b.serveDestination(w, r)
 		}
-		b.serveDestination(w, r)
 	}
 }
 
@@ -165,7 +170,9 @@ func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-store")
+	}
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(append(body, '\n'))
@@ -218,14 +225,9 @@ func (b *Bridge) serveHealth(w http.ResponseWriter, r *http.Request) {
 	if !onlyGet(w, r) {
 		return
 	}
+	// ?verbose shows details (pids, exit errors with paths): the auth
+	// layer lets it through only with a token; plain /healthz needs none.
 	_, verbose := r.URL.Query()["verbose"]
-	if verbose && len(b.opts.AuthTokens) > 0 {
-		if _, ok := b.authenticate(r); !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="stelae-bridge"`)
-			session.WriteError(w, http.StatusUnauthorized, codeServer, "/healthz?verbose shows details (pids, exit errors with paths): send Authorization: Bearer <token>; plain /healthz needs none")
-			return
-		}
-	}
 	dests := map[string]destinationHealth{}
 	failed := 0
 	for _, n := range b.names {

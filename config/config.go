@@ -30,6 +30,9 @@ type Config struct {
 	// Default names the destination served when a request names none;
 	// empty when the file sets no 'default:'.
 	Default string
+	// Auth is the top-level 'auth:' block; nil when there is none. Every
+	// destination without its own carries it too (Destination.Auth).
+	Auth *Auth
 }
 
 // Destination is one configured stdio MCP server.
@@ -69,6 +72,9 @@ type Destination struct {
 	// ('stderr_log_level:'): trace, debug, info, warn, error, or off (not
 	// logged); empty means warn.
 	StderrLevel string
+	// Auth is the OAuth protection of the destination: its own 'auth:'
+	// block, else the top-level one; nil when neither is set.
+	Auth *Auth
 	// Line is where the destination is declared in the file.
 	Line int
 }
@@ -183,13 +189,14 @@ type fileDestination struct {
 	Isolation      yaml.Node         `yaml:"isolation"`
 	StartTimeout   yaml.Node         `yaml:"start_timeout"`
 	StderrLogLevel yaml.Node         `yaml:"stderr_log_level"`
+	Auth           yaml.Node         `yaml:"auth"`
 	// Type is accepted in 'mcpServers:' entries only, and only as "stdio".
 	Type yaml.Node `yaml:"type"`
 }
 
 // destinationKeys are the keys a destination may have, in the order the
 // messages list them.
-var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level"}
+var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth"}
 
 // mcpServerKeys are the keys of an 'mcpServers:' entry: a destination's, and
 // 'type: stdio' as Claude Desktop, Claude Code and Cursor write it.
@@ -310,8 +317,14 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 			sections = append(sections, section{key: k.Value, keyLine: k.Line, node: v, mcpShape: k.Value == "mcpServers"})
 		case "default":
 			def = v
+		case "auth":
+			a, probs := parseAuth(v, "'auth'", topExpander(lookup, problem))
+			for _, p := range probs {
+				problem(0, "%s", p)
+			}
+			cfg.Auth = a
 		default:
-			problem(k.Line, "unknown key %q at the top level (known: destinations, mcpServers, default)", k.Value)
+			problem(k.Line, "unknown key %q at the top level (known: destinations, mcpServers, default, auth)", k.Value)
 		}
 	}
 	if len(sections) == 0 {
@@ -355,11 +368,27 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 			cfg.Default = def.Value
 		}
 	}
+	for _, d := range cfg.Destinations {
+		if d.Auth == nil {
+			d.Auth = cfg.Auth
+		}
+	}
 	if len(cerr.Problems) > 0 {
 		cerr.sortByLine()
 		return nil, cerr
 	}
 	return cfg, nil
+}
+
+// topExpander expands ${VAR} in top-level values, reporting unset ones.
+func topExpander(lookup func(string) (string, bool), problem func(int, string, ...any)) func(line int, field, s string) string {
+	return func(line int, field, s string) string {
+		out, missing := expandVars(s, lookup)
+		for _, m := range missing {
+			problem(line, "%s uses ${%s}, which is not set in the bridge's environment", field, m)
+		}
+		return out
+	}
 }
 
 // parseDestination checks one entry, name k and body v, reporting every
@@ -431,6 +460,13 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 		d.Env[key] = expand("env."+key, fd.Env[key])
 	}
 	d.Prestart = fd.Prestart
+	if fd.Auth.Kind != 0 {
+		a, probs := parseAuth(&fd.Auth, "'auth'", expandAt)
+		for _, p := range probs {
+			sub(p)
+		}
+		d.Auth = a
+	}
 	if fd.Tools.Kind != 0 {
 		f, probs := parseTools(&fd.Tools)
 		for _, p := range probs {

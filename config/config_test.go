@@ -579,7 +579,7 @@ mcpServers:
 		{
 			name:  "mcpServers unknown key lists type",
 			src:   "mcpServers:\n  a:\n    command: cat\n    disabled: true\n",
-			want:  [][]string{{"line 4", `"a"`, `unknown key "disabled"`, "stderr_log_level, type"}},
+			want:  [][]string{{"line 4", `"a"`, `unknown key "disabled"`, "stderr_log_level, auth, type"}},
 			count: 1,
 		},
 		{

@@ -65,6 +65,10 @@ type bridgeConfig struct {
 	roots        []config.Root
 	startTimeout time.Duration
 	isolated     bool
+	// auth is the top-level 'auth:' block (every destination's);
+	// destAuth replaces it for some destinations.
+	auth     *config.Auth
+	destAuth map[string]*config.Auth
 	// unclaimedLinger and restartPatience are the bridge's options.
 	unclaimedLinger time.Duration
 	restartPatience time.Duration
@@ -99,7 +103,7 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 		t.Fatal(err)
 	}
 	opts.Reaper = reaper
-	conf := &config.Config{Destinations: map[string]*config.Destination{}, Default: cfg.defaultDest}
+	conf := &config.Config{Destinations: map[string]*config.Destination{}, Default: cfg.defaultDest, Auth: cfg.auth}
 	journalPath := filepath.Join(t.TempDir(), "journal")
 	for name, mode := range modes {
 		command, args, env := fakemcp.Command(mode)
@@ -110,6 +114,10 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 		d := &config.Destination{Name: name, Command: command, Args: args, Env: env, Tools: cfg.tools, Roots: cfg.roots, StartTimeout: cfg.startTimeout}
 		if cfg.isolated {
 			d.Isolation = config.IsolationSession
+		}
+		d.Auth = cfg.auth
+		if a, ok := cfg.destAuth[name]; ok {
+			d.Auth = a
 		}
 		conf.Destinations[name] = d
 		conf.Names = append(conf.Names, name)

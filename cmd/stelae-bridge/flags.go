@@ -54,6 +54,9 @@ type settings struct {
 	publicURL       string
 	stateDir        string
 	trustProxy      bool
+	oauthSkew       time.Duration
+	oauthKeysTTL    time.Duration
+	oauthRefetch    time.Duration
 }
 
 // byteSize is a flag value such as 10MiB, 512KiB or 1048576.
@@ -143,6 +146,9 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	str(&s.authTokens, "auth-tokens", "STELAE_AUTH_TOKENS", "", "comma-separated bearer tokens (prefer the file or STELAE_AUTH_TOKENS: flags show in ps)")
 	str(&s.stateDir, "state-dir", "STELAE_STATE_DIR", "", "directory for the bridge's state (created 0700): the process groups of running children, so that a restart can kill what a bridge killed outright left behind; default $XDG_STATE_HOME/stelae-bridge or ~/.local/state/stelae-bridge")
 	str(&s.publicURL, "public-url", "STELAE_PUBLIC_URL", "", "base of absolute URLs in discovery documents (e.g. https://mcp.example.com); default: the request's Host")
+	dur(&s.oauthSkew, "oauth-clock-skew", "STELAE_OAUTH_CLOCK_SKEW", time.Minute, "clock difference tolerated on an access token's exp, nbf and iat")
+	dur(&s.oauthKeysTTL, "oauth-keys-ttl", "STELAE_OAUTH_KEYS_TTL", 15*time.Minute, "how long an issuer's metadata and signing keys (JWKS) are kept before they are fetched again")
+	dur(&s.oauthRefetch, "oauth-key-refetch", "STELAE_OAUTH_KEY_REFETCH", 30*time.Second, "least time between fetches of an issuer's keys caused by tokens naming an unknown key (rotation), and between retries when the issuer cannot be reached")
 	boolean(&s.trustProxy, "trust-proxy-headers", "STELAE_TRUST_PROXY_HEADERS", "let X-Forwarded-Proto and X-Forwarded-Host shape absolute URLs (only behind a proxy you control)")
 	fs.Usage = func() {
 		fmt.Fprintf(out, "stelae-bridge serves stdio MCP servers as MCP Streamable HTTP at /{destination}/mcp.\n\nUsage: stelae-bridge [-config FILE] [-listen ADDR] [flags]\n       stelae-bridge -check -config FILE\n       stelae-bridge -version\n\nFlags (an environment variable applies when its flag is not given; children never see these variables):\n")
@@ -248,6 +254,9 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 		{"restart-delay", s.restartDelay, true},
 		{"restart-max-delay", s.restartMaxDelay, false},
 		{"restart-reset-after", s.restartStable, true},
+		{"oauth-clock-skew", s.oauthSkew, true},
+		{"oauth-keys-ttl", s.oauthKeysTTL, false},
+		{"oauth-key-refetch", s.oauthRefetch, false},
 	} {
 		switch {
 		case d.zeroOK && d.v < 0:

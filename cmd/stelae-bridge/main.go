@@ -12,11 +12,13 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/oauth"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
@@ -56,7 +58,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 1
 	}
 	if s.check {
-		warnings := commandWarnings(cfg, getenv("PATH"))
+		warnings := append(commandWarnings(cfg, getenv("PATH")), issuerWarnings(ctx, cfg)...)
 		for _, w := range warnings {
 			fmt.Fprintf(stdout, "%s: %s\n", s.config, w)
 		}
@@ -129,6 +131,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		PublicURL:         s.publicURL,
 		TrustProxyHeaders: s.trustProxy,
 		ShutdownTimeout:   s.shutdownTimeout,
+		OAuthSkew:         s.oauthSkew,
+		OAuthKeysTTL:      s.oauthKeysTTL,
+		OAuthMinRefresh:   s.oauthRefetch,
 		Version:           version,
 		Logger:            log,
 	})
@@ -143,8 +148,15 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if len(tokens) > 0 {
 		fmt.Fprintf(stdout, "  bearer-token auth is on (%d token(s)); /healthz stays open\n", len(tokens))
 	}
+	if cfg.Auth != nil {
+		fmt.Fprintf(stdout, "  OAuth: access tokens from %s\n", cfg.Auth.Issuer)
+	}
 	for _, name := range cfg.Names {
-		fmt.Fprintf(stdout, "  %s: http://%s/%s/mcp\n", name, ln.Addr(), name)
+		note := ""
+		if a := cfg.Destinations[name].Auth; a != nil && a != cfg.Auth {
+			note = " (OAuth: " + a.Issuer + ")"
+		}
+		fmt.Fprintf(stdout, "  %s: http://%s/%s/mcp%s\n", name, ln.Addr(), name, note)
 	}
 	if cfg.Default != "" {
 		fmt.Fprintf(stdout, "  default (%s): http://%s/mcp\n", cfg.Default, ln.Addr())
@@ -174,6 +186,35 @@ func environLookup(environ []string) func(string) string {
 		}
 	}
 	return func(k string) string { return vars[k] }
+}
+
+// issuerWarnings are -check's warnings about issuers it cannot reach now
+// (the bridge still starts: it answers 503 until they can be).
+func issuerWarnings(ctx context.Context, cfg *config.Config) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range append([]*config.Auth{cfg.Auth}, authBlocks(cfg)...) {
+		if a == nil || seen[a.Issuer] {
+			continue
+		}
+		seen[a.Issuer] = true
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := oauth.NewRemoteIssuer(a.Issuer, oauth.IssuerOptions{Timeout: 5 * time.Second}).Check(cctx)
+		cancel()
+		if err != nil {
+			out = append(out, fmt.Sprintf("line %d: warning: %v (tokens will be refused with 503 until it can be reached)", a.Line, err))
+		}
+	}
+	return out
+}
+
+// authBlocks are the destinations' 'auth:' blocks, in file order.
+func authBlocks(cfg *config.Config) []*config.Auth {
+	var out []*config.Auth
+	for _, name := range cfg.Names {
+		out = append(out, cfg.Destinations[name].Auth)
+	}
+	return out
 }
 
 // commandWarnings are -check's warnings: destinations whose command cannot be

@@ -1,0 +1,244 @@
+package bridge
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/oauth"
+	"github.com/stelae-bridge/stelae-bridge/session"
+)
+
+// This file is the auth layer: static bearer tokens (the operator's, for
+// scripts and Claude Code --header) and OAuth access tokens (for every
+// destination with an 'auth:' block), and the protected-resource metadata
+// clients discover the authorization server by.
+
+// prmPath is where protected-resource metadata lives (RFC 9728 §3).
+const prmPath = "/.well-known/oauth-protected-resource"
+
+// buildPolicies makes one policy per 'auth:' block, sharing one remote
+// issuer per issuer URL.
+func (b *Bridge) buildPolicies() {
+	b.policies = map[string]*oauth.Policy{}
+	issuers := map[string]*oauth.RemoteIssuer{}
+	byBlock := map[*config.Auth]*oauth.Policy{}
+	policy := func(a *config.Auth) *oauth.Policy {
+		if a == nil {
+			return nil
+		}
+		if p := byBlock[a]; p != nil {
+			return p
+		}
+		iss := issuers[a.Issuer]
+		if iss == nil {
+			iss = oauth.NewRemoteIssuer(a.Issuer, oauth.IssuerOptions{KeysTTL: b.opts.OAuthKeysTTL, MinRefresh: b.opts.OAuthMinRefresh, Skew: b.opts.OAuthSkew})
+			issuers[a.Issuer] = iss
+		}
+		p := &oauth.Policy{Verifier: iss, Auth: a}
+		byBlock[a] = p
+		return p
+	}
+	b.topPolicy = policy(b.cfg.Auth)
+	for _, name := range b.names {
+		if p := policy(b.cfg.Destinations[name].Auth); p != nil {
+			b.policies[name] = p
+		}
+	}
+	// The operator's routes follow the top-level block; without one, a
+	// token any destination accepts will do.
+	if b.topPolicy != nil {
+		b.operatorPolicies = []*oauth.Policy{b.topPolicy}
+	} else {
+		for _, p := range byBlock {
+			b.operatorPolicies = append(b.operatorPolicies, p)
+		}
+	}
+}
+
+// guarded is what protects one request.
+type guarded struct {
+	open bool
+	// dest is the destination whose endpoint the request reaches; "" for
+	// the operator's routes.
+	dest string
+	// route is "dest" (/{dest}/mcp), "default" (/mcp) or "root" (/).
+	route string
+}
+
+// protection classifies a request for the auth layer.
+func (b *Bridge) protection(r *http.Request) guarded {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case path == "/healthz":
+		if _, verbose := r.URL.Query()["verbose"]; !verbose {
+			return guarded{open: true}
+		}
+		return guarded{}
+	case isOAuthWellKnown(path):
+		return guarded{open: true}
+	case path == "/mcp":
+		return guarded{dest: b.cfg.Default, route: "default"}
+	case path == "" && (r.Method == http.MethodPost || r.Method == http.MethodDelete || session.OpensStream(r)):
+		return guarded{dest: b.cfg.Default, route: "root"}
+	}
+	if dest, _, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && b.endpoints[dest] != nil {
+		return guarded{dest: dest, route: "dest"}
+	}
+	return guarded{}
+}
+
+// resources are the resource URLs a token for g may name (RFC 8707).
+func (b *Bridge) resources(base string, g guarded) []string {
+	switch g.route {
+	case "dest":
+		return []string{base + "/" + g.dest + "/mcp"}
+	case "default":
+		return []string{base + "/mcp", base + "/" + g.dest + "/mcp"}
+	case "root":
+		return []string{base, base + "/mcp", base + "/" + g.dest + "/mcp"}
+	}
+	out := []string{base, base + "/mcp"}
+	for _, n := range b.names {
+		out = append(out, base+"/"+n+"/mcp")
+	}
+	return out
+}
+
+// metadataURL is where g's protected-resource metadata is.
+func metadataURL(base string, g guarded) string {
+	switch g.route {
+	case "dest":
+		return base + prmPath + "/" + g.dest + "/mcp"
+	case "default":
+		return base + prmPath + "/mcp"
+	}
+	return base + prmPath
+}
+
+// auth lets a request through when it needs no token or carries a good one,
+// with its principal in the context; otherwise it answers 401, 403 or (the
+// issuer cannot be reached) 503.
+func (b *Bridge) auth(next http.Handler) http.Handler {
+	if len(b.opts.AuthTokens) == 0 && len(b.operatorPolicies) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g := b.protection(r)
+		if g.open {
+			next.ServeHTTP(w, r)
+			return
+		}
+		policies := b.operatorPolicies
+		if g.dest != "" {
+			policies = nil
+			if p := b.policies[g.dest]; p != nil {
+				policies = []*oauth.Policy{p}
+			}
+		}
+		token, hasToken := bearer(r)
+		if hasToken && b.staticToken(token) {
+			next.ServeHTTP(w, r.WithContext(session.WithPrincipal(r.Context(), sha256.Sum256([]byte(token)))))
+			return
+		}
+		if len(policies) == 0 {
+			if len(b.opts.AuthTokens) == 0 {
+				next.ServeHTTP(w, r) // an open destination
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="stelae-bridge"`)
+			session.WriteError(w, http.StatusUnauthorized, codeServer, "missing or wrong bearer token: send Authorization: Bearer <token> with a token the bridge's operator configured")
+			return
+		}
+		base := b.baseURL(r)
+		prm := metadataURL(base, g)
+		if !hasToken {
+			w.Header().Set("WWW-Authenticate", oauth.Challenge(prm, policies[0].Auth.Scopes, nil))
+			session.WriteError(w, http.StatusUnauthorized, codeServer, fmt.Sprintf("this endpoint needs an OAuth access token from %s: send Authorization: Bearer <token> (the authorization server is named in %s)", policies[0].Verifier.Issuer(), prm))
+			return
+		}
+		var err error
+		for _, p := range policies {
+			var c *oauth.Claims
+			if c, err = p.Check(r.Context(), token, b.resources(base, g)); err == nil {
+				b.log.Debug("access token accepted", "destination", g.dest, "issuer", c.Issuer, "subject", c.Subject, "client_id", c.ClientID)
+				next.ServeHTTP(w, r.WithContext(session.WithPrincipal(r.Context(), c.Principal())))
+				return
+			}
+		}
+		status := oauth.Status(err)
+		b.log.Info("access token refused", "destination", g.dest, "status", status, "reason", err)
+		if status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "10")
+			session.WriteError(w, status, codeServer, "the bridge cannot validate access tokens now: "+err.Error()+"; retry shortly (the operator should check that the issuer is reachable from the bridge)")
+			return
+		}
+		w.Header().Set("WWW-Authenticate", oauth.Challenge(prm, policies[0].Auth.Scopes, err))
+		msg := err.Error()
+		if errors.Is(err, oauth.ErrInvalidToken) {
+			msg = "the access token was refused: " + msg
+		}
+		session.WriteError(w, status, codeServer, msg)
+	})
+}
+
+// bearer is the request's bearer token (RFC 6750 §2.1: the header only).
+func bearer(r *http.Request) (string, bool) {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", false
+	}
+	return token, true
+}
+
+// staticToken compares token in constant time with every configured one.
+func (b *Bridge) staticToken(token string) bool {
+	ok := 0
+	for _, t := range b.opts.AuthTokens {
+		ok |= subtle.ConstantTimeCompare([]byte(t), []byte(token))
+	}
+	return ok == 1
+}
+
+// serveResourceMetadata answers RFC 9728 documents: at
+// /.well-known/oauth-protected-resource/{dest}/mcp for a destination, at
+// .../mcp for the default one, and bare for the origin (the default
+// destination, else the top-level block).
+func (b *Bridge) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
+	if !onlyGet(w, r) {
+		return
+	}
+	rest := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, prmPath), "/")
+	base := b.baseURL(r)
+	var p *oauth.Policy
+	var resource, name string
+	switch {
+	case rest == "":
+		resource, name = base, "stelae-bridge"
+		if p = b.policies[b.cfg.Default]; p == nil {
+			p = b.topPolicy
+		}
+	case rest == "/mcp":
+		p, resource, name = b.policies[b.cfg.Default], base+"/mcp", b.cfg.Default
+	default:
+		dest, tail, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
+		if tail == "mcp" && b.endpoints[dest] != nil {
+			p, resource, name = b.policies[dest], base+"/"+dest+"/mcp", dest
+		}
+	}
+	if p == nil {
+		msg := "no protected resource here: this endpoint does not use OAuth"
+		if len(b.operatorPolicies) == 0 {
+			msg = "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)"
+		}
+		session.WriteError(w, http.StatusNotFound, codeServer, msg)
+		return
+	}
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	writeJSON(w, r, http.StatusOK, oauth.NewResourceMetadata(resource, name, p))
+}

@@ -1,0 +1,149 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Auth is an 'auth:' block: the OAuth 2.1 authorization server whose access
+// tokens a destination accepts, and what a token must carry. At the top
+// level it applies to every destination and to the bridge's own routes; a
+// destination's own block replaces it for that destination.
+type Auth struct {
+	// Issuer is the authorization server's issuer URL: https, or http on a
+	// loopback address. Its metadata is found by RFC 8414 or OIDC
+	// discovery, its keys at the metadata's jwks_uri.
+	Issuer string
+	// Scopes must all be granted to a token ('scopes:'); none by default.
+	Scopes []string
+	// Audiences are accepted besides the endpoint's own resource URL.
+	Audiences []string
+	// AllowSubjects are globs (path.Match syntax) a token's sub must match
+	// one of; empty allows any subject the issuer vouches for.
+	AllowSubjects []string
+	// Line is where the block is in the file.
+	Line int
+}
+
+// AllowsSubject reports whether sub matches AllowSubjects (any subject
+// when there are none).
+func (a *Auth) AllowsSubject(sub string) bool {
+	return len(a.AllowSubjects) == 0 || matchAny(a.AllowSubjects, sub)
+}
+
+// authKeys are the keys of an 'auth:' block.
+var authKeys = []string{"issuer", "scopes", "audiences", "allow_subjects"}
+
+// parseAuth checks an 'auth:' block (where names where it is, for
+// messages); ${VAR} in the issuer is expanded.
+func parseAuth(node *yaml.Node, where string, expand func(line int, field, s string) string) (*Auth, []string) {
+	if node.Kind != yaml.MappingNode || len(node.Content) == 0 {
+		return nil, []string{fmt.Sprintf("line %d: %s must be a mapping with at least 'issuer:' (keys: %s)", node.Line, where, strings.Join(authKeys, ", "))}
+	}
+	a := &Auth{Line: node.Line}
+	var problems []string
+	bad := func(line int, format string, args ...any) {
+		problems = append(problems, fmt.Sprintf("line %d: %s: ", line, where)+fmt.Sprintf(format, args...))
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		k, v := node.Content[i], node.Content[i+1]
+		if seen[k.Value] {
+			bad(k.Line, "'%s' is given twice", k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		switch k.Value {
+		case "issuer":
+			if v.Kind != yaml.ScalarNode || v.Tag == "!!null" || v.Value == "" {
+				bad(v.Line, "'issuer' must be the authorization server's issuer URL, e.g. https://id.example.com/realms/mcp")
+				continue
+			}
+			a.Issuer = expand(v.Line, where+".issuer", v.Value)
+			if why := checkIssuer(a.Issuer); why != "" {
+				bad(v.Line, "'issuer' %q %s", a.Issuer, why)
+			}
+		case "scopes", "audiences", "allow_subjects":
+			list, probs := stringList(v, where+"."+k.Value)
+			problems = append(problems, probs...)
+			for _, s := range list {
+				switch {
+				case k.Value == "scopes" && strings.ContainsAny(s, " \t\"\\"):
+					bad(v.Line, "scope %q may not hold spaces, quotes or backslashes (RFC 6749 scope tokens)", s)
+				case k.Value == "allow_subjects":
+					if _, err := path.Match(s, ""); err != nil {
+						bad(v.Line, "'allow_subjects' glob %q is invalid (path.Match syntax: * ? [a-z] \\x)", s)
+					}
+				}
+			}
+			switch k.Value {
+			case "scopes":
+				a.Scopes = list
+			case "audiences":
+				a.Audiences = list
+			default:
+				a.AllowSubjects = list
+			}
+		default:
+			bad(k.Line, "unknown key %q (known: %s)", k.Value, strings.Join(authKeys, ", "))
+		}
+	}
+	if !seen["issuer"] && len(problems) == 0 {
+		bad(node.Line, "'issuer' is missing: name the authorization server whose tokens to accept")
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	return a, nil
+}
+
+// checkIssuer says what is wrong with an issuer URL ("" when nothing).
+func checkIssuer(s string) string {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil || !u.IsAbs() || u.Host == "":
+		return "is not an absolute URL"
+	case u.RawQuery != "" || u.Fragment != "":
+		return "may not have a query or fragment (RFC 8414)"
+	case u.User != nil:
+		return "may not carry a user name or password"
+	case u.Scheme == "https":
+		return ""
+	case u.Scheme == "http" && IsLoopback(u.Hostname()):
+		return ""
+	case u.Scheme == "http":
+		return "must use https (http is allowed only on a loopback address: 127.0.0.1, ::1, localhost)"
+	}
+	return "must be an https URL"
+}
+
+// IsLoopback reports whether host (no port) names a loopback address.
+func IsLoopback(host string) bool {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// stringList reads a list of non-empty strings.
+func stringList(v *yaml.Node, where string) ([]string, []string) {
+	if v.Kind != yaml.SequenceNode {
+		return nil, []string{fmt.Sprintf("line %d: %s must be a list of strings", v.Line, where)}
+	}
+	var out, problems []string
+	for _, e := range v.Content {
+		if e.Kind != yaml.ScalarNode || e.Tag == "!!null" || e.Value == "" {
+			problems = append(problems, fmt.Sprintf("line %d: %s entries must be non-empty strings", e.Line, where))
+			continue
+		}
+		out = append(out, e.Value)
+	}
+	return out, problems
+}
