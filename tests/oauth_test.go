@@ -1,8 +1,13 @@
 package tests
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -272,4 +277,58 @@ func (c *client) callToolWith(id, name string, args any, headers ...string) resp
 	a, _ := json.Marshal(args)
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "tools/call", "params": map[string]any{"name": name, "arguments": json.RawMessage(a)}})
 	return c.post(string(body), headers...)
+}
+
+// TestOAuthTypeScriptSDKClient: the official TypeScript SDK client finds
+// the metadata from the 401, then the issuer's metadata, gets a token for
+// the endpoint from the issuer (client_credentials, RFC 8707 resource) and
+// connects, lists and calls tools with it.
+func TestOAuthTypeScriptSDKClient(t *testing.T) {
+	node := node24(t)
+	iss := newIssuer(t)
+	b := oauthBridge(t, iss, bridge.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("clients", "ts-oauth.mjs"), b.url("notes"), iss.ClientID, iss.ClientSecret)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var out struct {
+		OK      bool     `json:"ok"`
+		Failure string   `json:"failure"`
+		Tools   []string `json:"tools"`
+		Echo    string   `json:"echo"`
+		Steps   []struct {
+			Method, URL string
+			Status      int
+		} `json:"steps"`
+	}
+	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &out); jerr != nil || err != nil || !out.OK {
+		t.Fatalf("ts-oauth: %v (%v): %s\nstdout %s\nstderr %s", err, jerr, out.Failure, stdout.String(), stderr.String())
+	}
+	if !slices.Contains(out.Tools, "echo") || !strings.Contains(out.Echo, "through oauth") {
+		t.Errorf("tools %v, echo %q", out.Tools, out.Echo)
+	}
+	// The SDK's own discovery, in order: 401 on the endpoint, the metadata
+	// it names, the issuer's metadata, the token, then the endpoint again.
+	want := []struct {
+		url    string
+		status int
+	}{
+		{b.url("notes"), 401},
+		{b.srv.URL + "/.well-known/oauth-protected-resource/notes/mcp", 200},
+		{iss.URL + "/.well-known/oauth-authorization-server", 200},
+		{iss.URL + "/token", 200},
+		{b.url("notes"), 200},
+	}
+	i := 0
+	for _, s := range out.Steps {
+		if i < len(want) && s.URL == want[i].url && s.Status == want[i].status {
+			i++
+		}
+	}
+	if i < len(want) {
+		t.Errorf("discovery steps %+v; missing %+v and after", out.Steps, want[i])
+	}
 }
