@@ -162,10 +162,13 @@ func (b *Bridge) auth(next http.Handler) http.Handler {
 			return
 		}
 		var err error
+		resources := b.resources(base, g)
 		for _, p := range policies {
 			var c *oauth.Claims
-			if c, err = p.Check(r.Context(), token, b.resources(base, g)); err == nil {
-				b.log.Debug("access token accepted", "destination", g.dest, "issuer", c.Issuer, "subject", c.Subject, "client_id", c.ClientID)
+			if c, err = p.Check(r.Context(), token, resources); err == nil {
+				if b.log.IsDebug() {
+					b.log.Debug("access token accepted", "destination", g.dest, "issuer", c.Issuer, "subject", c.Subject, "client_id", c.ClientID)
+				}
 				next.ServeHTTP(w, r.WithContext(session.WithPrincipal(r.Context(), c.Principal())))
 				return
 			}

@@ -75,6 +75,8 @@ type RemoteIssuer struct {
 	issuer string
 	opts   IssuerOptions
 
+	// verified remembers tokens already checked.
+	verified verifiedCache
 	// fetch is held while a fetch runs: one at a time; the others wait for
 	// it and use what it got.
 	fetch sync.Mutex

@@ -216,3 +216,51 @@ func TestPrincipal(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifiedTokensAreRemembered: a token is checked once, then served
+// from the cache until it expires; the cache never outlives the token.
+func TestVerifiedTokensAreRemembered(t *testing.T) {
+	iss := testissuer.New()
+	defer iss.Close()
+	r := NewRemoteIssuer(iss.URL, IssuerOptions{Skew: time.Millisecond})
+	tok := iss.Token(testissuer.Claims{Subject: "s", Audience: []string{resource}, Expiry: time.Now().Add(2 * time.Second)})
+	c1, err := r.Verify(context.Background(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := r.Verify(context.Background(), tok)
+	if err != nil || c2 != c1 {
+		t.Fatalf("second check: %v (same claims: %v)", err, c2 == c1)
+	}
+	// Expired (JWT exp has second precision): refused, not served from the
+	// cache.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := r.Verify(context.Background(), tok)
+		if errors.Is(err, ErrInvalidToken) && strings.Contains(err.Error(), "expired") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("token still accepted 10s after it expired: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func BenchmarkVerify(b *testing.B) {
+	iss := testissuer.New()
+	defer iss.Close()
+	p := &Policy{Verifier: NewRemoteIssuer(iss.URL, IssuerOptions{}), Auth: &config.Auth{Scopes: []string{"mcp"}}}
+	tok := iss.Token(testissuer.Claims{Subject: "s", Audience: []string{resource}, Scope: "mcp"})
+	res := []string{resource}
+	if _, err := p.Check(context.Background(), tok, res); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := p.Check(context.Background(), tok, res); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -42,12 +42,17 @@ type Claims struct {
 	Audience []string
 	Scopes   []string
 	Expiry   time.Time
+	// principal is Principal, computed once.
+	principal *[32]byte
 }
 
 // Principal identifies who the token speaks for: issuer, subject and
 // client, hashed. A refreshed token has the same principal, so a session
 // survives it.
 func (c *Claims) Principal() [32]byte {
+	if c.principal != nil {
+		return *c.principal
+	}
 	return sha256.Sum256([]byte(c.Issuer + "\x00" + c.Subject + "\x00" + c.ClientID))
 }
 
@@ -135,6 +140,8 @@ func verifyWith(raw, issuer string, skew time.Duration, keys *jose.JSONWebKeySet
 		}
 		c.Scopes = append(c.Scopes, list...)
 	}
+	p := c.Principal()
+	c.principal = &p
 	return c, nil
 }
 
@@ -161,11 +168,21 @@ func candidates(ks *jose.JSONWebKeySet, kid, alg string) []jose.JSONWebKey {
 	return out
 }
 
-// Verify checks raw against the issuer's published keys.
+// Verify checks raw against the issuer's published keys. A token verified
+// before is not checked again until it expires (or for 5 minutes at most).
 func (r *RemoteIssuer) Verify(ctx context.Context, raw string) (*Claims, error) {
+	now := time.Now()
+	if c := r.verified.get(raw, now); c != nil {
+		return c, nil
+	}
 	keys, err := r.keySet(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return verifyWith(raw, r.issuer, r.opts.Skew, keys, func() (*jose.JSONWebKeySet, bool) { return r.refreshForKey(ctx) })
+	c, err := verifyWith(raw, r.issuer, r.opts.Skew, keys, func() (*jose.JSONWebKeySet, bool) { return r.refreshForKey(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	r.verified.put(raw, c, r.opts.Skew, now)
+	return c, nil
 }

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	neturl "net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+	"github.com/stelae-bridge/stelae-bridge/tests/testissuer"
 )
 
 // load describes one benchmark shape: sessions × calls in flight per session.
@@ -158,6 +161,11 @@ type rawConn struct {
 	c   net.Conn
 	br  *bufio.Reader
 	req []byte
+	// auth, when set, is sent as the Authorization header.
+	auth string
+	// host is the Host header: the bridge's host:port, as a browser or SDK
+	// sends it (OAuth audiences are built from it).
+	host string
 }
 
 func dialRaw(base string) (*rawConn, error) {
@@ -169,15 +177,21 @@ func dialRaw(base string) (*rawConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rawConn{c: c, br: bufio.NewReaderSize(c, 16<<10)}, nil
+	return &rawConn{c: c, br: bufio.NewReaderSize(c, 16<<10), host: u.Host}, nil
 }
 
 // post sends one POST and returns the status code; the body is discarded.
 func (rc *rawConn) post(path, sid string, body []byte) (int, error) {
 	rc.req = append(rc.req[:0], "POST "...)
 	rc.req = append(rc.req, path...)
-	rc.req = append(rc.req, " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: "...)
+	rc.req = append(rc.req, " HTTP/1.1\r\nHost: "...)
+	rc.req = append(rc.req, rc.host...)
+	rc.req = append(rc.req, "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: "...)
 	rc.req = append(rc.req, sid...)
+	if rc.auth != "" {
+		rc.req = append(rc.req, "\r\nAuthorization: "...)
+		rc.req = append(rc.req, rc.auth...)
+	}
 	rc.req = append(rc.req, "\r\nContent-Length: "...)
 	rc.req = strconv.AppendInt(rc.req, int64(len(body)), 10)
 	rc.req = append(rc.req, "\r\n\r\n"...)
@@ -250,13 +264,55 @@ func BenchmarkEcho(b *testing.B) {
 	})
 	// The bridge with its default settings (access log at info level).
 	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho}), "-max-sessions", "64")
+	benchBridge(b, p, "", []load{{1, 1}, {1, 16}, {8, 64}})
+}
+
+// BenchmarkEchoOAuth is BenchmarkEcho's bridge runs with every call carrying
+// an OAuth access token the bridge validates (signature, claims, audience),
+// beside the same runs without OAuth, to price validation:
+//
+//	go test -run '^$' -bench BenchmarkEchoOAuth -benchtime 40000x ./tests/
+func BenchmarkEchoOAuth(b *testing.B) {
+	iss := testissuer.New()
+	defer iss.Close()
+	plain := fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho})
+	data, err := os.ReadFile(plain)
+	if err != nil {
+		b.Fatal(err)
+	}
+	protected := filepath.Join(b.TempDir(), "oauth.yaml")
+	if err := os.WriteFile(protected, append([]byte("auth:\n  issuer: "+iss.URL+"\n  scopes: [mcp]\n"), data...), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	loads := []load{{1, 16}, {8, 64}}
+	b.Run("off", func(b *testing.B) {
+		benchBridge(b, startBinary(b, plain, "-max-sessions", "64"), "", loads)
+	})
+	b.Run("on", func(b *testing.B) {
+		p := startBinary(b, protected, "-max-sessions", "64")
+		tok := iss.Token(testissuer.Claims{Subject: "bench", Audience: []string{p.base + "/echo/mcp"}, Scope: "mcp", ClientID: "bench"})
+		benchBridge(b, p, "Bearer "+tok, loads)
+	})
+}
+
+// benchBridge drives the bridge binary p at each load, every request
+// carrying auth (when set) as its Authorization header.
+func benchBridge(b *testing.B, p *binaryProc, auth string, loads []load) {
 	url := p.base + "/echo/mcp"
-	for _, l := range []load{{1, 1}, {1, 16}, {8, 64}} {
+	for _, l := range loads {
 		b.Run("bridge/"+l.String(), func(b *testing.B) {
 			sids := make([]string, l.sessions)
 			for i := range sids {
 				c := newClient(b, url)
-				c.initialize()
+				if auth != "" {
+					r := c.post(initBody, "Authorization", auth)
+					c.sid = r.header.Get("Mcp-Session-Id")
+					if r.status != http.StatusOK || c.sid == "" {
+						b.Fatalf("initialize: %d %s", r.status, r.body)
+					}
+				} else {
+					c.initialize()
+				}
 				sids[i] = c.sid
 			}
 			workers := l.sessions * l.inflight
@@ -267,6 +323,7 @@ func BenchmarkEcho(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				rc.auth = auth
 				defer rc.c.Close()
 				conns[w] = rc
 			}
@@ -296,7 +353,7 @@ func BenchmarkEcho(b *testing.B) {
 			for _, sid := range sids {
 				c := newClient(b, url)
 				c.sid = sid
-				c.must(http.MethodDelete, "")
+				c.must(http.MethodDelete, "", "Authorization", auth)
 			}
 		})
 	}
