@@ -501,3 +501,25 @@ func TestShippedConfig(t *testing.T) {
 		t.Errorf("-check: code %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestRunCheckAuth: -check validates 'auth:' blocks (errors exit 1) and
+// warns, exiting 0, about an issuer it cannot reach now.
+func TestRunCheckAuth(t *testing.T) {
+	// A loopback port nothing listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/realms/mcp"
+	ln.Close()
+	path := writeFile(t, "a.yaml", "auth:\n  issuer: "+dead+"\n  scopes: [mcp]\ndestinations:\n  a:\n    command: sh\n")
+	code, out, errOut := runCmd(t, []string{"-check", "-config", path}, map[string]string{"PATH": os.Getenv("PATH")})
+	if code != 0 || !strings.Contains(out, "line 2: warning:") || !strings.Contains(out, dead) || !strings.Contains(out, "503") {
+		t.Errorf("unreachable issuer: code %d\n%s%s", code, out, errOut)
+	}
+	bad := writeFile(t, "b.yaml", "auth:\n  issuer: http://id.example.com\ndestinations:\n  a:\n    command: sh\n")
+	code, out, errOut = runCmd(t, []string{"-check", "-config", bad}, map[string]string{"PATH": os.Getenv("PATH")})
+	if code != 1 || !strings.Contains(errOut, "must use https") {
+		t.Errorf("http issuer: code %d\n%s%s", code, out, errOut)
+	}
+}
