@@ -36,7 +36,8 @@ func (b *Bridge) buildPolicies() {
 		}
 		iss := issuers[a.Issuer]
 		if iss == nil {
-			iss = oauth.NewRemoteIssuer(a.Issuer, oauth.IssuerOptions{KeysTTL: b.opts.OAuthKeysTTL, MinRefresh: b.opts.OAuthMinRefresh, Skew: b.opts.OAuthSkew})
+			iss = oauth.NewRemoteIssuer(a.Issuer, oauth.IssuerOptions{KeysTTL: b.opts.OAuthKeysTTL, MinRefresh: b.opts.OAuthMinRefresh, Skew: b.opts.OAuthSkew,
+				IntrospectionClientID: b.opts.OAuthIntrospectionClientID, IntrospectionSecret: b.opts.OAuthIntrospectionSecret})
 			issuers[a.Issuer] = iss
 		}
 		p := &oauth.Policy{Verifier: iss, Auth: a}

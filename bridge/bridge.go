@@ -74,6 +74,10 @@ type Options struct {
 	OAuthSkew       time.Duration
 	OAuthKeysTTL    time.Duration
 	OAuthMinRefresh time.Duration
+	// OAuthIntrospectionClientID and OAuthIntrospectionSecret are the
+	// bridge's credentials for RFC 7662 introspection of opaque tokens.
+	OAuthIntrospectionClientID string
+	OAuthIntrospectionSecret   string
 	// Version is the bridge's version (/version, discovery, the handshake's
 	// clientInfo).
 	Version string

@@ -30,6 +30,11 @@ type IssuerOptions struct {
 	// Skew is the clock difference tolerated on exp, nbf and iat (default
 	// 60 seconds).
 	Skew time.Duration
+	// IntrospectionClientID and IntrospectionSecret, when set, are the
+	// bridge's credentials at the issuer's introspection endpoint (RFC
+	// 7662), used for access tokens that are not JWTs.
+	IntrospectionClientID string
+	IntrospectionSecret   string
 	// Client makes the requests (default: one that follows no redirect to
 	// another host).
 	Client *http.Client
@@ -64,8 +69,9 @@ const maxDocument = 1 << 20
 // metadata is what the bridge reads of an authorization server's metadata
 // (RFC 8414; OIDC discovery has the same names).
 type metadata struct {
-	Issuer  string `json:"issuer"`
-	JWKSURI string `json:"jwks_uri"`
+	Issuer                string `json:"issuer"`
+	JWKSURI               string `json:"jwks_uri"`
+	IntrospectionEndpoint string `json:"introspection_endpoint"`
 }
 
 // RemoteIssuer is an authorization server the bridge reaches over HTTP: it
@@ -81,12 +87,13 @@ type RemoteIssuer struct {
 	// it and use what it got.
 	fetch sync.Mutex
 	// mu guards every field below. keys is nil until a fetch succeeded.
-	mu        sync.Mutex
-	keys      *jose.JSONWebKeySet
-	fetchedAt time.Time // when keys were fetched
-	triedAt   time.Time // when a fetch was last tried
-	kidAt     time.Time // when an unknown key id last caused a fetch
-	lastErr   error     // the last fetch's error; nil after a success
+	mu            sync.Mutex
+	keys          *jose.JSONWebKeySet
+	introspectURL string    // from the metadata; "" when it names none
+	fetchedAt     time.Time // when keys were fetched
+	triedAt       time.Time // when a fetch was last tried
+	kidAt         time.Time // when an unknown key id last caused a fetch
+	lastErr       error     // the last fetch's error; nil after a success
 }
 
 // staleGrace is how long keys are still used past KeysTTL while the issuer
@@ -170,19 +177,20 @@ func (r *RemoteIssuer) refresh(ctx context.Context, seen time.Time) (*jose.JSONW
 	// the others. It is bounded by Timeout.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.Timeout)
 	defer cancel()
-	keys, err := r.fetchKeys(fctx)
+	keys, introspect, err := r.fetchKeys(fctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
 		r.lastErr = fmt.Errorf("%w: %s: %v", ErrUnavailable, r.issuer, err)
 		return nil, r.lastErr
 	}
-	r.keys, r.fetchedAt, r.lastErr = keys, time.Now(), nil
+	r.keys, r.introspectURL, r.fetchedAt, r.lastErr = keys, introspect, time.Now(), nil
 	return keys, nil
 }
 
-// fetchKeys reads the metadata, then the key set it names.
-func (r *RemoteIssuer) fetchKeys(ctx context.Context) (*jose.JSONWebKeySet, error) {
+// fetchKeys reads the metadata, then the key set it names; it also returns
+// the introspection endpoint.
+func (r *RemoteIssuer) fetchKeys(ctx context.Context) (*jose.JSONWebKeySet, string, error) {
 	var md metadata
 	var tried []string
 	for _, u := range discoveryURLs(r.issuer) {
@@ -194,24 +202,33 @@ func (r *RemoteIssuer) fetchKeys(ctx context.Context) (*jose.JSONWebKeySet, erro
 		md = metadata{}
 	}
 	if md.Issuer == "" {
-		return nil, fmt.Errorf("no authorization server metadata found (%s)", strings.Join(tried, "; "))
+		return nil, "", fmt.Errorf("no authorization server metadata found (%s)", strings.Join(tried, "; "))
 	}
 	if md.Issuer != r.issuer {
 		// RFC 8414 §3.3: the issuer in the metadata MUST be identical to
 		// the issuer URL the metadata was derived from.
-		return nil, fmt.Errorf("its metadata names issuer %q, not %q: check 'issuer:' (it must match exactly, trailing slash included)", md.Issuer, r.issuer)
+		return nil, "", fmt.Errorf("its metadata names issuer %q, not %q: check 'issuer:' (it must match exactly, trailing slash included)", md.Issuer, r.issuer)
+	}
+	for _, u := range []string{md.JWKSURI, md.IntrospectionEndpoint} {
+		if pu, err := url.Parse(u); u != "" && (err != nil || (pu.Scheme != "https" && !(pu.Scheme == "http" && strings.HasPrefix(r.issuer, "http://")))) {
+			return nil, "", fmt.Errorf("its metadata names %q, which is not an https URL", u)
+		}
+	}
+	introspect := ""
+	if r.opts.IntrospectionClientID != "" {
+		introspect = md.IntrospectionEndpoint
 	}
 	if md.JWKSURI == "" {
-		return nil, errors.New("its metadata has no jwks_uri: the bridge validates JWT access tokens against the issuer's published keys")
-	}
-	if u, err := url.Parse(md.JWKSURI); err != nil || (u.Scheme != "https" && !(u.Scheme == "http" && strings.HasPrefix(r.issuer, "http://"))) {
-		return nil, fmt.Errorf("its jwks_uri %q is not an https URL", md.JWKSURI)
+		if introspect != "" {
+			return &jose.JSONWebKeySet{}, introspect, nil // opaque tokens only
+		}
+		return nil, "", errors.New("its metadata has no jwks_uri: the bridge validates JWT access tokens against the issuer's published keys (or, for opaque tokens, by introspection: -oauth-introspection-client-id)")
 	}
 	var keys jose.JSONWebKeySet
 	if err := r.getJSON(ctx, md.JWKSURI, &keys); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return &keys, nil
+	return &keys, introspect, nil
 }
 
 // discoveryURLs are where an issuer's metadata may be: RFC 8414's

@@ -264,3 +264,43 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+func TestIntrospection(t *testing.T) {
+	iss := testissuer.New()
+	defer iss.Close()
+	auth := &config.Auth{Issuer: iss.URL, Scopes: []string{"mcp"}}
+	p := &Policy{Verifier: NewRemoteIssuer(iss.URL, IssuerOptions{IntrospectionClientID: iss.ClientID, IntrospectionSecret: iss.ClientSecret}), Auth: auth}
+	good := testissuer.Claims{Subject: "alice", Audience: []string{resource}, Scope: "mcp", ClientID: "app"}
+	tok := iss.OpaqueToken(good)
+	c, err := p.Check(context.Background(), tok, []string{resource})
+	if err != nil || c.Subject != "alice" || c.ClientID != "app" {
+		t.Fatalf("active opaque token: %+v %v", c, err)
+	}
+	// Remembered: no second introspection.
+	if _, err := p.Check(context.Background(), tok, []string{resource}); err != nil || iss.Introspections.Load() != 1 {
+		t.Fatalf("second check: %v, %d introspections", err, iss.Introspections.Load())
+	}
+	for name, tc := range map[string]struct {
+		tok  string
+		want error
+	}{
+		"unknown":        {"opaque-nope", ErrInvalidToken},
+		"wrong audience": {iss.OpaqueToken(testissuer.Claims{Subject: "a", Audience: []string{"https://elsewhere/mcp"}, Scope: "mcp"}), ErrInvalidToken},
+		"expired":        {iss.OpaqueToken(testissuer.Claims{Subject: "a", Audience: []string{resource}, Scope: "mcp", Expiry: time.Now().Add(-time.Hour)}), ErrInvalidToken},
+		"missing scope":  {iss.OpaqueToken(testissuer.Claims{Subject: "a", Audience: []string{resource}}), ErrInsufficientScope},
+	} {
+		if _, err := p.Check(context.Background(), tc.tok, []string{resource}); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+	// Wrong credentials are the operator's problem: 503, not the client's.
+	bad := &Policy{Verifier: NewRemoteIssuer(iss.URL, IssuerOptions{IntrospectionClientID: iss.ClientID, IntrospectionSecret: "wrong"}), Auth: auth}
+	if _, err := bad.Check(context.Background(), iss.OpaqueToken(good), []string{resource}); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "introspection credentials") {
+		t.Errorf("wrong introspection secret: %v", err)
+	}
+	// Without credentials an opaque token is refused, saying why.
+	plain := &Policy{Verifier: NewRemoteIssuer(iss.URL, IssuerOptions{}), Auth: auth}
+	if _, err := plain.Check(context.Background(), iss.OpaqueToken(good), []string{resource}); !errors.Is(err, ErrInvalidToken) {
+		t.Errorf("opaque token without introspection: %v", err)
+	}
+}

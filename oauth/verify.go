@@ -175,13 +175,20 @@ func (r *RemoteIssuer) Verify(ctx context.Context, raw string) (*Claims, error) 
 	if c := r.verified.get(raw, now); c != nil {
 		return c, nil
 	}
-	keys, err := r.keySet(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c, err := verifyWith(raw, r.issuer, r.opts.Skew, keys, func() (*jose.JSONWebKeySet, bool) { return r.refreshForKey(ctx) })
-	if err != nil {
-		return nil, err
+	var c *Claims
+	if !looksLikeJWT(raw) && r.opts.IntrospectionClientID != "" {
+		var err error
+		if c, err = r.introspect(ctx, raw); err != nil {
+			return nil, err
+		}
+	} else {
+		keys, err := r.keySet(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if c, err = verifyWith(raw, r.issuer, r.opts.Skew, keys, func() (*jose.JSONWebKeySet, bool) { return r.refreshForKey(ctx) }); err != nil {
+			return nil, err
+		}
 	}
 	r.verified.put(raw, c, r.opts.Skew, now)
 	return c, nil

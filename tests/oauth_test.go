@@ -332,3 +332,27 @@ func TestOAuthTypeScriptSDKClient(t *testing.T) {
 		t.Errorf("discovery steps %+v; missing %+v and after", out.Steps, want[i])
 	}
 }
+
+// TestOAuthOpaqueTokens: an issuer's opaque access tokens are validated by
+// introspection with the bridge's own client credentials.
+func TestOAuthOpaqueTokens(t *testing.T) {
+	iss := newIssuer(t)
+	b := oauthBridge(t, iss, bridge.Options{OAuthIntrospectionClientID: iss.ClientID, OAuthIntrospectionSecret: iss.ClientSecret})
+	notes := b.url("notes")
+	tok := iss.OpaqueToken(testissuer.Claims{Subject: "alice", Audience: []string{notes}, Scope: "mcp", ClientID: "cli"})
+	if r := mustRequest(t, http.MethodPost, notes, "", initBody, "Authorization", "Bearer "+tok); r.status != 200 {
+		t.Fatalf("opaque token: %d %s", r.status, r.body)
+	}
+	for name, tok := range map[string]string{
+		"inactive":         "opaque-never-issued",
+		"another resource": iss.OpaqueToken(testissuer.Claims{Subject: "alice", Audience: []string{b.url("files")}, Scope: "mcp"}),
+	} {
+		r := mustRequest(t, http.MethodPost, notes, "", initBody, "Authorization", "Bearer "+tok)
+		if r.status != 401 || challenge(t, r)["error"] != "invalid_token" {
+			t.Errorf("%s: %d %s", name, r.status, r.body)
+		}
+		if strings.Contains(b.logs.String(), tok) || strings.Contains(b.logs.String(), iss.ClientSecret) {
+			t.Errorf("%s: a token or the introspection secret is in the log", name)
+		}
+	}
+}

@@ -57,6 +57,8 @@ type settings struct {
 	oauthSkew       time.Duration
 	oauthKeysTTL    time.Duration
 	oauthRefetch    time.Duration
+	introspectID    string
+	introspectKey   string
 }
 
 // byteSize is a flag value such as 10MiB, 512KiB or 1048576.
@@ -149,6 +151,8 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	dur(&s.oauthSkew, "oauth-clock-skew", "STELAE_OAUTH_CLOCK_SKEW", time.Minute, "clock difference tolerated on an access token's exp, nbf and iat")
 	dur(&s.oauthKeysTTL, "oauth-keys-ttl", "STELAE_OAUTH_KEYS_TTL", 15*time.Minute, "how long an issuer's metadata and signing keys (JWKS) are kept before they are fetched again")
 	dur(&s.oauthRefetch, "oauth-key-refetch", "STELAE_OAUTH_KEY_REFETCH", 30*time.Second, "least time between fetches of an issuer's keys caused by tokens naming an unknown key (rotation), and between retries when the issuer cannot be reached")
+	str(&s.introspectID, "oauth-introspection-client-id", "STELAE_OAUTH_INTROSPECTION_CLIENT_ID", "", "the bridge's client id at the issuers' introspection endpoints (RFC 7662), for opaque (non-JWT) access tokens")
+	str(&s.introspectKey, "oauth-introspection-secret", "STELAE_OAUTH_INTROSPECTION_SECRET", "", "that client's secret (prefer the environment variable: flags show in ps)")
 	boolean(&s.trustProxy, "trust-proxy-headers", "STELAE_TRUST_PROXY_HEADERS", "let X-Forwarded-Proto and X-Forwarded-Host shape absolute URLs (only behind a proxy you control)")
 	fs.Usage = func() {
 		fmt.Fprintf(out, "stelae-bridge serves stdio MCP servers as MCP Streamable HTTP at /{destination}/mcp.\n\nUsage: stelae-bridge [-config FILE] [-listen ADDR] [flags]\n       stelae-bridge -check -config FILE\n       stelae-bridge -version\n\nFlags (an environment variable applies when its flag is not given; children never see these variables):\n")

@@ -124,18 +124,20 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		Records:              run.records,
 		// On loopback, only loopback (or explicitly allowed) Host names: the
 		// DNS-rebinding protection.
-		CheckHost:         ln.Addr().(*net.TCPAddr).IP.IsLoopback() || len(allowedHosts) > 0,
-		AllowedHosts:      allowedHosts,
-		AllowedOrigins:    list(s.allowedOrigins),
-		AuthTokens:        tokens,
-		PublicURL:         s.publicURL,
-		TrustProxyHeaders: s.trustProxy,
-		ShutdownTimeout:   s.shutdownTimeout,
-		OAuthSkew:         s.oauthSkew,
-		OAuthKeysTTL:      s.oauthKeysTTL,
-		OAuthMinRefresh:   s.oauthRefetch,
-		Version:           version,
-		Logger:            log,
+		CheckHost:                  ln.Addr().(*net.TCPAddr).IP.IsLoopback() || len(allowedHosts) > 0,
+		AllowedHosts:               allowedHosts,
+		AllowedOrigins:             list(s.allowedOrigins),
+		AuthTokens:                 tokens,
+		PublicURL:                  s.publicURL,
+		TrustProxyHeaders:          s.trustProxy,
+		ShutdownTimeout:            s.shutdownTimeout,
+		OAuthSkew:                  s.oauthSkew,
+		OAuthKeysTTL:               s.oauthKeysTTL,
+		OAuthMinRefresh:            s.oauthRefetch,
+		OAuthIntrospectionClientID: s.introspectID,
+		OAuthIntrospectionSecret:   s.introspectKey,
+		Version:                    version,
+		Logger:                     log,
 	})
 	if err != nil {
 		ln.Close()

@@ -48,9 +48,13 @@ type Issuer struct {
 	// Down makes the metadata and key endpoints answer 503.
 	Down atomic.Bool
 
-	// mu guards keys (published; the first signs) and tokenScope.
+	// mu guards keys (published; the first signs), tokenScope and opaque.
 	mu   sync.Mutex
 	keys []*Key
+	// opaque are the opaque access tokens handed out, by token.
+	opaque map[string]Claims
+	// Introspections counts introspection requests.
+	Introspections atomic.Int64
 	// TokenScope is the scope the token endpoint grants when none is asked.
 	tokenScope string
 }
@@ -64,6 +68,7 @@ func New() *Issuer {
 	mux.HandleFunc("/.well-known/openid-configuration", i.metadata)
 	mux.HandleFunc("/jwks", i.jwks)
 	mux.HandleFunc("/token", i.token)
+	mux.HandleFunc("/introspect", i.introspect)
 	i.srv = httptest.NewServer(mux)
 	i.URL = i.srv.URL
 	return i
@@ -210,6 +215,7 @@ func (i *Issuer) metadata(w http.ResponseWriter, r *http.Request) {
 		"issuer":                                i.URL,
 		"jwks_uri":                              i.URL + "/jwks",
 		"token_endpoint":                        i.URL + "/token",
+		"introspection_endpoint":                i.URL + "/introspect",
 		"authorization_endpoint":                i.URL + "/authorize",
 		"response_types_supported":              []string{"code"},
 		"grant_types_supported":                 []string{"client_credentials", "authorization_code"},
@@ -269,6 +275,58 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 	}
 	tok := i.Token(Claims{Subject: "client:" + id, Audience: aud, Scope: scope, ClientID: id})
 	writeJSON(w, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600, "scope": scope})
+}
+
+// OpaqueToken hands out an opaque access token for c, known only to the
+// introspection endpoint.
+func (i *Issuer) OpaqueToken(c Claims) string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	tok := "opaque-" + base64.RawURLEncoding.EncodeToString(b)
+	if c.Expiry.IsZero() && !c.NoExpiry {
+		c.Expiry = time.Now().Add(time.Hour)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.opaque == nil {
+		i.opaque = map[string]Claims{}
+	}
+	i.opaque[tok] = c
+	return tok
+}
+
+// Revoke makes an opaque token inactive.
+func (i *Issuer) Revoke(tok string) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	delete(i.opaque, tok)
+}
+
+// introspect answers RFC 7662 requests from the one client.
+func (i *Issuer) introspect(w http.ResponseWriter, r *http.Request) {
+	i.Introspections.Add(1)
+	id, secret, ok := r.BasicAuth()
+	if !ok || subtle.ConstantTimeCompare([]byte(id), []byte(i.ClientID)) != 1 || subtle.ConstantTimeCompare([]byte(secret), []byte(i.ClientSecret)) != 1 {
+		w.WriteHeader(http.StatusUnauthorized)
+		writeJSON(w, map[string]string{"error": "invalid_client"})
+		return
+	}
+	if r.ParseForm() != nil {
+		http.Error(w, "POST a form", http.StatusBadRequest)
+		return
+	}
+	i.mu.Lock()
+	c, ok := i.opaque[r.PostForm.Get("token")]
+	i.mu.Unlock()
+	if !ok || (!c.Expiry.IsZero() && time.Now().After(c.Expiry)) {
+		writeJSON(w, map[string]any{"active": false})
+		return
+	}
+	out := map[string]any{"active": true, "iss": i.URL, "sub": c.Subject, "aud": c.Audience, "scope": c.Scope, "client_id": c.ClientID, "token_type": "Bearer"}
+	if !c.Expiry.IsZero() {
+		out["exp"] = c.Expiry.Unix()
+	}
+	writeJSON(w, out)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
