@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/oauth"
 	"github.com/stelae-bridge/stelae-bridge/session"
@@ -23,8 +24,9 @@ const prmPath = "/.well-known/oauth-protected-resource"
 
 // buildPolicies makes one policy per 'auth:' block, sharing one remote
 // issuer per issuer URL.
-func (b *Bridge) buildPolicies() {
+func (b *Bridge) buildPolicies() error {
 	b.policies = map[string]*oauth.Policy{}
+	needBuiltin := false
 	issuers := map[string]*oauth.RemoteIssuer{}
 	byBlock := map[*config.Auth]*oauth.Policy{}
 	policy := func(a *config.Auth) *oauth.Policy {
@@ -32,6 +34,15 @@ func (b *Bridge) buildPolicies() {
 			return nil
 		}
 		if p := byBlock[a]; p != nil {
+			return p
+		}
+		if a.Builtin() {
+			needBuiltin = true
+			if b.opts.AuthServer == nil {
+				return nil
+			}
+			p := &oauth.Policy{Verifier: b.opts.AuthServer.Verifier(), Auth: a}
+			byBlock[a] = p
 			return p
 		}
 		iss := issuers[a.Issuer]
@@ -50,6 +61,9 @@ func (b *Bridge) buildPolicies() {
 			b.policies[name] = p
 		}
 	}
+	if needBuiltin && b.opts.AuthServer == nil {
+		return errors.New("an 'auth:' block says 'issuer: builtin', but the built-in authorization server is not running (it needs STELAE_OAUTH_PASSPHRASE or -oauth-passphrase-file)")
+	}
 	// The operator's routes follow the top-level block; without one, a
 	// token any destination accepts will do.
 	if b.topPolicy != nil {
@@ -59,6 +73,26 @@ func (b *Bridge) buildPolicies() {
 			b.operatorPolicies = append(b.operatorPolicies, p)
 		}
 	}
+	return nil
+}
+
+// builtinResource tells the built-in server whether resource (under base)
+// is an endpoint it may issue tokens for, and names its destination.
+func (b *Bridge) builtinResource(base, resource string) (string, bool) {
+	resource = strings.TrimSuffix(resource, "/")
+	for _, name := range b.names {
+		if p := b.policies[name]; p != nil && p.Auth.Builtin() {
+			for _, r := range b.resources(base, guarded{dest: name, route: "dest"}) {
+				if r == resource {
+					return name, true
+				}
+			}
+		}
+	}
+	if p := b.policies[b.cfg.Default]; p != nil && p.Auth.Builtin() && (resource == base+"/mcp" || resource == base) {
+		return b.cfg.Default, true
+	}
+	return "", false
 }
 
 // guarded is what protects one request.
@@ -80,7 +114,7 @@ func (b *Bridge) protection(r *http.Request) guarded {
 			return guarded{open: true}
 		}
 		return guarded{}
-	case isOAuthWellKnown(path):
+	case isOAuthWellKnown(path), strings.HasPrefix(path, "/oauth/"):
 		return guarded{open: true}
 	case path == "/mcp":
 		return guarded{dest: b.cfg.Default, route: "default"}
@@ -159,14 +193,15 @@ func (b *Bridge) auth(next http.Handler) http.Handler {
 		prm := metadataURL(base, g)
 		if !hasToken {
 			w.Header().Set("WWW-Authenticate", oauth.Challenge(prm, policies[0].Auth.Scopes, nil))
-			session.WriteError(w, http.StatusUnauthorized, codeServer, fmt.Sprintf("this endpoint needs an OAuth access token from %s: send Authorization: Bearer <token> (the authorization server is named in %s)", policies[0].Verifier.Issuer(), prm))
+			session.WriteError(w, http.StatusUnauthorized, codeServer, fmt.Sprintf("this endpoint needs an OAuth access token from %s: send Authorization: Bearer <token> (the authorization server is named in %s)", oauth.IssuerFor(policies[0].Verifier, base), prm))
 			return
 		}
 		var err error
 		resources := b.resources(base, g)
+		ctx := authserver.WithBase(r.Context(), base)
 		for _, p := range policies {
 			var c *oauth.Claims
-			if c, err = p.Check(r.Context(), token, resources); err == nil {
+			if c, err = p.Check(ctx, token, resources); err == nil {
 				if b.log.IsDebug() {
 					b.log.Debug("access token accepted", "destination", g.dest, "issuer", c.Issuer, "subject", c.Subject, "client_id", c.ClientID)
 				}
@@ -244,5 +279,5 @@ func (b *Bridge) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "public, max-age=300")
-	writeJSON(w, r, http.StatusOK, oauth.NewResourceMetadata(resource, name, p))
+	writeJSON(w, r, http.StatusOK, oauth.NewResourceMetadata(base, resource, name, p))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/oauth"
@@ -24,7 +25,7 @@ import (
 
 // ReservedNames are the path segments the bridge's own routes take: no
 // destination may be named so (in any letter case). config.Load takes them.
-var ReservedNames = []string{"mcp", "sse", "message", "healthz", "metrics", "version", "tools", "stream", ".well-known"}
+var ReservedNames = []string{"mcp", "sse", "message", "healthz", "metrics", "version", "tools", "stream", ".well-known", "oauth"}
 
 // Options are every knob of the bridge. The zero value of a field means its
 // default (Defaults); cmd/stelae-bridge shows the same defaults in -help.
@@ -78,6 +79,9 @@ type Options struct {
 	// bridge's credentials for RFC 7662 introspection of opaque tokens.
 	OAuthIntrospectionClientID string
 	OAuthIntrospectionSecret   string
+	// AuthServer is the built-in authorization server, required when an
+	// 'auth:' block says 'issuer: builtin' (its owner opens and closes it).
+	AuthServer *authserver.Server
 	// Version is the bridge's version (/version, discovery, the handshake's
 	// clientInfo).
 	Version string
@@ -234,7 +238,12 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		b.names = append(b.names, name)
 	}
 	sort.Strings(b.names)
-	b.buildPolicies()
+	if err := b.buildPolicies(); err != nil {
+		return nil, err
+	}
+	if opts.AuthServer != nil {
+		opts.AuthServer.SetResources(b.builtinResource)
+	}
 	b.registerMetrics()
 	b.handler = b.layers(http.HandlerFunc(b.route))
 	for name, d := range b.dispatchers {

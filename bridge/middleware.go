@@ -24,7 +24,7 @@ func (b *Bridge) layers(h http.Handler) http.Handler {
 // loopback name or an allowed host. It answers 403 otherwise.
 func (b *Bridge) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !b.originAllowed(origin) {
+		if origin := r.Header.Get("Origin"); origin != "" && !b.originAllowed(origin) && !b.sameOrigin(r, origin) {
 			session.WriteError(w, http.StatusForbidden, codeServer, fmt.Sprintf("Origin %q is not allowed (DNS-rebinding protection); to serve browser clients from it, start the bridge with -allowed-origins %s", origin, origin))
 			return
 		}
@@ -59,6 +59,22 @@ func (b *Bridge) originAllowed(origin string) bool {
 	}
 	u, err := url.Parse(origin)
 	return err == nil && u.Host != "" && isLoopbackHost(hostOnly(u.Host))
+}
+
+// sameOrigin reports whether origin is the bridge's own: its public URL's,
+// or the request's Host (which the Host check guards): the approval page
+// posting to itself through a tunnel.
+func (b *Bridge) sameOrigin(r *http.Request, origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if b.opts.PublicURL != "" {
+		if p, err := url.Parse(b.opts.PublicURL); err == nil && strings.EqualFold(p.Scheme+"://"+p.Host, origin) {
+			return true
+		}
+	}
+	return b.opts.CheckHost && strings.EqualFold(u.Host, r.Host) && b.hostAllowed(r.Host)
 }
 
 // isLoopbackHost reports whether host (no port) names this machine's

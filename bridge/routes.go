@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"github.com/stelae-bridge/stelae-bridge/session"
@@ -46,6 +47,8 @@ func (b *Bridge) route(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case strings.HasPrefix(path, prmPath):
 			b.serveResourceMetadata(w, r)
+		case b.opts.AuthServer != nil && (isOAuthWellKnown(path) || strings.HasPrefix(path, "/oauth/")):
+			b.opts.AuthServer.ServeHTTP(w, r.WithContext(authserver.WithBase(r.Context(), b.baseURL(r))))
 		case isOAuthWellKnown(path) && len(b.operatorPolicies) > 0:
 			session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("this bridge is not an authorization server: its endpoints accept tokens from the issuer named in their protected-resource metadata (%s/{destination}/mcp)", prmPath))
 		case isOAuthWellKnown(path):

@@ -16,7 +16,7 @@ import (
 // destination's own block replaces it for that destination.
 type Auth struct {
 	// Issuer is the authorization server's issuer URL: https, or http on a
-	// loopback address. Its metadata is found by RFC 8414 or OIDC
+	// loopback address; or "builtin" for the bridge's own server. Its metadata is found by RFC 8414 or OIDC
 	// discovery, its keys at the metadata's jwks_uri.
 	Issuer string
 	// Scopes must all be granted to a token ('scopes:'); none by default.
@@ -29,6 +29,13 @@ type Auth struct {
 	// Line is where the block is in the file.
 	Line int
 }
+
+// IssuerBuiltin selects the bridge's own authorization server ('issuer:
+// builtin'): its issuer URL is the bridge's public URL.
+const IssuerBuiltin = "builtin"
+
+// Builtin reports whether the block selects the built-in server.
+func (a *Auth) Builtin() bool { return a != nil && a.Issuer == IssuerBuiltin }
 
 // AllowsSubject reports whether sub matches AllowSubjects (any subject
 // when there are none).
@@ -65,6 +72,9 @@ func parseAuth(node *yaml.Node, where string, expand func(line int, field, s str
 				continue
 			}
 			a.Issuer = expand(v.Line, where+".issuer", v.Value)
+			if a.Issuer == IssuerBuiltin {
+				continue
+			}
 			if why := checkIssuer(a.Issuer); why != "" {
 				bad(v.Line, "'issuer' %q %s", a.Issuer, why)
 			}

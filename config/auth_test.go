@@ -62,7 +62,7 @@ func TestAuthBlockErrors(t *testing.T) {
 		{"scope with a space", "auth:\n  issuer: https://id.example.com\n  scopes: [\"a b\"]", []string{"scope \"a b\""}},
 		{"bad glob", "auth:\n  issuer: https://id.example.com\n  allow_subjects: [\"[\"]", []string{"glob", "invalid"}},
 		{"unset variable", "auth:\n  issuer: ${NOPE}", []string{"${NOPE}", "not set"}},
-		{"builtin is not yet", "auth:\n  issuer: builtin", []string{"not an absolute URL"}},
+		{"builtin in another case", "auth:\n  issuer: Builtin", []string{"not an absolute URL"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := tc.block + "\ndestinations:\n  a:\n    command: cat\n"

@@ -8,7 +8,7 @@ import (
 
 // A signature check costs tens of microseconds, more than the rest of a
 // call through the bridge; a client sends the same token with every call.
-// verifiedCache keeps what a token was found to be, by the token's hash
+// TokenCache keeps what a token was found to be, by the token's hash
 // (never the token), until it expires or for cacheFor at most — so keys
 // withdrawn by the issuer stop being honoured within that time.
 const (
@@ -16,8 +16,8 @@ const (
 	cacheMaxTokens = 4096
 )
 
-// verifiedCache maps token hashes to their claims.
-type verifiedCache struct {
+// TokenCache maps token hashes to their claims. The zero value is ready.
+type TokenCache struct {
 	// mu guards m.
 	mu sync.Mutex
 	m  map[[32]byte]cachedClaims
@@ -28,8 +28,8 @@ type cachedClaims struct {
 	until time.Time
 }
 
-// get returns the claims of a token verified before and still good now.
-func (vc *verifiedCache) get(raw string, now time.Time) *Claims {
+// Get returns the claims of a token verified before and still good now.
+func (vc *TokenCache) Get(raw string, now time.Time) *Claims {
 	h := sha256.Sum256([]byte(raw))
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
@@ -44,8 +44,8 @@ func (vc *verifiedCache) get(raw string, now time.Time) *Claims {
 	return e.c
 }
 
-// put keeps c for raw until its expiry (plus skew) or cacheFor from now.
-func (vc *verifiedCache) put(raw string, c *Claims, skew time.Duration, now time.Time) {
+// Put keeps c for raw until its expiry (plus skew) or cacheFor from now.
+func (vc *TokenCache) Put(raw string, c *Claims, skew time.Duration, now time.Time) {
 	until := c.Expiry.Add(skew)
 	if limit := now.Add(cacheFor); limit.Before(until) {
 		until = limit

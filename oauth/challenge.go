@@ -16,11 +16,11 @@ type ResourceMetadata struct {
 	ResourceName           string   `json:"resource_name,omitempty"`
 }
 
-// NewResourceMetadata describes resource protected by p.
-func NewResourceMetadata(resource, name string, p *Policy) ResourceMetadata {
+// NewResourceMetadata describes resource (under base) protected by p.
+func NewResourceMetadata(base, resource, name string, p *Policy) ResourceMetadata {
 	return ResourceMetadata{
 		Resource:               resource,
-		AuthorizationServers:   []string{p.Verifier.Issuer()},
+		AuthorizationServers:   []string{IssuerFor(p.Verifier, base)},
 		ScopesSupported:        p.Auth.Scopes,
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           name,

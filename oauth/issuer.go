@@ -82,7 +82,7 @@ type RemoteIssuer struct {
 	opts   IssuerOptions
 
 	// verified remembers tokens already checked.
-	verified verifiedCache
+	verified TokenCache
 	// fetch is held while a fetch runs: one at a time; the others wait for
 	// it and use what it got.
 	fetch sync.Mutex

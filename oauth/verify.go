@@ -67,6 +67,16 @@ type Verifier interface {
 	Verify(ctx context.Context, raw string) (*Claims, error)
 }
 
+// IssuerFor is v's issuer URL for requests under base: a Verifier whose
+// issuer is the bridge itself (IssuerFor(base string) string) is named by
+// the bridge's URL; any other by Issuer.
+func IssuerFor(v Verifier, base string) string {
+	if b, ok := v.(interface{ IssuerFor(string) string }); ok {
+		return b.IssuerFor(base)
+	}
+	return v.Issuer()
+}
+
 // extraClaims are the claims go-jose's jwt.Claims lacks.
 type extraClaims struct {
 	Scope    string          `json:"scope"`
@@ -172,7 +182,7 @@ func candidates(ks *jose.JSONWebKeySet, kid, alg string) []jose.JSONWebKey {
 // before is not checked again until it expires (or for 5 minutes at most).
 func (r *RemoteIssuer) Verify(ctx context.Context, raw string) (*Claims, error) {
 	now := time.Now()
-	if c := r.verified.get(raw, now); c != nil {
+	if c := r.verified.Get(raw, now); c != nil {
 		return c, nil
 	}
 	var c *Claims
@@ -190,6 +200,13 @@ func (r *RemoteIssuer) Verify(ctx context.Context, raw string) (*Claims, error) 
 			return nil, err
 		}
 	}
-	r.verified.put(raw, c, r.opts.Skew, now)
+	r.verified.Put(raw, c, r.opts.Skew, now)
 	return c, nil
+}
+
+// VerifyJWT checks raw against keys and the claims against issuer and skew,
+// as a remote issuer's tokens are checked: for an issuer whose keys the
+// bridge holds itself.
+func VerifyJWT(raw, issuer string, skew time.Duration, keys *jose.JSONWebKeySet) (*Claims, error) {
+	return verifyWith(raw, issuer, skew, keys, nil)
 }

@@ -59,6 +59,8 @@ type settings struct {
 	oauthRefetch    time.Duration
 	introspectID    string
 	introspectKey   string
+	passphrase      string
+	passphraseFile  string
 }
 
 // byteSize is a flag value such as 10MiB, 512KiB or 1048576.
@@ -153,6 +155,8 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	dur(&s.oauthRefetch, "oauth-key-refetch", "STELAE_OAUTH_KEY_REFETCH", 30*time.Second, "least time between fetches of an issuer's keys caused by tokens naming an unknown key (rotation), and between retries when the issuer cannot be reached")
 	str(&s.introspectID, "oauth-introspection-client-id", "STELAE_OAUTH_INTROSPECTION_CLIENT_ID", "", "the bridge's client id at the issuers' introspection endpoints (RFC 7662), for opaque (non-JWT) access tokens")
 	str(&s.introspectKey, "oauth-introspection-secret", "STELAE_OAUTH_INTROSPECTION_SECRET", "", "that client's secret (prefer the environment variable: flags show in ps)")
+	str(&s.passphrase, "oauth-passphrase", "STELAE_OAUTH_PASSPHRASE", "", "passphrase of the built-in authorization server's approval page ('auth: {issuer: builtin}'); prefer the environment variable or the file: flags show in ps")
+	str(&s.passphraseFile, "oauth-passphrase-file", "STELAE_OAUTH_PASSPHRASE_FILE", "", "file holding that passphrase (its first line)")
 	boolean(&s.trustProxy, "trust-proxy-headers", "STELAE_TRUST_PROXY_HEADERS", "let X-Forwarded-Proto and X-Forwarded-Host shape absolute URLs (only behind a proxy you control)")
 	fs.Usage = func() {
 		fmt.Fprintf(out, "stelae-bridge serves stdio MCP servers as MCP Streamable HTTP at /{destination}/mcp.\n\nUsage: stelae-bridge [-config FILE] [-listen ADDR] [flags]\n       stelae-bridge -check -config FILE\n       stelae-bridge -version\n\nFlags (an environment variable applies when its flag is not given; children never see these variables):\n")
@@ -322,6 +326,19 @@ func list(v string) []string {
 
 // loadTokens gathers the bearer tokens from -auth-tokens-file and
 // -auth-tokens / STELAE_AUTH_TOKENS. Their values are never printed.
+// loadPassphrase is the built-in authorization server's passphrase.
+func loadPassphrase(s *settings, readFile func(string) ([]byte, error)) (string, error) {
+	if s.passphraseFile == "" {
+		return s.passphrase, nil
+	}
+	b, err := readFile(s.passphraseFile)
+	if err != nil {
+		return "", fmt.Errorf("cannot read -oauth-passphrase-file: %v", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return strings.TrimSpace(line), nil
+}
+
 func loadTokens(s *settings, readFile func(string) ([]byte, error)) ([]string, error) {
 	tokens := list(s.authTokens)
 	if s.authTokensFile != "" {

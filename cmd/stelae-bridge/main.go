@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/oauth"
@@ -37,6 +38,9 @@ func main() {
 // entries). It returns the exit code.
 func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) int {
 	getenv := environLookup(environ)
+	if len(args) > 0 && args[0] == "auth" {
+		return runAuth(ctx, args[1:], getenv, stdout, stderr)
+	}
 	s, err := parseSettings(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -101,6 +105,26 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if n := run.records.Sweep(log.Named("supervisor")); n > 0 {
 		log.Warn("killed processes left by an earlier bridge that did not stop", "processes", n)
 	}
+	var as *authserver.Server
+	if usesBuiltin(cfg) {
+		pass, err := loadPassphrase(s, os.ReadFile)
+		if err == nil {
+			as, err = authserver.Open(filepath.Join(s.stateDir, "oauth.db"), authserver.Options{Passphrase: pass, Logger: log.Named("authserver")})
+		}
+		if err != nil {
+			ln.Close()
+			fmt.Fprintln(stderr, "stelae-bridge:", err)
+			return 1
+		}
+		defer as.Close()
+		stopAdmin, err := serveAdmin(as, filepath.Join(s.stateDir, adminSocket), log.Named("authserver"))
+		if err != nil {
+			ln.Close()
+			fmt.Fprintln(stderr, "stelae-bridge:", err)
+			return 1
+		}
+		defer stopAdmin()
+	}
 	b, err := bridge.New(cfg, bridge.Options{
 		MaxSessions:          s.maxSessions,
 		RequestTimeout:       s.requestTimeout,
@@ -136,6 +160,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		OAuthMinRefresh:            s.oauthRefetch,
 		OAuthIntrospectionClientID: s.introspectID,
 		OAuthIntrospectionSecret:   s.introspectKey,
+		AuthServer:                 as,
 		Version:                    version,
 		Logger:                     log,
 	})
@@ -150,7 +175,10 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if len(tokens) > 0 {
 		fmt.Fprintf(stdout, "  bearer-token auth is on (%d token(s)); /healthz stays open\n", len(tokens))
 	}
-	if cfg.Auth != nil {
+	switch {
+	case cfg.Auth.Builtin():
+		fmt.Fprintf(stdout, "  OAuth: the built-in authorization server (approve clients with the passphrase; 'stelae-bridge auth clients' lists them)\n")
+	case cfg.Auth != nil:
 		fmt.Fprintf(stdout, "  OAuth: access tokens from %s\n", cfg.Auth.Issuer)
 	}
 	for _, name := range cfg.Names {
@@ -196,7 +224,7 @@ func issuerWarnings(ctx context.Context, cfg *config.Config) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, a := range append([]*config.Auth{cfg.Auth}, authBlocks(cfg)...) {
-		if a == nil || seen[a.Issuer] {
+		if a == nil || a.Builtin() || seen[a.Issuer] {
 			continue
 		}
 		seen[a.Issuer] = true

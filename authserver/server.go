@@ -1,0 +1,341 @@
+package authserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/oauth"
+)
+
+// Options configure the server.
+type Options struct {
+	// Passphrase is what the operator types on the approval page.
+	Passphrase string
+	// AccessTTL is an access token's life (default 1 hour); RefreshTTL a
+	// refresh token's (default 30 days); KeyRotation how old the signing
+	// key may get before a new one signs (default 30 days).
+	AccessTTL, RefreshTTL, KeyRotation time.Duration
+	// MaxClients caps the clients registered by DCR (default 1000);
+	// RegistrationsPerMinute limits registrations (default 20).
+	MaxClients             int
+	RegistrationsPerMinute int
+	// Clients are pre-registered clients.
+	Clients []Client
+	// Resources reports whether a resource URL (RFC 8707) is one of the
+	// bridge's endpoints, for the issuer base the request came in under.
+	Resources func(base, resource string) (destination string, ok bool)
+	// CIMDTransportForTests replaces the guarded transport that fetches
+	// client metadata documents. Only tests set it; no flag or file can.
+	CIMDTransportForTests http.RoundTripper
+	// Logger is the server's logger.
+	Logger hclog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.AccessTTL <= 0 {
+		o.AccessTTL = time.Hour
+	}
+	if o.RefreshTTL <= 0 {
+		o.RefreshTTL = 30 * 24 * time.Hour
+	}
+	if o.KeyRotation <= 0 {
+		o.KeyRotation = 30 * 24 * time.Hour
+	}
+	if o.MaxClients <= 0 {
+		o.MaxClients = 1000
+	}
+	if o.RegistrationsPerMinute <= 0 {
+		o.RegistrationsPerMinute = 20
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Resources == nil {
+		o.Resources = func(string, string) (string, bool) { return "", false }
+	}
+}
+
+// Server is the built-in OAuth 2.1 authorization server.
+type Server struct {
+	opts  Options
+	log   hclog.Logger
+	store *Store
+	keys  *keyRing
+	cimd  *cimdFetcher
+	// passHash is the passphrase's SHA-256, compared in constant time.
+	passHash      [32]byte
+	registrations rateLimit
+	lockout       lockout
+	// verified remembers access tokens already checked.
+	verified oauth.TokenCache
+	// revMu guards revoked, the clients revoked (as in the store).
+	revMu   sync.RWMutex
+	revoked map[string]bool
+}
+
+// Open opens the server's state at path (created if needed).
+func Open(path string, opts Options) (*Server, error) {
+	opts.setDefaults()
+	if len(opts.Passphrase) < 8 {
+		return nil, errors.New("the built-in authorization server needs a passphrase of at least 8 characters (STELAE_OAUTH_PASSPHRASE or -oauth-passphrase-file)")
+	}
+	store, err := OpenStore(path)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := store.loadKeys(opts.KeyRotation)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	srv := &Server{opts: opts, log: opts.Logger, store: store, keys: keys, passHash: sha256.Sum256([]byte(opts.Passphrase)), revoked: map[string]bool{}}
+	clients, err := store.Clients()
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("reading the clients: %w", err)
+	}
+	for _, c := range clients {
+		if c.Revoked {
+			srv.revoked[c.ID] = true
+		}
+	}
+	srv.cimd = newCIMDFetcher(store, opts.CIMDTransportForTests)
+	srv.registrations = rateLimit{per: time.Minute, max: opts.RegistrationsPerMinute}
+	return srv, nil
+}
+
+// SetResources sets Options.Resources; the bridge calls it once, before it
+// serves.
+func (srv *Server) SetResources(f func(base, resource string) (string, bool)) { srv.opts.Resources = f }
+
+// RevokeClient ends a client's access at once: its refresh tokens stop
+// working and its access tokens are refused from now on.
+func (srv *Server) RevokeClient(id string) error {
+	if err := srv.store.RevokeClient(id); err != nil {
+		return err
+	}
+	srv.revMu.Lock()
+	srv.revoked[id] = true
+	srv.revMu.Unlock()
+	srv.log.Info("client revoked", "client_id", id)
+	return nil
+}
+
+func (srv *Server) isRevoked(id string) bool {
+	srv.revMu.RLock()
+	defer srv.revMu.RUnlock()
+	return srv.revoked[id]
+}
+
+// Close closes the server's state.
+func (srv *Server) Close() error { return srv.store.Close() }
+
+// Store is the server's state (for the auth subcommands).
+func (srv *Server) Store() *Store { return srv.store }
+
+// Paths the server answers under the bridge's base URL.
+const (
+	PathAuthorize = "/oauth/authorize"
+	PathToken     = "/oauth/token"
+	PathRegister  = "/oauth/register"
+	PathRevoke    = "/oauth/revoke"
+	PathJWKS      = "/oauth/jwks"
+)
+
+// baseKey carries the issuer base URL of a request in its context.
+type baseKey struct{}
+
+// WithBase returns ctx carrying the issuer base URL (the bridge's public
+// URL for the request).
+func WithBase(ctx context.Context, base string) context.Context {
+	return context.WithValue(ctx, baseKey{}, base)
+}
+
+func baseOf(ctx context.Context) string {
+	b, _ := ctx.Value(baseKey{}).(string)
+	return b
+}
+
+// ServeHTTP serves the server's endpoints and metadata; the request's
+// context must carry its base URL (WithBase).
+func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch path := strings.TrimSuffix(r.URL.Path, "/"); {
+	case path == PathAuthorize:
+		srv.authorize(w, r)
+	case path == PathToken:
+		srv.token(w, r)
+	case path == PathRegister:
+		srv.register(w, r)
+	case path == PathRevoke:
+		srv.revoke(w, r)
+	case path == PathJWKS:
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		writeJSON(w, http.StatusOK, srv.keys.keySet())
+	case strings.HasPrefix(path, "/.well-known/oauth-authorization-server"), strings.HasPrefix(path, "/.well-known/openid-configuration"):
+		srv.metadata(w, r)
+	default:
+		oauthError(w, http.StatusNotFound, "invalid_request", "no such endpoint")
+	}
+}
+
+// metadata is RFC 8414's document (also served at the OIDC discovery path
+// clients try).
+func (srv *Server) metadata(w http.ResponseWriter, r *http.Request) {
+	base := baseOf(r.Context())
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	writeJSON(w, http.StatusOK, map[string]any{
+		"issuer":                                         base,
+		"authorization_endpoint":                         base + PathAuthorize,
+		"token_endpoint":                                 base + PathToken,
+		"registration_endpoint":                          base + PathRegister,
+		"revocation_endpoint":                            base + PathRevoke,
+		"jwks_uri":                                       base + PathJWKS,
+		"response_types_supported":                       []string{"code"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"code_challenge_methods_supported":               []string{"S256"},
+		"token_endpoint_auth_methods_supported":          []string{"none"},
+		"revocation_endpoint_auth_methods_supported":     []string{"none"},
+		"client_id_metadata_document_supported":          true,
+		"authorization_response_iss_parameter_supported": true,
+		"scopes_supported":                               []string{"mcp"},
+		"subject_types_supported":                        []string{"public"},
+		"id_token_signing_alg_values_supported":          []string{"ES256"},
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-store")
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// oauthError writes an OAuth error response (RFC 6749 §5.2).
+func oauthError(w http.ResponseWriter, status int, code, desc string) {
+	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
+}
+
+// rateLimit allows max events per window.
+type rateLimit struct {
+	per time.Duration
+	max int
+	// mu guards start and n.
+	mu    sync.Mutex
+	start time.Time
+	n     int
+}
+
+func (l *rateLimit) allow() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if time.Since(l.start) > l.per {
+		l.start, l.n = time.Now(), 0
+	}
+	l.n++
+	return l.n <= l.max
+}
+
+// lockout slows passphrase guessing: after 5 failures in a row, each
+// further try waits twice as long as the last (from 2 s, at most 15 min);
+// a success resets it. It is kept per client address and for the whole
+// server, so neither one address nor many can guess quickly.
+type lockout struct {
+	// mu guards byAddr and all.
+	mu     sync.Mutex
+	byAddr map[string]*failures
+	all    failures
+}
+
+type failures struct {
+	n     int
+	until time.Time
+}
+
+const freeFailures = 5
+
+func (f *failures) wait(now time.Time) time.Duration {
+	if now.Before(f.until) {
+		return f.until.Sub(now)
+	}
+	return 0
+}
+
+func (f *failures) fail(now time.Time) {
+	f.n++
+	if f.n > freeFailures {
+		d := min(2*time.Second<<min(f.n-freeFailures-1, 10), 15*time.Minute)
+		f.until = now.Add(d)
+	}
+}
+
+// locked returns how long addr must wait before trying again.
+func (l *lockout) locked(addr string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	d := l.all.wait(now)
+	if f := l.byAddr[addr]; f != nil {
+		d = max(d, f.wait(now))
+	}
+	return d
+}
+
+func (l *lockout) failed(addr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if l.byAddr == nil {
+		l.byAddr = map[string]*failures{}
+	}
+	if len(l.byAddr) > 10000 {
+		clear(l.byAddr)
+	}
+	f := l.byAddr[addr]
+	if f == nil {
+		f = &failures{}
+		l.byAddr[addr] = f
+	}
+	f.fail(now)
+	// The whole server locks more slowly: many addresses together.
+	if f.n%3 == 0 {
+		l.all.fail(now)
+	}
+}
+
+func (l *lockout) succeeded(addr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.byAddr, addr)
+	l.all = failures{}
+}
+
+// clientAddr is the request's remote address without the port.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// isLoopbackHost reports whether host names a loopback address.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,292 @@
+package authserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4/jwt"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/stelae-bridge/stelae-bridge/oauth"
+)
+
+// This file is the token endpoint (authorization_code with PKCE,
+// refresh_token with rotation and reuse detection), revocation (RFC 7009),
+// and the Verifier the bridge's resource side uses for the tokens issued
+// here.
+
+// refreshRecord is a refresh token as stored (by its hash).
+type refreshRecord struct {
+	Family   string    `json:"family"`
+	ClientID string    `json:"client_id"`
+	Resource string    `json:"resource"`
+	Scope    string    `json:"scope"`
+	Expires  time.Time `json:"expires"`
+	Used     bool      `json:"used,omitempty"`
+}
+
+// family is one chain of refresh tokens from one approval.
+type family struct {
+	ClientID string `json:"client_id"`
+	Revoked  bool   `json:"revoked,omitempty"`
+}
+
+// subject is who the tokens speak for: the bridge's operator, who approved.
+const subject = "operator"
+
+var errInvalidGrant = errors.New("invalid_grant")
+
+func (srv *Server) token(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		oauthError(w, http.StatusMethodNotAllowed, "invalid_request", "POST a form")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_request", "the body is not a form")
+		return
+	}
+	f := r.PostForm
+	clientID := f.Get("client_id")
+	if clientID == "" {
+		if id, _, ok := r.BasicAuth(); ok {
+			clientID = id
+		}
+	}
+	c, err := srv.lookupClient(r, clientID)
+	if err != nil {
+		// claude.ai registers again on invalid_client.
+		oauthError(w, http.StatusUnauthorized, "invalid_client", "unknown or revoked client; register again")
+		return
+	}
+	switch f.Get("grant_type") {
+	case "authorization_code":
+		srv.exchangeCode(w, r, c)
+	case "refresh_token":
+		srv.refresh(w, r, c)
+	default:
+		oauthError(w, http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+	}
+}
+
+// exchangeCode redeems a code: once, before it expires, by its client, with
+// its redirect URI, PKCE verifier and resource.
+func (srv *Server) exchangeCode(w http.ResponseWriter, r *http.Request, c *Client) {
+	f := r.PostForm
+	var pc pendingCode
+	var ok bool
+	err := srv.store.db.Update(func(tx *bolt.Tx) error {
+		key := hashKey(f.Get("code"))
+		var err error
+		if ok, err = get(tx, bucketCodes, key, &pc); err != nil || !ok {
+			return err
+		}
+		return tx.Bucket(bucketCodes).Delete(key) // single use, whatever follows
+	})
+	if err != nil {
+		oauthError(w, http.StatusInternalServerError, "server_error", "could not read the code")
+		return
+	}
+	verifier := f.Get("code_verifier")
+	sum := sha256.Sum256([]byte(verifier))
+	switch {
+	case !ok:
+		oauthError(w, http.StatusBadRequest, "invalid_grant", "unknown or already used authorization code")
+	case time.Now().After(pc.Expires):
+		oauthError(w, http.StatusBadRequest, "invalid_grant", "the authorization code expired")
+	case pc.ClientID != c.ID:
+		oauthError(w, http.StatusBadRequest, "invalid_grant", "the authorization code was issued to another client")
+	case f.Get("redirect_uri") != "" && f.Get("redirect_uri") != pc.RedirectURI:
+		oauthError(w, http.StatusBadRequest, "invalid_grant", "redirect_uri differs from the authorization request's")
+	case len(verifier) < 43 || len(verifier) > 128 || subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(pc.Challenge)) != 1:
+		oauthError(w, http.StatusBadRequest, "invalid_grant", "the PKCE code_verifier does not match the code_challenge")
+	case f.Get("resource") != "" && f.Get("resource") != pc.Resource:
+		oauthError(w, http.StatusBadRequest, "invalid_target", "resource differs from the authorization request's")
+	default:
+		srv.issue(w, r, c, newID("fam_", 12), pc.Resource, pc.Scope)
+	}
+}
+
+// refresh rotates a refresh token. A token used twice means it was stolen
+// (or the client lost an answer): the whole family is revoked.
+func (srv *Server) refresh(w http.ResponseWriter, r *http.Request, c *Client) {
+	f := r.PostForm
+	var rec refreshRecord
+	reused := false
+	err := srv.store.db.Update(func(tx *bolt.Tx) error {
+		key := hashKey(f.Get("refresh_token"))
+		ok, err := get(tx, bucketRefresh, key, &rec)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errInvalidGrant
+		}
+		var fam family
+		if _, err := get(tx, bucketFamilies, []byte(rec.Family), &fam); err != nil {
+			return err
+		}
+		switch {
+		case rec.Used:
+			reused = true
+			fam.Revoked = true
+			return put(tx, bucketFamilies, []byte(rec.Family), fam)
+		case fam.Revoked, rec.ClientID != c.ID, time.Now().After(rec.Expires):
+			return errInvalidGrant
+		}
+		rec.Used = true
+		return put(tx, bucketRefresh, key, rec)
+	})
+	switch {
+	case reused:
+		srv.log.Warn("a refresh token was used twice; its family is revoked", "client_id", c.ID)
+		oauthError(w, http.StatusBadRequest, "invalid_grant", "this refresh token was already used; every token of its grant is revoked (sign in again)")
+	case errors.Is(err, errInvalidGrant):
+		oauthError(w, http.StatusBadRequest, "invalid_grant", "unknown, expired, revoked or foreign refresh token")
+	case err != nil:
+		oauthError(w, http.StatusInternalServerError, "server_error", "could not read the refresh token")
+	case f.Get("resource") != "" && f.Get("resource") != rec.Resource:
+		oauthError(w, http.StatusBadRequest, "invalid_target", "resource differs from the grant's")
+	default:
+		srv.issue(w, r, c, rec.Family, rec.Resource, rec.Scope)
+	}
+}
+
+// issue answers with a new access token and refresh token of family.
+func (srv *Server) issue(w http.ResponseWriter, r *http.Request, c *Client, fam, resource, scope string) {
+	now := time.Now()
+	signer, err := srv.keys.signer()
+	if err != nil {
+		oauthError(w, http.StatusInternalServerError, "server_error", "could not sign")
+		return
+	}
+	claims := map[string]any{"iss": baseOf(r.Context()), "sub": subject, "aud": resource, "client_id": c.ID, "scope": scope,
+		"iat": now.Unix(), "exp": now.Add(srv.opts.AccessTTL).Unix(), "jti": newID("", 12)}
+	access, err := jwt.Signed(signer).Claims(claims).Serialize()
+	if err != nil {
+		oauthError(w, http.StatusInternalServerError, "server_error", "could not sign")
+		return
+	}
+	refreshValue := newID("rt_", 32)
+	err = srv.store.db.Update(func(tx *bolt.Tx) error {
+		var fm family
+		ok, err := get(tx, bucketFamilies, []byte(fam), &fm)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if err := put(tx, bucketFamilies, []byte(fam), family{ClientID: c.ID}); err != nil {
+				return err
+			}
+		}
+		if err := put(tx, bucketRefresh, hashKey(refreshValue), refreshRecord{Family: fam, ClientID: c.ID, Resource: resource, Scope: scope, Expires: now.Add(srv.opts.RefreshTTL)}); err != nil {
+			return err
+		}
+		var stored Client
+		if ok, err := get(tx, bucketClients, []byte(c.ID), &stored); err == nil && ok {
+			stored.LastUsed = now.UTC()
+			return put(tx, bucketClients, []byte(c.ID), &stored)
+		}
+		return nil
+	})
+	if err != nil {
+		oauthError(w, http.StatusInternalServerError, "server_error", "could not store the refresh token")
+		return
+	}
+	srv.log.Info("tokens issued", "client_id", c.ID, "resource", resource)
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": int(srv.opts.AccessTTL.Seconds()), "refresh_token": refreshValue, "scope": scope})
+}
+
+// revoke is RFC 7009: a refresh token revokes its whole family; anything
+// else is accepted and ignored (the answer is 200 either way).
+func (srv *Server) revoke(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		oauthError(w, http.StatusMethodNotAllowed, "invalid_request", "POST a form")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if r.ParseForm() != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_request", "the body is not a form")
+		return
+	}
+	_ = srv.store.db.Update(func(tx *bolt.Tx) error {
+		var rec refreshRecord
+		if ok, err := get(tx, bucketRefresh, hashKey(r.PostForm.Get("token")), &rec); err != nil || !ok {
+			return err
+		}
+		return put(tx, bucketFamilies, []byte(rec.Family), family{ClientID: rec.ClientID, Revoked: true})
+	})
+	w.WriteHeader(http.StatusOK)
+}
+
+// revokeFamiliesOf marks every family of client revoked.
+func revokeFamiliesOf(tx *bolt.Tx, clientID string) error {
+	b := tx.Bucket(bucketFamilies)
+	var keys [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		var f family
+		if json.Unmarshal(v, &f) == nil && f.ClientID == clientID && !f.Revoked {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := put(tx, bucketFamilies, k, family{ClientID: clientID, Revoked: true}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Verifier is the server as the resource side sees it: tokens it issued,
+// checked against its own keys, and refused at once when their client was
+// revoked.
+func (srv *Server) Verifier() oauth.Verifier { return verifier{srv} }
+
+type verifier struct{ srv *Server }
+
+// Issuer is a placeholder: the issuer is the bridge's base URL of each
+// request (IssuerFor).
+func (v verifier) Issuer() string { return "" }
+
+// IssuerFor is the issuer for requests under base.
+func (v verifier) IssuerFor(base string) string { return base }
+
+// Verify checks raw against the server's keys, for the issuer base carried
+// by ctx (WithBase). A token checked before is remembered (by its hash)
+// until it expires, but a revoked client's tokens are refused at once.
+func (v verifier) Verify(ctx context.Context, raw string) (*oauth.Claims, error) {
+	base := baseOf(ctx)
+	if base == "" {
+		return nil, fmt.Errorf("%w: no issuer base in the request", oauth.ErrUnavailable)
+	}
+	now := time.Now()
+	c := v.srv.verified.Get(raw, now)
+	if c == nil || c.Issuer != base {
+		var err error
+		if c, err = oauth.VerifyJWT(raw, base, time.Minute, v.srv.keys.keySet()); err != nil {
+			return nil, err
+		}
+		if c.ClientID == "" || strings.TrimSpace(c.Subject) == "" {
+			return nil, fmt.Errorf("%w: it names no client", oauth.ErrInvalidToken)
+		}
+		v.srv.verified.Put(raw, c, time.Minute, now)
+	}
+	if v.srv.isRevoked(c.ClientID) {
+		return nil, fmt.Errorf("%w: its client was revoked by the operator", oauth.ErrInvalidToken)
+	}
+	return c, nil
+}
