@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -156,14 +157,45 @@ func (call *Call) finish(msg []byte, err error) *Call {
 	return call
 }
 
-// forward sends m to the child under a fresh upstream id.
+// forward sends m to the child under a fresh upstream id. When the write
+// fails because the child is exiting (a crash the supervisor has not seen
+// yet), the request never reached it: it goes to the next child, once.
 func (d *Dispatcher) forward(call *Call, m *jsonrpc.Message) *Call {
-	c, err := d.sup.Running(call.ctx, call.timer.C, false)
-	if err != nil {
-		return call.finish(nil, err)
+	var dead *child
+	for {
+		c, err := d.sup.Running(call.ctx, call.timer.C, false)
+		if err != nil {
+			return call.finish(nil, err)
+		}
+		if c == dead {
+			// The supervisor has not yet moved on from the dead child:
+			// look again shortly (this happens only after a failed write).
+			select {
+			case <-time.After(time.Millisecond):
+				continue
+			case <-call.timer.C:
+				return call.finish(nil, ErrTimeout)
+			case <-call.ctx.Done():
+				return call.finish(nil, supervisor.ContextErr(call.ctx))
+			}
+		}
+		d.send(call, c, m.ID, m.Method, m.Params)
+		if dead != nil || !call.ended || !errors.Is(call.end.err, errWriteFailed) {
+			return call
+		}
+		select {
+		case <-c.done:
+		case <-call.timer.C:
+			return call.finish(nil, ErrTimeout)
+		case <-call.ctx.Done():
+			return call.finish(nil, supervisor.ContextErr(call.ctx))
+		}
+		dead, call.ended, call.end = c, false, reply{}
 	}
-	return d.send(call, c, m.ID, m.Method, m.Params)
 }
+
+// errWriteFailed marks a request that could not be written to the child.
+var errWriteFailed = errors.New("write failed")
 
 // send registers call as pending and writes its request to c. clientID nil
 // makes it one of the bridge's own calls, answered under its upstream id.
@@ -188,7 +220,7 @@ func (d *Dispatcher) send(call *Call, c *child, clientID json.RawMessage, method
 		if d.takeCall(call.up) == nil {
 			return call.finish2(<-call.reply) // taken by a reply or a cancel just now
 		}
-		return call.finish(nil, fmt.Errorf("%w: %v", ErrChildExited, err))
+		return call.finish(nil, fmt.Errorf("%w: %w: %v", ErrChildExited, errWriteFailed, err))
 	}
 	return call
 }

@@ -24,6 +24,10 @@ import (
 type wireConn struct {
 	memPipe
 	got chan []byte
+	// failWrites makes every write fail, as to a child that is exiting;
+	// failed counts the writes that did.
+	failWrites atomic.Bool
+	failed     atomic.Int32
 }
 
 func newWireConn() *wireConn {
@@ -31,8 +35,9 @@ func newWireConn() *wireConn {
 }
 
 func (c *wireConn) WriteMessage(msg []byte) error {
-	if c.dead() {
-		return context.Canceled
+	if c.dead() || c.failWrites.Load() {
+		c.failed.Add(1)
+		return errors.New("child stdin is closed")
 	}
 	m, err := jsonrpc.Parse(msg)
 	if err != nil {
@@ -484,5 +489,38 @@ func TestFailureEndsOnlyTheSessionsBeforeIt(t *testing.T) {
 	}
 	if st := d.Status(); st.Sessions != 1 {
 		t.Errorf("%d sessions attached, want 1", st.Sessions)
+	}
+}
+
+// TestWriteToAnExitingChildGoesToTheNext: a request whose write fails
+// because the child is exiting (its crash not yet seen) never reached it;
+// it goes to the restarted child instead of failing.
+func TestWriteToAnExitingChildGoesToTheNext(t *testing.T) {
+	w := newWired(t, Options{NewBackOff: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Millisecond) }})
+	s := &testSession{id: "a"}
+	c := w.attach(t, s, `{}`)
+	c.failWrites.Store(true)
+	// The exit the supervisor sees after the failed write.
+	go func() {
+		for deadline := time.Now().Add(10 * time.Second); c.failed.Load() == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		c.crash()
+	}()
+	call := w.d.Begin(context.Background(), s, mustParse(t, `{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"echo"}}`), 10*time.Second, false)
+	defer call.Release()
+	var next *wireConn
+	select {
+	case next = <-w.conns:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no restart")
+	}
+	got := next.next(t)
+	if got.Method != "tools/call" {
+		t.Fatalf("the restarted child got %s", got.Raw)
+	}
+	next.emit(`{"jsonrpc":"2.0","id":` + string(got.ID) + `,"result":{"ok":true}}`)
+	if ev := nextEvent(t, call); ev.Err != nil || string(ev.Answer) != `{"jsonrpc":"2.0","id":"x","result":{"ok":true}}` {
+		t.Fatalf("call: %s %v", ev.Answer, ev.Err)
 	}
 }
