@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
@@ -69,6 +70,8 @@ type bridgeConfig struct {
 	// destAuth replaces it for some destinations.
 	auth     *config.Auth
 	destAuth map[string]*config.Auth
+	// authServer, when set, is the built-in authorization server.
+	authServer *authserver.Server
 	// unclaimedLinger and restartPatience are the bridge's options.
 	unclaimedLinger time.Duration
 	restartPatience time.Duration
@@ -103,6 +106,9 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 		t.Fatal(err)
 	}
 	opts.Reaper = reaper
+	if cfg.authServer != nil {
+		opts.AuthServer = cfg.authServer
+	}
 	conf := &config.Config{Destinations: map[string]*config.Destination{}, Default: cfg.defaultDest, Auth: cfg.auth}
 	journalPath := filepath.Join(t.TempDir(), "journal")
 	for name, mode := range modes {

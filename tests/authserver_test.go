@@ -1,0 +1,352 @@
+package tests
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/authserver"
+	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+)
+
+const testPassphrase = "correct horse battery staple"
+
+// builtinBridge serves notes and files behind the built-in authorization
+// server, its state in dir.
+func builtinBridge(t *testing.T, dir string) (*testBridge, *authserver.Server) {
+	t.Helper()
+	as, err := authserver.Open(filepath.Join(dir, "oauth.db"), authserver.Options{Passphrase: testPassphrase})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBridge(t, map[string]string{"notes": fakemcp.ModeServer, "files": fakemcp.ModeServer}, bridgeConfig{
+		defaultDest: "notes",
+		auth:        &config.Auth{Issuer: config.IssuerBuiltin},
+		authServer:  as,
+	})
+	t.Cleanup(func() { as.Close() })
+	return b, as
+}
+
+// oauthClient is a public OAuth client driven by hand: it registers, asks
+// for approval (the operator's part is done by posting the page's form),
+// and exchanges codes and refresh tokens.
+type oauthClient struct {
+	t           *testing.T
+	base        string
+	id          string
+	redirectURI string
+	http        *http.Client
+}
+
+func newOAuthClient(t *testing.T, base string) *oauthClient {
+	jar, _ := cookiejar.New(nil)
+	return &oauthClient{t: t, base: base, redirectURI: "https://client.example/callback",
+		http: &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (c *oauthClient) register() {
+	c.t.Helper()
+	body := fmt.Sprintf(`{"client_name":"Test Connector","redirect_uris":[%q],"token_endpoint_auth_method":"none","grant_types":["authorization_code","refresh_token"]}`, c.redirectURI)
+	resp, err := c.http.Post(c.base+"/oauth/register", "application/json", strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		ClientID string `json:"client_id"`
+	}
+	if resp.StatusCode != http.StatusCreated || json.NewDecoder(resp.Body).Decode(&out) != nil || out.ClientID == "" {
+		c.t.Fatalf("register: %d", resp.StatusCode)
+	}
+	c.id = out.ClientID
+}
+
+// pkce returns a verifier and its S256 challenge.
+func pkce(seed string) (string, string) {
+	v := base64.RawURLEncoding.EncodeToString([]byte(strings.Repeat(seed, 64)))[:60]
+	sum := sha256.Sum256([]byte(v))
+	return v, base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// authorizeURL builds an authorization request; over changes parameters.
+func (c *oauthClient) authorizeURL(challenge, resource string, over ...string) string {
+	q := url.Values{"response_type": {"code"}, "client_id": {c.id}, "redirect_uri": {c.redirectURI}, "state": {"st-1"},
+		"code_challenge": {challenge}, "code_challenge_method": {"S256"}, "resource": {resource}, "scope": {"mcp"}}
+	for i := 0; i+1 < len(over); i += 2 {
+		if over[i+1] == "" {
+			q.Del(over[i])
+		} else {
+			q.Set(over[i], over[i+1])
+		}
+	}
+	return c.base + "/oauth/authorize?" + q.Encode()
+}
+
+var (
+	formQuery = regexp.MustCompile(`name="query" value="([^"]*)"`)
+	formCSRF  = regexp.MustCompile(`name="csrf" value="([^"]*)"`)
+)
+
+// approve opens the page and posts passphrase; it returns the page's
+// answer (a redirect with a code when approved).
+func (c *oauthClient) approve(authURL, passphrase string) (*http.Response, string) {
+	c.t.Helper()
+	resp, err := c.http.Get(authURL)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return resp, string(page)
+	}
+	q, csrf := formQuery.FindSubmatch(page), formCSRF.FindSubmatch(page)
+	if q == nil || csrf == nil {
+		c.t.Fatalf("the page has no form: %s", page)
+	}
+	form := url.Values{"query": {html.UnescapeString(string(q[1]))}, "csrf": {string(csrf[1])}, "passphrase": {passphrase}, "decision": {"approve"}}
+	req, _ := http.NewRequest(http.MethodPost, c.base+"/oauth/authorize", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", c.base)
+	resp, err = c.http.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(body)
+}
+
+// code approves and returns the code from the redirect.
+func (c *oauthClient) code(challenge, resource string) string {
+	c.t.Helper()
+	resp, page := c.approve(c.authorizeURL(challenge, resource), testPassphrase)
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusFound || err != nil || loc.Query().Get("code") == "" {
+		c.t.Fatalf("approval: %d %s %s", resp.StatusCode, resp.Header.Get("Location"), page)
+	}
+	if loc.Query().Get("state") != "st-1" || loc.Query().Get("iss") != c.base || !strings.HasPrefix(loc.String(), c.redirectURI) {
+		c.t.Errorf("redirect %s: want state, iss and the registered redirect URI", loc)
+	}
+	return loc.Query().Get("code")
+}
+
+// tokenRequest posts to the token endpoint.
+func (c *oauthClient) tokenRequest(form url.Values) (int, map[string]any) {
+	c.t.Helper()
+	if form.Get("client_id") == "" {
+		form.Set("client_id", c.id)
+	}
+	resp, err := c.http.PostForm(c.base+"/oauth/token", form)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func (c *oauthClient) exchange(code, verifier string) (access, refresh string) {
+	c.t.Helper()
+	status, out := c.tokenRequest(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier}, "redirect_uri": {c.redirectURI}})
+	access, _ = out["access_token"].(string)
+	refresh, _ = out["refresh_token"].(string)
+	if status != 200 || access == "" || refresh == "" {
+		c.t.Fatalf("token: %d %v", status, out)
+	}
+	return access, refresh
+}
+
+func TestBuiltinAuthorizationServerFlow(t *testing.T) {
+	dir := t.TempDir()
+	b, as := builtinBridge(t, dir)
+	base := b.srv.URL
+	notes := b.url("notes")
+	// Discovery: PRM → the bridge itself → its metadata.
+	var prm struct {
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	r := mustRequest(t, http.MethodGet, base+"/.well-known/oauth-protected-resource/notes/mcp", "", "")
+	if json.Unmarshal(r.body, &prm) != nil || len(prm.AuthorizationServers) != 1 || prm.AuthorizationServers[0] != base {
+		t.Fatalf("PRM: %s", r.body)
+	}
+	for _, p := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		var md map[string]any
+		r := mustRequest(t, http.MethodGet, base+p, "", "")
+		if json.Unmarshal(r.body, &md) != nil || md["issuer"] != base || md["token_endpoint"] != base+"/oauth/token" ||
+			md["client_id_metadata_document_supported"] != true || md["authorization_response_iss_parameter_supported"] != true {
+			t.Fatalf("%s: %s", p, r.body)
+		}
+	}
+
+	c := newOAuthClient(t, base)
+	c.register()
+	verifier, challenge := pkce("v")
+	access, refresh := c.exchange(c.code(challenge, notes), verifier)
+
+	// The token opens notes, not files.
+	if r := mustRequest(t, http.MethodPost, notes, "", initBody, "Authorization", "Bearer "+access); r.status != 200 {
+		t.Fatalf("notes with the token: %d %s", r.status, r.body)
+	}
+	if r := mustRequest(t, http.MethodPost, b.url("files"), "", initBody, "Authorization", "Bearer "+access); r.status != 401 {
+		t.Errorf("files with a token for notes: %d", r.status)
+	}
+	// Refresh rotates; reusing the old refresh token revokes the family.
+	status, out := c.tokenRequest(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}})
+	refresh2, _ := out["refresh_token"].(string)
+	if status != 200 || refresh2 == "" || refresh2 == refresh {
+		t.Fatalf("refresh: %d %v", status, out)
+	}
+	if status, out := c.tokenRequest(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}}); status != 400 || out["error"] != "invalid_grant" {
+		t.Fatalf("reused refresh token: %d %v", status, out)
+	}
+	if status, _ := c.tokenRequest(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh2}}); status != 400 {
+		t.Errorf("the family of a reused refresh token still works: %d", status)
+	}
+	// Revoking the client refuses its access tokens at once.
+	if err := as.RevokeClient(c.id); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustRequest(t, http.MethodPost, notes, "", initBody, "Authorization", "Bearer "+access); r.status != 401 {
+		t.Errorf("revoked client's token: %d", r.status)
+	}
+	if status, out := c.tokenRequest(url.Values{"grant_type": {"authorization_code"}}); status != 401 || out["error"] != "invalid_client" {
+		t.Errorf("revoked client at the token endpoint: %d %v", status, out)
+	}
+	// Nothing secret in the log.
+	for _, secret := range []string{testPassphrase, access, refresh, refresh2} {
+		if strings.Contains(b.logs.String(), secret) {
+			t.Errorf("a secret is in the log: %.12s…", secret)
+		}
+	}
+}
+
+func TestBuiltinAuthorizationServerRefusals(t *testing.T) {
+	b, _ := builtinBridge(t, t.TempDir())
+	base, notes := b.srv.URL, b.url("notes")
+	c := newOAuthClient(t, base)
+	c.register()
+	verifier, challenge := pkce("w")
+
+	// Errors shown on the page, never redirected: unknown client, foreign
+	// redirect URI.
+	for name, u := range map[string]string{
+		"unknown client":       c.authorizeURL(challenge, notes, "client_id", "dcr_nope"),
+		"foreign redirect URI": c.authorizeURL(challenge, notes, "redirect_uri", "https://evil.example/cb"),
+	} {
+		resp, page := c.approve(u, testPassphrase)
+		if resp.StatusCode != 400 || resp.Header.Get("Location") != "" || !strings.Contains(page, "cannot be approved") {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	// Errors redirected to the client.
+	for name, tc := range map[string]struct {
+		over []string
+		code string
+	}{
+		"PKCE missing":     {[]string{"code_challenge", ""}, "invalid_request"},
+		"PKCE plain":       {[]string{"code_challenge_method", "plain"}, "invalid_request"},
+		"resource missing": {[]string{"resource", ""}, "invalid_target"},
+		"foreign resource": {[]string{"resource", "https://elsewhere.example/mcp"}, "invalid_target"},
+		"response type":    {[]string{"response_type", "token"}, "unsupported_response_type"},
+	} {
+		resp, err := c.http.Get(c.authorizeURL(challenge, notes, tc.over...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		if resp.StatusCode != http.StatusFound || loc.Query().Get("error") != tc.code || loc.Query().Get("state") != "st-1" {
+			t.Errorf("%s: %d %s, want a redirect with error=%s", name, resp.StatusCode, loc, tc.code)
+		}
+	}
+	// CSRF: a post without the page's token is refused.
+	form := url.Values{"query": {strings.TrimPrefix(c.authorizeURL(challenge, notes), base+"/oauth/authorize?")}, "passphrase": {testPassphrase}, "decision": {"approve"}}
+	resp, err := http.PostForm(base+"/oauth/authorize", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("post without CSRF token: %d", resp.StatusCode)
+	}
+	// Wrong verifier, code replay, another client's code, other redirect URI.
+	code := c.code(challenge, notes)
+	if status, out := c.tokenRequest(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {strings.Repeat("x", 60)}}); status != 400 || out["error"] != "invalid_grant" {
+		t.Errorf("wrong verifier: %d %v", status, out)
+	}
+	if status, _ := c.tokenRequest(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier}}); status != 400 {
+		t.Errorf("code used after a failed attempt: %d (codes are single-use)", status)
+	}
+	code = c.code(challenge, notes)
+	c.exchange(code, verifier)
+	if status, _ := c.tokenRequest(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier}}); status != 400 {
+		t.Errorf("code replay: %d", status)
+	}
+	other := newOAuthClient(t, base)
+	other.register()
+	code = c.code(challenge, notes)
+	if status, _ := other.tokenRequest(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier}}); status != 400 {
+		t.Errorf("another client's code: %d", status)
+	}
+	code = c.code(challenge, notes)
+	if status, _ := c.tokenRequest(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier}, "redirect_uri": {"https://client.example/other"}}); status != 400 {
+		t.Errorf("other redirect URI: %d", status)
+	}
+	// Passphrase guessing is locked out.
+	var locked bool
+	for i := 0; i < 8; i++ {
+		resp, _ := c.approve(c.authorizeURL(challenge, notes), "wrong guess")
+		if resp.StatusCode == http.StatusTooManyRequests {
+			locked = true
+			break
+		}
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong passphrase: %d", resp.StatusCode)
+		}
+	}
+	if !locked {
+		t.Error("8 wrong passphrases in a row were not locked out")
+	}
+	// Tampered and expired access tokens are refused by the resource side.
+	_, challenge2 := pkce("w")
+	_ = challenge2
+	if r := mustRequest(t, http.MethodPost, notes, "", initBody, "Authorization", "Bearer eyJhbGciOiJFUzI1NiJ9.e30.AAAA"); r.status != 401 {
+		t.Errorf("tampered token: %d", r.status)
+	}
+}
+
+func TestBuiltinRegistrationCap(t *testing.T) {
+	as, err := authserver.Open(filepath.Join(t.TempDir(), "oauth.db"), authserver.Options{Passphrase: testPassphrase, MaxClients: 3, RegistrationsPerMinute: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer as.Close()
+	b := newBridge(t, map[string]string{"notes": fakemcp.ModeServer}, bridgeConfig{auth: &config.Auth{Issuer: config.IssuerBuiltin}, authServer: as})
+	codes := map[int]int{}
+	for i := 0; i < 6; i++ {
+		resp, err := http.Post(b.srv.URL+"/oauth/register", "application/json", strings.NewReader(`{"redirect_uris":["https://a.example/cb"]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes[resp.StatusCode]++
+	}
+	if codes[201] != 3 || codes[503] != 3 {
+		t.Errorf("registrations over a cap of 3: %v", codes)
+	}
+}
