@@ -1,17 +1,23 @@
 package tests
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +33,15 @@ const testPassphrase = "correct horse battery staple"
 // server, its state in dir.
 func builtinBridge(t *testing.T, dir string) (*testBridge, *authserver.Server) {
 	t.Helper()
-	as, err := authserver.Open(filepath.Join(dir, "oauth.db"), authserver.Options{Passphrase: testPassphrase})
+	return builtinBridgeAt(t, dir, "", authserver.Options{})
+}
+
+// builtinBridgeAt is builtinBridge listening on addr (any when empty),
+// with the server's options.
+func builtinBridgeAt(t *testing.T, dir, addr string, opts authserver.Options) (*testBridge, *authserver.Server) {
+	t.Helper()
+	opts.Passphrase = testPassphrase
+	as, err := authserver.Open(filepath.Join(dir, "oauth.db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +49,7 @@ func builtinBridge(t *testing.T, dir string) (*testBridge, *authserver.Server) {
 		defaultDest: "notes",
 		auth:        &config.Auth{Issuer: config.IssuerBuiltin},
 		authServer:  as,
+		addr:        addr,
 	})
 	t.Cleanup(func() { as.Close() })
 	return b, as
@@ -348,5 +363,104 @@ func TestBuiltinRegistrationCap(t *testing.T) {
 	}
 	if codes[201] != 3 || codes[503] != 3 {
 		t.Errorf("registrations over a cap of 3: %v", codes)
+	}
+}
+
+// tsOAuthApp runs tests/clients/ts-oauth-app.mjs.
+type tsOAuthRun struct {
+	OK          bool     `json:"ok"`
+	Failure     string   `json:"failure"`
+	Authorized  bool     `json:"authorized"`
+	ClientID    string   `json:"clientId"`
+	Tools       []string `json:"tools"`
+	Echo        string   `json:"echo"`
+	TokensSaved int      `json:"tokensSaved"`
+	Page        struct {
+		Client, Destination, RedirectHost string
+	} `json:"page"`
+	Steps []struct {
+		Method, URL string
+		Status      int
+	} `json:"steps"`
+}
+
+func runTSOAuthApp(t *testing.T, args ...string) tsOAuthRun {
+	t.Helper()
+	node := node24(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("clients", "ts-oauth-app.mjs")}, args...)...)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var out tsOAuthRun
+	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &out); jerr != nil || err != nil || !out.OK {
+		t.Fatalf("ts-oauth-app %v: %v (%v): %s\nstdout %s\nstderr %s", args, err, jerr, out.Failure, stdout.String(), stderr.String())
+	}
+	return out
+}
+
+// TestBuiltinTypeScriptSDKClient: the official TypeScript SDK client's own
+// OAuth flow against the built-in server — registering through DCR, and
+// identified by a client metadata document served over https from a test
+// CA — approve, connect, list and call tools; then the bridge restarts and
+// the client, its access token gone stale, refreshes and calls again.
+func TestBuiltinTypeScriptSDKClient(t *testing.T) {
+	doc := httptest.NewTLSServer(nil)
+	defer doc.Close()
+	docURL := doc.URL + "/clients/ts-app.json"
+	doc.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/clients/ts-app.json" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"client_id":%q,"client_name":"CIMD Test App","redirect_uris":["https://client.example/callback"],"token_endpoint_auth_method":"none"}`, docURL)
+	})
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // client id prefix
+		who  string // the client the page names
+	}{
+		{"dcr", nil, "dcr_", "ts-oauth-app"},
+		{"cimd", []string{"--cimd", docURL}, docURL, "CIMD Test App"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			opts := authserver.Options{CIMDTransportForTests: doc.Client().Transport}
+			b, as := builtinBridgeAt(t, dir, addr, opts)
+			stateFile := filepath.Join(dir, "client-state.json")
+			args := append([]string{b.url("notes"), stateFile, testPassphrase}, tc.args...)
+			first := runTSOAuthApp(t, args...)
+			if !first.Authorized || !strings.HasPrefix(first.ClientID, tc.want) || !slices.Contains(first.Tools, "echo") || !strings.Contains(first.Echo, "approved") {
+				t.Fatalf("first run: %+v", first)
+			}
+			if first.Page.Client != tc.who || first.Page.Destination != "notes" || first.Page.RedirectHost != "client.example" {
+				t.Errorf("the approval page showed %+v", first.Page)
+			}
+			// The bridge restarts on the same state and address.
+			b.close()
+			as.Close()
+			b2, _ := builtinBridgeAt(t, dir, addr, opts)
+			again := runTSOAuthApp(t, append(args, "--stale-access")...)
+			if again.Authorized || again.TokensSaved == 0 || !strings.Contains(again.Echo, "approved") {
+				t.Fatalf("after the restart: %+v", again)
+			}
+			refreshed := false
+			for _, s := range again.Steps {
+				refreshed = refreshed || (s.URL == b2.srv.URL+"/oauth/token" && s.Status == 200)
+			}
+			if !refreshed {
+				t.Errorf("no token refresh after the restart: %+v", again.Steps)
+			}
+		})
 	}
 }

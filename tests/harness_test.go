@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -72,6 +73,9 @@ type bridgeConfig struct {
 	destAuth map[string]*config.Auth
 	// authServer, when set, is the built-in authorization server.
 	authServer *authserver.Server
+	// addr, when set, is the address to listen on (a restarted bridge at
+	// the same URL).
+	addr string
 	// unclaimedLinger and restartPatience are the bridge's options.
 	unclaimedLinger time.Duration
 	restartPatience time.Duration
@@ -138,7 +142,18 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 			b.dispatchers[name] = d
 		}
 	}
-	b.srv = httptest.NewServer(br)
+	if cfg.addr == "" {
+		b.srv = httptest.NewServer(br)
+	} else {
+		b.srv = httptest.NewUnstartedServer(br)
+		ln, err := listenRetry(cfg.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.srv.Listener.Close()
+		b.srv.Listener = ln
+		b.srv.Start()
+	}
 	t.Cleanup(b.close)
 	return b
 }
@@ -156,6 +171,19 @@ func (b *testBridge) close() {
 }
 
 func (b *testBridge) url(dest string) string { return b.srv.URL + "/" + dest + "/mcp" }
+
+// listenRetry listens on addr, retrying while a server just closed there
+// releases it.
+func listenRetry(addr string) (net.Listener, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil || time.Now().After(deadline) {
+			return ln, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 // childEvent is one line of the fake children's journal.
 type childEvent struct {
