@@ -117,8 +117,8 @@ var errorDescriptions = map[string]string{
 func (srv *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' https: http://localhost:* http://127.0.0.1:*; frame-ancestors 'none'")
-	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	w.Header().Set("Referrer-Policy", "same-origin") // no-referrer would make the form post Origin: null
 	switch r.Method {
 	case http.MethodGet:
 		ar, pe, code := srv.parseAuthRequest(r, r.URL.Query())
