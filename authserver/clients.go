@@ -235,6 +235,9 @@ func (srv *Server) register(w http.ResponseWriter, r *http.Request) {
 // by its metadata document.
 func (srv *Server) lookupClient(r *http.Request, id string) (*Client, error) {
 	if c := srv.configClient(id); c != nil {
+		if srv.isRevoked(id) {
+			return nil, fmt.Errorf("%w: client %q was revoked", ErrUnknownClient, id)
+		}
 		return c, nil
 	}
 	if strings.HasPrefix(id, "https://") {

@@ -26,8 +26,18 @@ type Auth struct {
 	// AllowSubjects are globs (path.Match syntax) a token's sub must match
 	// one of; empty allows any subject the issuer vouches for.
 	AllowSubjects []string
+	// Clients are pre-registered clients of the built-in server
+	// ('clients:', with 'issuer: builtin' only).
+	Clients []AuthClient
 	// Line is where the block is in the file.
 	Line int
+}
+
+// AuthClient is a pre-registered client of the built-in server.
+type AuthClient struct {
+	ID           string
+	Name         string
+	RedirectURIs []string
 }
 
 // IssuerBuiltin selects the bridge's own authorization server ('issuer:
@@ -44,7 +54,7 @@ func (a *Auth) AllowsSubject(sub string) bool {
 }
 
 // authKeys are the keys of an 'auth:' block.
-var authKeys = []string{"issuer", "scopes", "audiences", "allow_subjects"}
+var authKeys = []string{"issuer", "scopes", "audiences", "allow_subjects", "clients"}
 
 // parseAuth checks an 'auth:' block (where names where it is, for
 // messages); ${VAR} in the issuer is expanded.
@@ -99,9 +109,16 @@ func parseAuth(node *yaml.Node, where string, expand func(line int, field, s str
 			default:
 				a.AllowSubjects = list
 			}
+		case "clients":
+			cs, probs := parseAuthClients(v, where)
+			problems = append(problems, probs...)
+			a.Clients = cs
 		default:
 			bad(k.Line, "unknown key %q (known: %s)", k.Value, strings.Join(authKeys, ", "))
 		}
+	}
+	if len(a.Clients) > 0 && a.Issuer != IssuerBuiltin && len(problems) == 0 {
+		bad(node.Line, "'clients' are for the built-in server ('issuer: builtin'); register clients with %s itself", a.Issuer)
 	}
 	if !seen["issuer"] && len(problems) == 0 {
 		bad(node.Line, "'issuer' is missing: name the authorization server whose tokens to accept")
@@ -154,6 +171,48 @@ func stringList(v *yaml.Node, where string) ([]string, []string) {
 			continue
 		}
 		out = append(out, e.Value)
+	}
+	return out, problems
+}
+
+// parseAuthClients reads 'clients:': a list of {client_id, client_name,
+// redirect_uris}.
+func parseAuthClients(v *yaml.Node, where string) ([]AuthClient, []string) {
+	if v.Kind != yaml.SequenceNode {
+		return nil, []string{fmt.Sprintf("line %d: %s.clients must be a list of {client_id, client_name, redirect_uris}", v.Line, where)}
+	}
+	var out []AuthClient
+	var problems []string
+	for _, e := range v.Content {
+		var raw struct {
+			ID           string   `yaml:"client_id"`
+			Name         string   `yaml:"client_name"`
+			RedirectURIs []string `yaml:"redirect_uris"`
+		}
+		if e.Kind != yaml.MappingNode {
+			problems = append(problems, fmt.Sprintf("line %d: %s.clients entries are mappings", e.Line, where))
+			continue
+		}
+		for i := 0; i+1 < len(e.Content); i += 2 {
+			switch k := e.Content[i]; k.Value {
+			case "client_id", "client_name", "redirect_uris":
+			default:
+				problems = append(problems, fmt.Sprintf("line %d: %s.clients: unknown key %q (known: client_id, client_name, redirect_uris)", k.Line, where, k.Value))
+			}
+		}
+		if err := e.Decode(&raw); err != nil {
+			problems = append(problems, fmt.Sprintf("line %d: %s.clients: %v", e.Line, where, err))
+			continue
+		}
+		if raw.ID == "" || strings.HasPrefix(raw.ID, "https://") || strings.HasPrefix(raw.ID, "dcr_") {
+			problems = append(problems, fmt.Sprintf("line %d: %s.clients: client_id must be set, and not an https URL or start with dcr_ (those name other kinds of client)", e.Line, where))
+			continue
+		}
+		if len(raw.RedirectURIs) == 0 {
+			problems = append(problems, fmt.Sprintf("line %d: %s.clients: client %q needs redirect_uris", e.Line, where, raw.ID))
+			continue
+		}
+		out = append(out, AuthClient(raw))
 	}
 	return out, problems
 }

@@ -83,3 +83,24 @@ func TestAuthBlockErrors(t *testing.T) {
 		t.Errorf("destination auth error: %v", err)
 	}
 }
+
+func TestBuiltinClients(t *testing.T) {
+	src := "auth:\n  issuer: builtin\n  clients:\n    - client_id: my-script\n      client_name: My Script\n      redirect_uris: [\"http://127.0.0.1:8976/cb\"]\ndestinations:\n  a:\n    command: cat\n"
+	cfg, err := Parse("x.yaml", []byte(src), noEnv, testReserved...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Auth.Builtin() || len(cfg.Auth.Clients) != 1 || cfg.Auth.Clients[0].ID != "my-script" || cfg.Auth.Clients[0].RedirectURIs[0] != "http://127.0.0.1:8976/cb" {
+		t.Fatalf("%+v", cfg.Auth)
+	}
+	for name, block := range map[string]string{
+		"clients with an external issuer": "auth:\n  issuer: https://id.example.com\n  clients:\n    - client_id: x\n      redirect_uris: [\"https://a/cb\"]",
+		"no redirect_uris":                "auth:\n  issuer: builtin\n  clients:\n    - client_id: x",
+		"unknown key":                     "auth:\n  issuer: builtin\n  clients:\n    - client_id: x\n      secret: y\n      redirect_uris: [\"https://a/cb\"]",
+		"https id":                        "auth:\n  issuer: builtin\n  clients:\n    - client_id: https://a/c.json\n      redirect_uris: [\"https://a/cb\"]",
+	} {
+		if _, err := Parse("x.yaml", []byte(block+"\ndestinations:\n  a:\n    command: cat\n"), noEnv, testReserved...); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

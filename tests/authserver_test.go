@@ -464,3 +464,43 @@ func TestBuiltinTypeScriptSDKClient(t *testing.T) {
 		})
 	}
 }
+
+// TestBuiltinExpiredAccessToken: an access token past its life is refused
+// by the resource side (the built-in issuer tolerates no skew: it is the
+// bridge's own clock).
+func TestBuiltinExpiredAccessToken(t *testing.T) {
+	b, _ := builtinBridgeAt(t, t.TempDir(), "", authserver.Options{AccessTTL: time.Second})
+	c := newOAuthClient(t, b.srv.URL)
+	c.register()
+	verifier, challenge := pkce("e")
+	access, _ := c.exchange(c.code(challenge, b.url("notes")), verifier)
+	if r := mustRequest(t, http.MethodPost, b.url("notes"), "", initBody, "Authorization", "Bearer "+access); r.status != 200 {
+		t.Fatalf("fresh token: %d %s", r.status, r.body)
+	}
+	waitFor(t, 10*time.Second, "the access token to expire", func() bool {
+		r := mustRequest(t, http.MethodPost, b.url("notes"), "", initBody, "Authorization", "Bearer "+access)
+		return r.status == 401 && strings.Contains(string(r.body), "expired")
+	})
+}
+
+// TestBuiltinPreregisteredClient: a client declared in the configuration
+// goes through the same approval and token exchange, and can be revoked.
+func TestBuiltinPreregisteredClient(t *testing.T) {
+	b, as := builtinBridgeAt(t, t.TempDir(), "", authserver.Options{Clients: []authserver.Client{{ID: "my-script", Name: "My Script", RedirectURIs: []string{"http://127.0.0.1:8976/cb"}}}})
+	c := newOAuthClient(t, b.srv.URL)
+	c.id, c.redirectURI = "my-script", "http://127.0.0.1:8976/cb"
+	verifier, challenge := pkce("p")
+	access, _ := c.exchange(c.code(challenge, b.url("notes")), verifier)
+	if r := mustRequest(t, http.MethodPost, b.url("notes"), "", initBody, "Authorization", "Bearer "+access); r.status != 200 {
+		t.Fatalf("pre-registered client's token: %d %s", r.status, r.body)
+	}
+	if err := as.RevokeClient("my-script"); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustRequest(t, http.MethodPost, b.url("notes"), "", initBody, "Authorization", "Bearer "+access); r.status != 401 {
+		t.Errorf("revoked pre-registered client's token: %d", r.status)
+	}
+	if resp, _ := c.approve(c.authorizeURL(challenge, b.url("notes")), testPassphrase); resp.StatusCode != 400 {
+		t.Errorf("revoked pre-registered client on the approval page: %d", resp.StatusCode)
+	}
+}

@@ -47,6 +47,29 @@ func usesBuiltin(cfg *config.Config) bool {
 	return false
 }
 
+// builtinClients are the pre-registered clients of every 'issuer: builtin'
+// block.
+func builtinClients(cfg *config.Config) []authserver.Client {
+	var out []authserver.Client
+	seen := map[string]bool{}
+	blocks := []*config.Auth{cfg.Auth}
+	for _, d := range cfg.Destinations {
+		blocks = append(blocks, d.Auth)
+	}
+	for _, a := range blocks {
+		if !a.Builtin() {
+			continue
+		}
+		for _, c := range a.Clients {
+			if !seen[c.ID] {
+				seen[c.ID] = true
+				out = append(out, authserver.Client{ID: c.ID, Name: c.Name, RedirectURIs: c.RedirectURIs})
+			}
+		}
+	}
+	return out
+}
+
 // serveAdmin answers the auth commands on a unix socket at path until the
 // returned stop is called.
 func serveAdmin(as *authserver.Server, path string, log hclog.Logger) (func(), error) {

@@ -109,7 +109,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if usesBuiltin(cfg) {
 		pass, err := loadPassphrase(s, os.ReadFile)
 		if err == nil {
-			as, err = authserver.Open(filepath.Join(s.stateDir, "oauth.db"), authserver.Options{Passphrase: pass, Logger: log.Named("authserver")})
+			as, err = authserver.Open(filepath.Join(s.stateDir, "oauth.db"), authserver.Options{Passphrase: pass, Clients: builtinClients(cfg), Logger: log.Named("authserver")})
 		}
 		if err != nil {
 			ln.Close()

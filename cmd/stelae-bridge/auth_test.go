@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/authserver"
+)
+
+// registerClient registers a client through the server's DCR endpoint.
+func registerClient(t *testing.T, as *authserver.Server) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, authserver.PathRegister, strings.NewReader(`{"client_name":"Listed App","redirect_uris":["https://app.example/cb"]}`))
+	as.ServeHTTP(rec, req.WithContext(authserver.WithBase(context.Background(), "https://bridge.example")))
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("register: %d %s", rec.Code, rec.Body)
+	}
+	i := strings.Index(rec.Body.String(), `"client_id":"`)
+	id := rec.Body.String()[i+len(`"client_id":"`):]
+	return id[:strings.IndexByte(id, '"')]
+}
+
+// TestAuthCommands: 'auth clients' and 'auth revoke' on the database when no
+// bridge runs, and through a running bridge's admin socket, which revokes
+// at once.
+func TestAuthCommands(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"STELAE_STATE_DIR": dir}
+	if code, _, errOut := runCmd(t, []string{"auth", "clients"}, env); code != 1 || !strings.Contains(errOut, "no built-in authorization server state") {
+		t.Errorf("no state: %d %s", code, errOut)
+	}
+	as, err := authserver.Open(filepath.Join(dir, "oauth.db"), authserver.Options{Passphrase: "a long enough passphrase"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := registerClient(t, as)
+	as.Close()
+
+	code, out, errOut := runCmd(t, []string{"auth", "clients"}, env)
+	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "Listed App") || !strings.Contains(out, "not approved") {
+		t.Errorf("auth clients: %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCmd(t, []string{"auth", "revoke", id}, env); code != 0 || !strings.Contains(out, "revoked "+id) {
+		t.Errorf("auth revoke: %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCmd(t, []string{"auth", "revoke", "dcr_nope"}, env); code != 1 || !strings.Contains(errOut, "unknown client") {
+		t.Errorf("revoke of an unknown client: %d %s", code, errOut)
+	}
+
+	// With a bridge running, the commands go through its socket.
+	as, err = authserver.Open(filepath.Join(dir, "oauth.db"), authserver.Options{Passphrase: "a long enough passphrase"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer as.Close()
+	id2 := registerClient(t, as)
+	stop, err := serveAdmin(as, filepath.Join(dir, adminSocket), hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	code, out, errOut = runCmd(t, []string{"auth", "clients"}, env)
+	if code != 0 || !strings.Contains(out, id2) || !strings.Contains(out, "revoked") {
+		t.Errorf("auth clients through the bridge: %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCmd(t, []string{"auth", "revoke", id2}, env); code != 0 {
+		t.Fatalf("auth revoke through the bridge: %d %s", code, errOut)
+	}
+	cs, err := as.Store().Clients()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.ID == id2 && !c.Revoked {
+			t.Error("the running server did not revoke the client")
+		}
+	}
+	if code, _, _ := runCmd(t, []string{"auth"}, env); code != 2 {
+		t.Errorf("auth without a command: %d", code)
+	}
+}
