@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -89,6 +90,13 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 1
 	}
 	allowedHosts := list(s.allowedHosts)
+	// On loopback, only loopback (or explicitly allowed) Host names: the
+	// DNS-rebinding protection.
+	checkHost := ln.Addr().(*net.TCPAddr).IP.IsLoopback() || len(allowedHosts) > 0
+	// The public URL's host is the bridge's own name: always allowed.
+	if u, err := url.Parse(s.publicURL); err == nil && u.Host != "" {
+		allowedHosts = append(allowedHosts, u.Host, u.Hostname())
+	}
 	// Children start from the bridge's environment without the bridge's own
 	// settings and secrets (STELAE_AUTH_TOKENS and the rest), each under a
 	// reaper, with its process group recorded in the state directory; what
@@ -126,29 +134,27 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		defer stopAdmin()
 	}
 	b, err := bridge.New(cfg, bridge.Options{
-		MaxSessions:          s.maxSessions,
-		RequestTimeout:       s.requestTimeout,
-		SessionTTL:           s.sessionTTL,
-		KeepAlive:            s.keepAlive,
-		ResponseMode:         s.responseMode,
-		EventLogSize:         s.eventLogSize,
-		MaxStreamsPerSession: s.maxSessStreams,
-		AuditBodies:          s.auditBodies,
-		MaxStreams:           s.maxStreams,
-		MaxBodyBytes:         int64(s.maxBody),
-		MaxBodyMemory:        int64(s.maxBodyMemory),
-		BodyTimeout:          s.bodyTimeout,
-		BodyIdleTimeout:      s.bodyIdle,
-		MaxMessage:           int(s.maxMessage),
-		StopGrace:            s.stopGrace,
-		Linger:               s.linger,
-		Restart:              supervisor.RestartPolicy{MaxRestarts: s.restartMax, Initial: s.restartDelay, StableAfter: s.restartStable, MaxDelay: s.restartMaxDelay},
-		Environ:              run.environ,
-		Reaper:               run.reaper,
-		Records:              run.records,
-		// On loopback, only loopback (or explicitly allowed) Host names: the
-		// DNS-rebinding protection.
-		CheckHost:                  ln.Addr().(*net.TCPAddr).IP.IsLoopback() || len(allowedHosts) > 0,
+		MaxSessions:                s.maxSessions,
+		RequestTimeout:             s.requestTimeout,
+		SessionTTL:                 s.sessionTTL,
+		KeepAlive:                  s.keepAlive,
+		ResponseMode:               s.responseMode,
+		EventLogSize:               s.eventLogSize,
+		MaxStreamsPerSession:       s.maxSessStreams,
+		AuditBodies:                s.auditBodies,
+		MaxStreams:                 s.maxStreams,
+		MaxBodyBytes:               int64(s.maxBody),
+		MaxBodyMemory:              int64(s.maxBodyMemory),
+		BodyTimeout:                s.bodyTimeout,
+		BodyIdleTimeout:            s.bodyIdle,
+		MaxMessage:                 int(s.maxMessage),
+		StopGrace:                  s.stopGrace,
+		Linger:                     s.linger,
+		Restart:                    supervisor.RestartPolicy{MaxRestarts: s.restartMax, Initial: s.restartDelay, StableAfter: s.restartStable, MaxDelay: s.restartMaxDelay},
+		Environ:                    run.environ,
+		Reaper:                     run.reaper,
+		Records:                    run.records,
+		CheckHost:                  checkHost,
 		AllowedHosts:               allowedHosts,
 		AllowedOrigins:             list(s.allowedOrigins),
 		AuthTokens:                 tokens,
