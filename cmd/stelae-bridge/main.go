@@ -187,6 +187,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	case cfg.Auth != nil:
 		fmt.Fprintf(stdout, "  OAuth: access tokens from %s\n", cfg.Auth.Issuer)
 	}
+	if s.publicURL != "" {
+		fmt.Fprintf(stdout, "  public URL: %s (clients use %s/{destination}/mcp)\n", strings.TrimSuffix(s.publicURL, "/"), strings.TrimSuffix(s.publicURL, "/"))
+	}
 	for _, name := range cfg.Names {
 		note := ""
 		if a := cfg.Destinations[name].Auth; a != nil && a != cfg.Auth {

@@ -1,0 +1,35 @@
+// Package authserver is the bridge's own OAuth 2.1 authorization server
+// ('auth: {issuer: builtin}'), for people with no identity provider: a
+// connector registers (or names its client metadata document), the
+// operator approves it on the bridge's page with a passphrase, and the
+// connector gets tokens for one destination.
+//
+// It owns:
+//   - the metadata (RFC 8414, also at the OIDC discovery path), the
+//     authorization endpoint and its approval page (CSRF token, passphrase
+//     compared in constant time, lockout with backoff), the token endpoint
+//     (authorization_code with PKCE S256, refresh_token with rotation and
+//     reuse detection), registration (RFC 7591), revocation (RFC 7009) and
+//     the JWKS;
+//   - client identification: Client ID Metadata Documents (fetched with an
+//     SSRF guard), dynamic registration (rate-limited, capped), clients
+//     pre-registered in the file;
+//   - its state in one bbolt file: ES256 signing keys (rotated; the
+//     previous one still published), clients, codes and refresh tokens
+//     (stored hashed);
+//   - the Verifier the resource side (package oauth's Policy) checks its
+//     tokens with; a revoked client's tokens are refused at once.
+//
+// It never sees a client's MCP traffic, never stores a code or refresh
+// token in clear, and never logs a token, code or the passphrase. Its
+// issuer URL is the bridge's public URL of each request (WithBase), so it
+// serves under whatever name clients reach the bridge by.
+//
+// The specification (MCP 2025-11-25, basic/authorization) decides:
+// "Authorization servers MUST implement OAuth 2.1 with appropriate security
+// measures for both confidential and public clients"; PKCE is required
+// (OAuth 2.1), so code_challenge_methods_supported lists S256 and plain is
+// refused; "For public clients, authorization servers MUST rotate refresh
+// tokens"; "All authorization server endpoints MUST be served over HTTPS"
+// — the bridge's public URL behind a tunnel is https.
+package authserver
