@@ -94,10 +94,17 @@ type pageError struct {
 // redirectError sends the client back with an OAuth error (RFC 6749
 // §4.1.2.1) and the issuer (RFC 9207).
 func (srv *Server) redirectError(w http.ResponseWriter, r *http.Request, ar *authRequest, code, desc string) {
+	redirectBack(w, r, ar, "error", code, "error_description", desc)
+}
+
+// redirectBack sends the browser to the client's redirect URI with params
+// (name, value pairs), the request's state and the issuer (RFC 9207).
+func redirectBack(w http.ResponseWriter, r *http.Request, ar *authRequest, params ...string) {
 	u, _ := url.Parse(ar.redirectURI)
 	q := u.Query()
-	q.Set("error", code)
-	q.Set("error_description", desc)
+	for i := 0; i+1 < len(params); i += 2 {
+		q.Set(params[i], params[i+1])
+	}
 	if ar.state != "" {
 		q.Set("state", ar.state)
 	}
@@ -229,15 +236,7 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	srv.log.Info("authorization approved", "client_id", ar.client.ID, "destination", ar.destination)
-	u, _ := url.Parse(ar.redirectURI)
-	rq := u.Query()
-	rq.Set("code", codeValue)
-	if ar.state != "" {
-		rq.Set("state", ar.state)
-	}
-	rq.Set("iss", baseOf(r.Context()))
-	u.RawQuery = rq.Encode()
-	http.Redirect(w, r, u.String(), http.StatusFound)
+	redirectBack(w, r, ar, "code", codeValue)
 }
 
 // pageData fills the page template.

@@ -63,22 +63,6 @@ func (s *Store) saveClient(c *Client) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return put(tx, bucketClients, []byte(c.ID), c) })
 }
 
-// updateClient changes a stored client in one transaction.
-func (s *Store) updateClient(id string, f func(*Client)) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		var c Client
-		ok, err := get(tx, bucketClients, []byte(id), &c)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return ErrUnknownClient
-		}
-		f(&c)
-		return put(tx, bucketClients, []byte(id), &c)
-	})
-}
-
 // Clients lists every stored client.
 func (s *Store) Clients() ([]Client, error) {
 	var out []Client
