@@ -187,9 +187,10 @@ func listenRetry(addr string) (net.Listener, error) {
 
 // childEvent is one line of the fake children's journal.
 type childEvent struct {
-	kind string // "start" or "exit"
+	kind string // "start", "exit" or "asked"
 	pid  int
 	at   time.Time
+	note string // what "asked" got
 }
 
 // journal is what the bridge's fake children recorded so far, in order.
@@ -204,6 +205,9 @@ func (b *testBridge) journal() []childEvent {
 		var ns int64
 		if n, _ := fmt.Sscanf(line, "%s %d %d", &e.kind, &e.pid, &ns); n == 3 {
 			e.at = time.Unix(0, ns)
+			if f := strings.SplitN(line, " ", 4); len(f) == 4 {
+				e.note = f[3]
+			}
 			out = append(out, e)
 		}
 	}

@@ -220,10 +220,21 @@ func TestChildRequestWithNoCallInFlight(t *testing.T) {
 		if r := a.callTool(`4`, "ask_later", map[string]any{"method": "roots/list", "ms": 100}); r.status != http.StatusOK {
 			t.Fatalf("ask_later: %d %s", r.status, r.body)
 		}
-		waitFor(t, 10*time.Second, "the child's unattributable roots/list to be refused", func() bool {
-			got := string(a.stats().LastAsk)
-			return strings.Contains(got, "-32603") && strings.Contains(got, "2 sessions")
+		// Read from the child's journal: a stats call in flight when the
+		// child asks would itself be the call the request is attributed to.
+		var got string
+		waitFor(t, 10*time.Second, "the child's roots/list to be answered", func() bool {
+			for _, e := range b.journal() {
+				if e.kind == "asked" {
+					got = e.note
+					return true
+				}
+			}
+			return false
 		})
+		if !strings.Contains(got, "-32603") || !strings.Contains(got, "2 sessions") {
+			t.Errorf("the unattributable roots/list was answered %s; want an error naming the 2 sessions", got)
+		}
 	})
 }
 

@@ -50,14 +50,19 @@ const (
 	// initialized, as server-filesystem does; the answer shows in stats.
 	EnvRootsOnInit = "STELAE_FAKE_ROOTS_ON_INIT"
 	// EnvJournal names a file the server appends a line to when it starts
-	// ("start PID UNIXNANO") and just before a scripted exit ("exit PID
-	// UNIXNANO"): tests read a child's lifetimes from the child itself, not
-	// from the bridge's log.
+	// ("start PID UNIXNANO"), just before a scripted exit ("exit PID
+	// UNIXNANO"), and when ask_later got its answer ("asked PID UNIXNANO
+	// ANSWER"): tests read these from the child itself, not from the
+	// bridge's log.
 	EnvJournal = "STELAE_FAKE_JOURNAL"
 )
 
 // journal appends one event to the EnvJournal file, when there is one.
-func journal(event string) {
+func journal(event string) { journalNote(event, "") }
+
+// journalNote appends an event with a note (one line; newlines become
+// spaces).
+func journalNote(event, note string) {
 	path := os.Getenv(EnvJournal)
 	if path == "" {
 		return
@@ -68,7 +73,8 @@ func journal(event string) {
 	}
 	// One write of one short line: O_APPEND keeps concurrent children's
 	// lines whole.
-	_, _ = fmt.Fprintf(f, "%s %d %d\n", event, os.Getpid(), time.Now().UnixNano())
+	note = strings.ReplaceAll(note, "\n", " ")
+	_, _ = fmt.Fprintf(f, "%s %d %d %s\n", event, os.Getpid(), time.Now().UnixNano(), note)
 	_ = f.Close()
 }
 
@@ -445,7 +451,11 @@ func (s *server) call(m message) {
 		r := s.ask(arg("method"), nil)
 		s.mu.Lock()
 		s.lastAsk = append(append(json.RawMessage(nil), r.Result...), r.Error...)
+		note := string(s.lastAsk)
 		s.mu.Unlock()
+		// Also in the journal: a test can read it without a call that
+		// could itself become the addressee of a later request.
+		journalNote("asked", note)
 	case "crash":
 		exit(7)
 	case "big":
