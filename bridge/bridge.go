@@ -31,12 +31,14 @@ var ReservedNames = []string{"mcp", "sse", "message", "healthz", "metrics", "ver
 // default (Defaults); cmd/stelae-bridge shows the same defaults in -help.
 type Options struct {
 	// Sessions and requests (per destination).
-	MaxSessions          int
-	RequestTimeout       time.Duration
-	SessionTTL           time.Duration
-	KeepAlive            time.Duration
-	ResponseMode         string
-	EventLogSize         int
+	MaxSessions    int
+	RequestTimeout time.Duration
+	SessionTTL     time.Duration
+	KeepAlive      time.Duration
+	ResponseMode   string
+	EventLogSize   int
+	// ProtocolEras is "both" (default) or "2025".
+	ProtocolEras         string
 	MaxStreamsPerSession int
 	StreamQueue          int
 	WriteTimeout         time.Duration
@@ -220,7 +222,7 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		MaxSessions: opts.MaxSessions, RequestTimeout: opts.RequestTimeout, MaxBodyBytes: opts.MaxBodyBytes,
 		BodyTimeout: opts.BodyTimeout, BodyIdleTimeout: opts.BodyIdleTimeout, SessionTTL: opts.SessionTTL,
 		KeepAlive: opts.KeepAlive, StreamQueue: opts.StreamQueue, WriteTimeout: opts.WriteTimeout, MaxStreamsPerSession: opts.MaxStreamsPerSession, AuditBodies: opts.AuditBodies,
-		ResponseMode: opts.ResponseMode, EventLogSize: opts.EventLogSize, StopTimeout: opts.stopTimeout(),
+		ResponseMode: opts.ResponseMode, EventLogSize: opts.EventLogSize, ProtocolEras: opts.ProtocolEras, StopTimeout: opts.stopTimeout(),
 		Logger: opts.Logger.Named("http"),
 	}
 	for _, name := range cfg.Names {

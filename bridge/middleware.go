@@ -99,7 +99,7 @@ func hostOnly(hostport string) string {
 // corsMethods and corsHeaders are what browser clients may use.
 const (
 	corsMethods = "GET, POST, DELETE, OPTIONS"
-	corsHeaders = "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
+	corsHeaders = "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
 )
 
 // cors adds the CORS response headers for an allowed Origin when CORS is on

@@ -19,6 +19,10 @@ const (
 	Version20251125 = "2025-11-25"
 )
 
+// ModernVersion is the stateless protocol era's version: requests carry it
+// in params._meta, with no session and no initialize.
+const ModernVersion = "2026-07-28"
+
 // supportedVersions are the MCP protocol versions the bridge speaks, oldest
 // first.
 var supportedVersions = []string{"2024-11-05", Version20250326, "2025-06-18", Version20251125}

@@ -19,4 +19,13 @@ const (
 	CodeSessionNotFound = -32001
 	// CodeRequestCancelled: the client cancelled the request.
 	CodeRequestCancelled = -32800
+	// CodeHeaderMismatch: an MCP request header disagrees with the body
+	// (MCP 2026-07-28).
+	CodeHeaderMismatch = -32020
+	// CodeMissingCapability: the request needs a client capability its
+	// _meta does not declare (MCP 2026-07-28).
+	CodeMissingCapability = -32021
+	// CodeUnsupportedVersion: the request's protocol version is not one the
+	// server implements (MCP 2026-07-28).
+	CodeUnsupportedVersion = -32022
 )

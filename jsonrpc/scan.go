@@ -224,3 +224,51 @@ func Replace(obj []byte, key string, value []byte) ([]byte, error) {
 }
 
 var errNotObject = errors.New("not a JSON object")
+
+// Delete returns obj, a JSON object, without the members drop selects. The
+// kept members are copied byte for byte (key, spacing inside, value); the
+// separators between them become single commas. When nothing is dropped obj
+// itself is returned.
+func Delete(obj []byte, drop func(key string) bool) ([]byte, error) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' || !json.Valid(obj) {
+		return nil, errNotObject
+	}
+	type span struct{ start, end int }
+	var kept []span
+	dropped := false
+	i++
+	for {
+		i = skipSpace(obj, i)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+		if i >= len(obj) || obj[i] != '"' {
+			break
+		}
+		kStart := i
+		kEnd := skipString(obj, i)
+		key := String(obj[kStart:kEnd])
+		i = skipSpace(obj, kEnd)
+		i = skipSpace(obj, i+1) // the colon
+		vEnd := skipValue(obj, i)
+		if drop(key) {
+			dropped = true
+		} else {
+			kept = append(kept, span{kStart, vEnd})
+		}
+		i = vEnd
+	}
+	if !dropped {
+		return obj, nil
+	}
+	out := make([]byte, 0, len(obj))
+	out = append(out, '{')
+	for n, s := range kept {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, obj[s.start:s.end]...)
+	}
+	return append(out, '}'), nil
+}

@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -92,4 +93,22 @@ func FuzzReplace(f *testing.F) {
 			t.Fatalf("Member(Replace(%q), k) = %q; want %q", obj, got, val)
 		}
 	})
+}
+
+func TestDelete(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"a":1,"io.x/b":2,"c":[3]}`, `{"a":1,"c":[3]}`},
+		{`{ "io.x/b" : {"k":1} }`, `{}`},
+		{`{"a" : "<&>","io.x/b":2}`, `{"a" : "<&>"}`},
+		{`{"a":1}`, `{"a":1}`},
+		{`{}`, `{}`},
+	} {
+		got, err := Delete([]byte(tc.in), func(k string) bool { return strings.HasPrefix(k, "io.x/") })
+		if err != nil || string(got) != tc.want {
+			t.Errorf("Delete(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := Delete([]byte(`[1]`), func(string) bool { return true }); err == nil {
+		t.Error("Delete accepted an array")
+	}
 }

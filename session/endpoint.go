@@ -43,6 +43,9 @@ type Options struct {
 	ResponseMode string
 	// EventLogSize bounds the events kept per session for resumption.
 	EventLogSize int
+	// ProtocolEras is ErasBoth (default: 2025 sessions and 2026-07-28
+	// requests) or Eras2025.
+	ProtocolEras string
 	// StopTimeout bounds stopping one session's own child (isolation:
 	// session).
 	StopTimeout time.Duration

@@ -140,6 +140,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		KeepAlive:                  s.keepAlive,
 		ResponseMode:               s.responseMode,
 		EventLogSize:               s.eventLogSize,
+		ProtocolEras:               s.protocolEras,
 		MaxStreamsPerSession:       s.maxSessStreams,
 		AuditBodies:                s.auditBodies,
 		MaxStreams:                 s.maxStreams,

@@ -385,6 +385,9 @@ func (s *server) call(m message) {
 	switch p.Name {
 	case "echo":
 		s.reply(m.ID, text(arg("text")))
+	case "params":
+		// Answers with the params it got, as text, byte for byte.
+		s.reply(m.ID, text(string(m.Params)))
 	case "search":
 		// The shape ChatGPT's deep-research connectors expect: a JSON text
 		// with results of id, title, url.

@@ -1,0 +1,94 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+)
+
+// This file is what dispatch does for MCP 2026-07-28 ("modern") requests:
+// they carry no session and no initialize, so the bridge answers
+// server/discover from the child's cached handshake, and forwards the rest
+// like any request, with a result marked complete.
+
+// Discover answers server/discover (id id): the child's capabilities,
+// instructions and server info from its handshake (starting it when none
+// runs, as initialize does), and the versions the bridge speaks.
+func (d *Dispatcher) Discover(ctx context.Context, id json.RawMessage, timeout time.Duration) ([]byte, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	if _, err := d.sup.Running(ctx, t.C, true); err != nil {
+		return nil, err
+	}
+	d.mu.RLock()
+	init := d.initResult
+	d.mu.RUnlock()
+	var hs struct {
+		Capabilities json.RawMessage `json:"capabilities"`
+		Instructions string          `json:"instructions"`
+		ServerInfo   json.RawMessage `json:"serverInfo"`
+	}
+	_ = json.Unmarshal(init, &hs)
+	if len(hs.Capabilities) == 0 {
+		hs.Capabilities = json.RawMessage(`{}`)
+	}
+	result := struct {
+		ResultType        string          `json:"resultType"`
+		SupportedVersions []string        `json:"supportedVersions"`
+		Capabilities      json.RawMessage `json:"capabilities"`
+		Instructions      string          `json:"instructions,omitempty"`
+		TTLMs             int             `json:"ttlMs"`
+		CacheScope        string          `json:"cacheScope"`
+		Meta              map[string]any  `json:"_meta,omitempty"`
+	}{ResultType: "complete", SupportedVersions: append(Versions(), ModernVersion), Capabilities: hs.Capabilities, Instructions: hs.Instructions,
+		TTLMs: 60000, CacheScope: "shared"}
+	if len(hs.ServerInfo) > 0 {
+		result.Meta = map[string]any{"io.modelcontextprotocol/serverInfo": hs.ServerInfo}
+	}
+	body, err := json.Marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	return jsonrpc.AppendResponse(nil, id, body, nil), nil
+}
+
+// ModernParams are a modern request's params as the child gets them: the
+// reserved io.modelcontextprotocol/* members of _meta (protocol version,
+// client info and capabilities, log level) and MRTR's inputResponses and
+// requestState are the bridge's, not the child's.
+func ModernParams(params json.RawMessage) json.RawMessage {
+	out := params
+	if meta := jsonrpc.Member(params, "_meta"); meta != nil {
+		stripped, err := jsonrpc.Delete(meta, func(k string) bool { return len(k) > 24 && k[:24] == "io.modelcontextprotocol/" })
+		if err == nil {
+			if r, err := jsonrpc.Replace(out, "_meta", stripped); err == nil {
+				out = r
+			}
+		}
+	}
+	if r, err := jsonrpc.Delete(out, func(k string) bool { return k == "inputResponses" || k == "requestState" }); err == nil {
+		out = r
+	}
+	return out
+}
+
+// MarkComplete returns a response with resultType "complete" added to its
+// result (MCP 2026-07-28 results say whether they are complete or need
+// input); errors are returned as they are.
+func MarkComplete(resp []byte) []byte {
+	result := jsonrpc.Member(resp, "result")
+	if result == nil || jsonrpc.Member(result, "resultType") != nil {
+		return resp
+	}
+	marked, err := jsonrpc.Replace(result, "resultType", json.RawMessage(`"complete"`))
+	if err != nil {
+		return resp
+	}
+	out, err := jsonrpc.Replace(resp, "result", marked)
+	if err != nil {
+		return resp
+	}
+	return out
+}

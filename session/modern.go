@@ -1,0 +1,174 @@
+package session
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+)
+
+// This file serves MCP 2026-07-28 ("modern") requests beside the 2025
+// sessions, on the same shared child: a request is modern when its
+// params._meta carries the protocol version (classified by envelope, never
+// by method name). It has no session; it is validated, then answered
+// (server/discover) or forwarded, its result marked complete.
+
+// The reserved _meta keys of a modern request.
+const (
+	metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo      = "io.modelcontextprotocol/clientInfo"
+	metaClientCaps      = "io.modelcontextprotocol/clientCapabilities"
+)
+
+// Eras are the values of Options.ProtocolEras.
+const (
+	ErasBoth   = "both"
+	Eras2025   = "2025"
+	eraModern  = dispatch.ModernVersion
+	base64Head = "=?base64?"
+)
+
+// modernMethods are the methods a modern request may name; the removed ones
+// (initialize, ping, logging/setLevel, resources/subscribe|unsubscribe) and
+// any other get 404 / -32601.
+var modernMethods = []string{"server/discover", "tools/list", "tools/call", "resources/list", "resources/templates/list",
+	"resources/read", "prompts/list", "prompts/get", "completion/complete"}
+
+// isModern reports whether a request carries the modern envelope.
+func isModern(m *jsonrpc.Message) bool {
+	return m.Kind() == jsonrpc.KindRequest && jsonrpc.Member(jsonrpc.Member(m.Params, "_meta"), metaProtocolVersion) != nil
+}
+
+// modernError answers a modern request with a JSON-RPC error carrying its
+// id (and data when set).
+func modernError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string, data any) int {
+	body := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Data    any    `json:"data,omitempty"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id}
+	body.Error.Code, body.Error.Message, body.Error.Data = code, msg, data
+	b, _ := json.Marshal(body)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+	return status
+}
+
+// headerValue decodes a header in the base64 sentinel form (=?base64?…?=).
+func headerValue(v string) string {
+	if strings.HasPrefix(v, base64Head) && strings.HasSuffix(v, "?=") && len(v) >= len(base64Head)+2 {
+		if b, err := base64.StdEncoding.DecodeString(v[len(base64Head) : len(v)-2]); err == nil {
+			return string(b)
+		}
+	}
+	return v
+}
+
+// validateModern is the validation ladder; it writes the error and returns
+// its status, or returns 0 and the request's client capabilities.
+func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message) (int, json.RawMessage) {
+	if ep.opts.ProtocolEras == Eras2025 {
+		// Answered as a legacy server must, so that every client falls
+		// back to initialize: 4xx, the request's id, -32601.
+		return modernError(w, http.StatusNotFound, m.ID, jsonrpc.CodeMethodNotFound, "this endpoint serves MCP 2025 sessions only: send initialize", nil), nil
+	}
+	meta := jsonrpc.Member(m.Params, "_meta")
+	var version string
+	var info, caps map[string]json.RawMessage
+	if json.Unmarshal(jsonrpc.Member(meta, metaProtocolVersion), &version) != nil || version == "" ||
+		json.Unmarshal(jsonrpc.Member(meta, metaClientInfo), &info) != nil || info == nil ||
+		json.Unmarshal(jsonrpc.Member(meta, metaClientCaps), &caps) != nil || caps == nil {
+		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams,
+			"a "+eraModern+" request's params._meta needs "+metaProtocolVersion+" (a string), "+metaClientInfo+" and "+metaClientCaps+" (objects)", nil), nil
+	}
+	if h := r.Header.Get("MCP-Protocol-Version"); h != version {
+		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
+			fmt.Sprintf("the MCP-Protocol-Version header (%q) differs from the request's protocol version (%q)", h, version), nil), nil
+	}
+	if h := r.Header.Get("Mcp-Method"); headerValue(h) != m.Method {
+		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
+			fmt.Sprintf("the Mcp-Method header (%q) differs from the request's method (%q)", h, m.Method), nil), nil
+	}
+	if m.Method == "tools/call" || m.Method == "prompts/get" || m.Method == "resources/read" {
+		field := "name"
+		if m.Method == "resources/read" {
+			field = "uri"
+		}
+		var name string
+		_ = json.Unmarshal(jsonrpc.Member(m.Params, field), &name)
+		if h := r.Header.Get("Mcp-Name"); headerValue(h) != name {
+			return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
+				fmt.Sprintf("the Mcp-Name header (%q) differs from params.%s (%q)", h, field, name), nil), nil
+		}
+	}
+	if version != eraModern {
+		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeUnsupportedVersion,
+			fmt.Sprintf("protocol version %q is not supported in a request's _meta; this bridge speaks %s per request, and %s with initialize", version, eraModern, strings.Join(dispatch.Versions(), ", ")),
+			map[string]any{"supported": append(dispatch.Versions(), eraModern), "requested": version}), nil
+	}
+	if !slices.Contains(modernMethods, m.Method) {
+		return modernError(w, http.StatusNotFound, m.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not available to %s requests", m.Method, eraModern), nil), nil
+	}
+	return 0, jsonrpc.Member(meta, metaClientCaps)
+}
+
+// modernCaller is a modern request as the dispatcher sees a session: it
+// lives as long as the request.
+type modernCaller struct {
+	id     string
+	cancel context.CancelCauseFunc
+}
+
+var modernSeq atomic.Uint64
+
+func (c *modernCaller) SessionID() string { return c.id }
+
+// Deliver drops what the child sends to sessions: a modern request has no
+// stream for unrelated notifications.
+func (c *modernCaller) Deliver([]byte) bool { return false }
+func (c *modernCaller) End(reason error)    { c.cancel(reason) }
+
+// serveModern answers a modern request.
+func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, rec *postLog) {
+	status, caps := ep.validateModern(w, r, m)
+	if status != 0 {
+		rec.status = status
+		return
+	}
+	if ep.shared == nil {
+		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("destination %q gives each session a child of its own ('isolation: session'): use a 2025 session (initialize)", ep.name), nil)
+		return
+	}
+	d := ep.shared
+	if m.Method == "server/discover" {
+		resp, err := d.Discover(r.Context(), m.ID, ep.opts.RequestTimeout)
+		ep.writeResult(w, resp, err, rec)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	caller := &modernCaller{id: fmt.Sprintf("modern-%d", modernSeq.Add(1)), cancel: cancel}
+	d.Attach(caller, json.RawMessage(`{"capabilities":`+string(caps)+`}`))
+	defer d.Detach(caller, nil)
+	fwd := *m
+	fwd.Params = dispatch.ModernParams(m.Params)
+	resp, err := d.Do(ctx, caller, &fwd, ep.opts.RequestTimeout)
+	if err == nil {
+		resp = dispatch.MarkComplete(resp)
+	}
+	ep.writeResult(w, resp, err, rec)
+}

@@ -1,0 +1,147 @@
+package tests
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stelae-bridge/stelae-bridge/bridge"
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+)
+
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+
+// modernCall posts a 2026-07-28 request with the headers a modern client
+// sends; extra overrides them (an empty value drops one).
+func modernCall(t *testing.T, url, id, method, params string, extra ...string) response {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, method, params)
+	h := []string{"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method}
+	var p struct{ Name, URI string }
+	_ = json.Unmarshal([]byte(params), &p)
+	if p.Name != "" || p.URI != "" {
+		h = append(h, "Mcp-Name", p.Name+p.URI)
+	}
+	return mustRequest(t, http.MethodPost, url, "", body, append(h, extra...)...)
+}
+
+func modernError(t *testing.T, what string, r response, status, code int, id string) rpc {
+	t.Helper()
+	m := decode(t, r.body)
+	if r.status != status || m.Error == nil || m.Error.Code != code || string(m.ID) != id {
+		t.Errorf("%s: %d %s; want %d with error %d and id %s", what, r.status, r.body, status, code, id)
+	}
+	if r.header.Get("Mcp-Session-Id") != "" {
+		t.Errorf("%s: a modern request got a session", what)
+	}
+	return m
+}
+
+func TestModernRequests(t *testing.T) {
+	b := hxFake(t, bridge.Options{})
+	url := b.url("fake")
+
+	// server/discover, with no session and no initialize, starts the child.
+	r := modernCall(t, url, `"d1"`, "server/discover", "{"+modernMeta+"}")
+	var disc struct {
+		Result struct {
+			ResultType        string                     `json:"resultType"`
+			SupportedVersions []string                   `json:"supportedVersions"`
+			Capabilities      json.RawMessage            `json:"capabilities"`
+			Meta              map[string]json.RawMessage `json:"_meta"`
+		} `json:"result"`
+		ID json.RawMessage `json:"id"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &disc) != nil || string(disc.ID) != `"d1"` || !slices.Contains(disc.Result.SupportedVersions, "2026-07-28") ||
+		!slices.Contains(disc.Result.SupportedVersions, "2025-11-25") || !strings.Contains(string(disc.Result.Capabilities), "tools") || disc.Result.Meta["io.modelcontextprotocol/serverInfo"] == nil {
+		t.Fatalf("discover: %d %s", r.status, r.body)
+	}
+	if r.header.Get("Mcp-Session-Id") != "" || r.header.Get("Content-Type") != "application/json" {
+		t.Errorf("discover headers: %v", r.header)
+	}
+	// tools/call: the child gets the params without the reserved _meta keys,
+	// the answer is marked complete.
+	r = modernCall(t, url, "7", "tools/call", `{"name":"params","arguments":{"a":"<&>"},`+strings.Replace(modernMeta, `"_meta":{`, `"_meta":{"mine":1,`, 1)+`}`)
+	res, ok := hxResultOK(t, "modern tools/call", r, "", "7")
+	if !ok {
+		t.FailNow()
+	}
+	var result struct {
+		ResultType string `json:"resultType"`
+	}
+	_ = json.Unmarshal(res, &result)
+	got := hxText(res)
+	if result.ResultType != "complete" || strings.Contains(got, "io.modelcontextprotocol") || !strings.Contains(got, `"mine":1`) || !strings.Contains(got, `"a":"<&>"`) {
+		t.Errorf("modern call: resultType %q, the child got %s", result.ResultType, got)
+	}
+	// Base64 sentinel in Mcp-Name.
+	r = modernCall(t, url, "8", "tools/call", `{"name":"echo","arguments":{"text":"b64"},`+modernMeta+`}`, "Mcp-Name", "=?base64?"+base64.StdEncoding.EncodeToString([]byte("echo"))+"?=")
+	if _, ok := hxResultOK(t, "base64 Mcp-Name", r, "", "8"); !ok {
+		t.Errorf("base64 Mcp-Name refused")
+	}
+
+	// The validation ladder, ids preserved.
+	modernError(t, "missing client info", modernCall(t, url, "1", "tools/list", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`), 400, -32602, "1")
+	modernError(t, "version header mismatch", modernCall(t, url, "2", "tools/list", "{"+modernMeta+"}", "MCP-Protocol-Version", "2025-11-25"), 400, -32020, "2")
+	modernError(t, "method header mismatch", modernCall(t, url, "3", "tools/list", "{"+modernMeta+"}", "Mcp-Method", "tools/call"), 400, -32020, "3")
+	modernError(t, "name header mismatch", modernCall(t, url, "4", "tools/call", `{"name":"echo",`+modernMeta+`}`, "Mcp-Name", "other"), 400, -32020, "4")
+	unsupported := modernCall(t, url, `"v"`, "tools/list", "{"+strings.Replace(modernMeta, "2026-07-28", "2099-01-01", 1)+"}", "MCP-Protocol-Version", "2099-01-01")
+	modernError(t, "unsupported version", unsupported, 400, -32022, `"v"`)
+	if !strings.Contains(string(unsupported.body), `"supported":[`) || !strings.Contains(string(unsupported.body), `"requested":"2099-01-01"`) {
+		t.Errorf("-32022 without data.supported and data.requested: %s", unsupported.body)
+	}
+	for _, method := range []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "no/such"} {
+		modernError(t, method, modernCall(t, url, "9", method, "{"+modernMeta+"}"), 404, -32601, "9")
+	}
+}
+
+// TestBothErasAtOnce: 2025 sessions and modern requests on one child at
+// the same time, each answer to its caller.
+func TestBothErasAtOnce(t *testing.T) {
+	b := hxFake(t, bridge.Options{MaxSessions: 8})
+	url := b.url("fake")
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		c := newClient(t, url)
+		c.initialize()
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				text := fmt.Sprintf("s%d-%d", w, i)
+				r, err := c.do(http.MethodPost, ftToolBody(fmt.Sprint(i), "echo", map[string]string{"text": text}))
+				if err != nil || r.status != 200 || !strings.Contains(string(r.body), text) {
+					t.Errorf("2025 session %d call %d: %v %d %s", w, i, err, r.status, r.body)
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				text := fmt.Sprintf("m%d-%d", w, i)
+				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q},%s}}`, i, text, modernMeta)
+				r, err := request(http.MethodPost, url, "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "echo")
+				if err != nil || r.status != 200 || !strings.Contains(string(r.body), text) || !strings.Contains(string(r.body), `"resultType":"complete"`) {
+					t.Errorf("modern worker %d call %d: %v %d %s", w, i, err, r.status, r.body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestProtocolEras2025: with -protocol-eras 2025 a modern probe gets what a
+// legacy server answers (4xx, its id, -32601), and initialize works.
+func TestProtocolEras2025(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{ProtocolEras: "2025"}})
+	modernError(t, "probe", modernCall(t, b.url("fake"), `"p"`, "server/discover", "{"+modernMeta+"}"), 404, -32601, `"p"`)
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+}
