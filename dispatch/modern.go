@@ -43,7 +43,7 @@ func (d *Dispatcher) Discover(ctx context.Context, id json.RawMessage, timeout t
 		CacheScope        string          `json:"cacheScope"`
 		Meta              map[string]any  `json:"_meta,omitempty"`
 	}{ResultType: "complete", SupportedVersions: append(Versions(), ModernVersion), Capabilities: hs.Capabilities, Instructions: hs.Instructions,
-		TTLMs: 60000, CacheScope: "shared"}
+		TTLMs: 0, CacheScope: "private"}
 	if len(hs.ServerInfo) > 0 {
 		result.Meta = map[string]any{"io.modelcontextprotocol/serverInfo": hs.ServerInfo}
 	}
@@ -76,8 +76,10 @@ func ModernParams(params json.RawMessage) json.RawMessage {
 
 // MarkComplete returns a response with resultType "complete" added to its
 // result (MCP 2026-07-28 results say whether they are complete or need
-// input); errors are returned as they are.
-func MarkComplete(resp []byte) []byte {
+// input), and, when cacheable, the caching hints: a child of the 2025 era
+// says nothing of caching, so the bridge says "do not reuse" (ttlMs 0,
+// private). Errors are returned as they are.
+func MarkComplete(resp []byte, cacheable bool) []byte {
 	result := jsonrpc.Member(resp, "result")
 	if result == nil || jsonrpc.Member(result, "resultType") != nil {
 		return resp
@@ -85,6 +87,14 @@ func MarkComplete(resp []byte) []byte {
 	marked, err := jsonrpc.Replace(result, "resultType", json.RawMessage(`"complete"`))
 	if err != nil {
 		return resp
+	}
+	if cacheable {
+		if jsonrpc.Member(marked, "ttlMs") == nil {
+			marked, _ = jsonrpc.Replace(marked, "ttlMs", json.RawMessage(`0`))
+		}
+		if jsonrpc.Member(marked, "cacheScope") == nil {
+			marked, _ = jsonrpc.Replace(marked, "cacheScope", json.RawMessage(`"private"`))
+		}
 	}
 	out, err := jsonrpc.Replace(resp, "result", marked)
 	if err != nil {

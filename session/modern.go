@@ -41,9 +41,19 @@ const (
 var modernMethods = []string{"server/discover", "tools/list", "tools/call", "resources/list", "resources/templates/list",
 	"resources/read", "prompts/list", "prompts/get", "completion/complete"}
 
-// isModern reports whether a request carries the modern envelope.
-func isModern(m *jsonrpc.Message) bool {
-	return m.Kind() == jsonrpc.KindRequest && jsonrpc.Member(jsonrpc.Member(m.Params, "_meta"), metaProtocolVersion) != nil
+// isModern reports whether a request is one of the modern era: it carries
+// the modern envelope (params._meta's protocol version), or — so that a
+// malformed one is told what is wrong rather than that it lacks a session —
+// it names the modern version in its MCP-Protocol-Version header and has no
+// session.
+func isModern(r *http.Request, m *jsonrpc.Message) bool {
+	if m.Kind() != jsonrpc.KindRequest {
+		return false
+	}
+	if jsonrpc.Member(jsonrpc.Member(m.Params, "_meta"), metaProtocolVersion) != nil {
+		return true
+	}
+	return r.Header.Get("MCP-Protocol-Version") == eraModern && r.Header.Get(headerSessionID) == ""
 }
 
 // modernError answers a modern request with a JSON-RPC error carrying its
@@ -88,12 +98,11 @@ func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *js
 	}
 	meta := jsonrpc.Member(m.Params, "_meta")
 	var version string
-	var info, caps map[string]json.RawMessage
+	var caps map[string]json.RawMessage
 	if json.Unmarshal(jsonrpc.Member(meta, metaProtocolVersion), &version) != nil || version == "" ||
-		json.Unmarshal(jsonrpc.Member(meta, metaClientInfo), &info) != nil || info == nil ||
 		json.Unmarshal(jsonrpc.Member(meta, metaClientCaps), &caps) != nil || caps == nil {
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams,
-			"a "+eraModern+" request's params._meta needs "+metaProtocolVersion+" (a string), "+metaClientInfo+" and "+metaClientCaps+" (objects)", nil), nil
+			"a "+eraModern+" request's params._meta needs "+metaProtocolVersion+" (a string) and "+metaClientCaps+" (an object); "+metaClientInfo+" is recommended", nil), nil
 	}
 	if h := r.Header.Get("MCP-Protocol-Version"); h != version {
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
@@ -124,6 +133,16 @@ func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *js
 		return modernError(w, http.StatusNotFound, m.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not available to %s requests", m.Method, eraModern), nil), nil
 	}
 	return 0, jsonrpc.Member(meta, metaClientCaps)
+}
+
+// cacheable reports whether a method's results carry caching hints
+// (ttlMs, cacheScope).
+func cacheable(method string) bool {
+	switch method {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read":
+		return true
+	}
+	return false
 }
 
 // modernCaller is a modern request as the dispatcher sees a session: it
@@ -168,7 +187,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 	fwd.Params = dispatch.ModernParams(m.Params)
 	resp, err := d.Do(ctx, caller, &fwd, ep.opts.RequestTimeout)
 	if err == nil {
-		resp = dispatch.MarkComplete(resp)
+		resp = dispatch.MarkComplete(resp, cacheable(m.Method))
 	}
 	ep.writeResult(w, resp, err, rec)
 }

@@ -91,7 +91,7 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		rec.status = WriteError(w, http.StatusBadRequest, codeInvalidRequest, `not a valid JSON-RPC 2.0 request, notification or response: a request needs "method" and a string or number "id"; a response needs "id" and "result" or "error"`)
 		return
 	}
-	if isModern(&m) {
+	if isModern(r, &m) {
 		defer func() { ep.m.observeCall(rec.status, start) }()
 		ep.serveModern(w, r, &m, &rec)
 		return
