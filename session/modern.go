@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
@@ -185,9 +186,80 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 	defer d.Detach(caller, nil)
 	fwd := *m
 	fwd.Params = dispatch.ModernParams(m.Params)
-	resp, err := d.Do(ctx, caller, &fwd, ep.opts.RequestTimeout)
-	if err == nil {
-		resp = dispatch.MarkComplete(resp, cacheable(m.Method))
+	ep.forwardModern(w, r, d, caller, &fwd, rec, ctx)
+}
+
+// forwardModern sends a modern request to the child and answers it: JSON,
+// or — once the call sends progress and the client accepts a stream — an
+// SSE stream scoped to the request, carrying its progress and then its
+// answer. A client that closes the stream cancels the call (the child gets
+// notifications/cancelled). Requests the child sends during the call would
+// need MRTR; they are answered with an error for now.
+func (ep *Endpoint) forwardModern(w http.ResponseWriter, r *http.Request, d *dispatch.Dispatcher, caller *modernCaller, m *jsonrpc.Message, rec *postLog, ctx context.Context) {
+	accept := r.Header.Get("Accept")
+	sseOK := accept != "" && accepts(accept, "text/event-stream")
+	call := d.Begin(ctx, caller, m, ep.opts.RequestTimeout, true)
+	defer call.Release()
+	var sw *sseWriter
+	var tick <-chan time.Time
+	var ticker *time.Ticker
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
+	for {
+		ev := call.Next(tick)
+		switch {
+		case ev.Done:
+			resp, err := ev.Answer, ev.Err
+			if err == nil {
+				resp = dispatch.MarkComplete(resp, cacheable(m.Method))
+			}
+			if sw == nil {
+				ep.writeResult(w, resp, err, rec)
+				return
+			}
+			if err != nil {
+				_, msg := statusFor(ep.name, err)
+				resp = jsonrpc.ErrorResponse(m.ID, codeServer, msg)
+			}
+			sw.write(modernEvent(resp))
+			return
+		case ev.Tick:
+			sw.comment()
+		case ev.Related != nil:
+			rel := ev.Related
+			method := jsonrpc.String(jsonrpc.Member(rel, "method"))
+			if id := jsonrpc.Member(rel, "id"); id != nil {
+				// A request of the child's, attributed to this call.
+				if reply, err := jsonrpc.Parse(jsonrpc.ErrorResponse(id, jsonrpc.CodeMethodNotFound, method+" cannot be relayed to this "+eraModern+" client yet")); err == nil {
+					_ = d.Respond(caller, reply)
+				}
+				continue
+			}
+			if method != "notifications/progress" || !sseOK {
+				continue
+			}
+			if sw == nil {
+				sw = ep.newSSEWriter(w)
+				h := w.Header()
+				setSSEHeaders(h)
+				w.WriteHeader(http.StatusOK)
+				rec.status = http.StatusOK
+				ticker = time.NewTicker(ep.opts.KeepAlive)
+				tick = ticker.C
+			}
+			sw.write(modernEvent(rel))
+		}
 	}
-	ep.writeResult(w, resp, err, rec)
+}
+
+// modernEvent is an SSE event without an id: modern streams are not
+// resumable.
+func modernEvent(data []byte) []byte {
+	out := make([]byte, 0, len(data)+24)
+	out = append(out, "event: message\ndata: "...)
+	out = append(out, data...)
+	return append(out, "\n\n"...)
 }
