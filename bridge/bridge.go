@@ -37,8 +37,10 @@ type Options struct {
 	KeepAlive      time.Duration
 	ResponseMode   string
 	EventLogSize   int
-	// ProtocolEras is "both" (default) or "2025".
+	// ProtocolEras is "both" (default) or "2025"; Sessionless "serve"
+	// (default) or "reject".
 	ProtocolEras         string
+	Sessionless          string
 	MaxStreamsPerSession int
 	StreamQueue          int
 	WriteTimeout         time.Duration
@@ -222,7 +224,7 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		MaxSessions: opts.MaxSessions, RequestTimeout: opts.RequestTimeout, MaxBodyBytes: opts.MaxBodyBytes,
 		BodyTimeout: opts.BodyTimeout, BodyIdleTimeout: opts.BodyIdleTimeout, SessionTTL: opts.SessionTTL,
 		KeepAlive: opts.KeepAlive, StreamQueue: opts.StreamQueue, WriteTimeout: opts.WriteTimeout, MaxStreamsPerSession: opts.MaxStreamsPerSession, AuditBodies: opts.AuditBodies,
-		ResponseMode: opts.ResponseMode, EventLogSize: opts.EventLogSize, ProtocolEras: opts.ProtocolEras, StopTimeout: opts.stopTimeout(),
+		ResponseMode: opts.ResponseMode, EventLogSize: opts.EventLogSize, ProtocolEras: opts.ProtocolEras, Sessionless: opts.Sessionless, StopTimeout: opts.stopTimeout(),
 		Logger: opts.Logger.Named("http"),
 	}
 	for _, name := range cfg.Names {

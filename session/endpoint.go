@@ -46,6 +46,10 @@ type Options struct {
 	// ProtocolEras is ErasBoth (default: 2025 sessions and 2026-07-28
 	// requests) or Eras2025.
 	ProtocolEras string
+	// Sessionless is SessionlessServe (default: a 2025 request without a
+	// session is served on the destination's child) or SessionlessReject
+	// (400, as before).
+	Sessionless string
 	// StopTimeout bounds stopping one session's own child (isolation:
 	// session).
 	StopTimeout time.Duration

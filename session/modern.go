@@ -28,6 +28,12 @@ const (
 	metaClientCaps      = "io.modelcontextprotocol/clientCapabilities"
 )
 
+// Values of Options.Sessionless.
+const (
+	SessionlessServe  = "serve"
+	SessionlessReject = "reject"
+)
+
 // Eras are the values of Options.ProtocolEras.
 const (
 	ErasBoth   = "both"
@@ -186,7 +192,22 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 	defer d.Detach(caller, nil)
 	fwd := *m
 	fwd.Params = dispatch.ModernParams(m.Params)
-	ep.forwardModern(w, r, d, caller, &fwd, rec, ctx)
+	ep.forwardModern(w, r, d, caller, &fwd, rec, ctx, true)
+}
+
+// serveSessionless serves a 2025-style request that came without
+// Mcp-Session-Id (ChatGPT has been seen dropping it on its second POST, and
+// stateless 2025 clients exist) on the destination's initialized child,
+// its related messages on its own POST stream. The auth layer has already
+// let it in.
+func (ep *Endpoint) serveSessionless(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, rec *postLog) {
+	d := ep.shared
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	caller := &modernCaller{id: fmt.Sprintf("sessionless-%d", modernSeq.Add(1)), cancel: cancel}
+	d.Attach(caller, json.RawMessage(`{"capabilities":{}}`))
+	defer d.Detach(caller, nil)
+	ep.forwardModern(w, r, d, caller, m, rec, ctx, false)
 }
 
 // forwardModern sends a modern request to the child and answers it: JSON,
@@ -195,7 +216,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 // answer. A client that closes the stream cancels the call (the child gets
 // notifications/cancelled). Requests the child sends during the call would
 // need MRTR; they are answered with an error for now.
-func (ep *Endpoint) forwardModern(w http.ResponseWriter, r *http.Request, d *dispatch.Dispatcher, caller *modernCaller, m *jsonrpc.Message, rec *postLog, ctx context.Context) {
+func (ep *Endpoint) forwardModern(w http.ResponseWriter, r *http.Request, d *dispatch.Dispatcher, caller *modernCaller, m *jsonrpc.Message, rec *postLog, ctx context.Context, modern bool) {
 	accept := r.Header.Get("Accept")
 	sseOK := accept != "" && accepts(accept, "text/event-stream")
 	call := d.Begin(ctx, caller, m, ep.opts.RequestTimeout, true)
@@ -213,7 +234,7 @@ func (ep *Endpoint) forwardModern(w http.ResponseWriter, r *http.Request, d *dis
 		switch {
 		case ev.Done:
 			resp, err := ev.Answer, ev.Err
-			if err == nil {
+			if err == nil && modern {
 				resp = dispatch.MarkComplete(resp, cacheable(m.Method))
 			}
 			if sw == nil {

@@ -101,6 +101,11 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		ep.initialize(w, r, &m, &rec, jsonOK)
 		return
 	}
+	if r.Header.Get(headerSessionID) == "" && kind == jsonrpc.KindRequest && ep.opts.Sessionless != SessionlessReject && ep.shared != nil {
+		defer func() { ep.m.observeCall(rec.status, start) }()
+		ep.serveSessionless(w, r, &m, &rec)
+		return
+	}
 	s, errStatus := ep.sessionFor(w, r)
 	if s == nil {
 		rec.status = errStatus
