@@ -102,3 +102,16 @@ func MarkComplete(resp []byte, cacheable bool) []byte {
 	}
 	return out
 }
+
+// ServerCapabilities are the child's capabilities from its handshake
+// (starting it when none runs).
+func (d *Dispatcher) ServerCapabilities(ctx context.Context, timeout time.Duration) (json.RawMessage, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	if _, err := d.sup.Running(ctx, t.C, true); err != nil {
+		return nil, err
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return jsonrpc.Member(d.initResult, "capabilities"), nil
+}

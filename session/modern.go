@@ -46,7 +46,7 @@ const (
 // (initialize, ping, logging/setLevel, resources/subscribe|unsubscribe) and
 // any other get 404 / -32601.
 var modernMethods = []string{"server/discover", "tools/list", "tools/call", "resources/list", "resources/templates/list",
-	"resources/read", "prompts/list", "prompts/get", "completion/complete"}
+	"resources/read", "prompts/list", "prompts/get", "completion/complete", "subscriptions/listen"}
 
 // isModern reports whether a request is one of the modern era: it carries
 // the modern envelope (params._meta's protocol version), or — so that a
@@ -180,6 +180,10 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 		return
 	}
 	d := ep.shared
+	if m.Method == "subscriptions/listen" {
+		ep.serveListen(w, r, m, caps, rec)
+		return
+	}
 	if m.Method == "server/discover" {
 		resp, err := d.Discover(r.Context(), m.ID, ep.opts.RequestTimeout)
 		ep.writeResult(w, resp, err, rec)

@@ -145,3 +145,38 @@ func TestProtocolEras2025(t *testing.T) {
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 }
+
+// TestModernListen: subscriptions/listen acknowledges first with the
+// honoured subset, then delivers only the requested kinds, tagged with the
+// subscription id.
+func TestModernListen(t *testing.T) {
+	b := hxFake(t, bridge.Options{})
+	url := b.url("fake")
+	body := `{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},` + modernMeta + `}}`
+	st := openSSE(t, http.MethodPost, url, "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "subscriptions/listen")
+	ack := st.event(t, 10e9)
+	var a struct {
+		Method string `json:"method"`
+		Params struct {
+			Meta          map[string]json.RawMessage `json:"_meta"`
+			Notifications map[string]any             `json:"notifications"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(ack.data, &a) != nil || a.Method != "notifications/subscriptions/acknowledged" || string(a.Params.Meta["io.modelcontextprotocol/subscriptionId"]) != `"sub-1"` ||
+		a.Params.Notifications["toolsListChanged"] != true || a.Params.Notifications["promptsListChanged"] != nil {
+		t.Fatalf("acknowledgment: %s", ack.data)
+	}
+	// A 2025 session makes the child announce a tools change.
+	c := newClient(t, url)
+	c.initialize()
+	if r := c.callTool(`1`, "list_changed", nil); r.status != 200 {
+		t.Fatalf("list_changed: %d %s", r.status, r.body)
+	}
+	m := st.next(t, "notifications/tools/list_changed", 10e9)
+	var meta struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(m.Params, &meta) != nil || string(meta.Meta["io.modelcontextprotocol/subscriptionId"]) != `"sub-1"` {
+		t.Errorf("list_changed on the listen stream without its subscription id: %s", m.Params)
+	}
+}

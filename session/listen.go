@@ -1,0 +1,167 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+)
+
+// This file is subscriptions/listen (MCP 2026-07-28): a modern client's
+// long-lived stream of the change notifications it asked for, each tagged
+// with the subscription's id. The listener is one more session of the
+// dispatcher: list changes fan out to it, and its resource subscriptions
+// are reference-counted onto the child with the 2025 sessions'.
+
+// listenFilter is the notifications a listen request asks for (and the
+// subset the bridge honours).
+type listenFilter struct {
+	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
+	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+}
+
+// wants reports whether the filter asks for a notification.
+func (f *listenFilter) wants(method string) bool {
+	switch method {
+	case "notifications/tools/list_changed":
+		return f.ToolsListChanged
+	case "notifications/prompts/list_changed":
+		return f.PromptsListChanged
+	case "notifications/resources/list_changed":
+		return f.ResourcesListChanged
+	case "notifications/resources/updated":
+		return len(f.ResourceSubscriptions) > 0
+	}
+	return false
+}
+
+// listener is a listen stream as the dispatcher sees a session.
+type listener struct {
+	modernCaller
+	// queue carries what the child sends to sessions, to the stream's
+	// goroutine; Deliver never blocks (a full queue drops, as for any
+	// session).
+	queue chan []byte
+}
+
+func (l *listener) Deliver(msg []byte) bool {
+	select {
+	case l.queue <- msg:
+		return true
+	default:
+		return false
+	}
+}
+
+// serveListen answers subscriptions/listen with its stream.
+func (ep *Endpoint) serveListen(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, caps json.RawMessage, rec *postLog) {
+	d := ep.shared
+	var asked listenFilter
+	if n := jsonrpc.Member(m.Params, "notifications"); n == nil || json.Unmarshal(n, &asked) != nil {
+		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams, "subscriptions/listen needs params.notifications: which change notifications to send", nil)
+		return
+	}
+	serverCaps, err := d.ServerCapabilities(r.Context(), ep.opts.RequestTimeout)
+	if err != nil {
+		ep.writeResult(w, nil, err, rec)
+		return
+	}
+	has := func(kind, flag string) bool {
+		v := jsonrpc.Member(jsonrpc.Member(serverCaps, kind), flag)
+		return string(v) == "true"
+	}
+	honoured := listenFilter{
+		ToolsListChanged:     asked.ToolsListChanged && has("tools", "listChanged"),
+		PromptsListChanged:   asked.PromptsListChanged && has("prompts", "listChanged"),
+		ResourcesListChanged: asked.ResourcesListChanged && has("resources", "listChanged"),
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	l := &listener{modernCaller: modernCaller{id: fmt.Sprintf("listen-%d", modernSeq.Add(1)), cancel: cancel}, queue: make(chan []byte, 64)}
+	d.Attach(l, json.RawMessage(`{"capabilities":`+string(caps)+`}`))
+	defer d.Detach(l, nil)
+	if has("resources", "subscribe") {
+		for i, uri := range asked.ResourceSubscriptions {
+			params, _ := json.Marshal(map[string]string{"uri": uri})
+			sub := &jsonrpc.Message{JSONRPC: "2.0", ID: json.RawMessage(strconv.Itoa(i)), Method: "resources/subscribe", Params: params}
+			if _, err := d.Do(ctx, l, sub, ep.opts.RequestTimeout); err == nil {
+				honoured.ResourceSubscriptions = append(honoured.ResourceSubscriptions, uri)
+			}
+		}
+	}
+	subID := m.ID
+	tag := func(msg []byte) []byte {
+		params := jsonrpc.Member(msg, "params")
+		if params == nil {
+			params = json.RawMessage(`{}`)
+		}
+		meta := jsonrpc.Member(params, "_meta")
+		if meta == nil {
+			meta = json.RawMessage(`{}`)
+		}
+		meta, _ = jsonrpc.Replace(meta, "io.modelcontextprotocol/subscriptionId", subID)
+		params, _ = jsonrpc.Replace(params, "_meta", meta)
+		out, err := jsonrpc.Replace(msg, "params", params)
+		if err != nil {
+			return msg
+		}
+		return out
+	}
+	sw := ep.newSSEWriter(w)
+	setSSEHeaders(w.Header())
+	w.WriteHeader(http.StatusOK)
+	ack, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+		"params": map[string]any{"_meta": map[string]json.RawMessage{"io.modelcontextprotocol/subscriptionId": subID}, "notifications": honoured}})
+	if !sw.write(modernEvent(ack)) {
+		return
+	}
+	ticker := time.NewTicker(ep.opts.KeepAlive)
+	defer ticker.Stop()
+	for {
+		select {
+		case msg := <-l.queue:
+			method := jsonrpc.String(jsonrpc.Member(msg, "method"))
+			if !honoured.wants(method) {
+				continue
+			}
+			if method == "notifications/resources/updated" {
+				uri := jsonrpc.String(jsonrpc.Member(jsonrpc.Member(msg, "params"), "uri"))
+				if !containsString(honoured.ResourceSubscriptions, uri) {
+					continue
+				}
+			}
+			if !sw.write(modernEvent(tag(msg))) {
+				return
+			}
+		case <-ticker.C:
+			if !sw.comment() {
+				return
+			}
+		case <-ep.shutdown:
+			// A graceful end: the listen request's own answer.
+			done, _ := json.Marshal(map[string]any{"resultType": "complete", "_meta": map[string]json.RawMessage{"io.modelcontextprotocol/subscriptionId": subID}})
+			sw.write(modernEvent(jsonrpc.AppendResponse(nil, m.ID, done, nil)))
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func containsString(l []string, s string) bool {
+	for _, v := range l {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+var _ dispatch.Session = (*listener)(nil)
