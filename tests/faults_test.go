@@ -288,7 +288,10 @@ func TestFaultExitAtStartDefaultPolicy(t *testing.T) {
 		t.Logf("initialize #%d: 503 after %s: %s", attempt, elapsed, msg)
 	}
 	// A request with no session is still refused sensibly, not a crash.
-	ftErr(t, "tools/list without session", c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), http.StatusBadRequest, "Mcp-Session-Id")
+	// A request with no session is served statelessly on the destination's
+	// child (-sessionless serve): it is told, sensibly, that the
+	// destination failed.
+	ftErr(t, "tools/list without session", c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), http.StatusServiceUnavailable, `"dead"`, "failed")
 }
 
 func TestFaultExitAtStartFastPolicy(t *testing.T) {

@@ -85,7 +85,10 @@ func (b tapBody) Read(p []byte) (int, error) { return b.r.Read(p) }
 // CreateMessageHandler, tools/list_changed through ToolListChangedHandler,
 // close.
 func TestGoSDKClient(t *testing.T) {
-	p := startBinary(t, fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer}))
+	// -protocol-eras 2025: the go-sdk 1.8 client probes with server/discover,
+	// is told -32601 as by a legacy server, falls back to initialize, and
+	// everything below runs in a 2025 session.
+	p := startBinary(t, fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer}), "-protocol-eras", "2025")
 	defer func() {
 		if t.Failed() {
 			t.Logf("bridge logs:\n%s", p.logs.String())

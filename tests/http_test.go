@@ -263,7 +263,9 @@ func TestHTTPInitializeCreatesSession(t *testing.T) {
 // 2. Session id errors.
 
 func TestHTTPSessionIDErrors(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	// With -sessionless reject, as before: a request without a session is
+	// refused (TestSessionlessRequests covers the default, serve).
+	b := hxFake(t, bridge.Options{Sessionless: "reject"})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	valid := c.sid

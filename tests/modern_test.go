@@ -180,3 +180,25 @@ func TestModernListen(t *testing.T) {
 		t.Errorf("list_changed on the listen stream without its subscription id: %s", m.Params)
 	}
 }
+
+// TestSessionlessRequests: a 2025-style request without Mcp-Session-Id is
+// served on the destination's child (-sessionless serve, the default),
+// its progress on its own POST stream; with reject it gets 400.
+func TestSessionlessRequests(t *testing.T) {
+	b := hxFake(t, bridge.Options{})
+	r := mustRequest(t, http.MethodPost, b.url("fake"), "", hxToolCall(`"s1"`, "echo", map[string]string{"text": "no session"}))
+	if _, ok := hxResultOK(t, "sessionless call", r, "", `"s1"`); !ok || !strings.Contains(string(r.body), "no session") || strings.Contains(string(r.body), "resultType") {
+		t.Errorf("sessionless call: %d %s", r.status, r.body)
+	}
+	if r.header.Get("Mcp-Session-Id") != "" {
+		t.Error("a sessionless request was given a session")
+	}
+	st := openSSE(t, http.MethodPost, b.url("fake"), "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"progress","arguments":{"steps":3},"_meta":{"progressToken":"pt"}}}`)
+	if p := st.next(t, "notifications/progress", 10e9); !strings.Contains(string(p.Params), `"pt"`) {
+		t.Errorf("progress of a sessionless call: %s", p.Params)
+	}
+	rej := hxFake(t, bridge.Options{Sessionless: "reject"})
+	if r := mustRequest(t, http.MethodPost, rej.url("fake"), "", hxToolCall(`1`, "echo", map[string]string{"text": "x"})); r.status != 400 {
+		t.Errorf("-sessionless reject: %d", r.status)
+	}
+}

@@ -60,6 +60,7 @@ type settings struct {
 	introspectID    string
 	introspectKey   string
 	protocolEras    string
+	sessionless     string
 	passphrase      string
 	passphraseFile  string
 }
@@ -145,6 +146,7 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	dur(&s.restartStable, "restart-reset-after", "STELAE_RESTART_RESET_AFTER", 30*time.Second, "a child that ran this long has its restart count reset")
 	str(&s.responseMode, "response-mode", "STELAE_RESPONSE_MODE", "auto", "answer POSTed requests with: auto (JSON, switching to an SSE stream when the call sends progress or requests, or runs past -keepalive), json, or sse")
 	str(&s.protocolEras, "protocol-eras", "STELAE_PROTOCOL_ERAS", "both", "which MCP eras every endpoint serves: both (2025 sessions and 2026-07-28 requests) or 2025 (modern requests are told -32601, so clients fall back to initialize)")
+	str(&s.sessionless, "sessionless", "STELAE_SESSIONLESS", "serve", "a 2025-style request without Mcp-Session-Id: serve (on the destination's child, statelessly) or reject (400)")
 	integer(&s.eventLogSize, "event-log-size", "STELAE_EVENT_LOG_SIZE", 512, "SSE events kept per session so a client can resume a dropped stream with Last-Event-ID")
 	str(&s.allowedHosts, "allowed-hosts", "STELAE_ALLOWED_HOSTS", "", "comma-separated Host names accepted besides loopback ones (the public name of a tunnel, e.g. mcp.example.com); * accepts any")
 	str(&s.allowedOrigins, "allowed-origins", "STELAE_ALLOWED_ORIGINS", "", "comma-separated browser origins accepted besides loopback ones (e.g. https://app.example.com); setting any turns CORS on; * allows every origin")
@@ -239,6 +241,8 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 		return nil, invalid("restart-max", "-restart-max must not be negative (0: never restart)")
 	case s.responseMode != "auto" && s.responseMode != "json" && s.responseMode != "sse":
 		return nil, invalid("response-mode", "-response-mode must be auto, json or sse, not %q", s.responseMode)
+	case s.sessionless != "serve" && s.sessionless != "reject":
+		return nil, invalid("sessionless", "-sessionless must be serve or reject, not %q", s.sessionless)
 	case s.protocolEras != "both" && s.protocolEras != "2025":
 		return nil, invalid("protocol-eras", "-protocol-eras must be both or 2025, not %q", s.protocolEras)
 	case s.publicURL != "" && !strings.HasPrefix(s.publicURL, "http://") && !strings.HasPrefix(s.publicURL, "https://"):

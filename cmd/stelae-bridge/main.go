@@ -141,6 +141,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		ResponseMode:               s.responseMode,
 		EventLogSize:               s.eventLogSize,
 		ProtocolEras:               s.protocolEras,
+		Sessionless:                s.sessionless,
 		MaxStreamsPerSession:       s.maxSessStreams,
 		AuditBodies:                s.auditBodies,
 		MaxStreams:                 s.maxStreams,
