@@ -136,6 +136,8 @@ type Endpoint struct {
 	janitorDone  chan struct{}
 	// pumps counts the GET streams' goroutines; Shutdown waits for them.
 	pumps sync.WaitGroup
+	// mrtr holds the modern calls parked for their client's input.
+	mrtr mrtr
 }
 
 // NewEndpoint serves destination name: with shared, one child for every

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -189,14 +190,14 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 		ep.writeResult(w, resp, err, rec)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	caller := &modernCaller{id: fmt.Sprintf("modern-%d", modernSeq.Add(1)), cancel: cancel}
-	d.Attach(caller, json.RawMessage(`{"capabilities":`+string(caps)+`}`))
-	defer d.Detach(caller, nil)
+	if state := jsonrpc.Member(m.Params, "requestState"); state != nil {
+		ep.resumeModern(w, r, m, caps, state, rec)
+		return
+	}
 	fwd := *m
 	fwd.Params = dispatch.ModernParams(m.Params)
-	ep.forwardModern(w, r, d, caller, &fwd, rec, ctx, true)
+	f := ep.startFlight(d, &fwd, caps, true)
+	ep.drive(w, r, f, m, rec)
 }
 
 // serveSessionless serves a 2025-style request that came without
@@ -205,26 +206,70 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 // its related messages on its own POST stream. The auth layer has already
 // let it in.
 func (ep *Endpoint) serveSessionless(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, rec *postLog) {
-	d := ep.shared
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	caller := &modernCaller{id: fmt.Sprintf("sessionless-%d", modernSeq.Add(1)), cancel: cancel}
-	d.Attach(caller, json.RawMessage(`{"capabilities":{}}`))
-	defer d.Detach(caller, nil)
-	ep.forwardModern(w, r, d, caller, m, rec, ctx, false)
+	f := ep.startFlight(ep.shared, m, json.RawMessage(`{}`), false)
+	ep.drive(w, r, f, m, rec)
 }
 
-// forwardModern sends a modern request to the child and answers it: JSON,
-// or — once the call sends progress and the client accepts a stream — an
-// SSE stream scoped to the request, carrying its progress and then its
-// answer. A client that closes the stream cancels the call (the child gets
-// notifications/cancelled). Requests the child sends during the call would
-// need MRTR; they are answered with an error for now.
-func (ep *Endpoint) forwardModern(w http.ResponseWriter, r *http.Request, d *dispatch.Dispatcher, caller *modernCaller, m *jsonrpc.Message, rec *postLog, ctx context.Context, modern bool) {
+// flight is one forwarded request without a session: its call, its caller
+// (a session of the dispatcher for as long as the call lives) and its
+// context, which outlives the HTTP request that started it when the call
+// is parked for input (MRTR).
+type flight struct {
+	d      *dispatch.Dispatcher
+	caller *modernCaller
+	call   *dispatch.Call
+	cancel context.CancelCauseFunc
+	method string
+	// caps are the client capabilities the request's _meta declared.
+	caps   json.RawMessage
+	modern bool
+}
+
+// startFlight begins forwarding m.
+func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, m *jsonrpc.Message, caps json.RawMessage, modern bool) *flight {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	f := &flight{d: d, cancel: cancel, method: m.Method, caps: caps, modern: modern}
+	f.caller = &modernCaller{id: fmt.Sprintf("stateless-%d", modernSeq.Add(1)), cancel: cancel}
+	d.Attach(f.caller, json.RawMessage(`{"capabilities":`+string(caps)+`}`))
+	f.call = d.Begin(ctx, f.caller, m, ep.opts.RequestTimeout, true)
+	return f
+}
+
+// end releases the flight.
+func (f *flight) end() {
+	f.call.Release()
+	f.d.Detach(f.caller, nil)
+	f.cancel(nil)
+}
+
+// errClientGone cancels a call whose client closed its response.
+var errClientGone = fmt.Errorf("%w: the client closed the response stream", dispatch.ErrCanceled)
+
+// drive answers request m (the one that started f, or a retry resuming it)
+// from f's events: JSON, or — once the call sends progress and the client
+// accepts a stream — an SSE stream scoped to the request, carrying its
+// progress and then its answer. A client that closes the response cancels
+// the call (the child gets notifications/cancelled). A request the child
+// sends during the call parks it and answers m with input_required (MRTR).
+func (ep *Endpoint) drive(w http.ResponseWriter, r *http.Request, f *flight, m *jsonrpc.Message, rec *postLog) {
 	accept := r.Header.Get("Accept")
 	sseOK := accept != "" && accepts(accept, "text/event-stream")
-	call := d.Begin(ctx, caller, m, ep.opts.RequestTimeout, true)
-	defer call.Release()
+	// The client's going away cancels the call, unless it was parked.
+	attached := make(chan struct{})
+	parked := false
+	go func() {
+		select {
+		case <-r.Context().Done():
+			f.cancel(errClientGone)
+		case <-attached:
+		}
+	}()
+	defer func() {
+		close(attached)
+		if !parked {
+			f.end()
+		}
+	}()
 	var sw *sseWriter
 	var tick <-chan time.Time
 	var ticker *time.Ticker
@@ -234,13 +279,10 @@ func (ep *Endpoint) forwardModern(w http.ResponseWriter, r *http.Request, d *dis
 		}
 	}()
 	for {
-		ev := call.Next(tick)
+		ev := f.call.Next(tick)
 		switch {
 		case ev.Done:
-			resp, err := ev.Answer, ev.Err
-			if err == nil && modern {
-				resp = dispatch.MarkComplete(resp, cacheable(m.Method))
-			}
+			resp, err := f.answer(ev, m)
 			if sw == nil {
 				ep.writeResult(w, resp, err, rec)
 				return
@@ -256,20 +298,24 @@ func (ep *Endpoint) forwardModern(w http.ResponseWriter, r *http.Request, d *dis
 		case ev.Related != nil:
 			rel := ev.Related
 			method := jsonrpc.String(jsonrpc.Member(rel, "method"))
-			if id := jsonrpc.Member(rel, "id"); id != nil {
-				// A request of the child's, attributed to this call.
-				if reply, err := jsonrpc.Parse(jsonrpc.ErrorResponse(id, jsonrpc.CodeMethodNotFound, method+" cannot be relayed to this "+eraModern+" client yet")); err == nil {
-					_ = d.Respond(caller, reply)
+			if jsonrpc.Member(rel, "id") != nil {
+				if sw != nil || !f.modern || !canAskInput(f.method) {
+					// No way to ask this client now: the child gets an
+					// error at once.
+					f.refuse(rel, method+" cannot be relayed to this client")
+					continue
 				}
-				continue
+				if ep.park(w, r, f, m, rel, rec) {
+					parked = true
+				}
+				return
 			}
 			if method != "notifications/progress" || !sseOK {
 				continue
 			}
 			if sw == nil {
 				sw = ep.newSSEWriter(w)
-				h := w.Header()
-				setSSEHeaders(h)
+				setSSEHeaders(w.Header())
 				w.WriteHeader(http.StatusOK)
 				rec.status = http.StatusOK
 				ticker = time.NewTicker(ep.opts.KeepAlive)
@@ -277,6 +323,35 @@ func (ep *Endpoint) forwardModern(w http.ResponseWriter, r *http.Request, d *dis
 			}
 			sw.write(modernEvent(rel))
 		}
+	}
+}
+
+// answer is the final answer to m (the request, or the retry, being
+// answered): under m's id, marked complete for a modern client.
+func (f *flight) answer(ev dispatch.Event, m *jsonrpc.Message) ([]byte, error) {
+	resp, err := ev.Answer, ev.Err
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(jsonrpc.Member(resp, "id"), m.ID) {
+		resp, _ = jsonrpc.Replace(resp, "id", m.ID)
+	}
+	if f.modern {
+		resp = dispatch.MarkComplete(resp, cacheable(f.method))
+	}
+	return resp, nil
+}
+
+// canAskInput reports whether a method's answer may be input_required
+// (MRTR): tools/call, prompts/get and resources/read only.
+func canAskInput(method string) bool {
+	return method == "tools/call" || method == "prompts/get" || method == "resources/read"
+}
+
+// refuse answers a request of the child's with an error.
+func (f *flight) refuse(req []byte, why string) {
+	if reply, err := jsonrpc.Parse(jsonrpc.ErrorResponse(jsonrpc.Member(req, "id"), jsonrpc.CodeInternalError, why)); err == nil {
+		_ = f.d.Respond(f.caller, reply)
 	}
 }
 

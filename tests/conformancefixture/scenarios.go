@@ -65,7 +65,11 @@ func (s *server) request(ctx context.Context, m *message) {
 	case "prompts/list":
 		result = obj{"prompts": prompts()}
 	case "prompts/get":
-		result, rerr = getPrompt(m.Params)
+		if jsonName(m.Params) == "test_input_required_result_prompt" {
+			result, rerr = s.mrtrPrompt(ctx)
+		} else {
+			result, rerr = getPrompt(m.Params)
+		}
 	default:
 		rerr = &rpcError{Code: codeMethodNotFound, Message: "method not found: " + m.Method}
 	}
@@ -201,7 +205,9 @@ func complete(params json.RawMessage) (any, *rpcError) {
 
 func emptySchema() obj { return obj{"type": "object", "properties": obj{}} }
 
-func tools() []obj {
+func tools() []obj { return append(baseTools(), mrtrTools()...) }
+
+func baseTools() []obj {
 	str := func(desc string) obj { return obj{"type": "string", "description": desc} }
 	return []obj{
 		{"name": "test_simple_text", "description": "Tests simple text content response", "inputSchema": emptySchema()},
@@ -249,6 +255,9 @@ func (s *server) callTool(ctx context.Context, params json.RawMessage) (any, *rp
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, &rpcError{Code: codeInvalidParams, Message: err.Error()}
+	}
+	if res, rerr, ok := s.mrtrTool(ctx, p.Name); ok {
+		return res, rerr
 	}
 	args := map[string]any{}
 	if len(p.Arguments) > 0 && string(p.Arguments) != "null" {
@@ -523,7 +532,7 @@ func prompts() []obj {
 		}
 		out = append(out, o)
 	}
-	return out
+	return append(out, obj{"name": "test_input_required_result_prompt", "title": "Prompt needing input", "description": "Asks the client for context (elicitation)"})
 }
 
 func getPrompt(params json.RawMessage) (any, *rpcError) {
@@ -545,4 +554,13 @@ func getPrompt(params json.RawMessage) (any, *rpcError) {
 		}
 	}
 	return obj{"description": pr.description, "messages": pr.get(p.Arguments)}, nil
+}
+
+// jsonName is params.name.
+func jsonName(params json.RawMessage) string {
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Name
 }

@@ -1,0 +1,258 @@
+package session
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+)
+
+// This file is Multi Round-Trip Requests (MCP 2026-07-28) for a stdio
+// child of the 2025 era: when the child sends sampling/createMessage,
+// elicitation/create or roots/list during a modern request's call, the
+// bridge parks the child's request (the child keeps waiting) and answers
+// the modern request with resultType "input_required": the child's
+// requests as inputRequests (keyed by the child's own request ids) and a
+// requestState. The retry (a new id, inputResponses, the requestState
+// echoed) is checked, the child gets its answers, and the rest of the call
+// goes on the retry's response. requestState is integrity-protected (HMAC
+// with a key that rotates), bound to the principal, the method and its
+// params' digest, expires, and works once.
+
+// parkTTL bounds how long a parked call waits for its retry.
+const parkTTL = 2 * time.Minute
+
+// inputMethods are the child's requests that become input requests, with
+// the client capability each needs.
+var inputMethods = map[string]string{"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+
+// parkedCall is a call waiting for its client's input.
+type parkedCall struct {
+	f *flight
+	// keys are the inputRequests keys → the child's request ids.
+	keys      map[string]json.RawMessage
+	principal Principal
+	digest    [32]byte
+	timer     *time.Timer
+}
+
+// mrtr holds an endpoint's parked calls and its requestState keys.
+type mrtr struct {
+	// mu guards every field below.
+	mu      sync.Mutex
+	parked  map[string]*parkedCall
+	key     []byte
+	prevKey []byte
+	keyAt   time.Time
+}
+
+// keys returns the current key (rotated hourly) and the previous one.
+func (x *mrtr) keys() ([]byte, []byte) {
+	if x.key == nil || time.Since(x.keyAt) > time.Hour {
+		x.prevKey, x.key, x.keyAt = x.key, make([]byte, 32), time.Now()
+		if _, err := rand.Read(x.key); err != nil {
+			panic(err)
+		}
+	}
+	return x.key, x.prevKey
+}
+
+// stateBody is what a requestState carries; its MAC covers it all.
+type stateBody struct {
+	ID        string `json:"i"`
+	Expires   int64  `json:"e"`
+	Principal []byte `json:"p"`
+	Digest    []byte `json:"d"`
+}
+
+func sign(key, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// paramsDigest is the digest of a request's method and params without
+// what changes between rounds (_meta, inputResponses, requestState).
+func paramsDigest(method string, params json.RawMessage) [32]byte {
+	p, err := jsonrpc.Delete(params, func(k string) bool { return k == "_meta" || k == "inputResponses" || k == "requestState" })
+	if err != nil {
+		p = params
+	}
+	var canon any
+	if json.Unmarshal(p, &canon) == nil {
+		p, _ = json.Marshal(canon) // key order and spacing do not matter
+	}
+	return sha256.Sum256(append([]byte(method+"\x00"), p...))
+}
+
+// park answers m with input_required for the child's request first (and any
+// others it sent with it), and keeps the call for the retry. It reports
+// whether the call was parked (false: it was ended with an error).
+func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *jsonrpc.Message, first []byte, rec *postLog) bool {
+	reqs := [][]byte{first}
+	// The child may ask several things at once: take what follows at once.
+	for settle := time.NewTimer(20 * time.Millisecond); ; {
+		ev := f.call.Next(settle.C)
+		if ev.Done {
+			// It answered after all: nothing to park.
+			settle.Stop()
+			resp, err := f.answer(ev, m)
+			ep.writeResult(w, resp, err, rec)
+			return false
+		}
+		if ev.Tick {
+			break
+		}
+		if jsonrpc.Member(ev.Related, "id") != nil {
+			reqs = append(reqs, ev.Related)
+		}
+	}
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(f.caps, &caps)
+	inputs := map[string]json.RawMessage{}
+	keys := map[string]json.RawMessage{}
+	var missing []string
+	for _, req := range reqs {
+		method := jsonrpc.String(jsonrpc.Member(req, "method"))
+		need, ok := inputMethods[method]
+		if !ok {
+			f.refuse(req, method+" is not a request a "+eraModern+" client can be asked")
+			continue
+		}
+		if caps[need] == nil {
+			missing = append(missing, need)
+			f.refuse(req, "the client did not declare the "+need+" capability")
+			continue
+		}
+		id := jsonrpc.Member(req, "id")
+		key := jsonrpc.String(id)
+		if key == "" || id[0] != '"' {
+			key = "request-" + string(id)
+		}
+		keys[key] = id
+		body, _ := json.Marshal(map[string]json.RawMessage{"method": json.RawMessage(jsonrpc.AppendString(nil, method)), "params": jsonrpc.Member(req, "params")})
+		inputs[key] = body
+	}
+	if len(missing) > 0 {
+		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeMissingCapability,
+			"the tool needs client capabilities this request did not declare: "+strings.Join(missing, ", "), map[string]any{"requiredCapabilities": missing})
+		return false
+	}
+	if len(inputs) == 0 {
+		return ep.keepDriving(w, r, f, m, rec)
+	}
+	id := newParkID()
+	pc := &parkedCall{f: f, keys: keys, principal: PrincipalFrom(r), digest: paramsDigest(m.Method, m.Params)}
+	ep.mrtr.mu.Lock()
+	if ep.mrtr.parked == nil {
+		ep.mrtr.parked = map[string]*parkedCall{}
+	}
+	key, _ := ep.mrtr.keys()
+	ep.mrtr.parked[id] = pc
+	ep.mrtr.mu.Unlock()
+	pc.timer = time.AfterFunc(parkTTL, func() { ep.expire(id) })
+	body, _ := json.Marshal(stateBody{ID: id, Expires: time.Now().Add(parkTTL).Unix(), Principal: pc.principal[:], Digest: pc.digest[:]})
+	state := base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(sign(key, body))
+	result, _ := json.Marshal(map[string]any{"resultType": "input_required", "inputRequests": inputs, "requestState": state})
+	ep.writeResult(w, jsonrpc.AppendResponse(nil, m.ID, result, nil), nil, rec)
+	return true
+}
+
+// keepDriving goes on with a call whose child requests were all refused.
+func (ep *Endpoint) keepDriving(w http.ResponseWriter, r *http.Request, f *flight, m *jsonrpc.Message, rec *postLog) bool {
+	ep.drive(w, r, f, m, rec)
+	return true // drive ended (or parked) the flight itself
+}
+
+func newParkID() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// expire ends a call whose retry did not come: the child's requests get an
+// error, and the call is cancelled.
+func (ep *Endpoint) expire(id string) {
+	ep.mrtr.mu.Lock()
+	pc := ep.mrtr.parked[id]
+	delete(ep.mrtr.parked, id)
+	ep.mrtr.mu.Unlock()
+	if pc == nil {
+		return
+	}
+	for _, childID := range pc.keys {
+		pc.f.refuse(append(append([]byte(`{"id":`), childID...), '}'), "the client did not answer in time")
+	}
+	pc.f.end()
+}
+
+// resumeModern handles a retry carrying requestState.
+func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, caps json.RawMessage, rawState json.RawMessage, rec *postLog) {
+	invalid := func(why string) {
+		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams, "requestState "+why+"; send the original request again without it", nil)
+	}
+	state := jsonrpc.String(rawState)
+	bodyPart, macPart, ok := strings.Cut(state, ".")
+	body, err1 := base64.RawURLEncoding.DecodeString(bodyPart)
+	mac, err2 := base64.RawURLEncoding.DecodeString(macPart)
+	if !ok || err1 != nil || err2 != nil {
+		invalid("is malformed")
+		return
+	}
+	ep.mrtr.mu.Lock()
+	cur, prev := ep.mrtr.keys()
+	ep.mrtr.mu.Unlock()
+	if !hmac.Equal(mac, sign(cur, body)) && (prev == nil || !hmac.Equal(mac, sign(prev, body))) {
+		invalid("was not issued by this bridge or was altered")
+		return
+	}
+	var sb stateBody
+	if json.Unmarshal(body, &sb) != nil {
+		invalid("is malformed")
+		return
+	}
+	principal, digest := PrincipalFrom(r), paramsDigest(m.Method, m.Params)
+	switch {
+	case time.Now().Unix() > sb.Expires:
+		invalid("has expired")
+		return
+	case !hmac.Equal(sb.Principal, principal[:]):
+		invalid("belongs to another client")
+		return
+	case !hmac.Equal(sb.Digest, digest[:]):
+		invalid("was issued for another request (method or params differ)")
+		return
+	}
+	ep.mrtr.mu.Lock()
+	pc := ep.mrtr.parked[sb.ID]
+	delete(ep.mrtr.parked, sb.ID)
+	ep.mrtr.mu.Unlock()
+	if pc == nil {
+		invalid("was already used, or its call ended")
+		return
+	}
+	pc.timer.Stop()
+	var responses map[string]json.RawMessage
+	_ = json.Unmarshal(jsonrpc.Member(m.Params, "inputResponses"), &responses)
+	for key, childID := range pc.keys {
+		res, ok := responses[key]
+		if !ok {
+			pc.f.refuse(append(append([]byte(`{"id":`), childID...), '}'), "the client gave no answer for "+key)
+			continue
+		}
+		reply, err := jsonrpc.Parse(jsonrpc.AppendResponse(nil, childID, res, nil))
+		if err == nil {
+			_ = pc.f.d.Respond(pc.f.caller, reply)
+		}
+	}
+	ep.drive(w, r, pc.f, m, rec)
+}
