@@ -70,9 +70,19 @@ func (d *Dispatcher) getCall(ctx context.Context, timeout time.Duration) *Call {
 	return call
 }
 
-// Release recycles the call. Call it once Next has returned the end; the
-// answer stays the caller's.
+// Release recycles the call, normally once Next has returned the end (the
+// answer stays the caller's). A call released before its end is abandoned
+// first: the child is told to cancel it.
 func (call *Call) Release() {
+	if !call.ended && call.d != nil && call.c != nil {
+		// Released before its end (a caller that gave up): take it out of
+		// the pending calls first, or its answer could reach the call's
+		// next user.
+		call.abandon(ErrCanceled, "the caller gave up")
+	}
+	for len(call.related) > 0 {
+		<-call.related // nothing of this call may reach the next one
+	}
 	call.timer.Stop()
 	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after = nil, nil, nil, nil, nil, nil, nil
 	call.end, call.ended, call.follow = reply{}, false, false

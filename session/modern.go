@@ -230,7 +230,14 @@ func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, m *jsonrpc.Message, caps
 	ctx, cancel := context.WithCancelCause(context.Background())
 	f := &flight{d: d, cancel: cancel, method: m.Method, caps: caps, modern: modern}
 	f.caller = &modernCaller{id: fmt.Sprintf("stateless-%d", modernSeq.Add(1)), cancel: cancel}
-	d.Attach(f.caller, json.RawMessage(`{"capabilities":`+string(caps)+`}`))
+	// To the dispatcher a modern caller can answer anything, so that the
+	// child's requests reach it; what this request declared is enforced
+	// per request (park: -32021, or the child gets an error).
+	attachCaps := caps
+	if modern {
+		attachCaps = json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`)
+	}
+	d.Attach(f.caller, json.RawMessage(`{"capabilities":`+string(attachCaps)+`}`))
 	f.call = d.Begin(ctx, f.caller, m, ep.opts.RequestTimeout, true)
 	return f
 }

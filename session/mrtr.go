@@ -140,9 +140,10 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 		body, _ := json.Marshal(map[string]json.RawMessage{"method": json.RawMessage(jsonrpc.AppendString(nil, method)), "params": jsonrpc.Member(req, "params")})
 		inputs[key] = body
 	}
-	if len(missing) > 0 {
+	if len(missing) > 0 && len(inputs) == 0 {
+		// Nothing it needs can be asked of this client.
 		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeMissingCapability,
-			"the tool needs client capabilities this request did not declare: "+strings.Join(missing, ", "), map[string]any{"requiredCapabilities": missing})
+			"the tool needs client capabilities this request did not declare: "+strings.Join(missing, ", "), map[string]any{"requiredCapabilities": capsObject(missing)})
 		return false
 	}
 	if len(inputs) == 0 {
@@ -255,4 +256,13 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 		}
 	}
 	ep.drive(w, r, pc.f, m, rec)
+}
+
+// capsObject is ClientCapabilities naming caps ({"sampling": {}}).
+func capsObject(caps []string) map[string]struct{} {
+	out := map[string]struct{}{}
+	for _, c := range caps {
+		out[c] = struct{}{}
+	}
+	return out
 }

@@ -26,6 +26,7 @@ func mrtrTools() []obj {
 		{"name": "test_input_required_result_multiple_inputs", "description": "Asks three things at once", "inputSchema": none},
 		{"name": "test_input_required_result_multi_round", "description": "Asks two things, one after the other", "inputSchema": none},
 		{"name": "test_input_required_result_tampered_state", "description": "Asks for a confirmation", "inputSchema": none},
+		{"name": "test_input_required_result_capabilities", "description": "Asks for an elicitation and a sampling at once", "inputSchema": none},
 		{"name": "test_missing_capability", "description": "Needs sampling from the client", "inputSchema": none},
 		{"name": "test_streaming_elicitation", "description": "Reports progress, then asks the client", "inputSchema": none},
 		{"name": "test_logging_tool", "description": "Logs a message, then answers", "inputSchema": none},
@@ -139,6 +140,30 @@ func (s *server) mrtrTool(ctx context.Context, name string) (any, *rpcError, boo
 			return fail(err)
 		}
 		return content(text("Both steps done")), nil, true
+	case "test_input_required_result_capabilities":
+		// Both at once; the bridge asks the client only what it declared,
+		// and answers the other with an error.
+		var wg sync.WaitGroup
+		got := make([]string, 2)
+		for i, q := range []struct {
+			id, method string
+			params     obj
+		}{
+			{"cap_elicit", "elicitation/create", obj{"message": "Name?", "requestedSchema": nameSchema("name")}},
+			{"cap_sample", "sampling/createMessage", obj{"messages": []obj{{"role": "user", "content": text("Hi")}}, "maxTokens": 10}},
+		} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := s.callID(ctx, q.id, q.method, q.params); err != nil {
+					got[i] = q.method + ": refused"
+				} else {
+					got[i] = q.method + ": answered"
+				}
+			}()
+		}
+		wg.Wait()
+		return content(text(strings.Join(got, ", "))), nil, true
 	case "test_missing_capability":
 		if _, err := s.callID(ctx, "needs_sampling", "sampling/createMessage", obj{"messages": []obj{{"role": "user", "content": text("Hi")}}, "maxTokens": 10}); err != nil {
 			return fail(err)
