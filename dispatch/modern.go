@@ -75,11 +75,21 @@ func ModernParams(params json.RawMessage) json.RawMessage {
 }
 
 // MarkComplete returns a response with resultType "complete" added to its
-// result (MCP 2026-07-28 results say whether they are complete or need
+// result, -32002 (resource not found, 2025) made -32602, (MCP 2026-07-28 results say whether they are complete or need
 // input), and, when cacheable, the caching hints: a child of the 2025 era
 // says nothing of caching, so the bridge says "do not reuse" (ttlMs 0,
 // private). Errors are returned as they are.
 func MarkComplete(resp []byte, cacheable bool) []byte {
+	if code := jsonrpc.Member(jsonrpc.Member(resp, "error"), "code"); string(code) == "-32002" {
+		// Resource not found: -32002 in the 2025 era, -32602 since
+		// 2026-07-28 (SEP-2164).
+		if e, err := jsonrpc.Replace(jsonrpc.Member(resp, "error"), "code", json.RawMessage("-32602")); err == nil {
+			if out, err := jsonrpc.Replace(resp, "error", e); err == nil {
+				return out
+			}
+		}
+		return resp
+	}
 	result := jsonrpc.Member(resp, "result")
 	if result == nil || jsonrpc.Member(result, "resultType") != nil {
 		return resp

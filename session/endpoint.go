@@ -138,6 +138,8 @@ type Endpoint struct {
 	pumps sync.WaitGroup
 	// mrtr holds the modern calls parked for their client's input.
 	mrtr mrtr
+	// keeper keeps the shared child up between stateless requests.
+	keeper keeper
 }
 
 // NewEndpoint serves destination name: with shared, one child for every
@@ -216,6 +218,9 @@ func (ep *Endpoint) endSession(s *Session, reason error) {
 // dispatcher is closed by its owner.
 func (ep *Endpoint) Shutdown(ctx context.Context) {
 	ep.shutdownOnce.Do(func() { close(ep.shutdown) })
+	if ep.shared != nil {
+		ep.keeper.close(ep.shared)
+	}
 	for _, s := range ep.reg.all() {
 		ep.endSession(s, errShutdown)
 	}

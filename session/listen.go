@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
@@ -83,31 +84,46 @@ func (ep *Endpoint) serveListen(w http.ResponseWriter, r *http.Request, m *jsonr
 		ResourcesListChanged: asked.ResourcesListChanged && has("resources", "listChanged"),
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
 	l := &listener{modernCaller: modernCaller{id: fmt.Sprintf("listen-%d", modernSeq.Add(1)), cancel: cancel}, queue: make(chan []byte, 64)}
 	d.Attach(l, json.RawMessage(`{"capabilities":`+string(caps)+`}`))
+	// On the way out: cancel, wait for the subscriber, then detach.
+	var subscriber sync.WaitGroup
 	defer d.Detach(l, nil)
+	defer subscriber.Wait()
+	defer cancel(nil)
 	if has("resources", "subscribe") {
-		for i, uri := range asked.ResourceSubscriptions {
-			params, _ := json.Marshal(map[string]string{"uri": uri})
-			sub := &jsonrpc.Message{JSONRPC: "2.0", ID: json.RawMessage(strconv.Itoa(i)), Method: "resources/subscribe", Params: params}
-			if _, err := d.Do(ctx, l, sub, ep.opts.RequestTimeout); err == nil {
-				honoured.ResourceSubscriptions = append(honoured.ResourceSubscriptions, uri)
+		// Acknowledged at once; the subscriptions reach the child behind
+		// it (their updates can only come after).
+		honoured.ResourceSubscriptions = asked.ResourceSubscriptions
+		subscriber.Add(1)
+		go func() {
+			defer subscriber.Done()
+			for i, uri := range asked.ResourceSubscriptions {
+				params, _ := json.Marshal(map[string]string{"uri": uri})
+				sub := &jsonrpc.Message{JSONRPC: "2.0", ID: json.RawMessage(strconv.Itoa(i)), Method: "resources/subscribe", Params: params}
+				if _, err := d.Do(ctx, l, sub, ep.opts.RequestTimeout); err != nil {
+					ep.log.Debug("listen: resource subscription failed", "uri", uri, "error", err)
+				}
 			}
-		}
+		}()
 	}
 	subID := m.ID
 	tag := func(msg []byte) []byte {
 		params := jsonrpc.Member(msg, "params")
-		if params == nil {
-			params = json.RawMessage(`{}`)
+		if len(params) == 0 || params[0] != '{' {
+			params = json.RawMessage(`{}`) // absent or null
 		}
 		meta := jsonrpc.Member(params, "_meta")
-		if meta == nil {
+		if len(meta) == 0 || meta[0] != '{' {
 			meta = json.RawMessage(`{}`)
 		}
-		meta, _ = jsonrpc.Replace(meta, "io.modelcontextprotocol/subscriptionId", subID)
-		params, _ = jsonrpc.Replace(params, "_meta", meta)
+		meta, err := jsonrpc.Replace(meta, "io.modelcontextprotocol/subscriptionId", subID)
+		if err != nil {
+			return msg
+		}
+		if params, err = jsonrpc.Replace(params, "_meta", meta); err != nil {
+			return msg
+		}
 		out, err := jsonrpc.Replace(msg, "params", params)
 		if err != nil {
 			return msg

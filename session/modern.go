@@ -137,6 +137,16 @@ func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *js
 			fmt.Sprintf("protocol version %q is not supported in a request's _meta; this bridge speaks %s per request, and %s with initialize", version, eraModern, strings.Join(dispatch.Versions(), ", ")),
 			map[string]any{"supported": append(dispatch.Versions(), eraModern), "requested": version}), nil
 	}
+	if ir := jsonrpc.Member(m.Params, "inputResponses"); ir != nil {
+		var responses map[string]json.RawMessage
+		bad := json.Unmarshal(ir, &responses) != nil
+		for _, v := range responses {
+			bad = bad || len(v) == 0 || v[0] != '{'
+		}
+		if bad {
+			return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams, "inputResponses must map each input request's key to its result object", nil), nil
+		}
+	}
 	if !slices.Contains(modernMethods, m.Method) {
 		return modernError(w, http.StatusNotFound, m.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not available to %s requests", m.Method, eraModern), nil), nil
 	}
@@ -186,6 +196,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 		return
 	}
 	if m.Method == "server/discover" {
+		ep.keeper.touch(d)
 		resp, err := d.Discover(r.Context(), m.ID, ep.opts.RequestTimeout)
 		ep.writeResult(w, resp, err, rec)
 		return
@@ -197,6 +208,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 	fwd := *m
 	fwd.Params = dispatch.ModernParams(m.Params)
 	f := ep.startFlight(d, &fwd, caps, true)
+	_ = json.Unmarshal(jsonrpc.Member(m.Params, "inputResponses"), &f.inputs)
 	ep.drive(w, r, f, m, rec)
 }
 
@@ -223,10 +235,14 @@ type flight struct {
 	// caps are the client capabilities the request's _meta declared.
 	caps   json.RawMessage
 	modern bool
+	// inputs are answers the client gave ahead (inputResponses), by key:
+	// a child request with that key is answered from them at once.
+	inputs map[string]json.RawMessage
 }
 
 // startFlight begins forwarding m.
 func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, m *jsonrpc.Message, caps json.RawMessage, modern bool) *flight {
+	ep.keeper.touch(d)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	f := &flight{d: d, cancel: cancel, method: m.Method, caps: caps, modern: modern}
 	f.caller = &modernCaller{id: fmt.Sprintf("stateless-%d", modernSeq.Add(1)), cancel: cancel}
@@ -306,6 +322,14 @@ func (ep *Endpoint) drive(w http.ResponseWriter, r *http.Request, f *flight, m *
 			rel := ev.Related
 			method := jsonrpc.String(jsonrpc.Member(rel, "method"))
 			if jsonrpc.Member(rel, "id") != nil {
+				if res, ok := f.inputs[inputKey(jsonrpc.Member(rel, "id"))]; ok && f.modern {
+					// Answered ahead by the client.
+					delete(f.inputs, inputKey(jsonrpc.Member(rel, "id")))
+					if reply, err := jsonrpc.Parse(jsonrpc.AppendResponse(nil, jsonrpc.Member(rel, "id"), res, nil)); err == nil {
+						_ = f.d.Respond(f.caller, reply)
+					}
+					continue
+				}
 				if sw != nil || !f.modern || !canAskInput(f.method) {
 					// No way to ask this client now: the child gets an
 					// error at once.

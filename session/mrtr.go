@@ -78,18 +78,25 @@ func sign(key, body []byte) []byte {
 	return m.Sum(nil)
 }
 
-// paramsDigest is the digest of a request's method and params without
-// what changes between rounds (_meta, inputResponses, requestState).
+// paramsDigest is the digest of what a request asks for — its method and
+// the params that name the work (name, arguments, uri) — so that a retry
+// must ask for the same thing; anything else (_meta, inputResponses,
+// requestState, members it does not know) may differ.
 func paramsDigest(method string, params json.RawMessage) [32]byte {
-	p, err := jsonrpc.Delete(params, func(k string) bool { return k == "_meta" || k == "inputResponses" || k == "requestState" })
-	if err != nil {
-		p = params
+	var p struct {
+		Name      json.RawMessage `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		URI       json.RawMessage `json:"uri"`
 	}
-	var canon any
-	if json.Unmarshal(p, &canon) == nil {
-		p, _ = json.Marshal(canon) // key order and spacing do not matter
+	_ = json.Unmarshal(params, &p)
+	var canon struct {
+		Name, Arguments, URI any
 	}
-	return sha256.Sum256(append([]byte(method+"\x00"), p...))
+	_ = json.Unmarshal(p.Name, &canon.Name)
+	_ = json.Unmarshal(p.Arguments, &canon.Arguments)
+	_ = json.Unmarshal(p.URI, &canon.URI)
+	b, _ := json.Marshal(canon) // key order and spacing do not matter
+	return sha256.Sum256(append([]byte(method+"\x00"), b...))
 }
 
 // park answers m with input_required for the child's request first (and any
@@ -132,10 +139,7 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 			continue
 		}
 		id := jsonrpc.Member(req, "id")
-		key := jsonrpc.String(id)
-		if key == "" || id[0] != '"' {
-			key = "request-" + string(id)
-		}
+		key := inputKey(id)
 		keys[key] = id
 		body, _ := json.Marshal(map[string]json.RawMessage{"method": json.RawMessage(jsonrpc.AppendString(nil, method)), "params": jsonrpc.Member(req, "params")})
 		inputs[key] = body
@@ -244,6 +248,12 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 	pc.timer.Stop()
 	var responses map[string]json.RawMessage
 	_ = json.Unmarshal(jsonrpc.Member(m.Params, "inputResponses"), &responses)
+	pc.f.inputs = map[string]json.RawMessage{}
+	for k, v := range responses {
+		if _, asked := pc.keys[k]; !asked {
+			pc.f.inputs[k] = v // answers ahead for later rounds
+		}
+	}
 	for key, childID := range pc.keys {
 		res, ok := responses[key]
 		if !ok {
@@ -265,4 +275,13 @@ func capsObject(caps []string) map[string]struct{} {
 		out[c] = struct{}{}
 	}
 	return out
+}
+
+// inputKey is the inputRequests key of a child request: its id when that is
+// a string, else "request-" and the number.
+func inputKey(id json.RawMessage) string {
+	if len(id) > 0 && id[0] == '"' {
+		return jsonrpc.String(id)
+	}
+	return "request-" + string(id)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,9 +76,16 @@ var (
 // first in PATH and returns its output, exit code and per-scenario checks.
 func runConformance(t *testing.T, url string, extra ...string) suiteRun {
 	t.Helper()
-	cli, nodeDir := conformanceSuite(t)
+	cli, _ := conformanceSuite(t)
+	return runSuite(t, cli, append([]string{"server", "--url", url, "--suite", "all"}, extra...)...)
+}
+
+// runSuite runs a conformance CLI with args (and -o DIR) under Node 24.
+func runSuite(t *testing.T, cli string, args ...string) suiteRun {
+	t.Helper()
+	_, nodeDir := conformanceSuite(t)
 	outDir := t.TempDir()
-	args := append([]string{"server", "--url", url, "--suite", "all", "-o", outDir}, extra...)
+	args = append(args, "-o", outDir)
 	ctx, cancel := context.WithTimeout(context.Background(), conformanceTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cli, args...)
@@ -260,5 +268,59 @@ func TestConformanceEverything(t *testing.T) {
 		t.Errorf("the conformance suite does not pass with the baseline %s (exit status %d)", filepath.Base(baseline), run.exitCode)
 		t.Logf("suite output:\n%s", run.output)
 		t.Logf("bridge logs:\n%s", p.logs.String())
+	}
+}
+
+// TestConformance2026Fixture runs conformance 0.2.0-alpha.12 with
+// --requirements 2026-07-28 against the bridge fronting the Go stdio
+// fixture, whose tools send real elicitation, sampling and roots requests:
+// every scenario the revision scores must pass (extension and pending
+// scenarios are reported by the suite as not scored).
+func TestConformance2026Fixture(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the conformance suite (Node.js)")
+	}
+	cli, err := filepath.Abs(filepath.Join("node_modules", "conformance-2026", "dist", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	command, args, env := conformancefixture.Command()
+	var b strings.Builder
+	// prestart: a -race fixture takes longer to start than some of the
+	// suite's checks wait (600 ms); a deployed child is up before clients
+	// come.
+	fmt.Fprintf(&b, "destinations:\n  fixture:\n    command: %s\n    args: [%s]\n    prestart: true\n    env:\n", strconv.Quote(command), strconv.Quote(args[0]))
+	for k, v := range env {
+		fmt.Fprintf(&b, "      %s: %s\n", k, strconv.Quote(v))
+	}
+	config := filepath.Join(t.TempDir(), "destinations.yaml")
+	if err := os.WriteFile(config, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, config, "-keepalive", "2s")
+	waitFor(t, 60*time.Second, "the fixture to be running", func() bool {
+		r, err := request(http.MethodGet, p.base+"/healthz", "", "")
+		return err == nil && strings.Contains(string(r.body), `"state": "running"`)
+	})
+	run := runSuite(t, cli, "server", "--url", p.base+"/fixture/mcp", "--requirements", "2026-07-28")
+	// Extension and pending scenarios run too; the suite reports them as
+	// not scored for the revision, and so does this test.
+	_, notScored, _ := strings.Cut(run.output, "Not scored for 2026-07-28")
+	var problems []string
+	for name, checks := range run.checks {
+		if strings.Contains(notScored, " "+name+" (") {
+			continue
+		}
+		for _, c := range checks {
+			if c.Status == "FAILURE" || c.Status == "WARNING" {
+				problems = append(problems, fmt.Sprintf("%s: %s %s: %s", name, c.Status, c.ID, c.ErrorMessage))
+			}
+		}
+	}
+	passed, failed := run.totals(t)
+	t.Logf("conformance 0.2.0-alpha.12 --requirements 2026-07-28: Total: %d passed, %d failed (the failures are in scenarios the revision does not score)", passed, failed)
+	if len(run.checks) == 0 || len(problems) > 0 {
+		sort.Strings(problems)
+		t.Fatalf("scored scenarios failed or warned:\n%s\n\nsummary:\n%s", strings.Join(problems, "\n"), run.summary())
 	}
 }

@@ -30,6 +30,8 @@ func mrtrTools() []obj {
 		{"name": "test_missing_capability", "description": "Needs sampling from the client", "inputSchema": none},
 		{"name": "test_streaming_elicitation", "description": "Reports progress, then asks the client", "inputSchema": none},
 		{"name": "test_logging_tool", "description": "Logs a message, then answers", "inputSchema": none},
+		{"name": "test_trigger_tool_change", "description": "Announces that the tool list changed", "inputSchema": none},
+		{"name": "test_trigger_prompt_change", "description": "Announces that the prompt list changed", "inputSchema": none},
 	}
 }
 
@@ -174,6 +176,12 @@ func (s *server) mrtrTool(ctx context.Context, name string) (any, *rpcError, boo
 			return fail(err)
 		}
 		return content(text("streamed")), nil, true
+	case "test_trigger_tool_change":
+		s.notify("notifications/tools/list_changed", nil)
+		return content(text("tool list changed")), nil, true
+	case "test_trigger_prompt_change":
+		s.notify("notifications/prompts/list_changed", nil)
+		return content(text("prompt list changed")), nil, true
 	case "test_logging_tool":
 		s.notify("notifications/message", obj{"level": "info", "logger": "fixture", "data": "a log line of test_logging_tool"})
 		return content(text("logged")), nil, true
