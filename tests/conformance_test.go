@@ -34,7 +34,9 @@ const conformanceTimeout = 3 * time.Minute
 func conformanceSuite(t *testing.T) (cli, nodeDir string) {
 	t.Helper()
 	everythingBin(t) // runs `npm ci` in tests/ when node_modules is missing
-	cli, err := filepath.Abs(filepath.Join("node_modules", ".bin", "conformance"))
+	// The package's own entry point: node_modules/.bin/conformance may be
+	// the 0.2 alpha's (conformance-2026), which installs the same command.
+	cli, err := filepath.Abs(filepath.Join("node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js"))
 	if err != nil {
 		t.Fatal(err)
 	}
