@@ -84,11 +84,21 @@ func (b tapBody) Read(p []byte) (int, error) { return b.r.Read(p) }
 // binary: list tools, progress with a progress handler, sampling answered by
 // CreateMessageHandler, tools/list_changed through ToolListChangedHandler,
 // close.
+//
+// It runs twice: with both eras (the default), where go-sdk 1.8 probes with
+// server/discover and stays in the 2026-07-28 era (no session; sampling
+// through MRTR input_required rounds; list changes through
+// subscriptions/listen), and with -protocol-eras 2025, where the probe is
+// told -32601 as by a legacy server and the client falls back to a 2025
+// session.
 func TestGoSDKClient(t *testing.T) {
-	// -protocol-eras 2025: the go-sdk 1.8 client probes with server/discover,
-	// is told -32601 as by a legacy server, falls back to initialize, and
-	// everything below runs in a 2025 session.
-	p := startBinary(t, fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer}), "-protocol-eras", "2025")
+	for _, eras := range []string{"both", "2025"} {
+		t.Run(eras, func(t *testing.T) { goSDKClient(t, eras) })
+	}
+}
+
+func goSDKClient(t *testing.T, eras string) {
+	p := startBinary(t, fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer}), "-protocol-eras", eras)
 	defer func() {
 		if t.Failed() {
 			t.Logf("bridge logs:\n%s", p.logs.String())
@@ -160,8 +170,11 @@ func TestGoSDKClient(t *testing.T) {
 	}()
 	init := cs.InitializeResult()
 	t.Logf("connected: session %s, protocol %s, server %+v", cs.ID(), init.ProtocolVersion, init.ServerInfo)
-	if cs.ID() == "" {
-		t.Error("connect: no Mcp-Session-Id")
+	switch {
+	case eras == "2025" && (cs.ID() == "" || init.ProtocolVersion == "2026-07-28"):
+		t.Errorf("connect: session %q, protocol %s; want a 2025 session after the fallback", cs.ID(), init.ProtocolVersion)
+	case eras == "both" && (cs.ID() != "" || init.ProtocolVersion != "2026-07-28"):
+		t.Errorf("connect: session %q, protocol %s; want the 2026-07-28 era, no session", cs.ID(), init.ProtocolVersion)
 	}
 
 	// tools/list
