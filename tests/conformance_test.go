@@ -175,6 +175,25 @@ func (r suiteRun) problems() (failures, warnings []string) {
 // the 32 scenarios opens at least one, so past the default cap of 10 the
 // bridge must evict the least recently used idle session at once.
 
+// fixtureConfig writes a destinations file serving the fixture as
+// "fixture" (test_reconnection answering after 3 s), started at once when
+// prestart.
+func fixtureConfig(t *testing.T, prestart bool) string {
+	t.Helper()
+	command, args, env := conformancefixture.Command()
+	env[conformancefixture.EnvReconnectDelay] = "3s"
+	var b strings.Builder
+	fmt.Fprintf(&b, "destinations:\n  fixture:\n    command: %s\n    args: [%s]\n    prestart: %v\n    env:\n", strconv.Quote(command), strconv.Quote(args[0]), prestart)
+	for k, v := range env {
+		fmt.Fprintf(&b, "      %s: %s\n", k, strconv.Quote(v))
+	}
+	config := filepath.Join(t.TempDir(), "destinations.yaml")
+	if err := os.WriteFile(config, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config
+}
+
 // TestConformanceFixture runs every server scenario of the official
 // conformance suite against the bridge fronting the conformance fixture,
 // which implements all of them: any failure or warning is the bridge's. It
@@ -191,17 +210,7 @@ func TestConformanceFixture(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the conformance suite (Node.js)")
 	}
-	command, args, env := conformancefixture.Command()
-	env[conformancefixture.EnvReconnectDelay] = "3s"
-	var b strings.Builder
-	fmt.Fprintf(&b, "destinations:\n  fixture:\n    command: %s\n    args: [%s]\n    env:\n", strconv.Quote(command), strconv.Quote(args[0]))
-	for k, v := range env {
-		fmt.Fprintf(&b, "      %s: %s\n", k, strconv.Quote(v))
-	}
-	config := filepath.Join(t.TempDir(), "destinations.yaml")
-	if err := os.WriteFile(config, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config := fixtureConfig(t, false)
 	for _, mode := range []string{"auto", "sse"} {
 		t.Run(mode, func(t *testing.T) {
 			p := startBinary(t, config, "-keepalive", "2s", "-response-mode", mode)
@@ -286,19 +295,10 @@ func TestConformance2026Fixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	command, args, env := conformancefixture.Command()
-	var b strings.Builder
 	// prestart: a -race fixture takes longer to start than some of the
 	// suite's checks wait (600 ms); a deployed child is up before clients
 	// come.
-	fmt.Fprintf(&b, "destinations:\n  fixture:\n    command: %s\n    args: [%s]\n    prestart: true\n    env:\n", strconv.Quote(command), strconv.Quote(args[0]))
-	for k, v := range env {
-		fmt.Fprintf(&b, "      %s: %s\n", k, strconv.Quote(v))
-	}
-	config := filepath.Join(t.TempDir(), "destinations.yaml")
-	if err := os.WriteFile(config, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config := fixtureConfig(t, true)
 	p := startBinary(t, config, "-keepalive", "2s")
 	waitFor(t, 60*time.Second, "the fixture to be running", func() bool {
 		r, err := request(http.MethodGet, p.base+"/healthz", "", "")

@@ -317,14 +317,23 @@ func (s *server) notify(method string, params any) {
 
 // call sends a request to the client and waits for its answer.
 func (s *server) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	s.mu.Lock()
+	s.nextID++
+	id := fmt.Sprintf("fixture-%d", s.nextID)
+	s.mu.Unlock()
+	return s.callID(ctx, id, method, params)
+}
+
+// callID sends the client a request with the given (string) id and waits
+// for its answer; a request given up on is cancelled at the client.
+func (s *server) callID(ctx context.Context, idText, method string, params any) (json.RawMessage, error) {
 	b, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.nextID++
-	id := json.RawMessage(strconv.Quote(fmt.Sprintf("fixture-%d", s.nextID)))
+	id := json.RawMessage(strconv.Quote(idText))
 	ch := make(chan *message, 1)
+	s.mu.Lock()
 	s.pending[idKey(id)] = ch
 	s.mu.Unlock()
 	defer func() {

@@ -3,10 +3,8 @@ package conformancefixture
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
-	"time"
 )
 
 // This file is the fixture's tools for the MCP 2026-07-28 scenarios
@@ -32,39 +30,6 @@ func mrtrTools() []obj {
 		{"name": "test_logging_tool", "description": "Logs a message, then answers", "inputSchema": none},
 		{"name": "test_trigger_tool_change", "description": "Announces that the tool list changed", "inputSchema": none},
 		{"name": "test_trigger_prompt_change", "description": "Announces that the prompt list changed", "inputSchema": none},
-	}
-}
-
-// callID sends the client a request with the given id and waits for its
-// answer.
-func (s *server) callID(ctx context.Context, id, method string, params any) (json.RawMessage, error) {
-	b, err := json.Marshal(params)
-	if err != nil {
-		return nil, err
-	}
-	rid := json.RawMessage(fmt.Sprintf("%q", id))
-	ch := make(chan *message, 1)
-	s.mu.Lock()
-	s.pending[idKey(rid)] = ch
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.pending, idKey(rid))
-		s.mu.Unlock()
-	}()
-	s.send(message{ID: rid, Method: method, Params: b})
-	t := time.NewTimer(s.opts.ClientRequestTimeout)
-	defer t.Stop()
-	select {
-	case r := <-ch:
-		if r.Error != nil {
-			return nil, r.Error
-		}
-		return r.Result, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-t.C:
-		return nil, fmt.Errorf("no answer to %s within %s", method, s.opts.ClientRequestTimeout)
 	}
 }
 
