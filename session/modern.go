@@ -243,6 +243,11 @@ type flight struct {
 // startFlight begins forwarding m.
 func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, m *jsonrpc.Message, caps json.RawMessage, modern bool) *flight {
 	ep.keeper.touch(d)
+	// The request's bytes alias its body's buffer, which goes back to the
+	// pool when its HTTP request ends; a parked call outlives that.
+	own := *m
+	own.ID, own.Params = bytes.Clone(m.ID), bytes.Clone(m.Params)
+	m, caps = &own, bytes.Clone(caps)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	f := &flight{d: d, cancel: cancel, method: m.Method, caps: caps, modern: modern}
 	f.caller = &modernCaller{id: fmt.Sprintf("stateless-%d", modernSeq.Add(1)), cancel: cancel}
