@@ -230,13 +230,15 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 	for _, name := range cfg.Names {
 		d := cfg.Destinations[name]
 		newDispatcher := b.dispatcherFactory(d)
+		dopts := sopts
+		dopts.CacheTTL, dopts.CacheScope = d.CacheTTL, d.CacheScope
 		var ep *session.Endpoint
 		if d.Isolation == config.IsolationSession {
-			ep = session.NewEndpoint(name, nil, newDispatcher, b.limits, metrics.For(name), sopts)
+			ep = session.NewEndpoint(name, nil, newDispatcher, b.limits, metrics.For(name), dopts)
 		} else {
 			shared := newDispatcher()
 			b.dispatchers[name] = shared
-			ep = session.NewEndpoint(name, shared, nil, b.limits, metrics.For(name), sopts)
+			ep = session.NewEndpoint(name, shared, nil, b.limits, metrics.For(name), dopts)
 		}
 		b.endpoints[name] = ep
 		b.names = append(b.names, name)
@@ -289,6 +291,8 @@ func (b *Bridge) dispatcherFactory(d *config.Destination) func() *dispatch.Dispa
 			StopTimeout:     o.stopTimeout(),
 			ToolAllowed:     allowed,
 			BridgeVersion:   o.Version,
+			Logs:            d.Logs,
+			Interactive:     d.Interactive,
 			Logger:          o.Logger.Named("dispatch"),
 		})
 	}

@@ -33,6 +33,7 @@ var (
 	descSessions = prometheus.NewDesc("stelae_sessions", "Live sessions.", []string{"destination"}, nil)
 	descState    = prometheus.NewDesc("stelae_child_state", "1 for the child's current state.", []string{"destination", "state"}, nil)
 	descRestarts = prometheus.NewDesc("stelae_child_restarts_total", "Restarts of the child after it crashed.", []string{"destination"}, nil)
+	descLogsDrop = prometheus.NewDesc("stelae_child_logs_dropped_total", "Log messages of the child's that reached no session: not attributable to one ('logs:').", []string{"destination"}, nil)
 )
 
 // childStates are the states stelae_child_state reports (stopping is brief
@@ -43,6 +44,7 @@ func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descSessions
 	ch <- descState
 	ch <- descRestarts
+	ch <- descLogsDrop
 }
 
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -51,6 +53,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		st := ep.Status()
 		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(ep.SessionCount()), name)
 		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.RestartsTotal), name)
+		ch <- prometheus.MustNewConstMetric(descLogsDrop, prometheus.CounterValue, float64(st.LogsDropped), name)
 		for _, s := range childStates {
 			v := 0.0
 			if s == st.State {

@@ -75,6 +75,19 @@ type Destination struct {
 	// Auth is the OAuth protection of the destination: its own 'auth:'
 	// block, else the top-level one; nil when neither is set.
 	Auth *Auth
+	// Interactive serves the clients' calls to a shared child one at a
+	// time ('interactive:'), so that every request and log line the child
+	// sends is attributed to the call that caused it.
+	Interactive bool
+	// Logs is what becomes of a child's log message that cannot be
+	// attributed to one session ('logs:'): LogsAttributed, LogsFanout or
+	// LogsDrop; empty means attributed.
+	Logs string
+	// CacheTTL and CacheScope are the caching hints MCP 2026-07-28 clients
+	// get with list and read results and server/discover ('cache: {ttl,
+	// scope}'): 0 and "private" (do not reuse) when the file sets none.
+	CacheTTL   time.Duration
+	CacheScope string
 	// Line is where the destination is declared in the file.
 	Line int
 }
@@ -98,6 +111,19 @@ const (
 	// BaseEnvMinimal starts from only PATH, HOME, USER, LOGNAME, SHELL, LANG,
 	// LC_*, TZ, TMPDIR and TERM of the bridge's environment.
 	BaseEnvMinimal = "minimal"
+)
+
+// Values of Destination.Logs.
+const (
+	LogsAttributed = "attributed"
+	LogsFanout     = "fanout"
+	LogsDrop       = "drop"
+)
+
+// Values of Destination.CacheScope.
+const (
+	CachePrivate = "private"
+	CachePublic  = "public"
 )
 
 // Values of Destination.Isolation.
@@ -190,13 +216,16 @@ type fileDestination struct {
 	StartTimeout   yaml.Node         `yaml:"start_timeout"`
 	StderrLogLevel yaml.Node         `yaml:"stderr_log_level"`
 	Auth           yaml.Node         `yaml:"auth"`
+	Interactive    bool              `yaml:"interactive"`
+	Logs           yaml.Node         `yaml:"logs"`
+	Cache          yaml.Node         `yaml:"cache"`
 	// Type is accepted in 'mcpServers:' entries only, and only as "stdio".
 	Type yaml.Node `yaml:"type"`
 }
 
 // destinationKeys are the keys a destination may have, in the order the
 // messages list them.
-var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth"}
+var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache"}
 
 // mcpServerKeys are the keys of an 'mcpServers:' entry: a destination's, and
 // 'type: stdio' as Claude Desktop, Claude Code and Cursor write it.
@@ -497,6 +526,17 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 	if d.Isolation == IsolationSession && d.Prestart {
 		problem(fd.Isolation.Line, "destination %q: 'prestart' cannot be used with 'isolation: session': each session starts its own child with its initialize; remove one of them", name)
 	}
+	d.Logs = oneOf(&fd.Logs, "logs", []string{LogsAttributed, LogsFanout, LogsDrop},
+		"what becomes of a child's log line that cannot be attributed to one session: attributed gives it to the sole session, fanout to every session, drop to none")
+	d.Interactive = fd.Interactive
+	if d.Interactive && d.Isolation == IsolationSession {
+		problem(v.Line, "destination %q: 'interactive' serializes the calls of a shared child; with 'isolation: session' every session has its own child already: remove one of them", name)
+	}
+	if fd.Cache.Kind != 0 {
+		d.CacheTTL, d.CacheScope = parseCache(&fd.Cache, func(line int, format string, args ...any) {
+			problem(line, "destination %q: "+format, append([]any{name}, args...)...)
+		})
+	}
 	d.StderrLevel = oneOf(&fd.StderrLogLevel, "stderr_log_level", stderrLevels,
 		"the level the child's stderr lines are logged at; off drops them")
 	if n := &fd.StartTimeout; n.Kind != 0 {
@@ -525,6 +565,38 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 		problem(n.Line, "destination %q: 'type' is %s; the bridge runs stdio servers, so write 'type: stdio' or leave it out", name, nodeText(n))
 	}
 	return d
+}
+
+// parseCache reads a destination's 'cache:' block (ttl: a duration, scope:
+// private or public).
+func parseCache(n *yaml.Node, problem func(line int, format string, args ...any)) (time.Duration, string) {
+	if n.Kind != yaml.MappingNode {
+		problem(n.Line, "'cache' must be a mapping with 'ttl' (a duration such as 30s) and 'scope' (private or public), not %s", nodeText(n))
+		return 0, ""
+	}
+	var ttl time.Duration
+	scope := CachePrivate
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch k.Value {
+		case "ttl":
+			dur, err := time.ParseDuration(v.Value)
+			if v.Kind != yaml.ScalarNode || err != nil || dur < 0 {
+				problem(v.Line, "'cache.ttl' must be a duration such as 30s or 5m (0 for do not reuse), not %s", nodeText(v))
+				continue
+			}
+			ttl = dur
+		case "scope":
+			if v.Kind != yaml.ScalarNode || (v.Value != CachePrivate && v.Value != CachePublic) {
+				problem(v.Line, "'cache.scope' must be private (a client may reuse the result for its own user) or public (anyone may, across users), not %s", nodeText(v))
+				continue
+			}
+			scope = v.Value
+		default:
+			problem(k.Line, "'cache' has no key %q: it takes ttl and scope", k.Value)
+		}
+	}
+	return ttl, scope
 }
 
 // problemLine matches the "line N: " that starts a problem.

@@ -422,6 +422,30 @@ servers:
 			count: 1,
 		},
 		{
+			name:  "logs is not a policy",
+			src:   "destinations:\n  a:\n    command: cat\n    logs: everyone\n",
+			want:  [][]string{{`"a"`, "line 4", "'logs'", "attributed, fanout or drop", `"everyone"`}},
+			count: 1,
+		},
+		{
+			name:  "interactive with isolation: session",
+			src:   "destinations:\n  a:\n    command: cat\n    interactive: true\n    isolation: session\n",
+			want:  [][]string{{`"a"`, "'interactive'", "isolation: session"}},
+			count: 1,
+		},
+		{
+			name:  "cache is not a mapping",
+			src:   "destinations:\n  a:\n    command: cat\n    cache: 30s\n",
+			want:  [][]string{{`"a"`, "line 4", "'cache'", "ttl", "scope"}},
+			count: 1,
+		},
+		{
+			name:  "cache ttl and scope are wrong, and a key is unknown",
+			src:   "destinations:\n  a:\n    command: cat\n    cache:\n      ttl: 30\n      scope: everyone\n      age: 1\n",
+			want:  [][]string{{`"a"`, "line 5", "'cache.ttl'", "30s"}, {`"a"`, "line 6", "'cache.scope'", "private", "public"}, {`"a"`, "line 7", `"age"`}},
+			count: 3,
+		},
+		{
 			name:  "start_timeout is zero",
 			src:   "destinations:\n  a:\n    command: cat\n    start_timeout: 0s\n",
 			want:  [][]string{{`"a"`, "line 4", "'start_timeout'", "positive"}},
@@ -579,7 +603,7 @@ mcpServers:
 		{
 			name:  "mcpServers unknown key lists type",
 			src:   "mcpServers:\n  a:\n    command: cat\n    disabled: true\n",
-			want:  [][]string{{"line 4", `"a"`, `unknown key "disabled"`, "stderr_log_level, auth, type"}},
+			want:  [][]string{{"line 4", `"a"`, `unknown key "disabled"`, "logs, cache, type"}},
 			count: 1,
 		},
 		{
@@ -891,6 +915,17 @@ func TestParseConfigNewKeys(t *testing.T) {
 		if d.Roots != nil {
 			t.Errorf("%s: Roots = %v; want nil without 'roots:'", tc.name, d.Roots)
 		}
+	}
+	// The attribution and caching keys.
+	src = "destinations:\n  a:\n    command: cat\n    interactive: true\n    logs: fanout\n    cache:\n      ttl: 90s\n      scope: public\n  b:\n    command: cat\n    cache:\n      ttl: 0s\n"
+	if cfg, err = Parse("x.yaml", []byte(src), noEnv, testReserved...); err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if a := cfg.Destinations["a"]; !a.Interactive || a.Logs != LogsFanout || a.CacheTTL != 90*time.Second || a.CacheScope != CachePublic {
+		t.Errorf("a: Interactive %v Logs %q CacheTTL %s CacheScope %q; want true fanout 1m30s public", a.Interactive, a.Logs, a.CacheTTL, a.CacheScope)
+	}
+	if b := cfg.Destinations["b"]; b.Interactive || b.Logs != "" || b.CacheTTL != 0 || b.CacheScope != CachePrivate {
+		t.Errorf("b: Interactive %v Logs %q CacheTTL %s CacheScope %q; want false, empty, 0s, private", b.Interactive, b.Logs, b.CacheTTL, b.CacheScope)
 	}
 	for _, level := range stderrLevels {
 		src := "destinations:\n  a:\n    command: cat\n    stderr_log_level: " + level + "\n"

@@ -45,6 +45,9 @@ type Call struct {
 	// related first.
 	end   reply
 	ended bool
+	// held: the call holds the destination's serial token (interactive
+	// destinations); finish gives it back.
+	held bool
 	// after rewrites the end (a filtered tools/list, a subscription kept
 	// only when the child agreed).
 	after func([]byte, error) ([]byte, error)
@@ -164,6 +167,10 @@ func (d *Dispatcher) Do(ctx context.Context, s Session, m *jsonrpc.Message, time
 // finish ends the call with its answer: Next returns it.
 func (call *Call) finish(msg []byte, err error) *Call {
 	call.end, call.ended = reply{msg: msg, err: err}, true
+	if call.held {
+		call.held = false
+		<-call.d.serial
+	}
 	return call
 }
 
@@ -188,6 +195,9 @@ func (d *Dispatcher) forward(call *Call, m *jsonrpc.Message) *Call {
 			case <-call.ctx.Done():
 				return call.finish(nil, supervisor.ContextErr(call.ctx))
 			}
+		}
+		if !call.hold() {
+			return call
 		}
 		d.send(call, c, m.ID, m.Method, m.Params)
 		if dead != nil || !call.ended || !errors.Is(call.end.err, errWriteFailed) {

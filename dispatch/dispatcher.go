@@ -85,6 +85,14 @@ type Options struct {
 	// BridgeVersion is the bridge's version, sent as clientInfo.version in
 	// the bridge's own initialize.
 	BridgeVersion string
+	// Logs is what becomes of a log message (notifications/message) that
+	// cannot be attributed to one session: LogsAttributed (the default
+	// when empty), LogsFanout or LogsDrop. See routeLog.
+	Logs string
+	// Interactive serves the clients' calls one at a time, so that every
+	// request and log line the child sends is attributed to the one call
+	// in flight.
+	Interactive bool
 }
 
 // child is one running instance of the destination's process, as the
@@ -120,6 +128,11 @@ type Dispatcher struct {
 
 	// tools is the tool catalogue; it has its own mutex.
 	tools toolCatalog
+	// serial holds one token per client call in flight when
+	// Options.Interactive (capacity 1); nil otherwise.
+	serial chan struct{}
+	// logsDropped counts the child's log messages no session received.
+	logsDropped atomic.Uint64
 	// closing ends the bridge's own calls (the catalogue's fetch) on Close;
 	// work counts the goroutines Close waits for.
 	closing context.Context
@@ -146,6 +159,9 @@ func New(opts Options) *Dispatcher {
 		pending:   map[uint64]*Call{},
 		childReqs: map[string]childRequest{},
 	}
+	if opts.Interactive {
+		d.serial = make(chan struct{}, 1)
+	}
 	d.closing, d.close = context.WithCancel(context.Background())
 	d.sup = supervisor.New(supervisor.Options{
 		Name:            opts.Name,
@@ -170,6 +186,9 @@ type Status struct {
 	supervisor.Status
 	// Sessions attached.
 	Sessions int
+	// LogsDropped counts the child's log messages (notifications/message)
+	// that reached no session: not attributable to one (Options.Logs).
+	LogsDropped uint64
 }
 
 // Status reports the destination's current state.
@@ -177,7 +196,7 @@ func (d *Dispatcher) Status() Status {
 	d.mu.RLock()
 	n := len(d.sessions)
 	d.mu.RUnlock()
-	return Status{Status: d.sup.Status(), Sessions: n}
+	return Status{Status: d.sup.Status(), Sessions: n, LogsDropped: d.logsDropped.Load()}
 }
 
 // current is the running child, or nil.

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
@@ -16,7 +17,7 @@ import (
 // Discover answers server/discover (id id): the child's capabilities,
 // instructions and server info from its handshake (starting it when none
 // runs, as initialize does), and the versions the bridge speaks.
-func (d *Dispatcher) Discover(ctx context.Context, id json.RawMessage, timeout time.Duration) ([]byte, error) {
+func (d *Dispatcher) Discover(ctx context.Context, id json.RawMessage, timeout time.Duration, cache Cache) ([]byte, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	if _, err := d.sup.Running(ctx, t.C, true); err != nil {
@@ -39,11 +40,11 @@ func (d *Dispatcher) Discover(ctx context.Context, id json.RawMessage, timeout t
 		SupportedVersions []string        `json:"supportedVersions"`
 		Capabilities      json.RawMessage `json:"capabilities"`
 		Instructions      string          `json:"instructions,omitempty"`
-		TTLMs             int             `json:"ttlMs"`
+		TTLMs             int64           `json:"ttlMs"`
 		CacheScope        string          `json:"cacheScope"`
 		Meta              map[string]any  `json:"_meta,omitempty"`
 	}{ResultType: "complete", SupportedVersions: append(Versions(), ModernVersion), Capabilities: hs.Capabilities, Instructions: hs.Instructions,
-		TTLMs: 0, CacheScope: "private"}
+		TTLMs: cache.ttlMs(), CacheScope: cache.scope()}
 	if len(hs.ServerInfo) > 0 {
 		result.Meta = map[string]any{"io.modelcontextprotocol/serverInfo": hs.ServerInfo}
 	}
@@ -74,12 +75,30 @@ func ModernParams(params json.RawMessage) json.RawMessage {
 	return out
 }
 
+// Cache are the caching hints a destination gives modern clients: a child
+// of the 2025 era says nothing of caching, so by default (the zero value)
+// the bridge says "do not reuse" (ttlMs 0, private).
+type Cache struct {
+	TTL time.Duration
+	// Scope is "private" (the default) or "public".
+	Scope string
+}
+
+func (c Cache) ttlMs() int64 { return c.TTL.Milliseconds() }
+
+func (c Cache) scope() string {
+	if c.Scope == "" {
+		return "private"
+	}
+	return c.Scope
+}
+
 // MarkComplete returns a response with resultType "complete" added to its
-// result, -32002 (resource not found, 2025) made -32602, (MCP 2026-07-28 results say whether they are complete or need
-// input), and, when cacheable, the caching hints: a child of the 2025 era
-// says nothing of caching, so the bridge says "do not reuse" (ttlMs 0,
-// private). Errors are returned as they are.
-func MarkComplete(resp []byte, cacheable bool) []byte {
+// result (MCP 2026-07-28 results say whether they are complete or need
+// input), -32002 (resource not found, 2025) made -32602, and, when
+// cacheable, the caching hints the child did not give itself. Other errors
+// are returned as they are.
+func MarkComplete(resp []byte, cacheable bool, cache Cache) []byte {
 	if code := jsonrpc.Member(jsonrpc.Member(resp, "error"), "code"); string(code) == "-32002" {
 		// Resource not found: -32002 in the 2025 era, -32602 since
 		// 2026-07-28 (SEP-2164).
@@ -100,10 +119,10 @@ func MarkComplete(resp []byte, cacheable bool) []byte {
 	}
 	if cacheable {
 		if jsonrpc.Member(marked, "ttlMs") == nil {
-			marked, _ = jsonrpc.Replace(marked, "ttlMs", json.RawMessage(`0`))
+			marked, _ = jsonrpc.Replace(marked, "ttlMs", strconv.AppendInt(nil, cache.ttlMs(), 10))
 		}
 		if jsonrpc.Member(marked, "cacheScope") == nil {
-			marked, _ = jsonrpc.Replace(marked, "cacheScope", json.RawMessage(`"private"`))
+			marked, _ = jsonrpc.Replace(marked, "cacheScope", jsonrpc.AppendString(nil, cache.scope()))
 		}
 	}
 	out, err := jsonrpc.Replace(resp, "result", marked)

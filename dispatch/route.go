@@ -115,6 +115,9 @@ func (d *Dispatcher) routeNotification(m *jsonrpc.Message, line []byte) {
 		}
 		d.mu.RUnlock()
 		return
+	case "notifications/message":
+		d.routeLog(line)
+		return
 	}
 	msg := append([]byte(nil), line...)
 	d.mu.RLock()
@@ -170,7 +173,7 @@ func (d *Dispatcher) toCaller(p *Call, msg []byte) bool {
 // routeChildRequest answers the child's requests: ping and, when the
 // destination has configured roots, roots/list are answered by the bridge;
 // any other request goes to the session it can be attributed to (see
-// attribute). When no session can take it the child gets an error at once,
+// attribution.go). When no session can take it the child gets an error at once,
 // so it never waits for an answer that cannot come.
 func (d *Dispatcher) routeChildRequest(c *child, m *jsonrpc.Message, line []byte) {
 	if m.Method == "ping" {
@@ -194,65 +197,6 @@ func (d *Dispatcher) routeChildRequest(c *child, m *jsonrpc.Message, line []byte
 	}
 	d.log.Warn("child request not routable; answered with an error", "method", m.Method, "reason", why)
 	d.writeTo(c, jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInternalError, "no client session can answer "+strconv.Quote(m.Method)+" now: "+why))
-}
-
-// attribute picks the session that answers a request the child sent, and
-// registers it as the request's addressee. A stdio child's requests carry
-// no link to the call that caused them, so:
-//   - while client calls are in flight, the request belongs to the session
-//     of the newest one; if that session did not declare the capability the
-//     request needs, nobody gets it (another session must not see what one
-//     client's call caused);
-//   - with no call in flight (e.g. roots/list right after the handshake),
-//     it goes to the only session that declared the capability, when
-//     exactly one did.
-//
-// p is the newest call's pending entry when the message was queued for its
-// caller (the POST stream); otherwise the caller delivers msg to target.
-// why says, when target is nil, why no session can take it.
-func (d *Dispatcher) attribute(n need, childID json.RawMessage, msg []byte) (target Session, p *Call, why string) {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	d.pmu.Lock()
-	defer d.pmu.Unlock()
-	var newest uint64
-	for up, q := range d.pending {
-		if q.sess != nil && up > newest {
-			newest, p = up, q
-		}
-	}
-	switch {
-	case p != nil:
-		if !n.met(d.sessions[p.sess]) {
-			return nil, nil, "the session whose call is in flight did not declare the " + n.name + " capability"
-		}
-		target = p.sess
-		if !d.toCaller(p, msg) {
-			p = nil
-		}
-	default:
-		var count int
-		for s, caps := range d.sessions {
-			if n.met(caps) {
-				target = s
-				count++
-			}
-		}
-		switch {
-		case count == 0 && n.name != "":
-			return nil, nil, "no call is in flight and no session declared the " + n.name + " capability"
-		case count == 0:
-			return nil, nil, "no session is connected"
-		case count > 1:
-			why = "no call is in flight, and " + strconv.Itoa(count) + " sessions could answer it, so it cannot be attributed to one"
-			if n.name == "roots" {
-				why += " (configure 'roots:' for the destination to have the bridge answer roots/list)"
-			}
-			return nil, nil, why
-		}
-	}
-	d.childReqs[string(childID)] = childRequest{sess: target}
-	return target, p, ""
 }
 
 func (d *Dispatcher) writeTo(c *child, msg []byte) {

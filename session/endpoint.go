@@ -50,6 +50,11 @@ type Options struct {
 	// session is served on the destination's child) or SessionlessReject
 	// (400, as before).
 	Sessionless string
+	// CacheTTL and CacheScope are the caching hints (ttlMs, cacheScope)
+	// modern clients get with list and read results and server/discover;
+	// 0 and "" mean 0 and private: do not reuse.
+	CacheTTL   time.Duration
+	CacheScope string
 	// StopTimeout bounds stopping one session's own child (isolation:
 	// session).
 	StopTimeout time.Duration

@@ -32,8 +32,9 @@ type children struct {
 	// manifest while no child runs.
 	tools      []json.RawMessage
 	toolsKnown bool
-	// restarts counts the restarts of children already closed.
-	restarts uint64
+	// restarts counts the restarts of children already closed, logsDropped
+	// the log messages they dropped.
+	restarts, logsDropped uint64
 	// closing counts the dispatchers being closed; Shutdown waits for them.
 	closing sync.WaitGroup
 	// stopTimeout bounds one child's stop.
@@ -68,7 +69,9 @@ func (ep *Endpoint) release(d *dispatch.Dispatcher) {
 	if tools, known := d.Tools(); known {
 		ep.kids.tools, ep.kids.toolsKnown = tools, true
 	}
-	ep.kids.restarts += d.Status().RestartsTotal
+	ds := d.Status()
+	ep.kids.restarts += ds.RestartsTotal
+	ep.kids.logsDropped += ds.LogsDropped
 	ep.kids.closing.Add(1)
 	ep.kids.mu.Unlock()
 	go func() {
@@ -93,11 +96,12 @@ func (ep *Endpoint) Status() dispatch.Status {
 	ep.kids.mu.Lock()
 	defer ep.kids.mu.Unlock()
 	st := dispatch.Status{}
-	st.State, st.RestartsTotal = supervisor.StateIdle, ep.kids.restarts
+	st.State, st.RestartsTotal, st.LogsDropped = supervisor.StateIdle, ep.kids.restarts, ep.kids.logsDropped
 	for d := range ep.kids.live {
 		ds := d.Status()
 		st.RestartsTotal += ds.RestartsTotal
 		st.Restarts += ds.Restarts
+		st.LogsDropped += ds.LogsDropped
 		if ds.LastExit != "" {
 			st.LastExit = ds.LastExit
 		}

@@ -27,7 +27,14 @@ const (
 	metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
 	metaClientInfo      = "io.modelcontextprotocol/clientInfo"
 	metaClientCaps      = "io.modelcontextprotocol/clientCapabilities"
+	metaLogLevel        = "io.modelcontextprotocol/logLevel"
 )
+
+// logLevels are MCP's log levels (syslog's), least severe first.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// logSeverity is a level's rank in logLevels, or -1 when it is none of them.
+func logSeverity(level string) int { return slices.Index(logLevels, level) }
 
 // Values of Options.Sessionless.
 const (
@@ -147,10 +154,19 @@ func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *js
 			return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams, "inputResponses must map each input request's key to its result object", nil), nil
 		}
 	}
+	if lv := jsonrpc.Member(meta, metaLogLevel); lv != nil && logSeverity(jsonrpc.String(lv)) < 0 {
+		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams,
+			fmt.Sprintf("%s must be one of %s, not %.60s", metaLogLevel, strings.Join(logLevels, ", "), lv), nil), nil
+	}
 	if !slices.Contains(modernMethods, m.Method) {
 		return modernError(w, http.StatusNotFound, m.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not available to %s requests", m.Method, eraModern), nil), nil
 	}
 	return 0, jsonrpc.Member(meta, metaClientCaps)
+}
+
+// cache are the destination's caching hints for modern clients.
+func (ep *Endpoint) cache() dispatch.Cache {
+	return dispatch.Cache{TTL: ep.opts.CacheTTL, Scope: ep.opts.CacheScope}
 }
 
 // cacheable reports whether a method's results carry caching hints
@@ -197,7 +213,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 	}
 	if m.Method == "server/discover" {
 		ep.keeper.touch(d)
-		resp, err := d.Discover(r.Context(), m.ID, ep.opts.RequestTimeout)
+		resp, err := d.Discover(r.Context(), m.ID, ep.opts.RequestTimeout, ep.cache())
 		ep.writeResult(w, resp, err, rec)
 		return
 	}
@@ -208,6 +224,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 	fwd := *m
 	fwd.Params = dispatch.ModernParams(m.Params)
 	f := ep.startFlight(d, &fwd, caps, true)
+	f.logLevel = logSeverity(jsonrpc.String(jsonrpc.Member(jsonrpc.Member(m.Params, "_meta"), metaLogLevel)))
 	_ = json.Unmarshal(jsonrpc.Member(m.Params, "inputResponses"), &f.inputs)
 	ep.drive(w, r, f, m, rec)
 }
@@ -219,6 +236,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 // let it in.
 func (ep *Endpoint) serveSessionless(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, rec *postLog) {
 	f := ep.startFlight(ep.shared, m, json.RawMessage(`{}`), false)
+	f.logLevel = 0 // a 2025 client takes every log line the child sends it
 	ep.drive(w, r, f, m, rec)
 }
 
@@ -238,6 +256,12 @@ type flight struct {
 	// inputs are answers the client gave ahead (inputResponses), by key:
 	// a child request with that key is answered from them at once.
 	inputs map[string]json.RawMessage
+	// cache are the destination's caching hints.
+	cache dispatch.Cache
+	// logLevel is the least severity (logSeverity) of the child's log
+	// messages the request takes on its stream; -1 takes none (a modern
+	// request takes them only when its _meta names a level).
+	logLevel int
 }
 
 // startFlight begins forwarding m.
@@ -249,7 +273,7 @@ func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, m *jsonrpc.Message, caps
 	own.ID, own.Params = bytes.Clone(m.ID), bytes.Clone(m.Params)
 	m, caps = &own, bytes.Clone(caps)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	f := &flight{d: d, cancel: cancel, method: m.Method, caps: caps, modern: modern}
+	f := &flight{d: d, cancel: cancel, method: m.Method, caps: caps, modern: modern, logLevel: -1, cache: ep.cache()}
 	f.caller = &modernCaller{id: fmt.Sprintf("stateless-%d", modernSeq.Add(1)), cancel: cancel}
 	// To the dispatcher a modern caller can answer anything, so that the
 	// child's requests reach it; what this request declared is enforced
@@ -346,7 +370,7 @@ func (ep *Endpoint) drive(w http.ResponseWriter, r *http.Request, f *flight, m *
 				}
 				return
 			}
-			if method != "notifications/progress" || !sseOK {
+			if !sseOK || (method != "notifications/progress" && !f.wantsLog(method, rel)) {
 				continue
 			}
 			if sw == nil {
@@ -373,9 +397,18 @@ func (f *flight) answer(ev dispatch.Event, m *jsonrpc.Message) ([]byte, error) {
 		resp, _ = jsonrpc.Replace(resp, "id", m.ID)
 	}
 	if f.modern {
-		resp = dispatch.MarkComplete(resp, cacheable(f.method))
+		resp = dispatch.MarkComplete(resp, cacheable(f.method), f.cache)
 	}
 	return resp, nil
+}
+
+// wantsLog reports whether rel, a related message of method method, is a
+// log message the request takes.
+func (f *flight) wantsLog(method string, rel []byte) bool {
+	if method != "notifications/message" || f.logLevel < 0 {
+		return false
+	}
+	return logSeverity(jsonrpc.String(jsonrpc.Member(jsonrpc.Member(rel, "params"), "level"))) >= f.logLevel
 }
 
 // canAskInput reports whether a method's answer may be input_required

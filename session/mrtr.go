@@ -265,6 +265,8 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 			_ = pc.f.d.Respond(pc.f.caller, reply)
 		}
 	}
+	// The retry's own _meta says which log lines it takes.
+	pc.f.logLevel = logSeverity(jsonrpc.String(jsonrpc.Member(jsonrpc.Member(m.Params, "_meta"), metaLogLevel)))
 	ep.drive(w, r, pc.f, m, rec)
 }
 

@@ -638,7 +638,7 @@ func TestFaultStalledStreamDoesNotDelayOthers(t *testing.T) {
 	floodStart := time.Now()
 	calls, behindAt := 0, -1
 	for calls < 3000 && time.Since(floodStart) < 8*time.Second {
-		r := bb.callTool(strconv.Itoa(calls), "notify", map[string]string{"method": "notifications/message", "uri": payload})
+		r := bb.callTool(strconv.Itoa(calls), "notify", map[string]string{"method": "notifications/resources/list_changed", "uri": payload})
 		if r.status != http.StatusOK {
 			close(stop)
 			wg.Wait()

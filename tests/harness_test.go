@@ -67,6 +67,13 @@ type bridgeConfig struct {
 	roots        []config.Root
 	startTimeout time.Duration
 	isolated     bool
+	// interactive and logs are every destination's 'interactive:' and
+	// 'logs:'.
+	interactive bool
+	logs        string
+	// cacheTTL and cacheScope are every destination's 'cache:'.
+	cacheTTL   time.Duration
+	cacheScope string
 	// auth is the top-level 'auth:' block (every destination's);
 	// destAuth replaces it for some destinations.
 	auth     *config.Auth
@@ -125,6 +132,8 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 		if cfg.isolated {
 			d.Isolation = config.IsolationSession
 		}
+		d.Interactive, d.Logs = cfg.interactive, cfg.logs
+		d.CacheTTL, d.CacheScope = cfg.cacheTTL, cfg.cacheScope
 		d.Auth = cfg.auth
 		if a, ok := cfg.destAuth[name]; ok {
 			d.Auth = a

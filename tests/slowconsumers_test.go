@@ -75,7 +75,7 @@ func floodRound(t *testing.T, good []*client, flood *client, d time.Duration) []
 				return
 			default:
 			}
-			if r, err := flood.do(http.MethodPost, ftToolBody(strconv.Itoa(i), "notify", map[string]string{"method": "notifications/message", "uri": payload})); err != nil || r.status != http.StatusOK {
+			if r, err := flood.do(http.MethodPost, ftToolBody(strconv.Itoa(i), "notify", map[string]string{"method": "notifications/resources/list_changed", "uri": payload})); err != nil || r.status != http.StatusOK {
 				mu.Lock()
 				failure = fmt.Errorf("notify: %v %d", err, r.status)
 				mu.Unlock()
@@ -153,7 +153,7 @@ func TestManySlowConsumers(t *testing.T) {
 				return true
 			}
 			for i := range 20 {
-				if r, err := flood.do(http.MethodPost, ftToolBody(strconv.Itoa(i), "notify", map[string]string{"method": "notifications/message", "uri": payload})); err != nil || r.status != http.StatusOK {
+				if r, err := flood.do(http.MethodPost, ftToolBody(strconv.Itoa(i), "notify", map[string]string{"method": "notifications/resources/list_changed", "uri": payload})); err != nil || r.status != http.StatusOK {
 					t.Fatalf("notify: %v %d", err, r.status)
 				}
 			}

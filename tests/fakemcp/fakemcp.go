@@ -425,6 +425,29 @@ func (s *server) call(m message) {
 		}
 		s.send(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
 		s.reply(m.ID, text("sent"))
+	case "log":
+		// Sends "count" log messages of level "level" (default info) whose
+		// data is "tag", "ms" milliseconds apart, each after a progress
+		// notification when the call has a progress token; then answers.
+		// With "later" set to 1 it answers first: the lines come when the
+		// call is no longer in flight.
+		if num("later") == 1 {
+			s.reply(m.ID, text("logging later"))
+		}
+		level := arg("level")
+		if level == "" {
+			level = "info"
+		}
+		for i := 1; i <= num("count"); i++ {
+			if p.Meta.ProgressToken != nil {
+				s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": i, "message": arg("tag")}})
+			}
+			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": level, "logger": "fake", "data": arg("tag")}})
+			time.Sleep(time.Duration(num("ms")) * time.Millisecond)
+		}
+		if num("later") != 1 {
+			s.reply(m.ID, text("logged "+arg("tag")))
+		}
 	case "list_changed":
 		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 		s.reply(m.ID, text("sent"))
