@@ -106,6 +106,16 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		ep.serveSessionless(w, r, &m, &rec)
 		return
 	}
+	if r.Header.Get(headerSessionID) == "" && kind == jsonrpc.KindNotification && ep.shared != nil &&
+		((r.Header.Get("MCP-Protocol-Version") == eraModern && ep.opts.ProtocolEras != Eras2025) || ep.opts.Sessionless != SessionlessReject) {
+		// A notification without a session (a 2026-07-28 client's, or a
+		// stateless 2025 client's notifications/initialized) concerns no
+		// call the bridge could map it to: accepted, not forwarded. A
+		// modern client cancels by closing the request's stream.
+		rec.status = http.StatusAccepted
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
 	s, errStatus := ep.sessionFor(w, r)
 	if s == nil {
 		rec.status = errStatus

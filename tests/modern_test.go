@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
@@ -200,5 +201,76 @@ func TestSessionlessRequests(t *testing.T) {
 	rej := hxFake(t, bridge.Options{Sessionless: "reject"})
 	if r := mustRequest(t, http.MethodPost, rej.url("fake"), "", hxToolCall(`1`, "echo", map[string]string{"text": "x"})); r.status != 400 {
 		t.Errorf("-sessionless reject: %d", r.status)
+	}
+}
+
+// TestSessionlessNotifications: a notification without a session (a
+// 2026-07-28 client's, a stateless 2025 client's) is accepted and not
+// forwarded to the shared child; where sessionless serving is off it is
+// refused as before.
+func TestSessionlessNotifications(t *testing.T) {
+	const note = `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`
+	modern := []string{"MCP-Protocol-Version", "2026-07-28"}
+	for _, tc := range []struct {
+		name     string
+		opts     bridge.Options
+		isolated bool
+		headers  []string
+		status   int
+	}{
+		{"modern", bridge.Options{}, false, modern, http.StatusAccepted},
+		{"modern, sessionless reject", bridge.Options{Sessionless: "reject"}, false, modern, http.StatusAccepted},
+		{"2025 stateless", bridge.Options{}, false, nil, http.StatusAccepted},
+		{"2025 stateless, sessionless reject", bridge.Options{Sessionless: "reject"}, false, nil, http.StatusBadRequest},
+		{"modern, eras 2025, sessionless reject", bridge.Options{ProtocolEras: "2025", Sessionless: "reject"}, false, modern, http.StatusBadRequest},
+		{"isolated", bridge.Options{}, true, modern, http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: tc.opts, isolated: tc.isolated})
+			c := newClient(t, b.url("fake"))
+			c.initialize()
+			r := mustRequest(t, http.MethodPost, b.url("fake"), "", note, tc.headers...)
+			if r.status != tc.status {
+				t.Fatalf("status %d %s; want %d", r.status, r.body, tc.status)
+			}
+			if r.header.Get("Mcp-Session-Id") != "" {
+				t.Errorf("a sessionless notification was given a session")
+			}
+			if got := c.stats().Notifications; slices.Contains(got, "notifications/roots/list_changed") {
+				t.Errorf("the child got the sessionless notification: %v", got)
+			}
+		})
+	}
+}
+
+// TestModernCacheHints: list and read results and server/discover carry the
+// destination's 'cache:' hints; by default "do not reuse".
+func TestModernCacheHints(t *testing.T) {
+	for _, tc := range []struct {
+		ttl   time.Duration
+		scope string
+		want  string
+	}{
+		{0, "", `"ttlMs":0,"cacheScope":"private"`},
+		{90 * time.Second, "public", `"ttlMs":90000,"cacheScope":"public"`},
+	} {
+		b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{cacheTTL: tc.ttl, cacheScope: tc.scope})
+		for _, method := range []string{"server/discover", "tools/list"} {
+			r := modernCall(t, b.url("fake"), "1", method, "{"+modernMeta+"}")
+			var res struct {
+				Result map[string]json.RawMessage `json:"result"`
+			}
+			if r.status != 200 || json.Unmarshal(r.body, &res) != nil {
+				t.Fatalf("%s: %d %s", method, r.status, r.body)
+			}
+			if got := `"ttlMs":` + string(res.Result["ttlMs"]) + `,"cacheScope":` + string(res.Result["cacheScope"]); got != tc.want {
+				t.Errorf("%s with cache %s %q: %s; want %s", method, tc.ttl, tc.scope, got, tc.want)
+			}
+		}
+		// A call's result is not cacheable: no hints.
+		r := modernCall(t, b.url("fake"), "2", "tools/call", `{"name":"echo","arguments":{"text":"x"},`+modernMeta+`}`)
+		if strings.Contains(string(r.body), "ttlMs") {
+			t.Errorf("tools/call result with caching hints: %s", r.body)
+		}
 	}
 }
