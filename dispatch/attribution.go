@@ -7,26 +7,31 @@ import (
 
 // Attribution. A stdio child's requests (sampling, elicitation, roots) and
 // its log messages (notifications/message) carry no link to the call that
-// caused them; on a shared child the bridge must decide whose they are
-// without letting one client see what another's call caused. The policy:
+// caused them; on a shared child the bridge must decide whose they are.
 //
 //   - Exact: every client call in flight belongs to one session (one call,
 //     or several of the same session; a modern request is a session of its
-//     own). The message goes to that session: the stream of its newest
-//     call (a 2025 POST stream, a modern request's response stream), else
-//     its GET stream.
-//   - Ambiguous: calls of several sessions are in flight. A request is
-//     answered with an error at once (the child never waits for an answer
-//     that cannot come); a log line follows Options.Logs.
+//     own). Requests and log lines go to that session: the stream of its
+//     newest call (a 2025 POST stream, a modern request's response stream),
+//     else its GET stream.
+//   - Ambiguous: calls of several sessions are in flight. A log line follows
+//     Options.Logs (by default it is dropped and counted: no session gets
+//     another's lines). A request goes to the session of the newest call in
+//     flight, as the bridge has always done: the request usually comes
+//     right after the call that causes it starts (refusing it would break
+//     every overlap of two clients), but it can be another's. A destination
+//     whose child asks its clients things while serving several users
+//     should be interactive.
 //   - Idle: no client call is in flight (server-filesystem asks for roots
 //     right after the handshake). A request goes to the only session that
 //     declared the capability it needs; a log line follows Options.Logs.
 //
-// An interactive destination (Options.Interactive, interactive.go) has at
-// most one client call in flight, so attribution is always exact or idle.
-// A call the client abandoned is no longer in flight: what the child still
-// sends for it can only be attributed to a later call when that one is the
-// only call in flight.
+// A request goes nowhere (the child gets an error at once, so it never
+// waits for an answer that cannot come) when the chosen session did not
+// declare the capability it needs. An interactive destination
+// (Options.Interactive, interactive.go) has at most one client call in
+// flight, so attribution is always exact or idle. A call the client
+// abandoned is no longer in flight.
 
 // Values of Options.Logs: what becomes of a log line that cannot be
 // attributed exactly.
@@ -76,13 +81,11 @@ func (d *Dispatcher) attribute(n need, childID json.RawMessage, msg []byte) (tar
 	defer d.mu.RUnlock()
 	d.pmu.Lock()
 	defer d.pmu.Unlock()
-	p, sessions := d.inflight()
-	switch sessions {
-	case 2:
-		return nil, nil, "calls of several sessions are in flight, so it cannot be attributed to the one that caused it (set 'interactive: true' on the destination to serve calls one at a time)"
-	case 1:
+	p, _ = d.inflight()
+	switch {
+	case p != nil:
 		if !n.met(d.sessions[p.sess]) {
-			return nil, nil, "the session whose call is in flight did not declare the " + n.name + " capability"
+			return nil, nil, "the session whose call is the newest in flight did not declare the " + n.name + " capability"
 		}
 		target = p.sess
 		if !d.toCaller(p, msg) {

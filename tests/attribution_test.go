@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -219,44 +220,40 @@ func TestInteractiveAttributesEverything(t *testing.T) {
 	}
 }
 
-// TestChildRequestAttribution: a request the child sends while calls of
-// two sessions are in flight cannot be attributed, and the child gets an
-// error that says so; on an interactive destination the calls take turns
-// and the request reaches the session whose call caused it.
+// TestChildRequestAttribution: on an interactive destination a request the
+// child sends belongs to the call that caused it, even when another
+// session's call came after that call: the later call waits its turn. (On
+// a shared destination that is not interactive the request would go to
+// the newest call's session, c2, and c1's call would wait in vain: this
+// test fails so.)
 func TestChildRequestAttribution(t *testing.T) {
-	for _, interactive := range []bool{false, true} {
-		t.Run(fmt.Sprintf("interactive=%v", interactive), func(t *testing.T) {
-			b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{interactive: interactive})
-			c1, c2 := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
-			c1.initialize()
-			c2.initialize()
-			done := make(chan response, 1)
-			go func() {
-				r, _ := c2.do(http.MethodPost, ftToolBody("2", "slow", map[string]any{"ms": 1500, "text": "c2"}))
-				done <- r
-			}()
-			if !interactive {
-				waitCalled(t, c1, "slow") // c2's call is in flight at the child
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{interactive: true})
+	c1, c2 := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
+	c1.initialize()
+	c2.initialize()
+	// c1's call asks for sampling 500 ms after it reaches the child; c2's
+	// call starts meanwhile, and is the newest call when the request comes.
+	done := make(chan response, 1)
+	go func() {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if slices.ContainsFunc(b.journal(), func(e childEvent) bool { return e.kind == "asking" }) {
+				break
 			}
-			if !interactive {
-				r := c1.callTool("1", "sample", map[string]string{"prompt": "hi"})
-				if !strings.Contains(string(r.body), "several sessions") || !strings.Contains(string(r.body), "interactive: true") {
-					t.Errorf("the child's request with two sessions' calls in flight: %s", r.body)
-				}
-			} else {
-				s := openSSE(t, http.MethodPost, c1.url, c1.sid, ftToolBody("1", "sample", map[string]string{"prompt": "hi"}))
-				req := s.next(t, "sampling/createMessage", 10*time.Second)
-				if r := c1.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"from c1"},"model":"m"}}`, req.ID)); r.status != http.StatusAccepted {
-					t.Fatalf("answer: %d %s", r.status, r.body)
-				}
-				if ans := s.next(t, "", 10*time.Second); !strings.Contains(string(ans.Result), "from c1") {
-					t.Errorf("sample: %s", ans.Result)
-				}
-			}
-			if r := <-done; r.status != http.StatusOK || !strings.Contains(string(r.body), "c2") {
-				t.Errorf("c2's call: %d %s", r.status, r.body)
-			}
-		})
+		}
+		r, _ := c2.do(http.MethodPost, ftToolBody("2", "slow", map[string]any{"ms": 1000, "text": "c2"}))
+		done <- r
+	}()
+	s := openSSE(t, http.MethodPost, c1.url, c1.sid, ftToolBody("1", "ask", map[string]any{"method": "sampling/createMessage", "ms": 500,
+		"params": `{"messages":[{"role":"user","content":{"type":"text","text":"c1"}}],"maxTokens":5}`}))
+	req := s.next(t, "sampling/createMessage", 10*time.Second)
+	if r := c1.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"from c1"},"model":"m"}}`, req.ID)); r.status != http.StatusAccepted {
+		t.Fatalf("answer: %d %s", r.status, r.body)
+	}
+	if ans := s.next(t, "", 10*time.Second); !strings.Contains(string(ans.Result), "from c1") {
+		t.Errorf("c1's call: %s", ans.Result)
+	}
+	if r := <-done; r.status != http.StatusOK || !strings.Contains(string(r.body), "c2") || strings.Contains(string(r.body), "sampling/createMessage") {
+		t.Errorf("c2's call: %d %s", r.status, r.body)
 	}
 }
 

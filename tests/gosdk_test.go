@@ -118,6 +118,7 @@ func goSDKClient(t *testing.T, eras string) {
 		mu          sync.Mutex
 		progress    []*mcp.ProgressNotificationParams
 		sampled     []*mcp.CreateMessageParams
+		elicited    []*mcp.ElicitParams
 		listChanged = make(chan struct{}, 16)
 		sdkLog      syncBuffer
 	)
@@ -133,6 +134,12 @@ func goSDKClient(t *testing.T, eras string) {
 			sampled = append(sampled, req.Params)
 			mu.Unlock()
 			return &mcp.CreateMessageResult{Model: "stelae-test-model", Role: "assistant", Content: &mcp.TextContent{Text: answer}, StopReason: "endTurn"}, nil
+		},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			elicited = append(elicited, req.Params)
+			mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "gosdk-elicited"}}, nil
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			listChanged <- struct{}{}
@@ -248,6 +255,48 @@ func goSDKClient(t *testing.T, eras string) {
 	} else {
 		t.Logf("sampling: the tool's result carries the answer %q", answer)
 	}
+
+	// elicitation: the child asks this client for input (in the 2026-07-28
+	// era through an input_required round); the answer reaches the child.
+	ectx, ecancel := call()
+	res, err = cs.CallTool(ectx, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"method": "elicitation/create",
+		"params": `{"mode":"form","message":"Your name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`}})
+	ecancel()
+	if err != nil {
+		t.Fatalf("tools/call ask elicitation: %v", err)
+	}
+	mu.Lock()
+	if len(elicited) != 1 || elicited[0].Message != "Your name?" {
+		t.Errorf("elicitation: ElicitationHandler saw %+v; want one request asking %q", elicited, "Your name?")
+	}
+	mu.Unlock()
+	if w := wire.String(); !strings.Contains(w, `"action":"accept"`) || !strings.Contains(w, "gosdk-elicited") {
+		t.Errorf("elicitation: the ask tool's result does not carry the client's answer; the wire had:\n%s", w)
+	}
+
+	// cancellation: giving up on a call (in the 2026-07-28 era by closing
+	// its response stream, in 2025 with notifications/cancelled) reaches
+	// the child as notifications/cancelled.
+	observer := newClient(t, p.base+"/fake/mcp")
+	observer.initialize()
+	before := len(observer.stats().Cancelled)
+	nvctx, nvcancel := context.WithCancel(ctx)
+	neverErr := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(nvctx, &mcp.CallToolParams{Name: "never"})
+		neverErr <- err
+	}()
+	waitCalled(t, observer, "never")
+	nvcancel()
+	select {
+	case err := <-neverErr:
+		if err == nil {
+			t.Error("a cancelled call of never returned no error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a cancelled call did not return within 10s")
+	}
+	waitFor(t, 10*time.Second, "the child to see the cancellation", func() bool { return len(observer.stats().Cancelled) > before })
 
 	// list_changed: the child's notifications/tools/list_changed reaches
 	// ToolListChangedHandler.

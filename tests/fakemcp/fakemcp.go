@@ -457,7 +457,12 @@ func (s *server) call(m message) {
 		s.reply(m.ID, map[string]any{"child_request_id": r.requestID, "answer": r.Result, "error": r.Error})
 	case "ask":
 		// Sends the request named by "method" (roots/list,
-		// elicitation/create, …) to the client and answers with the reply.
+		// elicitation/create, …) to the client, after "ms" milliseconds,
+		// and answers with the reply.
+		if ms := num("ms"); ms > 0 {
+			journal("asking") // a test can start another call meanwhile
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+		}
 		var params any
 		if p := arg("params"); p != "" {
 			params = json.RawMessage(p)
