@@ -166,6 +166,8 @@ type rawConn struct {
 	// host is the Host header: the bridge's host:port, as a browser or SDK
 	// sends it (OAuth audiences are built from it).
 	host string
+	// headers are more header lines, each ending in \r\n.
+	headers string
 }
 
 func dialRaw(base string) (*rawConn, error) {
@@ -186,13 +188,18 @@ func (rc *rawConn) post(path, sid string, body []byte) (int, error) {
 	rc.req = append(rc.req, path...)
 	rc.req = append(rc.req, " HTTP/1.1\r\nHost: "...)
 	rc.req = append(rc.req, rc.host...)
-	rc.req = append(rc.req, "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: "...)
-	rc.req = append(rc.req, sid...)
+	rc.req = append(rc.req, "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream"...)
+	if sid != "" {
+		rc.req = append(rc.req, "\r\nMcp-Session-Id: "...)
+		rc.req = append(rc.req, sid...)
+	}
 	if rc.auth != "" {
 		rc.req = append(rc.req, "\r\nAuthorization: "...)
 		rc.req = append(rc.req, rc.auth...)
 	}
-	rc.req = append(rc.req, "\r\nContent-Length: "...)
+	rc.req = append(rc.req, "\r\n"...)
+	rc.req = append(rc.req, rc.headers...)
+	rc.req = append(rc.req, "Content-Length: "...)
 	rc.req = strconv.AppendInt(rc.req, int64(len(body)), 10)
 	rc.req = append(rc.req, "\r\n\r\n"...)
 	rc.req = append(rc.req, body...)
@@ -356,5 +363,67 @@ func benchBridge(b *testing.B, p *binaryProc, auth string, loads []load) {
 				c.must(http.MethodDelete, "", "Authorization", auth)
 			}
 		})
+	}
+}
+
+// BenchmarkEchoEras compares, on one bridge binary and one echo child, echo
+// calls of 2025 sessions with the same calls as MCP 2026-07-28 requests (no
+// session; the reserved _meta stripped, the result marked complete), at
+// 1×16, in interleaved rounds. Run without -race:
+//
+//	go test -run '^$' -bench BenchmarkEchoEras -benchtime 60000x ./tests/
+func BenchmarkEchoEras(b *testing.B) {
+	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho}), "-max-sessions", "64")
+	const workers = 16
+	c := newClient(b, p.base+"/echo/mcp")
+	c.initialize()
+	defer c.must(http.MethodDelete, "")
+	const modernHeaders = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n"
+	const modernMeta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	for round := 1; round <= 3; round++ {
+		for _, era := range []string{"2025", "2026"} {
+			b.Run(fmt.Sprintf("%s/1x16/round%d", era, round), func(b *testing.B) {
+				conns := make([]*rawConn, workers)
+				bodies := make([][]byte, workers)
+				sid, meta := c.sid, ""
+				for w := range conns {
+					rc, err := dialRaw(p.base)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer rc.c.Close()
+					if era == "2026" {
+						rc.headers = modernHeaders
+					}
+					conns[w] = rc
+				}
+				if era == "2026" {
+					sid, meta = "", modernMeta
+				}
+				call := func(w, i int) error {
+					bodies[w] = append(bodies[w][:0], `{"jsonrpc":"2.0","id":`...)
+					bodies[w] = strconv.AppendInt(bodies[w], int64(i), 10)
+					bodies[w] = append(bodies[w], `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}`...)
+					bodies[w] = append(bodies[w], meta...)
+					bodies[w] = append(bodies[w], "}}"...)
+					status, err := conns[w].post("/echo/mcp", sid, bodies[w])
+					if err == nil && status != http.StatusOK {
+						err = fmt.Errorf("status %d", status)
+					}
+					return err
+				}
+				for w := range conns {
+					if err := call(w, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				cpu0 := cpuTime(p.cmd.Process.Pid)
+				b.ResetTimer()
+				r := drive(b.N, workers, call)
+				b.StopTimer()
+				r.report(b)
+				b.ReportMetric(float64((cpuTime(p.cmd.Process.Pid)-cpu0).Microseconds())/float64(b.N), "bridge_cpu_us/call")
+			})
+		}
 	}
 }
