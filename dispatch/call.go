@@ -95,6 +95,25 @@ func (call *Call) Release() {
 	callPool.Put(call)
 }
 
+// Keep copies what the call still refers to of its caller's request (the
+// client's id and progress token), for a caller whose request's bytes are
+// about to be reused while the call goes on (a call parked for input
+// outlives the HTTP request that started it). Until then the call aliases
+// the request: most calls end first, and copy nothing.
+func (call *Call) Keep() {
+	if call.d == nil {
+		return
+	}
+	d := call.d
+	d.pmu.Lock()
+	// Under pmu: the reader uses clientID and clientToken only after
+	// looking the call up under it.
+	if d.pending[call.up] == call {
+		call.clientID, call.clientToken = bytes.Clone(call.clientID), bytes.Clone(call.clientToken)
+	}
+	d.pmu.Unlock()
+}
+
 // reply ends a pending call: the response to write to the client (with the
 // client's id restored), or an error.
 type reply struct {

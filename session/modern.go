@@ -267,11 +267,9 @@ type flight struct {
 // startFlight begins forwarding m.
 func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, m *jsonrpc.Message, caps json.RawMessage, modern bool) *flight {
 	ep.keeper.touch(d)
-	// The request's bytes alias its body's buffer, which goes back to the
-	// pool when its HTTP request ends; a parked call outlives that.
-	own := *m
-	own.ID, own.Params = bytes.Clone(m.ID), bytes.Clone(m.Params)
-	m, caps = &own, bytes.Clone(caps)
+	// The request's bytes (m, caps) alias its body's buffer, which goes
+	// back to the pool when its HTTP request ends: a call parked for input
+	// outlives that, and copies what it keeps (park).
 	ctx, cancel := context.WithCancelCause(context.Background())
 	f := &flight{d: d, cancel: cancel, method: m.Method, caps: caps, modern: modern, logLevel: -1, cache: ep.cache()}
 	f.caller = &modernCaller{id: fmt.Sprintf("stateless-%d", modernSeq.Add(1)), cancel: cancel}
@@ -307,17 +305,10 @@ func (ep *Endpoint) drive(w http.ResponseWriter, r *http.Request, f *flight, m *
 	accept := r.Header.Get("Accept")
 	sseOK := accept != "" && accepts(accept, "text/event-stream")
 	// The client's going away cancels the call, unless it was parked.
-	attached := make(chan struct{})
 	parked := false
-	go func() {
-		select {
-		case <-r.Context().Done():
-			f.cancel(errClientGone)
-		case <-attached:
-		}
-	}()
+	stop := context.AfterFunc(r.Context(), func() { f.cancel(errClientGone) })
 	defer func() {
-		close(attached)
+		stop()
 		if !parked {
 			f.end()
 		}

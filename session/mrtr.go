@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -153,6 +154,10 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 	if len(inputs) == 0 {
 		return ep.keepDriving(w, r, f, m, rec)
 	}
+	// The call outlives this request, whose body's buffer is reused when
+	// it ends: the call keeps copies of what it refers to.
+	f.call.Keep()
+	f.caps = bytes.Clone(f.caps)
 	id := newParkID()
 	pc := &parkedCall{f: f, keys: keys, principal: PrincipalFrom(r), digest: paramsDigest(m.Method, m.Params)}
 	ep.mrtr.mu.Lock()

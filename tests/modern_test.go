@@ -274,3 +274,55 @@ func TestModernCacheHints(t *testing.T) {
 		}
 	}
 }
+
+// TestMRTRKeepsItsRequest: a call parked for input outlives the HTTP request
+// that started it, whose body's buffer is reused by the requests that
+// follow; when the retry resumes it, what the call kept of the first
+// request (its progress token) is intact.
+func TestMRTRKeepsItsRequest(t *testing.T) {
+	b := hxFake(t, bridge.Options{})
+	url := b.url("fake")
+	const token = `"token-of-the-first-request-0123456789"`
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"progressToken":` + token + `}`
+	args := `"arguments":{"method":"sampling/createMessage","params":"{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"hi\"}}],\"maxTokens\":5}"}`
+	r := modernCall(t, url, `"first-request-id-0123456789"`, "tools/call", `{"name":"ask",`+args+`,`+meta+`}`)
+	var first struct {
+		Result struct {
+			ResultType    string                     `json:"resultType"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  string                     `json:"requestState"`
+		} `json:"result"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &first) != nil || first.Result.ResultType != "input_required" || len(first.Result.InputRequests) != 1 {
+		t.Fatalf("first request: %d %s", r.status, r.body)
+	}
+	// Other requests, with bodies as long, take the pooled buffers.
+	for i := range 20 {
+		text := strings.Repeat("Z", 300)
+		if r := modernCall(t, url, fmt.Sprint(100+i), "tools/call", `{"name":"echo","arguments":{"text":"`+text+`"},`+modernMeta+`}`); r.status != 200 {
+			t.Fatalf("echo %d: %d %s", i, r.status, r.body)
+		}
+	}
+	var key string
+	for k := range first.Result.InputRequests {
+		key = k
+	}
+	retry := fmt.Sprintf(`{"name":"ask",%s,"inputResponses":{%q:{"role":"assistant","content":{"type":"text","text":"answered"},"model":"m"}},"requestState":%q,%s}`,
+		args, key, first.Result.RequestState, meta)
+	s := openSSE(t, http.MethodPost, url, "", fmt.Sprintf(`{"jsonrpc":"2.0","id":"retry","method":"tools/call","params":%s}`, retry),
+		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "ask")
+	p := s.next(t, "notifications/progress", 10*time.Second)
+	if got := string(jsonMember(p.Params, "progressToken")); got != token {
+		t.Errorf("progress after the retry carries token %s; want %s", got, token)
+	}
+	if ans := s.next(t, "", 10*time.Second); string(ans.ID) != `"retry"` || !strings.Contains(string(ans.Result), "answered") {
+		t.Errorf("the retry's answer: id %s result %s", ans.ID, ans.Result)
+	}
+}
+
+// jsonMember is member k of JSON object obj (nil when absent).
+func jsonMember(obj json.RawMessage, k string) json.RawMessage {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(obj, &m)
+	return m[k]
+}

@@ -468,6 +468,9 @@ func (s *server) call(m message) {
 			params = json.RawMessage(p)
 		}
 		r := s.ask(arg("method"), params)
+		if p.Meta.ProgressToken != nil {
+			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": 1, "message": "answered"}})
+		}
 		s.reply(m.ID, map[string]any{"answer": r.Result, "error": r.Error})
 	case "stderr":
 		// Writes its text, line by line, to stderr.
