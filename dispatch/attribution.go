@@ -37,8 +37,8 @@ import (
 // attributed exactly.
 const (
 	// LogsAttributed (the default) gives it to the sole session when only
-	// one is attached and drops it otherwise (counted in
-	// Status.LogsDropped).
+	// one is attached (a Transient caller does not count) and drops it
+	// otherwise (counted in Status.LogsDropped).
 	LogsAttributed = "attributed"
 	// LogsFanout sends it to every session's GET stream, as a child that
 	// logs only about itself would want.
@@ -138,11 +138,18 @@ func (d *Dispatcher) routeLog(line []byte) {
 		for s := range d.sessions {
 			d.deliver(s, msg)
 		}
-	case d.opts.Logs != LogsDrop && len(d.sessions) == 1:
+	case d.opts.Logs != LogsDrop:
+		var sole Session
+		n := 0
 		for s := range d.sessions {
-			if !s.Deliver(msg) {
-				d.logsDropped.Add(1)
+			if t, ok := s.(Transient); ok && t.Transient() {
+				continue
 			}
+			sole = s
+			n++
+		}
+		if n != 1 || !sole.Deliver(msg) {
+			d.logsDropped.Add(1)
 		}
 	default:
 		d.logsDropped.Add(1)

@@ -47,6 +47,13 @@ type Session interface {
 	End(reason error)
 }
 
+// Transient is implemented by a Session attached only for one request or
+// one listen stream (MCP 2026-07-28 callers): it has no GET stream, so it is
+// never "the sole session" an unattributable log line goes to.
+type Transient interface {
+	Transient() bool
+}
+
 // Options configure a Dispatcher.
 type Options struct {
 	// Name is the destination's name.

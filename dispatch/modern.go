@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strconv"
@@ -60,19 +61,21 @@ func (d *Dispatcher) Discover(ctx context.Context, id json.RawMessage, timeout t
 // client info and capabilities, log level) and MRTR's inputResponses and
 // requestState are the bridge's, not the child's.
 func ModernParams(params json.RawMessage) json.RawMessage {
-	out := params
-	if meta := jsonrpc.Member(params, "_meta"); meta != nil {
-		stripped, err := jsonrpc.Delete(meta, func(k string) bool { return len(k) > 24 && k[:24] == "io.modelcontextprotocol/" })
-		if err == nil {
-			if r, err := jsonrpc.Replace(out, "_meta", stripped); err == nil {
-				out = r
-			}
+	// params were validated with the message (jsonrpc.ParseInto).
+	return jsonrpc.Rewrite(params, func(k, v []byte) []byte {
+		switch {
+		case jsonrpc.KeyIs(k, "inputResponses"), jsonrpc.KeyIs(k, "requestState"):
+			return nil
+		case jsonrpc.KeyIs(k, "_meta"):
+			return jsonrpc.Rewrite(v, func(k, v []byte) []byte {
+				if jsonrpc.KeyHasPrefix(k, "io.modelcontextprotocol/") {
+					return nil
+				}
+				return v
+			})
 		}
-	}
-	if r, err := jsonrpc.Delete(out, func(k string) bool { return k == "inputResponses" || k == "requestState" }); err == nil {
-		out = r
-	}
-	return out
+		return v
+	})
 }
 
 // Cache are the caching hints a destination gives modern clients: a child
@@ -99,37 +102,44 @@ func (c Cache) scope() string {
 // cacheable, the caching hints the child did not give itself. Other errors
 // are returned as they are.
 func MarkComplete(resp []byte, cacheable bool, cache Cache) []byte {
-	if code := jsonrpc.Member(jsonrpc.Member(resp, "error"), "code"); string(code) == "-32002" {
-		// Resource not found: -32002 in the 2025 era, -32602 since
-		// 2026-07-28 (SEP-2164).
-		if e, err := jsonrpc.Replace(jsonrpc.Member(resp, "error"), "code", json.RawMessage("-32602")); err == nil {
-			if out, err := jsonrpc.Replace(resp, "error", e); err == nil {
-				return out
+	if e := jsonrpc.Member(resp, "error"); e != nil {
+		if string(jsonrpc.Member(e, "code")) == "-32002" {
+			// Resource not found: -32002 in the 2025 era, -32602 since
+			// 2026-07-28 (SEP-2164).
+			if e, err := jsonrpc.Replace(e, "code", json.RawMessage("-32602")); err == nil {
+				if out, err := jsonrpc.Replace(resp, "error", e); err == nil {
+					return out
+				}
 			}
 		}
 		return resp
 	}
-	result := jsonrpc.Member(resp, "result")
-	if result == nil || jsonrpc.Member(result, "resultType") != nil {
+	start, end, ok := jsonrpc.MemberSpan(resp, "result")
+	if !ok || resp[start] != '{' {
 		return resp
 	}
-	marked, err := jsonrpc.Replace(result, "resultType", json.RawMessage(`"complete"`))
-	if err != nil {
+	result := resp[start:end]
+	if jsonrpc.Member(result, "resultType") != nil {
 		return resp
 	}
+	// One splice right after the result's '{': the members the result
+	// lacks, then a comma unless the result is empty.
+	out := make([]byte, 0, len(resp)+80)
+	out = append(out, resp[:start+1]...)
+	out = append(out, `"resultType":"complete"`...)
 	if cacheable {
-		if jsonrpc.Member(marked, "ttlMs") == nil {
-			marked, _ = jsonrpc.Replace(marked, "ttlMs", strconv.AppendInt(nil, cache.ttlMs(), 10))
+		if jsonrpc.Member(result, "ttlMs") == nil {
+			out = strconv.AppendInt(append(out, `,"ttlMs":`...), cache.ttlMs(), 10)
 		}
-		if jsonrpc.Member(marked, "cacheScope") == nil {
-			marked, _ = jsonrpc.Replace(marked, "cacheScope", jsonrpc.AppendString(nil, cache.scope()))
+		if jsonrpc.Member(result, "cacheScope") == nil {
+			out = jsonrpc.AppendString(append(out, `,"cacheScope":`...), cache.scope())
 		}
 	}
-	out, err := jsonrpc.Replace(resp, "result", marked)
-	if err != nil {
-		return resp
+	rest := resp[start+1:]
+	if i := bytes.IndexFunc(result[1:], func(r rune) bool { return r != ' ' && r != '\t' && r != '\r' && r != '\n' }); i >= 0 && result[1+i] != '}' {
+		out = append(out, ',')
 	}
-	return out
+	return append(out, rest...)
 }
 
 // ServerCapabilities are the child's capabilities from its handshake

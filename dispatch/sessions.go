@@ -11,7 +11,21 @@ import (
 // session's initialize: the capabilities it declares decide which of the
 // child's requests it may be sent.
 func (d *Dispatcher) Attach(s Session, initParams json.RawMessage) {
-	caps := parseClientCaps(initParams)
+	d.attach(s, parseClientCaps(initParams))
+}
+
+// AttachCaller attaches a caller without a session of its own (a
+// stateless request, for as long as its call lives): with every capability
+// (a modern request, which enforces what it declared itself) or none.
+func (d *Dispatcher) AttachCaller(s Session, every bool) {
+	if every {
+		d.attach(s, clientCaps{roots: true, sampling: true, elicitForm: true})
+	} else {
+		d.attach(s, clientCaps{})
+	}
+}
+
+func (d *Dispatcher) attach(s Session, caps clientCaps) {
 	caps.failures = d.sup.Failures()
 	d.mu.Lock()
 	_, had := d.sessions[s]

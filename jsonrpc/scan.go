@@ -115,6 +115,13 @@ func EachMember(obj []byte, fn func(key string, val []byte) bool) {
 
 // EachMemberAt is EachMember with the value given as obj[start:end].
 func EachMemberAt(obj []byte, fn func(key string, start, end int) bool) {
+	EachMemberRaw(obj, func(rawKey []byte, start, end int) bool { return fn(String(rawKey), start, end) })
+}
+
+// EachMemberRaw is EachMemberAt with the key as written (quoted, escapes
+// and all), so that a walk that only compares keys (KeyIs) allocates
+// nothing.
+func EachMemberRaw(obj []byte, fn func(rawKey []byte, start, end int) bool) {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return
@@ -132,7 +139,7 @@ func EachMemberAt(obj []byte, fn func(key string, start, end int) bool) {
 		if kEnd > len(obj) {
 			return // an unterminated string
 		}
-		key := String(obj[i:kEnd])
+		rawKey := obj[i:kEnd]
 		i = skipSpace(obj, kEnd)
 		if i >= len(obj) || obj[i] != ':' {
 			return
@@ -143,10 +150,96 @@ func EachMemberAt(obj []byte, fn func(key string, start, end int) bool) {
 		}
 		vStart := i
 		i = skipValue(obj, i)
-		if i == vStart || i > len(obj) || !fn(key, vStart, i) {
+		if i == vStart || i > len(obj) || !fn(rawKey, vStart, i) {
 			return
 		}
 	}
+}
+
+// KeyIs reports whether rawKey, a quoted JSON string, is key; it allocates
+// only when rawKey has escapes.
+func KeyIs(rawKey []byte, key string) bool {
+	if len(rawKey) < 2 {
+		return false
+	}
+	raw := rawKey[1 : len(rawKey)-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw) == key
+	}
+	return String(rawKey) == key
+}
+
+// KeyHasPrefix reports whether rawKey, a quoted JSON string, starts with
+// prefix.
+func KeyHasPrefix(rawKey []byte, prefix string) bool {
+	if len(rawKey) < 2 {
+		return false
+	}
+	raw := rawKey[1 : len(rawKey)-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return len(raw) >= len(prefix) && string(raw[:len(prefix)]) == prefix
+	}
+	k := String(rawKey)
+	return len(k) >= len(prefix) && k[:len(prefix)] == prefix
+}
+
+// Rewrite returns obj, a JSON object the caller has already validated,
+// with each member's value as fn decides: fn gets the member's raw key and
+// value and returns the value to write — val itself to keep it, other
+// bytes (valid JSON) to replace it, nil to drop the member. Kept keys and
+// values are copied byte for byte; the separators become single commas.
+// When fn keeps every member as it is, obj itself is returned and nothing
+// is allocated. It does not validate obj: use Replace or Delete for bytes
+// that have not been.
+func Rewrite(obj []byte, fn func(rawKey, val []byte) []byte) []byte {
+	type piece struct {
+		kStart, kEnd int
+		val          []byte
+	}
+	var stack [24]piece
+	pieces := stack[:0]
+	changed := false
+	EachMemberRaw(obj, func(rawKey []byte, start, end int) bool {
+		val := obj[start:end:end]
+		nv := fn(rawKey, val)
+		if nv == nil || len(nv) != len(val) || (len(nv) > 0 && &nv[0] != &val[0]) {
+			changed = true
+		}
+		if nv != nil {
+			// rawKey is obj[kStart:kEnd], so its capacity tells where.
+			kStart := cap(obj) - cap(rawKey)
+			pieces = append(pieces, piece{kStart, kStart + len(rawKey), nv})
+		}
+		return true
+	})
+	if !changed {
+		return obj
+	}
+	n := 2
+	for _, p := range pieces {
+		n += p.kEnd - p.kStart + 2 + len(p.val)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '{')
+	for i, p := range pieces {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, obj[p.kStart:p.kEnd]...), ':'), p.val...)
+	}
+	return append(out, '}')
+}
+
+// MemberSpan returns where the value of obj's member key is (the last one,
+// as decoders keep): obj[start:end]; ok is false when there is none.
+func MemberSpan(obj []byte, key string) (start, end int, ok bool) {
+	EachMemberRaw(obj, func(rawKey []byte, s, e int) bool {
+		if KeyIs(rawKey, key) {
+			start, end, ok = s, e, true
+		}
+		return true
+	})
+	return start, end, ok
 }
 
 // EachElement calls fn with each element of the JSON array arr. Elements are
@@ -178,14 +271,11 @@ func EachElement(arr []byte, fn func(elem []byte)) {
 // decoders keep, when it appears twice); nil when obj is not an object or
 // has no such member.
 func Member(obj []byte, key string) json.RawMessage {
-	var val json.RawMessage
-	EachMember(obj, func(k string, v []byte) bool {
-		if k == key {
-			val = v
-		}
-		return true
-	})
-	return val
+	start, end, ok := MemberSpan(obj, key)
+	if !ok {
+		return nil
+	}
+	return obj[start:end:end]
 }
 
 // Replace returns obj, a JSON object, with the value of every member named
@@ -198,8 +288,8 @@ func Replace(obj []byte, key string, value []byte) ([]byte, error) {
 	}
 	out := make([]byte, 0, len(obj)+len(value))
 	prev, found := 0, false
-	EachMemberAt(obj, func(k string, start, end int) bool {
-		if k == key {
+	EachMemberRaw(obj, func(k []byte, start, end int) bool {
+		if KeyIs(k, key) {
 			out = append(append(out, obj[prev:start]...), value...)
 			prev, found = end, true
 		}

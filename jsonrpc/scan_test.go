@@ -112,3 +112,94 @@ func TestDelete(t *testing.T) {
 		t.Error("Delete accepted an array")
 	}
 }
+
+func TestRewrite(t *testing.T) {
+	drop := func(k, v []byte) []byte {
+		if KeyIs(k, "drop") || KeyHasPrefix(k, "io.x/") {
+			return nil
+		}
+		if KeyIs(k, "swap") {
+			return []byte(`"new"`)
+		}
+		return v
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{}`, `{}`},
+		{`{"a":1}`, `{"a":1}`},
+		{`{"a": 1 , "b" :[1, 2]}`, `{"a": 1 , "b" :[1, 2]}`}, // unchanged: obj itself
+		{`{"drop":1}`, `{}`},
+		{`{"a":1,"drop":{"x":[1,"}"]},"b":"\u00e9"}`, `{"a":1,"b":"\u00e9"}`},
+		{`{"swap":1, "io.x/k":2 ,"c": true}`, `{"swap":"new","c":true}`},
+		{`{"dr\u006fp":1,"a":2}`, `{"a":2}`}, // an escaped key is read as decoders read it
+	} {
+		got := Rewrite([]byte(tc.in), drop)
+		if string(got) != tc.want {
+			t.Errorf("Rewrite(%s) = %s; want %s", tc.in, got, tc.want)
+		}
+	}
+	in := []byte(`{"a":1,"b":2}`)
+	if got := Rewrite(in, func(_, v []byte) []byte { return v }); &got[0] != &in[0] {
+		t.Error("Rewrite that changes nothing copied its input")
+	}
+	if n := testing.AllocsPerRun(100, func() { Rewrite(in, func(_, v []byte) []byte { return v }) }); n != 0 {
+		t.Errorf("Rewrite that changes nothing allocates %v times", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { Member(in, "b") }); n != 0 {
+		t.Errorf("Member allocates %v times", n)
+	}
+}
+
+// FuzzRewrite: for any valid object, dropping and replacing members gives
+// valid JSON holding exactly the members kept, with their values.
+func FuzzRewrite(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1,"b":[{"c":"d"}]}`, `{"x":"\"}","y":null}`, `{ "a" : { } , "a":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		var in map[string]json.RawMessage
+		if !json.Valid(obj) || json.Unmarshal(obj, &in) != nil || in == nil {
+			return
+		}
+		out := Rewrite(obj, func(k, v []byte) []byte {
+			var key string // as decoders read it (invalid UTF-8 replaced)
+			_ = json.Unmarshal(k, &key)
+			switch {
+			case len(key)%3 == 0:
+				return nil
+			case len(key)%3 == 1:
+				return []byte(`{"r":true}`)
+			}
+			return v
+		})
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("Rewrite(%s) = %s: not a JSON object: %v", obj, out, err)
+		}
+		for k, v := range in {
+			g, ok := got[k]
+			switch len(k) % 3 {
+			case 0:
+				if ok {
+					t.Fatalf("Rewrite(%s) = %s kept %q", obj, out, k)
+				}
+			case 1:
+				if string(g) != `{"r":true}` {
+					t.Fatalf("Rewrite(%s) = %s: %q is %s", obj, out, k, g)
+				}
+			default:
+				var a, b any
+				_ = json.Unmarshal(v, &a)
+				_ = json.Unmarshal(g, &b)
+				if !ok || !jsonEqual(a, b) {
+					t.Fatalf("Rewrite(%s) = %s: %q is %s, was %s", obj, out, k, g, v)
+				}
+			}
+		}
+	})
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -35,8 +34,8 @@ func (k *keeper) touch(d *dispatch.Dispatcher) {
 		return
 	}
 	if !k.attached {
-		k.caller = modernCaller{id: "stateless-keeper", cancel: func(error) {}}
-		d.Attach(&k.caller, json.RawMessage(`{"capabilities":{}}`))
+		k.caller = modernCaller{kind: "stateless-keeper", cancel: func(error) {}}
+		d.AttachCaller(&k.caller, false)
 		k.attached = true
 	}
 	if k.timer == nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -56,16 +57,60 @@ const (
 var modernMethods = []string{"server/discover", "tools/list", "tools/call", "resources/list", "resources/templates/list",
 	"resources/read", "prompts/list", "prompts/get", "completion/complete", "subscriptions/listen"}
 
+// envelope is what the bridge reads of a request's params to classify,
+// validate and serve it as a modern one, found in one walk over params and
+// one over its _meta. The fields alias the request.
+type envelope struct {
+	meta, version, caps, logLevel json.RawMessage
+	inputResponses, requestState  json.RawMessage
+	// name is params.name (tools/call, prompts/get), uri params.uri
+	// (resources/read).
+	name, uri json.RawMessage
+}
+
+// readEnvelope reads the envelope of params (validated with the message).
+func readEnvelope(params json.RawMessage) (e envelope) {
+	jsonrpc.EachMemberRaw(params, func(k []byte, start, end int) bool {
+		v := params[start:end:end]
+		switch {
+		case jsonrpc.KeyIs(k, "_meta"):
+			e.meta = v
+		case jsonrpc.KeyIs(k, "name"):
+			e.name = v
+		case jsonrpc.KeyIs(k, "uri"):
+			e.uri = v
+		case jsonrpc.KeyIs(k, "inputResponses"):
+			e.inputResponses = v
+		case jsonrpc.KeyIs(k, "requestState"):
+			e.requestState = v
+		}
+		return true
+	})
+	jsonrpc.EachMemberRaw(e.meta, func(k []byte, start, end int) bool {
+		v := e.meta[start:end:end]
+		switch {
+		case jsonrpc.KeyIs(k, metaProtocolVersion):
+			e.version = v
+		case jsonrpc.KeyIs(k, metaClientCaps):
+			e.caps = v
+		case jsonrpc.KeyIs(k, metaLogLevel):
+			e.logLevel = v
+		}
+		return true
+	})
+	return e
+}
+
 // isModern reports whether a request is one of the modern era: it carries
 // the modern envelope (params._meta's protocol version), or — so that a
 // malformed one is told what is wrong rather than that it lacks a session —
 // it names the modern version in its MCP-Protocol-Version header and has no
 // session.
-func isModern(r *http.Request, m *jsonrpc.Message) bool {
+func isModern(r *http.Request, m *jsonrpc.Message, env *envelope) bool {
 	if m.Kind() != jsonrpc.KindRequest {
 		return false
 	}
-	if jsonrpc.Member(jsonrpc.Member(m.Params, "_meta"), metaProtocolVersion) != nil {
+	if env.version != nil {
 		return true
 	}
 	return r.Header.Get("MCP-Protocol-Version") == eraModern && r.Header.Get(headerSessionID) == ""
@@ -105,63 +150,59 @@ func headerValue(v string) string {
 
 // validateModern is the validation ladder; it writes the error and returns
 // its status, or returns 0 and the request's client capabilities.
-func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message) (int, json.RawMessage) {
+func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, env *envelope) int {
 	if ep.opts.ProtocolEras == Eras2025 {
 		// Answered as a legacy server must, so that every client falls
 		// back to initialize: 4xx, the request's id, -32601.
-		return modernError(w, http.StatusNotFound, m.ID, jsonrpc.CodeMethodNotFound, "this endpoint serves MCP 2025 sessions only: send initialize", nil), nil
+		return modernError(w, http.StatusNotFound, m.ID, jsonrpc.CodeMethodNotFound, "this endpoint serves MCP 2025 sessions only: send initialize", nil)
 	}
-	meta := jsonrpc.Member(m.Params, "_meta")
-	var version string
-	var caps map[string]json.RawMessage
-	if json.Unmarshal(jsonrpc.Member(meta, metaProtocolVersion), &version) != nil || version == "" ||
-		json.Unmarshal(jsonrpc.Member(meta, metaClientCaps), &caps) != nil || caps == nil {
+	// The body is valid JSON (jsonrpc.ParseInto): only shapes are checked.
+	version := jsonrpc.String(env.version)
+	if version == "" || len(env.caps) == 0 || env.caps[0] != '{' {
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams,
-			"a "+eraModern+" request's params._meta needs "+metaProtocolVersion+" (a string) and "+metaClientCaps+" (an object); "+metaClientInfo+" is recommended", nil), nil
+			"a "+eraModern+" request's params._meta needs "+metaProtocolVersion+" (a string) and "+metaClientCaps+" (an object); "+metaClientInfo+" is recommended", nil)
 	}
 	if h := r.Header.Get("MCP-Protocol-Version"); h != version {
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
-			fmt.Sprintf("the MCP-Protocol-Version header (%q) differs from the request's protocol version (%q)", h, version), nil), nil
+			fmt.Sprintf("the MCP-Protocol-Version header (%q) differs from the request's protocol version (%q)", h, version), nil)
 	}
 	if h := r.Header.Get("Mcp-Method"); headerValue(h) != m.Method {
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
-			fmt.Sprintf("the Mcp-Method header (%q) differs from the request's method (%q)", h, m.Method), nil), nil
+			fmt.Sprintf("the Mcp-Method header (%q) differs from the request's method (%q)", h, m.Method), nil)
 	}
 	if m.Method == "tools/call" || m.Method == "prompts/get" || m.Method == "resources/read" {
-		field := "name"
+		field, name := "name", jsonrpc.String(env.name)
 		if m.Method == "resources/read" {
-			field = "uri"
+			field, name = "uri", jsonrpc.String(env.uri)
 		}
-		var name string
-		_ = json.Unmarshal(jsonrpc.Member(m.Params, field), &name)
 		if h := r.Header.Get("Mcp-Name"); headerValue(h) != name {
 			return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
-				fmt.Sprintf("the Mcp-Name header (%q) differs from params.%s (%q)", h, field, name), nil), nil
+				fmt.Sprintf("the Mcp-Name header (%q) differs from params.%s (%q)", h, field, name), nil)
 		}
 	}
 	if version != eraModern {
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeUnsupportedVersion,
 			fmt.Sprintf("protocol version %q is not supported in a request's _meta; this bridge speaks %s per request, and %s with initialize", version, eraModern, strings.Join(dispatch.Versions(), ", ")),
-			map[string]any{"supported": append(dispatch.Versions(), eraModern), "requested": version}), nil
+			map[string]any{"supported": append(dispatch.Versions(), eraModern), "requested": version})
 	}
-	if ir := jsonrpc.Member(m.Params, "inputResponses"); ir != nil {
+	if ir := env.inputResponses; ir != nil {
 		var responses map[string]json.RawMessage
 		bad := json.Unmarshal(ir, &responses) != nil
 		for _, v := range responses {
 			bad = bad || len(v) == 0 || v[0] != '{'
 		}
 		if bad {
-			return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams, "inputResponses must map each input request's key to its result object", nil), nil
+			return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams, "inputResponses must map each input request's key to its result object", nil)
 		}
 	}
-	if lv := jsonrpc.Member(meta, metaLogLevel); lv != nil && logSeverity(jsonrpc.String(lv)) < 0 {
+	if lv := env.logLevel; lv != nil && logSeverity(jsonrpc.String(lv)) < 0 {
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams,
-			fmt.Sprintf("%s must be one of %s, not %.60s", metaLogLevel, strings.Join(logLevels, ", "), lv), nil), nil
+			fmt.Sprintf("%s must be one of %s, not %.60s", metaLogLevel, strings.Join(logLevels, ", "), lv), nil)
 	}
 	if !slices.Contains(modernMethods, m.Method) {
-		return modernError(w, http.StatusNotFound, m.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not available to %s requests", m.Method, eraModern), nil), nil
+		return modernError(w, http.StatusNotFound, m.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not available to %s requests", m.Method, eraModern), nil)
 	}
-	return 0, jsonrpc.Member(meta, metaClientCaps)
+	return 0
 }
 
 // cache are the destination's caching hints for modern clients.
@@ -182,13 +223,24 @@ func cacheable(method string) bool {
 // modernCaller is a modern request as the dispatcher sees a session: it
 // lives as long as the request.
 type modernCaller struct {
-	id     string
+	// kind and seq name it in logs ("stateless-12", "listen-3").
+	kind   string
+	seq    uint64
 	cancel context.CancelCauseFunc
 }
 
 var modernSeq atomic.Uint64
 
-func (c *modernCaller) SessionID() string { return c.id }
+func (c *modernCaller) SessionID() string {
+	if c.seq == 0 {
+		return c.kind
+	}
+	return c.kind + "-" + strconv.FormatUint(c.seq, 10)
+}
+
+// Transient: it has no stream of its own for what the child sends to
+// sessions (dispatch.Transient).
+func (c *modernCaller) Transient() bool { return true }
 
 // Deliver drops what the child sends to sessions: a modern request has no
 // stream for unrelated notifications.
@@ -196,12 +248,12 @@ func (c *modernCaller) Deliver([]byte) bool { return false }
 func (c *modernCaller) End(reason error)    { c.cancel(reason) }
 
 // serveModern answers a modern request.
-func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, rec *postLog) {
-	status, caps := ep.validateModern(w, r, m)
-	if status != 0 {
+func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, env *envelope, rec *postLog) {
+	if status := ep.validateModern(w, r, m, env); status != 0 {
 		rec.status = status
 		return
 	}
+	caps := env.caps
 	if ep.shared == nil {
 		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("destination %q gives each session a child of its own ('isolation: session'): use a 2025 session (initialize)", ep.name), nil)
 		return
@@ -217,15 +269,17 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 		ep.writeResult(w, resp, err, rec)
 		return
 	}
-	if state := jsonrpc.Member(m.Params, "requestState"); state != nil {
-		ep.resumeModern(w, r, m, caps, state, rec)
+	if env.requestState != nil {
+		ep.resumeModern(w, r, m, caps, env.requestState, rec)
 		return
 	}
 	fwd := *m
 	fwd.Params = dispatch.ModernParams(m.Params)
 	f := ep.startFlight(d, &fwd, caps, true)
-	f.logLevel = logSeverity(jsonrpc.String(jsonrpc.Member(jsonrpc.Member(m.Params, "_meta"), metaLogLevel)))
-	_ = json.Unmarshal(jsonrpc.Member(m.Params, "inputResponses"), &f.inputs)
+	f.logLevel = logSeverity(jsonrpc.String(env.logLevel))
+	if env.inputResponses != nil {
+		_ = json.Unmarshal(env.inputResponses, &f.inputs)
+	}
 	ep.drive(w, r, f, m, rec)
 }
 
@@ -272,15 +326,12 @@ func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, m *jsonrpc.Message, caps
 	// outlives that, and copies what it keeps (park).
 	ctx, cancel := context.WithCancelCause(context.Background())
 	f := &flight{d: d, cancel: cancel, method: m.Method, caps: caps, modern: modern, logLevel: -1, cache: ep.cache()}
-	f.caller = &modernCaller{id: fmt.Sprintf("stateless-%d", modernSeq.Add(1)), cancel: cancel}
+	f.caller = &modernCaller{kind: "stateless", seq: modernSeq.Add(1), cancel: cancel}
 	// To the dispatcher a modern caller can answer anything, so that the
 	// child's requests reach it; what this request declared is enforced
-	// per request (park: -32021, or the child gets an error).
-	attachCaps := caps
-	if modern {
-		attachCaps = json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`)
-	}
-	d.Attach(f.caller, json.RawMessage(`{"capabilities":`+string(attachCaps)+`}`))
+	// per request (park: -32021, or the child gets an error). A
+	// sessionless 2025 request can answer nothing: it has no way to.
+	d.AttachCaller(f.caller, modern)
 	f.call = d.Begin(ctx, f.caller, m, ep.opts.RequestTimeout, true)
 	return f
 }

@@ -91,9 +91,10 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		rec.status = WriteError(w, http.StatusBadRequest, codeInvalidRequest, `not a valid JSON-RPC 2.0 request, notification or response: a request needs "method" and a string or number "id"; a response needs "id" and "result" or "error"`)
 		return
 	}
-	if isModern(r, &m) {
+	env := readEnvelope(m.Params)
+	if isModern(r, &m, &env) {
 		defer func() { ep.m.observeCall(rec.status, start) }()
-		ep.serveModern(w, r, &m, &rec)
+		ep.serveModern(w, r, &m, &env, &rec)
 		return
 	}
 	if kind == jsonrpc.KindRequest && m.Method == "initialize" && r.Header.Get(headerSessionID) == "" {

@@ -266,14 +266,23 @@ func TestLogPolicies(t *testing.T) {
 		// delivered: every session's GET stream gets the line; otherwise
 		// none does and it is counted as dropped.
 		delivered bool
+		// modern: a 2026-07-28 request came first (the bridge then keeps
+		// the child for stateless requests: not a session that counts).
+		modern bool
 	}{
-		{"", 1, true},
-		{dispatch.LogsAttributed, 2, false},
-		{dispatch.LogsFanout, 2, true},
-		{dispatch.LogsDrop, 1, false},
+		{"", 1, true, false},
+		{"", 1, true, true},
+		{dispatch.LogsAttributed, 2, false, false},
+		{dispatch.LogsFanout, 2, true, false},
+		{dispatch.LogsDrop, 1, false, false},
 	} {
-		t.Run(fmt.Sprintf("%s/%d", tc.policy, tc.sessions), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%d/modern=%v", tc.policy, tc.sessions, tc.modern), func(t *testing.T) {
 			b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{logs: tc.policy})
+			if tc.modern {
+				if r := modernCall(t, b.url("fake"), "1", "tools/list", "{"+modernMeta+"}"); r.status != http.StatusOK {
+					t.Fatalf("modern tools/list: %d %s", r.status, r.body)
+				}
+			}
 			var clients []*client
 			var streams []*stream
 			for range tc.sessions {

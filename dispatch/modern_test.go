@@ -1,0 +1,43 @@
+package dispatch
+
+import (
+	"testing"
+	"time"
+)
+
+func TestModernParams(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"name":"echo","arguments":{"a":1}}`, `{"name":"echo","arguments":{"a":1}}`},
+		{`{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"t","io.modelcontextprotocol/clientCapabilities":{}}}`,
+			`{"name":"echo","_meta":{"progressToken":"t"}}`},
+		{`{"name":"x","inputResponses":{"k":{}},"requestState":"s","_meta":{"io.modelcontextprotocol/logLevel":"info"},"arguments":{"io.modelcontextprotocol/kept":1}}`,
+			`{"name":"x","_meta":{},"arguments":{"io.modelcontextprotocol/kept":1}}`},
+	} {
+		if got := string(ModernParams([]byte(tc.in))); got != tc.want {
+			t.Errorf("ModernParams(%s) = %s; want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestMarkComplete(t *testing.T) {
+	public := Cache{TTL: 90 * time.Second, Scope: "public"}
+	for _, tc := range []struct {
+		in        string
+		cacheable bool
+		cache     Cache
+		want      string
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`, false, Cache{}, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[]}}`},
+		{`{"jsonrpc":"2.0","id":1,"result":{}}`, false, Cache{}, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}`},
+		{`{"jsonrpc":"2.0","id":1,"result":{ }}`, true, Cache{}, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":0,"cacheScope":"private" }}`},
+		{`{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`, true, public, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":90000,"cacheScope":"public","tools":[]}}`},
+		{`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"ttlMs":5}}`, true, public, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","cacheScope":"public","tools":[],"ttlMs":5}}`},
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}`, false, Cache{}, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}`},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32002,"message":"no"}}`, true, Cache{}, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}`},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`, true, Cache{}, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`},
+	} {
+		if got := string(MarkComplete([]byte(tc.in), tc.cacheable, tc.cache)); got != tc.want {
+			t.Errorf("MarkComplete(%s, %v) = %s; want %s", tc.in, tc.cacheable, got, tc.want)
+		}
+	}
+}
