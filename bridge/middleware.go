@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/session"
 )
 
@@ -132,11 +133,29 @@ func (b *Bridge) cors(next http.Handler) http.Handler {
 			return
 		}
 		hdr.Set("Access-Control-Allow-Methods", corsMethods)
-		hdr.Set("Access-Control-Allow-Headers", corsHeaders)
+		hdr.Set("Access-Control-Allow-Headers", corsHeaders+paramHeaders(r.Header.Values("Access-Control-Request-Headers")))
 		hdr.Set("Access-Control-Max-Age", "600")
 		hdr.Set("Allow", session.AllowMethods)
 		w.WriteHeader(http.StatusNoContent)
 	})
+}
+
+// paramHeaders are the Mcp-Param-* headers (MCP 2026-07-28 tool parameters
+// mirrored into headers; their names come from each tool's schema) a
+// preflight asks for, as ", a, b", so that a browser client may send them.
+// Anything else it asks for is not added.
+func paramHeaders(requested []string) string {
+	var out strings.Builder
+	for _, line := range requested {
+		for _, h := range strings.Split(line, ",") {
+			h = strings.TrimSpace(h)
+			if len(h) > len("mcp-param-") && strings.EqualFold(h[:len("mcp-param-")], "mcp-param-") && dispatch.ValidFieldName(h) {
+				out.WriteString(", ")
+				out.WriteString(h)
+			}
+		}
+	}
+	return out.String()
 }
 
 // closingGate answers 503 with Retry-After to every request but /healthz

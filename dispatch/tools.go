@@ -28,6 +28,9 @@ type toolCatalog struct {
 	mu    sync.Mutex
 	list  []json.RawMessage
 	known bool
+	// headers are the tools' parameters mirrored into headers
+	// (toolheaders.go), by tool name.
+	headers map[string][]ParamHeader
 	// fetching is set while a fetch goroutine runs; again asks it to fetch
 	// once more, from next, when it is done.
 	fetching bool
@@ -78,9 +81,10 @@ func (d *Dispatcher) fetchLoop() {
 		t.again = false
 		t.mu.Unlock()
 		tools, err := d.fetchTools(c)
+		headers := toolHeaders(tools)
 		t.mu.Lock()
 		if err == nil {
-			t.list, t.known = tools, true
+			t.list, t.known, t.headers = tools, true, headers
 		}
 		if !t.again {
 			t.fetching, t.next = false, nil

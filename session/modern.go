@@ -138,6 +138,71 @@ func modernError(w http.ResponseWriter, status int, id json.RawMessage, code int
 	return status
 }
 
+// paramHeadersMismatch checks a tools/call's Mcp-Param-* headers against
+// its arguments (SEP-2243): each parameter the tool mirrors into a header
+// must be sent with it when the arguments hold a value, not sent when they
+// do not, and match it (Base64 sentinel form decoded; plain values must be
+// visible ASCII, space or tab). It says what is wrong, or "".
+func paramHeadersMismatch(h http.Header, params []dispatch.ParamHeader, args json.RawMessage) string {
+	for _, p := range params {
+		val := args
+		for _, k := range p.Path {
+			val = jsonrpc.Member(val, k)
+		}
+		sent, has := h[p.Header] // canonical: Mcp-Param-Region
+		switch {
+		case val == nil && !has:
+			continue
+		case val == nil:
+			return fmt.Sprintf("the %s header was sent, but the arguments have no %s", p.Header, strings.Join(p.Path, "."))
+		case !has:
+			return fmt.Sprintf("the tool mirrors %s into the %s header, which is missing", strings.Join(p.Path, "."), p.Header)
+		case len(sent) != 1:
+			return fmt.Sprintf("the %s header was sent %d times", p.Header, len(sent))
+		}
+		got, ok := paramHeaderValue(sent[0])
+		if !ok {
+			return fmt.Sprintf("the %s header is not a valid value: visible ASCII, or =?base64?…?= with valid Base64", p.Header)
+		}
+		var want string
+		switch p.Type {
+		case "string":
+			if len(val) == 0 || val[0] != '"' {
+				return fmt.Sprintf("%s must be a string: it is mirrored into %s", strings.Join(p.Path, "."), p.Header)
+			}
+			want = jsonrpc.String(val)
+		case "integer":
+			n, err := strconv.ParseInt(string(val), 10, 64)
+			if err != nil {
+				return fmt.Sprintf("%s must be an integer: it is mirrored into %s", strings.Join(p.Path, "."), p.Header)
+			}
+			want = strconv.FormatInt(n, 10)
+		default:
+			want = string(val)
+		}
+		if got != want {
+			return fmt.Sprintf("the %s header (%q) differs from arguments.%s (%q)", p.Header, got, strings.Join(p.Path, "."), want)
+		}
+	}
+	return ""
+}
+
+// paramHeaderValue decodes an Mcp-Param-* value: the Base64 sentinel form
+// strictly (padding and alphabet), a plain value only when it is visible
+// ASCII, space or tab.
+func paramHeaderValue(v string) (string, bool) {
+	if strings.HasPrefix(v, base64Head) && strings.HasSuffix(v, "?=") && len(v) >= len(base64Head)+2 {
+		b, err := base64.StdEncoding.Strict().DecodeString(v[len(base64Head) : len(v)-2])
+		return string(b), err == nil
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 || c > 0x7e) && c != '\t' {
+			return "", false
+		}
+	}
+	return v, true
+}
+
 // headerValue decodes a header in the base64 sentinel form (=?base64?…?=).
 func headerValue(v string) string {
 	if strings.HasPrefix(v, base64Head) && strings.HasSuffix(v, "?=") && len(v) >= len(base64Head)+2 {
@@ -178,6 +243,11 @@ func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *js
 		if h := r.Header.Get("Mcp-Name"); headerValue(h) != name {
 			return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
 				fmt.Sprintf("the Mcp-Name header (%q) differs from params.%s (%q)", h, field, name), nil)
+		}
+		if m.Method == "tools/call" && ep.shared != nil {
+			if why := paramHeadersMismatch(r.Header, ep.shared.ToolHeaders(name), jsonrpc.Member(m.Params, "arguments")); why != "" {
+				return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch, why, nil)
+			}
 		}
 	}
 	if version != eraModern {

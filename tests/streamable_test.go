@@ -360,7 +360,7 @@ func TestStreamableHeaders(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodOptions, c.url, nil)
 	req.Header.Set("Origin", "https://app.example.com")
 	req.Header.Set("Access-Control-Request-Method", "POST")
-	req.Header.Set("Access-Control-Request-Headers", "content-type, mcp-session-id")
+	req.Header.Set("Access-Control-Request-Headers", "content-type, mcp-session-id, mcp-param-region, x-other")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -375,10 +375,13 @@ func TestStreamableHeaders(t *testing.T) {
 			t.Errorf("Allow-Methods %q lacks %s", h.Get("Access-Control-Allow-Methods"), want)
 		}
 	}
-	for _, want := range []string{"content-type", "accept", "authorization", "mcp-session-id", "mcp-protocol-version", "last-event-id"} {
+	for _, want := range []string{"content-type", "accept", "authorization", "mcp-session-id", "mcp-protocol-version", "last-event-id", "mcp-method", "mcp-name", "mcp-param-region"} {
 		if !strings.Contains(strings.ToLower(h.Get("Access-Control-Allow-Headers")), want) {
 			t.Errorf("Allow-Headers %q lacks %s", h.Get("Access-Control-Allow-Headers"), want)
 		}
+	}
+	if strings.Contains(h.Get("Access-Control-Allow-Headers"), "x-other") {
+		t.Errorf("Allow-Headers %q allows a header the bridge does not use", h.Get("Access-Control-Allow-Headers"))
 	}
 	r = c.post(tool, "Origin", "https://app.example.com")
 	if r.header.Get("Access-Control-Allow-Origin") != "https://app.example.com" || !strings.Contains(r.header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {

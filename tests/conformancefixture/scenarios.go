@@ -236,6 +236,11 @@ func baseTools() []obj {
 			},
 			"additionalProperties": false,
 		}},
+		{"name": "test_custom_header", "description": "Tests custom headers from tool parameters (SEP-2243): region is mirrored into Mcp-Param-Region", "inputSchema": obj{
+			"type": "object", "properties": obj{
+				"region": obj{"type": "string", "description": "The region", "x-mcp-header": "Region"},
+				"query":  str("The query"),
+			}, "required": []string{"region"}}},
 	}
 }
 
@@ -273,6 +278,9 @@ func (s *server) callTool(ctx context.Context, params json.RawMessage) (any, *rp
 		return v, nil
 	}
 	switch p.Name {
+	case "test_custom_header":
+		region, _ := args["region"].(string)
+		return content(text("region " + region)), nil
 	case "test_simple_text":
 		return content(text("This is a simple text response for testing.")), nil
 	case "test_image_content":
