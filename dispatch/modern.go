@@ -33,9 +33,10 @@ func (d *Dispatcher) Discover(ctx context.Context, id json.RawMessage, timeout t
 		ServerInfo   json.RawMessage `json:"serverInfo"`
 	}
 	_ = json.Unmarshal(init, &hs)
-	if len(hs.Capabilities) == 0 {
+	if len(hs.Capabilities) == 0 || hs.Capabilities[0] != '{' {
 		hs.Capabilities = json.RawMessage(`{}`)
 	}
+	hs.Capabilities = modernCapabilities(hs.Capabilities)
 	result := struct {
 		ResultType        string          `json:"resultType"`
 		SupportedVersions []string        `json:"supportedVersions"`
@@ -54,6 +55,22 @@ func (d *Dispatcher) Discover(ctx context.Context, id json.RawMessage, timeout t
 		return nil, err
 	}
 	return jsonrpc.AppendResponse(nil, id, body, nil), nil
+}
+
+// modernCapabilities are the child's capabilities a 2026-07-28 client is
+// told of: the members that revision defines. A 2025-11-25 child's tasks
+// capability is left out — tasks are an extension since 2026-07-28
+// (io.modelcontextprotocol/tasks), which the bridge does not translate —
+// and so is anything else a modern client would read differently.
+func modernCapabilities(caps json.RawMessage) json.RawMessage {
+	return jsonrpc.Rewrite(caps, func(k, v []byte) []byte {
+		for _, known := range []string{"tools", "resources", "prompts", "completions", "logging", "experimental"} {
+			if jsonrpc.KeyIs(k, known) {
+				return v
+			}
+		}
+		return nil
+	})
 }
 
 // ModernParams are a modern request's params as the child gets them: the

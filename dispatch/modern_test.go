@@ -41,3 +41,11 @@ func TestMarkComplete(t *testing.T) {
 		}
 	}
 }
+
+func TestModernCapabilities(t *testing.T) {
+	in := `{"tools":{"listChanged":true},"tasks":{"list":{},"requests":{"tools":{"call":{}}}},"logging":{},"completions":{},"resources":{"subscribe":true},"prompts":{},"experimental":{"x":{}},"other":1}`
+	want := `{"tools":{"listChanged":true},"logging":{},"completions":{},"resources":{"subscribe":true},"prompts":{},"experimental":{"x":{}}}`
+	if got := string(modernCapabilities([]byte(in))); got != want {
+		t.Errorf("modernCapabilities = %s; want %s", got, want)
+	}
+}
