@@ -368,6 +368,18 @@ func text(t string) map[string]any {
 	return map[string]any{"content": []map[string]any{{"type": "text", "text": t}}}
 }
 
+// answered is a tool result carrying fields at its top level (where the
+// tests read them) and, so that it is a valid CallToolResult for strict
+// clients, the same fields as JSON in a text block.
+func answered(fields map[string]any) map[string]any {
+	b, _ := json.Marshal(fields)
+	out := text(string(b))
+	for k, v := range fields {
+		out[k] = v
+	}
+	return out
+}
+
 func (s *server) call(m message) {
 	var p struct {
 		Name      string         `json:"name"`
@@ -400,11 +412,11 @@ func (s *server) call(m message) {
 		s.mu.Lock()
 		inits := s.inits
 		s.mu.Unlock()
-		s.reply(m.ID, map[string]any{"pid": os.Getpid(), "inits": inits, "upstream_id": m.ID})
+		s.reply(m.ID, answered(map[string]any{"pid": os.Getpid(), "inits": inits, "upstream_id": m.ID}))
 	case "stats":
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.reply(m.ID, map[string]any{"pid": os.Getpid(), "inits": s.inits, "cancelled": s.cancelled, "subscribes": s.subscribes, "notifications": s.notifsSeen, "init_params": s.initParams, "grandchildren": s.grandchilds, "init_versions": s.initVersions, "roots_at_init": s.rootsAtInit, "last_ask": s.lastAsk, "calls": s.calls})
+		s.reply(m.ID, answered(map[string]any{"pid": os.Getpid(), "inits": s.inits, "cancelled": s.cancelled, "subscribes": s.subscribes, "notifications": s.notifsSeen, "init_params": s.initParams, "grandchildren": s.grandchilds, "init_versions": s.initVersions, "roots_at_init": s.rootsAtInit, "last_ask": s.lastAsk, "calls": s.calls}))
 	case "slow":
 		time.Sleep(time.Duration(num("ms")) * time.Millisecond)
 		s.reply(m.ID, text(arg("text")))
@@ -454,7 +466,7 @@ func (s *server) call(m message) {
 	case "sample":
 		r := s.ask("sampling/createMessage", map[string]any{
 			"messages": []map[string]any{{"role": "user", "content": map[string]any{"type": "text", "text": arg("prompt")}}}, "maxTokens": 10})
-		s.reply(m.ID, map[string]any{"child_request_id": r.requestID, "answer": r.Result, "error": r.Error})
+		s.reply(m.ID, answered(map[string]any{"child_request_id": r.requestID, "answer": r.Result, "error": r.Error}))
 	case "ask":
 		// Sends the request named by "method" (roots/list,
 		// elicitation/create, …) to the client, after "ms" milliseconds,
@@ -471,7 +483,7 @@ func (s *server) call(m message) {
 		if p.Meta.ProgressToken != nil {
 			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": 1, "message": "answered"}})
 		}
-		s.reply(m.ID, map[string]any{"answer": r.Result, "error": r.Error})
+		s.reply(m.ID, answered(map[string]any{"answer": r.Result, "error": r.Error}))
 	case "stderr":
 		// Writes its text, line by line, to stderr.
 		fmt.Fprintln(os.Stderr, arg("text"))
