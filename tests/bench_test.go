@@ -324,7 +324,6 @@ func benchBridge(b *testing.B, p *binaryProc, auth string, loads []load) {
 			}
 			workers := l.sessions * l.inflight
 			conns := make([]*rawConn, workers)
-			bodies := make([][]byte, workers)
 			for w := range conns {
 				rc, err := dialRaw(p.base)
 				if err != nil {
@@ -334,27 +333,7 @@ func benchBridge(b *testing.B, p *binaryProc, auth string, loads []load) {
 				defer rc.c.Close()
 				conns[w] = rc
 			}
-			call := func(w, i int) error {
-				bodies[w] = append(bodies[w][:0], `{"jsonrpc":"2.0","id":`...)
-				bodies[w] = strconv.AppendInt(bodies[w], int64(i), 10)
-				bodies[w] = append(bodies[w], `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`...)
-				status, err := conns[w].post("/echo/mcp", sids[w%l.sessions], bodies[w])
-				if err == nil && status != http.StatusOK {
-					err = fmt.Errorf("status %d", status)
-				}
-				return err
-			}
-			for w := range conns {
-				if err := call(w, 0); err != nil {
-					b.Fatal(err)
-				}
-			}
-			cpu0 := cpuTime(p.cmd.Process.Pid)
-			b.ResetTimer()
-			r := drive(b.N, l.sessions*l.inflight, call)
-			b.StopTimer()
-			r.report(b)
-			b.ReportMetric(float64((cpuTime(p.cmd.Process.Pid)-cpu0).Microseconds())/float64(b.N), "bridge_cpu_us/call")
+			measureEcho(b, p, conns, func(w int) string { return sids[w%l.sessions] }, "")
 			b.ReportMetric(float64(procStatusBytes(p.cmd.Process.Pid, "VmRSS"))/(1<<20), "rss_MiB")
 			b.ReportMetric(float64(procStatusBytes(p.cmd.Process.Pid, "VmHWM"))/(1<<20), "peak_rss_MiB")
 			for _, sid := range sids {
@@ -384,7 +363,6 @@ func BenchmarkEchoEras(b *testing.B) {
 		for _, era := range []string{"2025", "2026"} {
 			b.Run(fmt.Sprintf("%s/1x16/round%d", era, round), func(b *testing.B) {
 				conns := make([]*rawConn, workers)
-				bodies := make([][]byte, workers)
 				sid, meta := c.sid, ""
 				for w := range conns {
 					rc, err := dialRaw(p.base)
@@ -400,30 +378,40 @@ func BenchmarkEchoEras(b *testing.B) {
 				if era == "2026" {
 					sid, meta = "", modernMeta
 				}
-				call := func(w, i int) error {
-					bodies[w] = append(bodies[w][:0], `{"jsonrpc":"2.0","id":`...)
-					bodies[w] = strconv.AppendInt(bodies[w], int64(i), 10)
-					bodies[w] = append(bodies[w], `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}`...)
-					bodies[w] = append(bodies[w], meta...)
-					bodies[w] = append(bodies[w], "}}"...)
-					status, err := conns[w].post("/echo/mcp", sid, bodies[w])
-					if err == nil && status != http.StatusOK {
-						err = fmt.Errorf("status %d", status)
-					}
-					return err
-				}
-				for w := range conns {
-					if err := call(w, 0); err != nil {
-						b.Fatal(err)
-					}
-				}
-				cpu0 := cpuTime(p.cmd.Process.Pid)
-				b.ResetTimer()
-				r := drive(b.N, workers, call)
-				b.StopTimer()
-				r.report(b)
-				b.ReportMetric(float64((cpuTime(p.cmd.Process.Pid)-cpu0).Microseconds())/float64(b.N), "bridge_cpu_us/call")
+				measureEcho(b, p, conns, func(int) string { return sid }, meta)
 			})
 		}
 	}
+}
+
+// measureEcho times b.N echo calls of the bridge binary p spread over conns
+// (one worker each), on the session sid(worker) ("" for none), with meta
+// appended to the params (a modern request's _meta), after one warm-up
+// call per connection; it reports the figures and the bridge's CPU time
+// per call.
+func measureEcho(b *testing.B, p *binaryProc, conns []*rawConn, sid func(worker int) string, meta string) {
+	bodies := make([][]byte, len(conns))
+	call := func(w, i int) error {
+		bodies[w] = append(bodies[w][:0], `{"jsonrpc":"2.0","id":`...)
+		bodies[w] = strconv.AppendInt(bodies[w], int64(i), 10)
+		bodies[w] = append(bodies[w], `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}`...)
+		bodies[w] = append(bodies[w], meta...)
+		bodies[w] = append(bodies[w], "}}"...)
+		status, err := conns[w].post("/echo/mcp", sid(w), bodies[w])
+		if err == nil && status != http.StatusOK {
+			err = fmt.Errorf("status %d", status)
+		}
+		return err
+	}
+	for w := range conns {
+		if err := call(w, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu0 := cpuTime(p.cmd.Process.Pid)
+	b.ResetTimer()
+	r := drive(b.N, len(conns), call)
+	b.StopTimer()
+	r.report(b)
+	b.ReportMetric(float64((cpuTime(p.cmd.Process.Pid)-cpu0).Microseconds())/float64(b.N), "bridge_cpu_us/call")
 }

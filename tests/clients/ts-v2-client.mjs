@@ -18,6 +18,7 @@
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { parseArgs } from 'node:util';
+import { run } from './run.mjs';
 
 const { values: opts, positionals } = parseArgs({
   allowPositionals: true,
@@ -31,9 +32,6 @@ const callTimeout = 20_000;
 
 const summary = {
   mode: opts.mode,
-  ok: false,
-  steps: [],
-  failures: [],
   era: null,
   protocolVersion: null,
   tools: [],
@@ -47,38 +45,11 @@ const summary = {
   http: [],
 };
 
-function fail(msg) {
-  summary.failures.push(msg);
-}
-
-function finish() {
-  summary.ok = summary.failures.length === 0;
-  process.stdout.write(JSON.stringify(summary) + '\n');
-  process.exit(summary.ok ? 0 : 1);
-}
+const { fail, finish, step, withTimeout } = run(summary, Number(opts.deadline));
 
 if (!url || !['auto', 'pin'].includes(opts.mode)) {
   fail('usage: ts-v2-client.mjs URL --mode auto|pin');
   finish();
-}
-
-setTimeout(() => {
-  fail(`deadline of ${opts.deadline} ms passed during step "${summary.steps.at(-1) ?? 'start'}"`);
-  finish();
-}, Number(opts.deadline)).unref();
-
-function step(name) {
-  summary.steps.push(name);
-}
-
-function withTimeout(p, ms, what) {
-  let timer;
-  return Promise.race([
-    p,
-    new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 // recordingFetch notes every exchange, and whether a session or an
