@@ -7,13 +7,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -233,45 +233,115 @@ func (rc *rawConn) post(path, sid string, body []byte) (int, error) {
 	return status, err
 }
 
-// BenchmarkEcho compares calls through the bridge binary over loopback HTTP
-// with the same echo child driven directly over stdio. Run without -race:
+// BenchmarkEcho measures the bridge binary beside its two floors, in one
+// run, with the same 64-byte echo calls from this process (a load generator
+// apart from every server it drives):
+//   - stdio-floor: the echo child driven directly over stdio;
+//   - http-floor: the echo child's work answered over HTTP by a plain
+//     net/http server in a process of its own (no stdio hop);
+//   - bridge: the binary with its default settings (access log at info)
+//     fronting the echo child.
 //
-//	go test -run '^$' -bench BenchmarkEcho -benchtime 20000x ./tests/
+// Each run reports calls/s, p50/p99, the CPU per call of the serving process
+// tree (for the bridge: bridge, reaper and child) and its RSS; the bridge
+// runs also report their ratios to the floors at the same load (x_http_floor:
+// calls/s ÷ the HTTP floor's; cpu_x_floors: CPU per call ÷ the HTTP floor's
+// + the stdio floor's; p50_added_ms: p50 − the stdio floor's). Run without
+// -race:
+//
+//	go test -run '^$' -bench 'BenchmarkEcho$' -benchtime 40000x ./tests/
 func BenchmarkEcho(b *testing.B) {
-	b.Run("direct/1x16", func(b *testing.B) {
-		d := startDirect(b)
-		d.call() // warm up
-		b.ResetTimer()
-		drive(b.N, 16, func(int, int) error { return d.call() }).report(b)
-	})
-	// The ceiling for any bridge built on net/http here: a handler that
-	// answers at once, driven by the same client, no child behind it.
-	b.Run("nethttp-noop/1x16", func(b *testing.B) {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
-		}))
-		defer srv.Close()
-		conns := make([]*rawConn, 16)
-		for w := range conns {
-			rc, err := dialRaw(srv.URL)
-			if err != nil {
+	loads := []load{{1, 1}, {1, 16}, {8, 64}}
+	floors := map[string]*floorRun{}
+	for _, l := range loads {
+		b.Run("stdio-floor/"+l.String(), func(b *testing.B) {
+			d := startDirect(b)
+			if err := d.call(); err != nil { // warm up
 				b.Fatal(err)
 			}
-			defer rc.c.Close()
-			conns[w] = rc
-		}
-		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
-		b.ResetTimer()
-		drive(b.N, 16, func(w, _ int) error {
-			_, err := conns[w].post("/", "s", body)
-			return err
-		}).report(b)
-	})
-	// The bridge with its default settings (access log at info level).
+			floors["stdio/"+l.String()] = measure(b, d.cmd.Process.Pid, l.sessions*l.inflight, func(int, int) error { return d.call() })
+		})
+	}
+	for _, l := range loads {
+		b.Run("http-floor/"+l.String(), func(b *testing.B) {
+			pid, base := startHTTPFloor(b)
+			conns := dialAll(b, base, l.sessions*l.inflight)
+			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+			call := func(w, _ int) error {
+				status, err := conns[w].post("/", "", body)
+				if err == nil && status != http.StatusOK {
+					err = fmt.Errorf("status %d", status)
+				}
+				return err
+			}
+			for w := range conns {
+				if err := call(w, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			floors["http/"+l.String()] = measure(b, pid, len(conns), call)
+		})
+	}
 	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho}), "-max-sessions", "64")
-	benchBridge(b, p, "", []load{{1, 1}, {1, 16}, {8, 64}})
+	benchBridge(b, p, "", loads, floors)
+}
+
+// floorRun is what one measured run found.
+type floorRun struct {
+	result
+	cpuPerCall time.Duration // of the serving process tree
+}
+
+// measure times b.N calls over workers against the process tree of pid
+// and reports calls/s, latencies, the tree's CPU per call and its RSS.
+func measure(b *testing.B, pid, workers int, call func(worker, i int) error) *floorRun {
+	cpu0 := treeCPU(pid)
+	b.ResetTimer()
+	r := drive(b.N, workers, call)
+	b.StopTimer()
+	f := &floorRun{result: r, cpuPerCall: (treeCPU(pid) - cpu0) / time.Duration(b.N)}
+	r.report(b)
+	b.ReportMetric(float64(f.cpuPerCall.Nanoseconds())/1000, "tree_cpu_us/call")
+	b.ReportMetric(float64(treeRSS(pid))/(1<<20), "tree_rss_MiB")
+	return f
+}
+
+// startHTTPFloor starts the HTTP echo floor (fakemcp.ModeHTTPEcho) and
+// returns its pid and base URL; it is stopped when the benchmark ends.
+func startHTTPFloor(b *testing.B) (int, string) {
+	command, args, env := fakemcp.Command(fakemcp.ModeHTTPEcho)
+	cmd := exec.Command(command, args...)
+	cmd.Env = cmd.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.Close(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	base, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if err != nil || !ok {
+		b.Fatalf("the HTTP floor did not start: %q %v", line, err)
+	}
+	return cmd.Process.Pid, base
+}
+
+// dialAll opens n keep-alive connections to base, closed when the
+// benchmark ends.
+func dialAll(b *testing.B, base string, n int) []*rawConn {
+	conns := make([]*rawConn, n)
+	for w := range conns {
+		rc, err := dialRaw(base)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { rc.c.Close() })
+		conns[w] = rc
+	}
+	return conns
 }
 
 // BenchmarkEchoOAuth is BenchmarkEcho's bridge runs with every call carrying
@@ -293,18 +363,19 @@ func BenchmarkEchoOAuth(b *testing.B) {
 	}
 	loads := []load{{1, 16}, {8, 64}}
 	b.Run("off", func(b *testing.B) {
-		benchBridge(b, startBinary(b, plain, "-max-sessions", "64"), "", loads)
+		benchBridge(b, startBinary(b, plain, "-max-sessions", "64"), "", loads, nil)
 	})
 	b.Run("on", func(b *testing.B) {
 		p := startBinary(b, protected, "-max-sessions", "64")
 		tok := iss.Token(testissuer.Claims{Subject: "bench", Audience: []string{p.base + "/echo/mcp"}, Scope: "mcp", ClientID: "bench"})
-		benchBridge(b, p, "Bearer "+tok, loads)
+		benchBridge(b, p, "Bearer "+tok, loads, nil)
 	})
 }
 
 // benchBridge drives the bridge binary p at each load, every request
-// carrying auth (when set) as its Authorization header.
-func benchBridge(b *testing.B, p *binaryProc, auth string, loads []load) {
+// carrying auth (when set) as its Authorization header; with floors (by
+// "stdio/LOAD" and "http/LOAD") it also reports its ratios to them.
+func benchBridge(b *testing.B, p *binaryProc, auth string, loads []load, floors map[string]*floorRun) {
 	url := p.base + "/echo/mcp"
 	for _, l := range loads {
 		b.Run("bridge/"+l.String(), func(b *testing.B) {
@@ -322,20 +393,17 @@ func benchBridge(b *testing.B, p *binaryProc, auth string, loads []load) {
 				}
 				sids[i] = c.sid
 			}
-			workers := l.sessions * l.inflight
-			conns := make([]*rawConn, workers)
-			for w := range conns {
-				rc, err := dialRaw(p.base)
-				if err != nil {
-					b.Fatal(err)
-				}
+			conns := dialAll(b, p.base, l.sessions*l.inflight)
+			for _, rc := range conns {
 				rc.auth = auth
-				defer rc.c.Close()
-				conns[w] = rc
 			}
-			measureEcho(b, p, conns, func(w int) string { return sids[w%l.sessions] }, "")
-			b.ReportMetric(float64(procStatusBytes(p.cmd.Process.Pid, "VmRSS"))/(1<<20), "rss_MiB")
+			f := measureEcho(b, p, conns, func(w int) string { return sids[w%l.sessions] }, "")
 			b.ReportMetric(float64(procStatusBytes(p.cmd.Process.Pid, "VmHWM"))/(1<<20), "peak_rss_MiB")
+			if hf, sf := floors["http/"+l.String()], floors["stdio/"+l.String()]; hf != nil && sf != nil {
+				b.ReportMetric(f.perSecond()/hf.perSecond(), "x_http_floor")
+				b.ReportMetric(float64(f.cpuPerCall)/float64(hf.cpuPerCall+sf.cpuPerCall), "cpu_x_floors")
+				b.ReportMetric(float64((f.p50-sf.p50).Microseconds())/1000, "p50_added_ms")
+			}
 			for _, sid := range sids {
 				c := newClient(b, url)
 				c.sid = sid
@@ -362,18 +430,12 @@ func BenchmarkEchoEras(b *testing.B) {
 	for round := 1; round <= 3; round++ {
 		for _, era := range []string{"2025", "2026"} {
 			b.Run(fmt.Sprintf("%s/1x16/round%d", era, round), func(b *testing.B) {
-				conns := make([]*rawConn, workers)
+				conns := dialAll(b, p.base, workers)
 				sid, meta := c.sid, ""
-				for w := range conns {
-					rc, err := dialRaw(p.base)
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer rc.c.Close()
+				for _, rc := range conns {
 					if era == "2026" {
 						rc.headers = modernHeaders
 					}
-					conns[w] = rc
 				}
 				if era == "2026" {
 					sid, meta = "", modernMeta
@@ -387,9 +449,9 @@ func BenchmarkEchoEras(b *testing.B) {
 // measureEcho times b.N echo calls of the bridge binary p spread over conns
 // (one worker each), on the session sid(worker) ("" for none), with meta
 // appended to the params (a modern request's _meta), after one warm-up
-// call per connection; it reports the figures and the bridge's CPU time
-// per call.
-func measureEcho(b *testing.B, p *binaryProc, conns []*rawConn, sid func(worker int) string, meta string) {
+// call per connection; it reports the figures and the CPU time per call of
+// the bridge's process tree (bridge, reaper, child).
+func measureEcho(b *testing.B, p *binaryProc, conns []*rawConn, sid func(worker int) string, meta string) *floorRun {
 	bodies := make([][]byte, len(conns))
 	call := func(w, i int) error {
 		bodies[w] = append(bodies[w][:0], `{"jsonrpc":"2.0","id":`...)
@@ -408,10 +470,5 @@ func measureEcho(b *testing.B, p *binaryProc, conns []*rawConn, sid func(worker 
 			b.Fatal(err)
 		}
 	}
-	cpu0 := cpuTime(p.cmd.Process.Pid)
-	b.ResetTimer()
-	r := drive(b.N, len(conns), call)
-	b.StopTimer()
-	r.report(b)
-	b.ReportMetric(float64((cpuTime(p.cmd.Process.Pid)-cpu0).Microseconds())/float64(b.N), "bridge_cpu_us/call")
+	return measure(b, p.cmd.Process.Pid, len(conns), call)
 }

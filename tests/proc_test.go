@@ -181,3 +181,43 @@ func mustStat(t testing.TB, pid int) procStat {
 	}
 	return st
 }
+
+// treePIDs are pid and its descendants.
+func treePIDs(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	parent := map[int]int{}
+	for _, e := range entries {
+		if p, err := strconv.Atoi(e.Name()); err == nil {
+			if st, ok := readStat(p); ok {
+				parent[p] = st.ppid
+			}
+		}
+	}
+	tree := []int{pid}
+	for i := 0; i < len(tree); i++ {
+		for p, pp := range parent {
+			if pp == tree[i] {
+				tree = append(tree, p)
+			}
+		}
+	}
+	return tree
+}
+
+// treeCPU is the CPU time pid and its descendants have used.
+func treeCPU(pid int) time.Duration {
+	var d time.Duration
+	for _, p := range treePIDs(pid) {
+		d += cpuTime(p)
+	}
+	return d
+}
+
+// treeRSS is the resident memory of pid and its descendants.
+func treeRSS(pid int) int64 {
+	var n int64
+	for _, p := range treePIDs(pid) {
+		n += procStatusBytes(p, "VmRSS")
+	}
+	return n
+}

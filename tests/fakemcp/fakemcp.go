@@ -5,9 +5,12 @@ package fakemcp
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -29,6 +32,10 @@ const (
 	// ModeEcho answers every request at once with an empty result: the
 	// benchmark child.
 	ModeEcho = "echo"
+	// ModeHTTPEcho serves the echo child's answers over HTTP itself, on a
+	// loopback port it prints on stdout ("listening http://ADDR"), until
+	// its stdin closes: the benchmarks' HTTP echo floor (no stdio hop).
+	ModeHTTPEcho = "http-echo"
 	// ModeExitAtStart exits with status 3 before reading anything.
 	ModeExitAtStart = "exit-at-start"
 	// ModeStubborn ignores SIGTERM and stdin EOF: only SIGKILL stops it.
@@ -114,6 +121,9 @@ func Serve() {
 	case ModeEcho:
 		echo(os.Stdin, os.Stdout)
 		os.Exit(0)
+	case ModeHTTPEcho:
+		httpEcho()
+		os.Exit(0)
 	case ModeServer, ModeStubborn:
 		if ms, err := strconv.Atoi(os.Getenv(EnvStartDelay)); err == nil {
 			time.Sleep(time.Duration(ms) * time.Millisecond)
@@ -160,6 +170,35 @@ func echo(r io.Reader, w io.Writer) {
 			bw.Flush()
 		}
 	}
+}
+
+// httpEcho is the echo child's work answered over HTTP: the same id
+// scan and answer, written with net/http's defaults (one write carries
+// headers and body).
+func httpEcho() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake: listen:", err)
+		os.Exit(1)
+	}
+	bufs := sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in := bufs.Get().(*bytes.Buffer)
+		defer bufs.Put(in)
+		in.Reset()
+		if _, err := in.ReadFrom(r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		out := append(make([]byte, 0, 64), `{"jsonrpc":"2.0","id":`...)
+		out = append(append(out, idOf(in.Bytes())...), `,"result":{}}`...)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Printf("listening http://%s\n", ln.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the test closes stdin
+	_ = srv.Close()
 }
 
 // idOf finds the value of the top-level "id" in a bridge-written line, where
