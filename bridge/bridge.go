@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -91,6 +92,11 @@ type Options struct {
 	Version string
 	// Logger is the bridge's logger; each part names its own.
 	Logger hclog.Logger
+	// LogOutput, when set, is where Logger writes (safe for concurrent use),
+	// and LogJSON whether it writes JSON: the access log is then written
+	// there directly in hclog's text format (cheaper than through hclog).
+	LogOutput io.Writer
+	LogJSON   bool
 }
 
 // Defaults are the options a bridge runs with when none are given.
@@ -225,7 +231,7 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		BodyTimeout: opts.BodyTimeout, BodyIdleTimeout: opts.BodyIdleTimeout, SessionTTL: opts.SessionTTL,
 		KeepAlive: opts.KeepAlive, StreamQueue: opts.StreamQueue, WriteTimeout: opts.WriteTimeout, MaxStreamsPerSession: opts.MaxStreamsPerSession, AuditBodies: opts.AuditBodies,
 		ResponseMode: opts.ResponseMode, EventLogSize: opts.EventLogSize, ProtocolEras: opts.ProtocolEras, Sessionless: opts.Sessionless, StopTimeout: opts.stopTimeout(),
-		Logger: opts.Logger.Named("http"),
+		Logger: opts.Logger.Named("http"), LogOutput: opts.LogOutput, LogJSON: opts.LogJSON,
 	}
 	for _, name := range cfg.Names {
 		d := cfg.Destinations[name]

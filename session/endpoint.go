@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -60,6 +61,12 @@ type Options struct {
 	StopTimeout time.Duration
 	// Logger is the HTTP layer's logger.
 	Logger hclog.Logger
+	// LogOutput, when set, is where Logger writes (safe for concurrent
+	// use), and LogJSON whether it writes JSON: with text output the
+	// access log is written there directly, in hclog's format
+	// (accesslog.go).
+	LogOutput io.Writer
+	LogJSON   bool
 }
 
 func (o *Options) setDefaults() {
@@ -134,7 +141,9 @@ type Endpoint struct {
 	limits     *Limits
 	opts       *Options
 	log        hclog.Logger
-	m          *Metrics
+	// access writes the access log without hclog (nil: through hclog).
+	access *accessLog
+	m      *Metrics
 	// shutdown is closed when the endpoint stops: open streams end.
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
@@ -154,6 +163,7 @@ func NewEndpoint(name string, shared *dispatch.Dispatcher, perSession func() *di
 	opts.setDefaults()
 	ep := &Endpoint{name: name, shared: shared, perSession: perSession, reg: newRegistry(opts.MaxSessions), limits: limits, opts: &opts,
 		log: opts.Logger.With("destination", name), m: m, shutdown: make(chan struct{}), janitorDone: make(chan struct{})}
+	ep.access = newAccessLog(ep.log, opts.LogOutput, opts.LogJSON)
 	if perSession != nil {
 		ep.shared = nil
 		ep.kids.live = map[*dispatch.Dispatcher]struct{}{}

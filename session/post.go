@@ -281,6 +281,9 @@ func (ep *Endpoint) logPost(rec *postLog, start time.Time) {
 	if !ep.log.IsInfo() {
 		return
 	}
+	if ep.access != nil && !ep.opts.AuditBodies && ep.access.write(field(rec.method), field(string(rec.rpcID)), rec.status, ms(start), rec.session) {
+		return
+	}
 	args := []any{"mcp_method", field(rec.method), "rpc_id", field(string(rec.rpcID)), "status_code", rec.status, "latency_ms", ms(start)}
 	if rec.session != "" {
 		args = append(args, "session", rec.session)

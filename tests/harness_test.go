@@ -109,7 +109,7 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 	}
 	opts.MaxMessage, opts.Linger = cfg.maxMessage, cfg.linger
 	opts.UnclaimedLinger, opts.RestartPatience = cfg.unclaimedLinger, cfg.restartPatience
-	opts.Logger = log
+	opts.Logger, opts.LogOutput = log, logs
 	// Children run under a reaper, as in the binary: this test binary in
 	// its reaper mode (TestMain).
 	reaper, err := supervisor.ReaperCommand()

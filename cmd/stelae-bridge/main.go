@@ -171,6 +171,8 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		AuthServer:                 as,
 		Version:                    version,
 		Logger:                     log,
+		LogOutput:                  logOut,
+		LogJSON:                    s.logFormat == "json",
 	})
 	if err != nil {
 		ln.Close()
