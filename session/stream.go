@@ -179,13 +179,16 @@ func (ep *Endpoint) pump(s *Session, st *stream, conn net.Conn, head []byte, don
 // (type/subtype), directly or through a wildcard, with a non-zero quality.
 func accepts(accept, full string) bool {
 	typ, _, _ := strings.Cut(full, "/")
-	for _, part := range strings.Split(accept, ",") {
+	// Walked in place: no allocation (it runs on every POST, twice).
+	for rest := accept; rest != ""; {
+		var part string
+		part, rest, _ = strings.Cut(rest, ",")
 		mt, params, _ := strings.Cut(part, ";")
-		switch strings.ToLower(strings.TrimSpace(mt)) {
-		case full, "*/*", typ + "/*":
-			if !zeroQuality(params) {
-				return true
-			}
+		mt = strings.TrimSpace(mt)
+		match := strings.EqualFold(mt, full) || mt == "*/*" ||
+			(len(mt) == len(typ)+2 && strings.EqualFold(mt[:len(typ)], typ) && mt[len(typ):] == "/*")
+		if match && !zeroQuality(params) {
+			return true
 		}
 	}
 	return false
@@ -197,7 +200,9 @@ func acceptsSSE(accept string) bool { return accept != "" && accepts(accept, "te
 // zeroQuality reports whether media-type parameters say q=0 ("not
 // acceptable").
 func zeroQuality(params string) bool {
-	for _, p := range strings.Split(params, ";") {
+	for rest := params; rest != ""; {
+		var p string
+		p, rest, _ = strings.Cut(rest, ";")
 		k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
 		if strings.EqualFold(k, "q") {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)

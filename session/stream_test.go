@@ -108,3 +108,35 @@ func TestValidSessionID(t *testing.T) {
 		}
 	}
 }
+
+// TestAccepts: the Accept matching of a POST's answer forms.
+func TestAccepts(t *testing.T) {
+	for _, tc := range []struct {
+		accept, full string
+		want         bool
+	}{
+		{"application/json, text/event-stream", "text/event-stream", true},
+		{"application/json, text/event-stream", "application/json", true},
+		{"application/json", "text/event-stream", false},
+		{"*/*", "text/event-stream", true},
+		{"text/*", "text/event-stream", true},
+		{"TEXT/*", "text/event-stream", true},
+		{"text/html", "text/event-stream", false},
+		{"Application/JSON; charset=utf-8", "application/json", true},
+		{"application/json;q=0, text/event-stream", "application/json", false},
+		{"application/json; q=0.5", "application/json", true},
+		{"application/json ; Q=0", "application/json", false},
+		{"image/*, text/event-stream;q=0", "text/event-stream", false},
+		{"", "application/json", false},
+		{",,", "application/json", false},
+		{"application/jsonx", "application/json", false},
+		{"tex/*", "text/event-stream", false},
+	} {
+		if got := accepts(tc.accept, tc.full); got != tc.want {
+			t.Errorf("accepts(%q, %q) = %v; want %v", tc.accept, tc.full, got, tc.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { accepts("application/json, text/event-stream;q=1", "text/event-stream") }); n != 0 {
+		t.Errorf("accepts allocates %v times", n)
+	}
+}
