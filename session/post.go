@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
@@ -268,7 +269,13 @@ func (ep *Endpoint) writeResult(w http.ResponseWriter, resp []byte, err error, r
 		rec.status = WriteError(w, st, codeServer, msg)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if len(resp) > 2048 {
+		// net/http sends a longer body chunked unless told its length; a
+		// shorter one it measures itself (one write for headers and body).
+		h.Set("Content-Length", strconv.Itoa(len(resp)))
+	}
 	w.WriteHeader(http.StatusOK)
 	n, _ := w.Write(resp)
 	ep.m.BytesOut.Add(float64(n))

@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -97,10 +98,21 @@ type directChild struct {
 	pmu  sync.Mutex // guards waiting
 	wait map[string]chan struct{}
 	seq  atomic.Int64
+	// params are the calls' params (raw JSON).
+	params string
 }
 
-func startDirect(b *testing.B) *directChild {
-	command, args, env := fakemcp.Command(fakemcp.ModeEcho)
+// echoParams are the benchmarks' 64-byte echo call's params.
+const echoParams = `{"name":"echo","arguments":{"text":"hi"}}`
+
+// startDirect starts the echo child (fakemcp.ModeEcho) for calls with
+// echoParams.
+func startDirect(b *testing.B) *directChild { return startDirectMode(b, fakemcp.ModeEcho, echoParams) }
+
+// startDirectMode starts a fake child of mode for tools/call requests with
+// params.
+func startDirectMode(b *testing.B, mode, params string) *directChild {
+	command, args, env := fakemcp.Command(mode)
 	cmd := exec.Command(command, args...)
 	for k, v := range env {
 		cmd.Env = append(cmd.Environ(), k+"="+v)
@@ -110,11 +122,19 @@ func startDirect(b *testing.B) *directChild {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	d := &directChild{cmd: cmd, in: in, wait: map[string]chan struct{}{}}
+	d := &directChild{cmd: cmd, in: in, wait: map[string]chan struct{}{}, params: params}
 	go func() {
 		br := bufio.NewReaderSize(out, 64<<10)
 		for {
 			line, err := br.ReadSlice('\n')
+			if errors.Is(err, bufio.ErrBufferFull) { // a long line: gather it
+				long := append([]byte(nil), line...)
+				for errors.Is(err, bufio.ErrBufferFull) {
+					line, err = br.ReadSlice('\n')
+					long = append(long, line...)
+				}
+				line = long
+			}
 			if err != nil {
 				return
 			}
@@ -140,7 +160,8 @@ func (d *directChild) call() error {
 	d.wait[id] = ch
 	d.pmu.Unlock()
 	d.wmu.Lock()
-	d.wbuf = append(append(append(d.wbuf[:0], `{"jsonrpc":"2.0","id":`...), id...), `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`+"\n"...)
+	d.wbuf = append(append(append(d.wbuf[:0], `{"jsonrpc":"2.0","id":`...), id...), `,"method":"tools/call","params":`...)
+	d.wbuf = append(append(d.wbuf, d.params...), "}\n"...)
 	_, err := d.in.Write(d.wbuf)
 	d.wmu.Unlock()
 	if err != nil {
@@ -471,4 +492,49 @@ func measureEcho(b *testing.B, p *binaryProc, conns []*rawConn, sid func(worker 
 		}
 	}
 	return measure(b, p.cmd.Process.Pid, len(conns), call)
+}
+
+// BenchmarkEchoPayload sends 1 MiB both ways (the fake server's echo tool
+// answers with its text) through the bridge and directly over the child's
+// stdio, one call at a time and four:
+//
+//	go test -run '^$' -bench BenchmarkEchoPayload -benchtime 200x ./tests/
+func BenchmarkEchoPayload(b *testing.B) {
+	text := strings.Repeat("x", 1<<20)
+	params := `{"name":"echo","arguments":{"text":"` + text + `"}}`
+	floors := map[int]*floorRun{}
+	for _, workers := range []int{1, 4} {
+		b.Run(fmt.Sprintf("stdio-floor/1x%d", workers), func(b *testing.B) {
+			d := startDirectMode(b, fakemcp.ModeServer, params)
+			if err := d.call(); err != nil {
+				b.Fatal(err)
+			}
+			floors[workers] = measure(b, d.cmd.Process.Pid, workers, func(int, int) error { return d.call() })
+		})
+	}
+	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeServer}), "-max-sessions", "64")
+	for _, workers := range []int{1, 4} {
+		b.Run(fmt.Sprintf("bridge/1x%d", workers), func(b *testing.B) {
+			c := newClient(b, p.base+"/echo/mcp")
+			c.initialize()
+			conns := dialAll(b, p.base, workers)
+			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`)
+			call := func(w, _ int) error {
+				status, err := conns[w].post("/echo/mcp", c.sid, body)
+				if err == nil && status != http.StatusOK {
+					err = fmt.Errorf("status %d", status)
+				}
+				return err
+			}
+			for w := range conns {
+				if err := call(w, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			f := measure(b, p.cmd.Process.Pid, workers, call)
+			if sf := floors[workers]; sf != nil {
+				b.ReportMetric(f.perSecond()/sf.perSecond(), "x_stdio_floor")
+			}
+		})
+	}
 }
