@@ -1173,3 +1173,23 @@ func TestHTTPSubscribeRefCount(t *testing.T) {
 	sub(bb, "resources/unsubscribe", `"b2"`)
 	count(0, "after B unsubscribed")
 }
+
+// TestLargeAnswerHasContentLength: a JSON answer longer than net/http's
+// buffer goes out with Content-Length, not chunked (rawConn.post reads only
+// Content-Length answers).
+func TestLargeAnswerHasContentLength(t *testing.T) {
+	b := hxFake(t, bridge.Options{})
+	c := newClient(t, b.url("fake"))
+	c.initialize()
+	rc, err := dialRaw(b.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.c.Close()
+	for _, n := range []int{100, 100_000} {
+		status, err := rc.post("/fake/mcp", c.sid, []byte(hxToolCall("1", "big", map[string]int{"bytes": n})))
+		if err != nil || status != http.StatusOK {
+			t.Errorf("a %d-byte answer: status %d, %v", n, status, err)
+		}
+	}
+}
