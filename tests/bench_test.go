@@ -494,9 +494,9 @@ func measureEcho(b *testing.B, p *binaryProc, conns []*rawConn, sid func(worker 
 	return measure(b, p.cmd.Process.Pid, len(conns), call)
 }
 
-// BenchmarkEchoPayload sends 1 MiB both ways (the fake server's echo tool
-// answers with its text) through the bridge and directly over the child's
-// stdio, one call at a time and four:
+// BenchmarkEchoPayload sends 1 MiB both ways (the echo child answers with
+// its text) through the bridge and directly over the child's stdio, one
+// call at a time and four:
 //
 //	go test -run '^$' -bench BenchmarkEchoPayload -benchtime 200x ./tests/
 func BenchmarkEchoPayload(b *testing.B) {
@@ -505,14 +505,14 @@ func BenchmarkEchoPayload(b *testing.B) {
 	floors := map[int]*floorRun{}
 	for _, workers := range []int{1, 4} {
 		b.Run(fmt.Sprintf("stdio-floor/1x%d", workers), func(b *testing.B) {
-			d := startDirectMode(b, fakemcp.ModeServer, params)
+			d := startDirectMode(b, fakemcp.ModeEcho, params)
 			if err := d.call(); err != nil {
 				b.Fatal(err)
 			}
 			floors[workers] = measure(b, d.cmd.Process.Pid, workers, func(int, int) error { return d.call() })
 		})
 	}
-	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeServer}), "-max-sessions", "64")
+	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho}), "-max-sessions", "64")
 	for _, workers := range []int{1, 4} {
 		b.Run(fmt.Sprintf("bridge/1x%d", workers), func(b *testing.B) {
 			c := newClient(b, p.base+"/echo/mcp")

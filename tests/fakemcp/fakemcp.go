@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -29,8 +30,8 @@ const EnvMode = "STELAE_FAKE_MCP"
 const (
 	// ModeServer is the full scripted server (see the tools below).
 	ModeServer = "server"
-	// ModeEcho answers every request at once with an empty result: the
-	// benchmark child.
+	// ModeEcho answers every request at once with its "text" argument as a
+	// text block (an empty result when it has none): the benchmark child.
 	ModeEcho = "echo"
 	// ModeHTTPEcho serves the echo child's answers over HTTP itself, on a
 	// loopback port it prints on stdout ("listening http://ADDR"), until
@@ -150,21 +151,21 @@ func echo(r io.Reader, w io.Writer) {
 	var out []byte
 	for {
 		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) { // a long line: gather it
+			long := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
 		if err != nil {
 			return
 		}
-		id := idOf(line)
-		if id == nil {
+		if idOf(line) == nil {
 			continue // a notification
 		}
-		out = append(out[:0], `{"jsonrpc":"2.0","id":`...)
-		out = append(out, id...)
-		if strings.Contains(string(line[:min(len(line), 80)]), `"initialize"`) {
-			out = append(out, `,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"echo","version":"1"}}}`...)
-		} else {
-			out = append(out, `,"result":{}}`...)
-		}
-		out = append(out, '\n')
+		out = append(echoAnswer(out[:0], line), '\n')
 		bw.Write(out)
 		if br.Buffered() == 0 {
 			bw.Flush()
@@ -172,9 +173,36 @@ func echo(r io.Reader, w io.Writer) {
 	}
 }
 
-// httpEcho is the echo child's work answered over HTTP: the same id
-// scan and answer, written with net/http's defaults (one write carries
-// headers and body).
+// echoAnswer appends the echo child's answer to a request line: its id,
+// and as the result a text block with the request's "text" argument as
+// written ({} when it has none; initialize gets a minimal result).
+func echoAnswer(out, line []byte) []byte {
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, idOf(line)...)
+	if strings.Contains(string(line[:min(len(line), 80)]), `"initialize"`) {
+		return append(out, `,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"echo","version":"1"}}}`...)
+	}
+	const key = `"text":"`
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return append(out, `,"result":{}}`...)
+	}
+	start := i + len(key)
+	end := start
+	for end < len(line) && line[end] != '"' {
+		if line[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	out = append(out, `,"result":{"content":[{"type":"text","text":"`...)
+	out = append(out, line[start:min(end, len(line))]...)
+	return append(out, `"}]}}`...)
+}
+
+// httpEcho is the echo child's work answered over HTTP: the same
+// answer (echoAnswer), written with net/http's defaults (one write carries
+// headers and body; Content-Length set for a long one, as the bridge does).
 func httpEcho() {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -190,9 +218,11 @@ func httpEcho() {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		out := append(make([]byte, 0, 64), `{"jsonrpc":"2.0","id":`...)
-		out = append(append(out, idOf(in.Bytes())...), `,"result":{}}`...)
+		out := echoAnswer(make([]byte, 0, 96), in.Bytes())
 		w.Header().Set("Content-Type", "application/json")
+		if len(out) > 2048 {
+			w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+		}
 		_, _ = w.Write(out)
 	})}
 	go func() { _ = srv.Serve(ln) }()
