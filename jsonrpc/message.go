@@ -53,7 +53,7 @@ func ParseInto(b []byte, m *Message) error {
 	if i < len(b) && b[i] == '[' {
 		return ErrBatch
 	}
-	if !json.Valid(b) {
+	if !Valid(b) {
 		// Let encoding/json describe the syntax error.
 		var v any
 		if err := json.Unmarshal(b, &v); err != nil {

@@ -62,13 +62,18 @@ func skipSpace(b []byte, i int) int {
 // skipString returns the index after the JSON string starting at b[i]. b must
 // be valid JSON.
 func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+	i++
+	for i < len(b) {
+		// The next quote ends the string unless an escape comes first.
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
 		}
+		k := bytes.IndexByte(b[i:i+q], '\\')
+		if k < 0 {
+			return i + q + 1
+		}
+		i += k + 2 // past the escape and the byte it escapes
 	}
 	return i
 }
@@ -283,7 +288,8 @@ func Member(obj []byte, key string) json.RawMessage {
 // escapes and numbers stay as they were. A member that is absent is added
 // at the end. The result is a new slice; obj is not modified.
 func Replace(obj []byte, key string, value []byte) ([]byte, error) {
-	if i := skipSpace(obj, 0); i >= len(obj) || obj[i] != '{' || !json.Valid(obj) {
+	open := skipSpace(obj, 0)
+	if open >= len(obj) || obj[open] != '{' || !Valid(obj) {
 		return nil, errNotObject
 	}
 	out := make([]byte, 0, len(obj)+len(value))
@@ -303,7 +309,7 @@ func Replace(obj []byte, key string, value []byte) ([]byte, error) {
 	for end > 0 && obj[end] != '}' {
 		end--
 	}
-	body := bytes.TrimSpace(obj[1:end])
+	body := bytes.TrimSpace(obj[open+1 : end])
 	out = append(out, obj[:end]...)
 	if len(body) > 0 {
 		out = append(out, ',')
@@ -321,7 +327,7 @@ var errNotObject = errors.New("not a JSON object")
 // itself is returned.
 func Delete(obj []byte, drop func(key string) bool) ([]byte, error) {
 	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' || !json.Valid(obj) {
+	if i >= len(obj) || obj[i] != '{' || !Valid(obj) {
 		return nil, errNotObject
 	}
 	type span struct{ start, end int }

@@ -89,7 +89,7 @@ func FuzzReplace(f *testing.F) {
 		if json.Unmarshal(out, &m) != nil {
 			t.Fatalf("Replace(%q) = %q is not an object", obj, out)
 		}
-		if got := Member(out, "k"); !bytes.Equal(got, val) {
+		if got := Member(out, "k"); !bytes.Equal(got, bytes.TrimSpace(val)) { // a member's value is read without its surrounding space
 			t.Fatalf("Member(Replace(%q), k) = %q; want %q", obj, got, val)
 		}
 	})
