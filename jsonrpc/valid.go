@@ -1,6 +1,9 @@
 package jsonrpc
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Valid reports whether b is exactly one JSON value (RFC 8259), answering
 // as encoding/json's Valid does — the same grammar, bytes ≥ 0x80 accepted in
@@ -112,7 +115,19 @@ func validString(b []byte, i int) (int, bool) {
 		// and an escape ends the fast run (it may escape that quote).
 		seg := b[i : i+q]
 		esc := -1
-		for k, c := range seg {
+		k := 0
+		// Eight bytes at a time while none is a control character or a
+		// backslash (SWAR: a byte below 0x20, or equal to '\\', sets its
+		// high bit in the mask).
+		for ; k+8 <= len(seg); k += 8 {
+			x := binary.LittleEndian.Uint64(seg[k:])
+			y := x ^ 0x5C5C5C5C5C5C5C5C // zero bytes where x has '\\'
+			if ((x-0x2020202020202020)|(y-0x0101010101010101))&^x&0x8080808080808080 != 0 {
+				break
+			}
+		}
+		for ; k < len(seg); k++ {
+			c := seg[k]
 			if c < 0x20 {
 				return i + k, false
 			}

@@ -18,6 +18,16 @@ func TestValid(t *testing.T) {
 			t.Errorf("Valid(%q) = %v; encoding/json says %v", s, got, want)
 		}
 	}
+	// Long strings with one special byte at every position: the eight-byte
+	// steps must see it wherever it falls.
+	for _, special := range []string{"\x00", "\x1f", "\\", "\\n", "\\u12", "\x7f", "\xff", " ", "\""} {
+		for pos := 0; pos < 40; pos++ {
+			s := `"` + strings.Repeat("a", pos) + special + strings.Repeat("b", 40-pos) + `"`
+			if got, want := Valid([]byte(s)), json.Valid([]byte(s)); got != want {
+				t.Errorf("Valid(%q) = %v; encoding/json says %v", s, got, want)
+			}
+		}
+	}
 	for _, depth := range []int{9999, 10000, 10001} {
 		s := strings.Repeat("[", depth) + strings.Repeat("]", depth)
 		if got, want := Valid([]byte(s)), json.Valid([]byte(s)); got != want {
