@@ -3,7 +3,6 @@ package tests
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -126,15 +125,7 @@ func startDirectMode(b *testing.B, mode, params string) *directChild {
 	go func() {
 		br := bufio.NewReaderSize(out, 64<<10)
 		for {
-			line, err := br.ReadSlice('\n')
-			if errors.Is(err, bufio.ErrBufferFull) { // a long line: gather it
-				long := append([]byte(nil), line...)
-				for errors.Is(err, bufio.ErrBufferFull) {
-					line, err = br.ReadSlice('\n')
-					long = append(long, line...)
-				}
-				line = long
-			}
+			line, err := fakemcp.ReadLine(br)
 			if err != nil {
 				return
 			}
@@ -254,6 +245,24 @@ func (rc *rawConn) post(path, sid string, body []byte) (int, error) {
 	return status, err
 }
 
+// postOK is post that wants a 200.
+func (rc *rawConn) postOK(path, sid string, body []byte) error {
+	status, err := rc.post(path, sid, body)
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("status %d", status)
+	}
+	return err
+}
+
+// warmUp makes one call on each of workers' connections.
+func warmUp(b *testing.B, workers int, call func(worker, i int) error) {
+	for w := range workers {
+		if err := call(w, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkEcho measures the bridge binary beside its two floors, in one
 // run, with the same 64-byte echo calls from this process (a load generator
 // apart from every server it drives):
@@ -288,18 +297,8 @@ func BenchmarkEcho(b *testing.B) {
 			pid, base := startHTTPFloor(b)
 			conns := dialAll(b, base, l.sessions*l.inflight)
 			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
-			call := func(w, _ int) error {
-				status, err := conns[w].post("/", "", body)
-				if err == nil && status != http.StatusOK {
-					err = fmt.Errorf("status %d", status)
-				}
-				return err
-			}
-			for w := range conns {
-				if err := call(w, 0); err != nil {
-					b.Fatal(err)
-				}
-			}
+			call := func(w, _ int) error { return conns[w].postOK("/", "", body) }
+			warmUp(b, len(conns), call)
 			floors["http/"+l.String()] = measure(b, pid, len(conns), call)
 		})
 	}
@@ -480,17 +479,9 @@ func measureEcho(b *testing.B, p *binaryProc, conns []*rawConn, sid func(worker 
 		bodies[w] = append(bodies[w], `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}`...)
 		bodies[w] = append(bodies[w], meta...)
 		bodies[w] = append(bodies[w], "}}"...)
-		status, err := conns[w].post("/echo/mcp", sid(w), bodies[w])
-		if err == nil && status != http.StatusOK {
-			err = fmt.Errorf("status %d", status)
-		}
-		return err
+		return conns[w].postOK("/echo/mcp", sid(w), bodies[w])
 	}
-	for w := range conns {
-		if err := call(w, 0); err != nil {
-			b.Fatal(err)
-		}
-	}
+	warmUp(b, len(conns), call)
 	return measure(b, p.cmd.Process.Pid, len(conns), call)
 }
 
@@ -519,18 +510,8 @@ func BenchmarkEchoPayload(b *testing.B) {
 			c.initialize()
 			conns := dialAll(b, p.base, workers)
 			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`)
-			call := func(w, _ int) error {
-				status, err := conns[w].post("/echo/mcp", c.sid, body)
-				if err == nil && status != http.StatusOK {
-					err = fmt.Errorf("status %d", status)
-				}
-				return err
-			}
-			for w := range conns {
-				if err := call(w, 0); err != nil {
-					b.Fatal(err)
-				}
-			}
+			call := func(w, _ int) error { return conns[w].postOK("/echo/mcp", c.sid, body) }
+			warmUp(b, len(conns), call)
 			f := measure(b, p.cmd.Process.Pid, workers, call)
 			if sf := floors[workers]; sf != nil {
 				b.ReportMetric(f.perSecond()/sf.perSecond(), "x_stdio_floor")

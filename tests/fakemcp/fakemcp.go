@@ -150,15 +150,7 @@ func echo(r io.Reader, w io.Writer) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var out []byte
 	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) { // a long line: gather it
-			long := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
+		line, err := ReadLine(br)
 		if err != nil {
 			return
 		}
@@ -171,6 +163,21 @@ func echo(r io.Reader, w io.Writer) {
 			bw.Flush()
 		}
 	}
+}
+
+// ReadLine reads one line from br without copying it when it fits br's
+// buffer (the slice is valid until the next read), gathering a longer one.
+func ReadLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return line, err
+	}
+	long := append([]byte(nil), line...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		line, err = br.ReadSlice('\n')
+		long = append(long, line...)
+	}
+	return long, err
 }
 
 // echoAnswer appends the echo child's answer to a request line: its id,
