@@ -469,7 +469,10 @@ func TestBuiltinTypeScriptSDKClient(t *testing.T) {
 // by the resource side (the built-in issuer tolerates no skew: it is the
 // bridge's own clock).
 func TestBuiltinExpiredAccessToken(t *testing.T) {
-	b, _ := builtinBridgeAt(t, t.TempDir(), "", authserver.Options{AccessTTL: time.Second})
+	// A token's exp is in whole seconds: with a 1 s lifetime it could be
+	// expired (exp = the next second) a few milliseconds after it was
+	// issued. Three seconds leave it at least two.
+	b, _ := builtinBridgeAt(t, t.TempDir(), "", authserver.Options{AccessTTL: 3 * time.Second})
 	c := newOAuthClient(t, b.srv.URL)
 	c.register()
 	verifier, challenge := pkce("e")
@@ -477,7 +480,7 @@ func TestBuiltinExpiredAccessToken(t *testing.T) {
 	if r := mustRequest(t, http.MethodPost, b.url("notes"), "", initBody, "Authorization", "Bearer "+access); r.status != 200 {
 		t.Fatalf("fresh token: %d %s", r.status, r.body)
 	}
-	waitFor(t, 10*time.Second, "the access token to expire", func() bool {
+	waitFor(t, 15*time.Second, "the access token to expire", func() bool {
 		r := mustRequest(t, http.MethodPost, b.url("notes"), "", initBody, "Authorization", "Bearer "+access)
 		return r.status == 401 && strings.Contains(string(r.body), "expired")
 	})
