@@ -23,7 +23,7 @@ const maxToolPages = 100
 // toolCatalog is the destination's tool list as last fetched from the child,
 // already filtered.
 type toolCatalog struct {
-	// mu guards list, known, fetching, again and next. It is never held
+	// mu guards list, known, headers, fetching, again and next. It is never held
 	// while talking to the child.
 	mu    sync.Mutex
 	list  []json.RawMessage
