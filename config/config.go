@@ -88,6 +88,14 @@ type Destination struct {
 	// scope}'): 0 and "private" (do not reuse) when the file sets none.
 	CacheTTL   time.Duration
 	CacheScope string
+	// TaskAfter and TaskTTL shape the tasks the bridge keeps for MCP
+	// 2026-07-28 clients ('tasks: {after, ttl}'): a call of a tool that
+	// declares task support, from a client that declared the tasks
+	// extension, becomes a task once it has run TaskAfter without an
+	// answer; a task is kept TaskTTL from its creation. 0 takes the
+	// bridge's defaults.
+	TaskAfter time.Duration
+	TaskTTL   time.Duration
 	// Line is where the destination is declared in the file.
 	Line int
 }
@@ -219,13 +227,14 @@ type fileDestination struct {
 	Interactive    bool              `yaml:"interactive"`
 	Logs           yaml.Node         `yaml:"logs"`
 	Cache          yaml.Node         `yaml:"cache"`
+	Tasks          yaml.Node         `yaml:"tasks"`
 	// Type is accepted in 'mcpServers:' entries only, and only as "stdio".
 	Type yaml.Node `yaml:"type"`
 }
 
 // destinationKeys are the keys a destination may have, in the order the
 // messages list them.
-var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache"}
+var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks"}
 
 // mcpServerKeys are the keys of an 'mcpServers:' entry: a destination's, and
 // 'type: stdio' as Claude Desktop, Claude Code and Cursor write it.
@@ -537,6 +546,11 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 			problem(line, "destination %q: "+format, append([]any{name}, args...)...)
 		})
 	}
+	if fd.Tasks.Kind != 0 {
+		d.TaskAfter, d.TaskTTL = parseTasks(&fd.Tasks, func(line int, format string, args ...any) {
+			problem(line, "destination %q: "+format, append([]any{name}, args...)...)
+		})
+	}
 	d.StderrLevel = oneOf(&fd.StderrLogLevel, "stderr_log_level", stderrLevels,
 		"the level the child's stderr lines are logged at; off drops them")
 	if n := &fd.StartTimeout; n.Kind != 0 {
@@ -597,6 +611,35 @@ func parseCache(n *yaml.Node, problem func(line int, format string, args ...any)
 		}
 	}
 	return ttl, scope
+}
+
+// parseTasks reads a destination's 'tasks:' block (after, ttl: positive
+// durations).
+func parseTasks(n *yaml.Node, problem func(line int, format string, args ...any)) (after, ttl time.Duration) {
+	if n.Kind != yaml.MappingNode {
+		problem(n.Line, "'tasks' must be a mapping with 'after' (how long a call runs before it becomes a task, such as 1s) and 'ttl' (how long a task is kept, such as 1h), not %s", nodeText(n))
+		return 0, 0
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		var dst *time.Duration
+		switch k.Value {
+		case "after":
+			dst = &after
+		case "ttl":
+			dst = &ttl
+		default:
+			problem(k.Line, "'tasks' has no key %q: it takes after and ttl", k.Value)
+			continue
+		}
+		dur, err := time.ParseDuration(v.Value)
+		if v.Kind != yaml.ScalarNode || err != nil || dur <= 0 {
+			problem(v.Line, "'tasks.%s' must be a positive duration such as 500ms, 30s or 1h, not %s", k.Value, nodeText(v))
+			continue
+		}
+		*dst = dur
+	}
+	return after, ttl
 }
 
 // problemLine matches the "line N: " that starts a problem.

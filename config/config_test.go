@@ -446,6 +446,18 @@ servers:
 			count: 3,
 		},
 		{
+			name:  "tasks is not a mapping",
+			src:   "destinations:\n  a:\n    command: cat\n    tasks: 1s\n",
+			want:  [][]string{{`"a"`, "line 4", "'tasks'", "after", "ttl"}},
+			count: 1,
+		},
+		{
+			name:  "tasks after and ttl are wrong, and a key is unknown",
+			src:   "destinations:\n  a:\n    command: cat\n    tasks:\n      after: 0s\n      ttl: 3600\n      poll: 1s\n",
+			want:  [][]string{{`"a"`, "line 5", "'tasks.after'", "positive"}, {`"a"`, "line 6", "'tasks.ttl'", "1h"}, {`"a"`, "line 7", `"poll"`}},
+			count: 3,
+		},
+		{
 			name:  "start_timeout is zero",
 			src:   "destinations:\n  a:\n    command: cat\n    start_timeout: 0s\n",
 			want:  [][]string{{`"a"`, "line 4", "'start_timeout'", "positive"}},
@@ -603,7 +615,7 @@ mcpServers:
 		{
 			name:  "mcpServers unknown key lists type",
 			src:   "mcpServers:\n  a:\n    command: cat\n    disabled: true\n",
-			want:  [][]string{{"line 4", `"a"`, `unknown key "disabled"`, "logs, cache, type"}},
+			want:  [][]string{{"line 4", `"a"`, `unknown key "disabled"`, "logs, cache, tasks, type"}},
 			count: 1,
 		},
 		{
@@ -926,6 +938,13 @@ func TestParseConfigNewKeys(t *testing.T) {
 	}
 	if b := cfg.Destinations["b"]; b.Interactive || b.Logs != "" || b.CacheTTL != 0 || b.CacheScope != CachePrivate {
 		t.Errorf("b: Interactive %v Logs %q CacheTTL %s CacheScope %q; want false, empty, 0s, private", b.Interactive, b.Logs, b.CacheTTL, b.CacheScope)
+	}
+	src = "destinations:\n  a:\n    command: cat\n    tasks:\n      after: 250ms\n      ttl: 2h\n"
+	if cfg, err = Parse("x.yaml", []byte(src), noEnv, testReserved...); err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if a := cfg.Destinations["a"]; a.TaskAfter != 250*time.Millisecond || a.TaskTTL != 2*time.Hour {
+		t.Errorf("a: TaskAfter %s TaskTTL %s; want 250ms 2h", a.TaskAfter, a.TaskTTL)
 	}
 	for _, level := range stderrLevels {
 		src := "destinations:\n  a:\n    command: cat\n    stderr_log_level: " + level + "\n"

@@ -114,6 +114,15 @@ func (call *Call) Keep() {
 	d.pmu.Unlock()
 }
 
+// Extend gives the call timeout more from now: a call that became a task
+// (MCP 2026-07-28's tasks extension) may run as long as the task is kept.
+// Only the caller that waits on the call (Next) may extend it.
+func (call *Call) Extend(timeout time.Duration) {
+	if !call.ended {
+		call.timer.Reset(timeout)
+	}
+}
+
 // reply ends a pending call: the response to write to the client (with the
 // client's id restored), or an error.
 type reply struct {

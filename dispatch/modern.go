@@ -58,12 +58,13 @@ func (d *Dispatcher) Discover(ctx context.Context, id json.RawMessage, timeout t
 }
 
 // modernCapabilities are the child's capabilities a 2026-07-28 client is
-// told of: the members that revision defines. A 2025-11-25 child's tasks
-// capability is left out — tasks are an extension since 2026-07-28
-// (io.modelcontextprotocol/tasks), which the bridge does not translate —
-// and so is anything else a modern client would read differently.
+// told of: the members that revision defines, and the tasks extension, which
+// the bridge runs itself (tasks.go). A 2025-11-25 child's own tasks
+// capability is left out — since 2026-07-28 tasks are the extension, which
+// the bridge offers in its stead — and so is anything else a modern client
+// would read differently.
 func modernCapabilities(caps json.RawMessage) json.RawMessage {
-	return jsonrpc.Rewrite(caps, func(k, v []byte) []byte {
+	kept := jsonrpc.Rewrite(caps, func(k, v []byte) []byte {
 		for _, known := range []string{"tools", "resources", "prompts", "completions", "logging", "experimental"} {
 			if jsonrpc.KeyIs(k, known) {
 				return v
@@ -71,6 +72,10 @@ func modernCapabilities(caps json.RawMessage) json.RawMessage {
 		}
 		return nil
 	})
+	if out, err := jsonrpc.Replace(kept, "extensions", json.RawMessage(`{"`+TasksExtension+`":{}}`)); err == nil {
+		return out
+	}
+	return kept
 }
 
 // ModernParams are a modern request's params as the child gets them: the

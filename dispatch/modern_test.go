@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -43,9 +44,27 @@ func TestMarkComplete(t *testing.T) {
 }
 
 func TestModernCapabilities(t *testing.T) {
-	in := `{"tools":{"listChanged":true},"tasks":{"list":{},"requests":{"tools":{"call":{}}}},"logging":{},"completions":{},"resources":{"subscribe":true},"prompts":{},"experimental":{"x":{}},"other":1}`
-	want := `{"tools":{"listChanged":true},"logging":{},"completions":{},"resources":{"subscribe":true},"prompts":{},"experimental":{"x":{}}}`
+	in := `{"tools":{"listChanged":true},"tasks":{"list":{},"requests":{"tools":{"call":{}}}},"logging":{},"completions":{},"resources":{"subscribe":true},"prompts":{},"experimental":{"x":{}},"extensions":{"x.y/z":{}},"other":1}`
+	want := `{"tools":{"listChanged":true},"logging":{},"completions":{},"resources":{"subscribe":true},"prompts":{},"experimental":{"x":{}},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
 	if got := string(modernCapabilities([]byte(in))); got != want {
 		t.Errorf("modernCapabilities = %s; want %s", got, want)
+	}
+}
+
+func TestToolTasks(t *testing.T) {
+	tools := []json.RawMessage{
+		json.RawMessage(`{"name":"a","execution":{"taskSupport":"optional"}}`),
+		json.RawMessage(`{"name":"b","execution":{"taskSupport":"required"}}`),
+		json.RawMessage(`{"name":"c","execution":{"taskSupport":"forbidden"}}`),
+		json.RawMessage(`{"name":"d"}`),
+		json.RawMessage(`{"name":"e","execution":{"taskSupport":"sometimes"}}`),
+	}
+	got := toolTasks(tools)
+	want := map[string]string{"a": TaskOptional, "b": TaskRequired}
+	if len(got) != len(want) || got["a"] != want["a"] || got["b"] != want["b"] {
+		t.Errorf("toolTasks = %v; want %v", got, want)
+	}
+	if toolTasks(tools[2:]) != nil {
+		t.Errorf("toolTasks of tools without task support is not nil")
 	}
 }

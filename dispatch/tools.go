@@ -23,7 +23,7 @@ const maxToolPages = 100
 // toolCatalog is the destination's tool list as last fetched from the child,
 // already filtered.
 type toolCatalog struct {
-	// mu guards list, known, headers, fetching, again and next. It is never held
+	// mu guards list, known, headers, tasks, fetching, again and next. It is never held
 	// while talking to the child.
 	mu    sync.Mutex
 	list  []json.RawMessage
@@ -31,6 +31,9 @@ type toolCatalog struct {
 	// headers are the tools' parameters mirrored into headers
 	// (toolheaders.go), by tool name.
 	headers map[string][]ParamHeader
+	// tasks are the tools' declared task support (tasks.go), by tool
+	// name: TaskOptional or TaskRequired; absent for none.
+	tasks map[string]string
 	// fetching is set while a fetch goroutine runs; again asks it to fetch
 	// once more, from next, when it is done.
 	fetching bool
@@ -81,10 +84,10 @@ func (d *Dispatcher) fetchLoop() {
 		t.again = false
 		t.mu.Unlock()
 		tools, err := d.fetchTools(c)
-		headers := toolHeaders(tools)
+		headers, tasks := toolHeaders(tools), toolTasks(tools)
 		t.mu.Lock()
 		if err == nil {
-			t.list, t.known, t.headers = tools, true, headers
+			t.list, t.known, t.headers, t.tasks = tools, true, headers, tasks
 		}
 		if !t.again {
 			t.fetching, t.next = false, nil

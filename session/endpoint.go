@@ -56,6 +56,11 @@ type Options struct {
 	// 0 and "" mean 0 and private: do not reuse.
 	CacheTTL   time.Duration
 	CacheScope string
+	// TaskAfter is how long a task-supporting call of a modern client that
+	// declared the tasks extension runs before it becomes a task; TaskTTL
+	// how long a task is kept (tasks.go).
+	TaskAfter time.Duration
+	TaskTTL   time.Duration
 	// StopTimeout bounds stopping one session's own child (isolation:
 	// session).
 	StopTimeout time.Duration
@@ -86,6 +91,8 @@ func (o *Options) setDefaults() {
 	def(&o.BodyIdleTimeout, 10*time.Second)
 	def(&o.SessionTTL, 30*time.Minute)
 	def(&o.StopTimeout, 10*time.Second)
+	def(&o.TaskAfter, time.Second)
+	def(&o.TaskTTL, time.Hour)
 	def(&o.KeepAlive, 15*time.Second)
 	def(&o.WriteTimeout, 30*time.Second)
 	if o.StreamQueue <= 0 {
@@ -152,6 +159,8 @@ type Endpoint struct {
 	pumps sync.WaitGroup
 	// mrtr holds the modern calls parked for their client's input.
 	mrtr mrtr
+	// tasks are the calls kept as tasks (tasks extension).
+	tasks taskStore
 	// keeper keeps the shared child up between stateless requests.
 	keeper keeper
 }
@@ -239,6 +248,7 @@ func (ep *Endpoint) Shutdown(ctx context.Context) {
 	for _, s := range ep.reg.all() {
 		ep.endSession(s, errShutdown)
 	}
+	ep.closeTasks(ctx)
 	select {
 	case <-ep.janitorDone:
 	case <-ctx.Done():

@@ -55,7 +55,8 @@ const (
 // (initialize, ping, logging/setLevel, resources/subscribe|unsubscribe) and
 // any other get 404 / -32601.
 var modernMethods = []string{"server/discover", "tools/list", "tools/call", "resources/list", "resources/templates/list",
-	"resources/read", "prompts/list", "prompts/get", "completion/complete", "subscriptions/listen"}
+	"resources/read", "prompts/list", "prompts/get", "completion/complete", "subscriptions/listen",
+	"tasks/get", "tasks/update", "tasks/cancel"}
 
 // envelope is what the bridge reads of a request's params to classify,
 // validate and serve it as a modern one, found in one walk over params and
@@ -64,8 +65,8 @@ type envelope struct {
 	meta, version, caps, logLevel json.RawMessage
 	inputResponses, requestState  json.RawMessage
 	// name is params.name (tools/call, prompts/get), uri params.uri
-	// (resources/read).
-	name, uri json.RawMessage
+	// (resources/read), taskID params.taskId (tasks/*).
+	name, uri, taskID json.RawMessage
 }
 
 // readEnvelope reads the envelope of params (validated with the message).
@@ -79,6 +80,8 @@ func readEnvelope(params json.RawMessage) (e envelope) {
 			e.name = v
 		case jsonrpc.KeyIs(k, "uri"):
 			e.uri = v
+		case jsonrpc.KeyIs(k, "taskId"):
+			e.taskID = v
 		case jsonrpc.KeyIs(k, "inputResponses"):
 			e.inputResponses = v
 		case jsonrpc.KeyIs(k, "requestState"):
@@ -235,10 +238,14 @@ func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *js
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
 			fmt.Sprintf("the Mcp-Method header (%q) differs from the request's method (%q)", h, m.Method), nil)
 	}
-	if m.Method == "tools/call" || m.Method == "prompts/get" || m.Method == "resources/read" {
+	if m.Method == "tools/call" || m.Method == "prompts/get" || m.Method == "resources/read" || isTaskMethod(m.Method) {
 		field, name := "name", jsonrpc.String(env.name)
-		if m.Method == "resources/read" {
+		switch {
+		case m.Method == "resources/read":
 			field, name = "uri", jsonrpc.String(env.uri)
+		case isTaskMethod(m.Method):
+			// SEP-2663: Mcp-Name carries the task id, for routing.
+			field, name = "taskId", jsonrpc.String(env.taskID)
 		}
 		if h := r.Header.Get("Mcp-Name"); headerValue(h) != name {
 			return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
@@ -273,6 +280,11 @@ func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *js
 		return modernError(w, http.StatusNotFound, m.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not available to %s requests", m.Method, eraModern), nil)
 	}
 	return 0
+}
+
+// isTaskMethod reports whether method is one of the tasks extension's.
+func isTaskMethod(method string) bool {
+	return method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel"
 }
 
 // cache are the destination's caching hints for modern clients.
@@ -339,13 +351,29 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 		ep.writeResult(w, resp, err, rec)
 		return
 	}
+	if isTaskMethod(m.Method) {
+		ep.serveTaskMethod(w, r, m, env, rec)
+		return
+	}
+	var taskAfter time.Duration
+	if m.Method == "tools/call" {
+		switch support := d.ToolTaskSupport(jsonrpc.String(env.name)); {
+		case support == "":
+		case hasTasksExtension(caps):
+			taskAfter = ep.opts.TaskAfter
+		case support == dispatch.TaskRequired:
+			rec.status = missingTasksExtension(w, m.ID, fmt.Sprintf("tool %q runs only as a task: declare the %s extension in the request's %s", jsonrpc.String(env.name), dispatch.TasksExtension, metaClientCaps))
+			return
+		}
+	}
 	if env.requestState != nil {
-		ep.resumeModern(w, r, m, caps, env.requestState, rec)
+		ep.resumeModern(w, r, m, caps, env.requestState, taskAfter, rec)
 		return
 	}
 	fwd := *m
 	fwd.Params = dispatch.ModernParams(m.Params)
 	f := ep.startFlight(d, &fwd, caps, true)
+	f.taskAfter = taskAfter
 	f.logLevel = logSeverity(jsonrpc.String(env.logLevel))
 	if env.inputResponses != nil {
 		_ = json.Unmarshal(env.inputResponses, &f.inputs)
@@ -382,6 +410,9 @@ type flight struct {
 	inputs map[string]json.RawMessage
 	// cache are the destination's caching hints.
 	cache dispatch.Cache
+	// taskAfter, when set, is how long the call may run before it becomes
+	// a task (tasks.go).
+	taskAfter time.Duration
 	// logLevel is the least severity (logSeverity) of the child's log
 	// messages the request takes on its stream; -1 takes none (a modern
 	// request takes them only when its _meta names a level).
@@ -437,9 +468,19 @@ func (ep *Endpoint) drive(w http.ResponseWriter, r *http.Request, f *flight, m *
 	var sw *sseWriter
 	var tick <-chan time.Time
 	var ticker *time.Ticker
+	// grace runs while the call may still become a task: its tick is the
+	// moment it does.
+	var grace *time.Timer
+	if f.taskAfter > 0 {
+		grace = time.NewTimer(f.taskAfter)
+		tick = grace.C
+	}
 	defer func() {
 		if ticker != nil {
 			ticker.Stop()
+		}
+		if grace != nil {
+			grace.Stop()
 		}
 	}()
 	for {
@@ -457,6 +498,22 @@ func (ep *Endpoint) drive(w http.ResponseWriter, r *http.Request, f *flight, m *
 			}
 			sw.write(modernEvent(resp))
 			return
+		case ev.Tick && grace != nil:
+			grace = nil
+			if resp := ep.adoptTask(f, m, PrincipalFrom(r)); resp != nil {
+				parked = true // the task has the call now
+				if sw == nil {
+					ep.writeResult(w, resp, nil, rec)
+				} else {
+					sw.write(modernEvent(resp))
+				}
+				return
+			}
+			tick = nil // no room for a task: the call goes on here
+			if sw != nil {
+				ticker = time.NewTicker(ep.opts.KeepAlive)
+				tick = ticker.C
+			}
 		case ev.Tick:
 			sw.comment()
 		case ev.Related != nil:
@@ -490,8 +547,10 @@ func (ep *Endpoint) drive(w http.ResponseWriter, r *http.Request, f *flight, m *
 				setSSEHeaders(w.Header())
 				w.WriteHeader(http.StatusOK)
 				rec.status = http.StatusOK
-				ticker = time.NewTicker(ep.opts.KeepAlive)
-				tick = ticker.C
+				if grace == nil { // until then, grace has the tick
+					ticker = time.NewTicker(ep.opts.KeepAlive)
+					tick = ticker.C
+				}
 			}
 			sw.write(modernEvent(rel))
 		}

@@ -206,7 +206,7 @@ func (ep *Endpoint) expire(id string) {
 }
 
 // resumeModern handles a retry carrying requestState.
-func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, caps json.RawMessage, rawState json.RawMessage, rec *postLog) {
+func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, caps json.RawMessage, rawState json.RawMessage, taskAfter time.Duration, rec *postLog) {
 	invalid := func(why string) {
 		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams, "requestState "+why+"; send the original request again without it", nil)
 	}
@@ -270,7 +270,9 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 			_ = pc.f.d.Respond(pc.f.caller, reply)
 		}
 	}
-	// The retry's own _meta says which log lines it takes.
+	// The retry's own _meta says which log lines it takes, and whether the
+	// call may become a task.
+	pc.f.taskAfter = taskAfter
 	pc.f.logLevel = logSeverity(jsonrpc.String(jsonrpc.Member(jsonrpc.Member(m.Params, "_meta"), metaLogLevel)))
 	ep.drive(w, r, pc.f, m, rec)
 }

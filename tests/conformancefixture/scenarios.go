@@ -205,7 +205,7 @@ func complete(params json.RawMessage) (any, *rpcError) {
 
 func emptySchema() obj { return obj{"type": "object", "properties": obj{}} }
 
-func tools() []obj { return append(baseTools(), mrtrTools()...) }
+func tools() []obj { return append(append(baseTools(), mrtrTools()...), tasksTools()...) }
 
 func baseTools() []obj {
 	str := func(desc string) obj { return obj{"type": "string", "description": desc} }
@@ -225,15 +225,22 @@ func baseTools() []obj {
 			"type": "object", "properties": obj{"message": str("The message to show the user")}, "required": []string{"message"}}},
 		{"name": "test_elicitation_sep1034_defaults", "description": "Tests elicitation with default values per SEP-1034", "inputSchema": emptySchema()},
 		{"name": "test_elicitation_sep1330_enums", "description": "Tests elicitation with enum schema improvements per SEP-1330", "inputSchema": emptySchema()},
-		{"name": "json_schema_2020_12_tool", "description": "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)", "inputSchema": obj{
+		{"name": "json_schema_2020_12_tool", "description": "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613, SEP-2106)", "inputSchema": obj{
 			"$schema": "https://json-schema.org/draft/2020-12/schema",
 			"type":    "object",
-			"$defs": obj{"address": obj{"type": "object", "properties": obj{
+			"$defs": obj{"address": obj{"$anchor": "addressDef", "type": "object", "properties": obj{
 				"street": obj{"type": "string"}, "city": obj{"type": "string"}}}},
 			"properties": obj{
-				"name":    obj{"type": "string"},
-				"address": obj{"$ref": "#/$defs/address"},
+				"name":          obj{"type": "string"},
+				"address":       obj{"$ref": "#/$defs/address"},
+				"contactMethod": obj{"type": "string", "enum": []string{"phone", "email"}},
+				"phone":         obj{"type": "string"},
+				"email":         obj{"type": "string"},
 			},
+			"allOf":                []obj{{"anyOf": []obj{{"required": []string{"phone"}}, {"required": []string{"email"}}}}},
+			"if":                   obj{"properties": obj{"contactMethod": obj{"const": "phone"}}, "required": []string{"contactMethod"}},
+			"then":                 obj{"required": []string{"phone"}},
+			"else":                 obj{"required": []string{"email"}},
 			"additionalProperties": false,
 		}},
 		{"name": "test_custom_header", "description": "Tests custom headers from tool parameters (SEP-2243): region is mirrored into Mcp-Param-Region", "inputSchema": obj{
@@ -262,6 +269,9 @@ func (s *server) callTool(ctx context.Context, params json.RawMessage) (any, *rp
 		return nil, &rpcError{Code: codeInvalidParams, Message: err.Error()}
 	}
 	if res, rerr, ok := s.mrtrTool(ctx, p.Name); ok {
+		return res, rerr
+	}
+	if res, rerr, ok := s.tasksTool(ctx, p.Name, p.Arguments); ok {
 		return res, rerr
 	}
 	args := map[string]any{}
