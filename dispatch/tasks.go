@@ -24,12 +24,13 @@ const (
 )
 
 // ToolTaskSupport is tool name's declared task support: TaskOptional,
-// TaskRequired, or "" (none, "forbidden", or the catalogue is not known
-// yet).
-func (d *Dispatcher) ToolTaskSupport(name string) string {
+// TaskRequired, or "" (none, or "forbidden"); known is false while the
+// catalogue is not known yet (the child has not run, or its tool list is
+// being read right after its handshake).
+func (d *Dispatcher) ToolTaskSupport(name string) (support string, known bool) {
 	d.tools.mu.Lock()
 	defer d.tools.mu.Unlock()
-	return d.tools.tasks[name]
+	return d.tools.tasks[name], d.tools.known
 }
 
 // toolTasks reads the catalogue's execution.taskSupport declarations.

@@ -357,10 +357,13 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 	}
 	var taskAfter time.Duration
 	if m.Method == "tools/call" {
-		switch support := d.ToolTaskSupport(jsonrpc.String(env.name)); {
-		case support == "":
+		// A catalogue not known yet (a child just started) is read again
+		// when the call could become a task (drive).
+		switch support, known := d.ToolTaskSupport(jsonrpc.String(env.name)); {
+		case support == "" && known:
 		case hasTasksExtension(caps):
 			taskAfter = ep.opts.TaskAfter
+		case support == "":
 		case support == dispatch.TaskRequired:
 			rec.status = missingTasksExtension(w, m.ID, fmt.Sprintf("tool %q runs only as a task: declare the %s extension in the request's %s", jsonrpc.String(env.name), dispatch.TasksExtension, metaClientCaps))
 			return
@@ -373,7 +376,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 	fwd := *m
 	fwd.Params = dispatch.ModernParams(m.Params)
 	f := ep.startFlight(d, &fwd, caps, true)
-	f.taskAfter = taskAfter
+	f.taskAfter, f.tool = taskAfter, jsonrpc.String(env.name)
 	f.logLevel = logSeverity(jsonrpc.String(env.logLevel))
 	if env.inputResponses != nil {
 		_ = json.Unmarshal(env.inputResponses, &f.inputs)
@@ -411,8 +414,9 @@ type flight struct {
 	// cache are the destination's caching hints.
 	cache dispatch.Cache
 	// taskAfter, when set, is how long the call may run before it becomes
-	// a task (tasks.go).
+	// a task (tasks.go), if tool (tools/call's name) supports tasks.
 	taskAfter time.Duration
+	tool      string
 	// logLevel is the least severity (logSeverity) of the child's log
 	// messages the request takes on its stream; -1 takes none (a modern
 	// request takes them only when its _meta names a level).
@@ -500,16 +504,21 @@ func (ep *Endpoint) drive(w http.ResponseWriter, r *http.Request, f *flight, m *
 			return
 		case ev.Tick && grace != nil:
 			grace = nil
-			if resp := ep.adoptTask(f, m, PrincipalFrom(r)); resp != nil {
-				parked = true // the task has the call now
-				if sw == nil {
-					ep.writeResult(w, resp, nil, rec)
-				} else {
-					sw.write(modernEvent(resp))
+			// The catalogue is read again: it may not have been known when
+			// the call came (a child just started).
+			if support, _ := f.d.ToolTaskSupport(f.tool); support != "" {
+				if resp := ep.adoptTask(f, m, PrincipalFrom(r)); resp != nil {
+					parked = true // the task has the call now
+					if sw == nil {
+						ep.writeResult(w, resp, nil, rec)
+					} else {
+						sw.write(modernEvent(resp))
+					}
+					return
 				}
-				return
 			}
-			tick = nil // no room for a task: the call goes on here
+			// Not a task: the call goes on here.
+			tick = nil
 			if sw != nil {
 				ticker = time.NewTicker(ep.opts.KeepAlive)
 				tick = ticker.C

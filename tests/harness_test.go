@@ -74,6 +74,8 @@ type bridgeConfig struct {
 	// cacheTTL and cacheScope are every destination's 'cache:'.
 	cacheTTL   time.Duration
 	cacheScope string
+	// taskAfter and taskTTL are every destination's 'tasks:'.
+	taskAfter, taskTTL time.Duration
 	// auth is the top-level 'auth:' block (every destination's);
 	// destAuth replaces it for some destinations.
 	auth     *config.Auth
@@ -134,6 +136,7 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 		}
 		d.Interactive, d.Logs = cfg.interactive, cfg.logs
 		d.CacheTTL, d.CacheScope = cfg.cacheTTL, cfg.cacheScope
+		d.TaskAfter, d.TaskTTL = cfg.taskAfter, cfg.taskTTL
 		d.Auth = cfg.auth
 		if a, ok := cfg.destAuth[name]; ok {
 			d.Auth = a

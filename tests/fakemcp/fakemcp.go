@@ -390,8 +390,17 @@ func (s *server) request(m message) {
 	case "tools/list":
 		tools := []map[string]any{}
 		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify", "search", "fetch", "ask", "ask_later", "stderr"} {
-			tools = append(tools, map[string]any{"name": n, "description": "fake " + n, "inputSchema": map[string]any{"type": "object"}})
+			tool := map[string]any{"name": n, "description": "fake " + n, "inputSchema": map[string]any{"type": "object"}}
+			switch n {
+			case "slow", "never", "ask":
+				// May run as tasks (MCP 2025-11-25 execution.taskSupport);
+				// task_only must.
+				tool["execution"] = map[string]any{"taskSupport": "optional"}
+			}
+			tools = append(tools, tool)
 		}
+		tools = append(tools, map[string]any{"name": "task_only", "description": "fake task_only (slow, as a task only)",
+			"inputSchema": map[string]any{"type": "object"}, "execution": map[string]any{"taskSupport": "required"}})
 		s.reply(m.ID, map[string]any{"tools": tools})
 	case "resources/subscribe", "resources/unsubscribe":
 		var p struct {
@@ -493,7 +502,7 @@ func (s *server) call(m message) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.reply(m.ID, answered(map[string]any{"pid": os.Getpid(), "inits": s.inits, "cancelled": s.cancelled, "subscribes": s.subscribes, "notifications": s.notifsSeen, "init_params": s.initParams, "grandchildren": s.grandchilds, "init_versions": s.initVersions, "roots_at_init": s.rootsAtInit, "last_ask": s.lastAsk, "calls": s.calls}))
-	case "slow":
+	case "slow", "task_only":
 		time.Sleep(time.Duration(num("ms")) * time.Millisecond)
 		s.reply(m.ID, text(arg("text")))
 	case "never":

@@ -1,0 +1,292 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+	"github.com/stelae-bridge/stelae-bridge/tests/testissuer"
+)
+
+// The tasks extension (io.modelcontextprotocol/tasks) run by the bridge on
+// the fake child, whose slow, never and ask tools declare taskSupport
+// "optional" and task_only "required".
+
+// taskMeta is a modern _meta declaring the tasks extension and elicitation.
+const taskMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+
+// taskView is what tasks/get and CreateTaskResult carry.
+type taskView struct {
+	ResultType     string                     `json:"resultType"`
+	TaskID         string                     `json:"taskId"`
+	Status         string                     `json:"status"`
+	CreatedAt      string                     `json:"createdAt"`
+	LastUpdatedAt  string                     `json:"lastUpdatedAt"`
+	TTLMs          *int64                     `json:"ttlMs"`
+	PollIntervalMs int64                      `json:"pollIntervalMs"`
+	Result         json.RawMessage            `json:"result"`
+	Error          *rpcErr                    `json:"error"`
+	InputRequests  map[string]json.RawMessage `json:"inputRequests"`
+	Content        json.RawMessage            `json:"content"`
+}
+
+type rpcErr struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// taskCall posts a modern request and decodes its result (or error).
+func taskCall(t *testing.T, url, id, method, params string, headers ...string) (taskView, *rpcErr, response) {
+	t.Helper()
+	h := append([]string{}, headers...)
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	_ = json.Unmarshal([]byte(params), &p)
+	if p.TaskID != "" {
+		h = append([]string{"Mcp-Name", p.TaskID}, h...)
+	}
+	r := modernCall(t, url, id, method, params, h...)
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Result taskView        `json:"result"`
+		Error  *rpcErr         `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &m); err != nil || string(m.ID) != id {
+		t.Fatalf("%s: %d %s", method, r.status, r.body)
+	}
+	return m.Result, m.Error, r
+}
+
+// taskGet polls tasks/get until cond holds (or fails the test).
+func taskGet(t *testing.T, url, taskID, what string, cond func(taskView) bool, headers ...string) taskView {
+	t.Helper()
+	var v taskView
+	waitFor(t, 20*time.Second, what, func() bool {
+		var e *rpcErr
+		v, e, _ = taskCall(t, url, `"get"`, "tasks/get", fmt.Sprintf(`{"taskId":%q,%s}`, taskID, taskMeta), headers...)
+		if e != nil {
+			t.Fatalf("tasks/get %s: %d %s", taskID, e.Code, e.Message)
+		}
+		return cond(v)
+	})
+	return v
+}
+
+func TestModernTasks(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{taskAfter: 200 * time.Millisecond})
+	url := b.url("fake")
+	c := newClient(t, url)
+	c.initialize() // starts the child: the bridge reads its tool list
+
+	// server/discover offers the extension.
+	r := modernCall(t, url, "1", "server/discover", "{"+taskMeta+"}")
+	if !strings.Contains(string(r.body), `"extensions":{"io.modelcontextprotocol/tasks":{}}`) {
+		t.Errorf("server/discover does not offer the tasks extension: %s", r.body)
+	}
+	waitFor(t, 10*time.Second, "the tool catalogue", func() bool {
+		_, e, _ := taskCall(t, url, "2", "tools/call", `{"name":"task_only","arguments":{"ms":1},`+modernMeta+`}`)
+		return e != nil
+	})
+
+	t.Run("answer within tasks.after: no task", func(t *testing.T) {
+		v, e, _ := taskCall(t, url, "3", "tools/call", `{"name":"slow","arguments":{"ms":10,"text":"quick"},`+taskMeta+`}`)
+		if e != nil || v.ResultType != "complete" || v.TaskID != "" || !strings.Contains(string(v.Content), "quick") {
+			t.Errorf("a quick task-supporting call: %+v %v", v, e)
+		}
+	})
+
+	t.Run("a tool without task support is never a task", func(t *testing.T) {
+		v, e, _ := taskCall(t, url, "4", "tools/call", `{"name":"echo","arguments":{"text":"sync"},`+taskMeta+`}`)
+		if e != nil || v.ResultType != "complete" || v.TaskID != "" {
+			t.Errorf("echo: %+v %v", v, e)
+		}
+	})
+
+	t.Run("a client without the extension gets a plain answer", func(t *testing.T) {
+		v, e, _ := taskCall(t, url, "5", "tools/call", `{"name":"slow","arguments":{"ms":600,"text":"plain"},`+modernMeta+`}`)
+		if e != nil || v.ResultType != "complete" || v.TaskID != "" || !strings.Contains(string(v.Content), "plain") {
+			t.Errorf("slow without the extension: %+v %v", v, e)
+		}
+	})
+
+	t.Run("a task-only tool refuses a client without the extension", func(t *testing.T) {
+		_, e, r := taskCall(t, url, "6", "tools/call", `{"name":"task_only","arguments":{"ms":1},`+modernMeta+`}`)
+		if r.status != 400 || e == nil || e.Code != -32021 || !strings.Contains(string(e.Data), `"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}`) {
+			t.Errorf("task_only without the extension: %d %s", r.status, r.body)
+		}
+	})
+
+	t.Run("completed", func(t *testing.T) {
+		v, e, _ := taskCall(t, url, "7", "tools/call", `{"name":"task_only","arguments":{"ms":700,"text":"done later"},`+taskMeta+`}`)
+		if e != nil || v.ResultType != "task" || v.TaskID == "" || v.Status != "working" || v.Result != nil || v.TTLMs == nil || *v.TTLMs != time.Hour.Milliseconds() ||
+			v.PollIntervalMs <= 0 || !strings.HasSuffix(v.CreatedAt, "Z") {
+			t.Fatalf("CreateTaskResult: %+v %v", v, e)
+		}
+		// At once, the task is there.
+		if now, e, _ := taskCall(t, url, "8", "tools/get", fmt.Sprintf(`{"taskId":%q,%s}`, v.TaskID, taskMeta)); e == nil || now.TaskID != "" {
+			t.Errorf("tools/get is no method: %+v", now)
+		}
+		got := taskGet(t, url, v.TaskID, "the task to complete", func(v taskView) bool { return v.Status == "completed" })
+		if got.ResultType != "complete" || !strings.Contains(string(got.Result), "done later") || got.Error != nil {
+			t.Errorf("completed task: %+v", got)
+		}
+	})
+
+	t.Run("cancelled at the child", func(t *testing.T) {
+		v, e, _ := taskCall(t, url, "9", "tools/call", `{"name":"never","arguments":{},`+taskMeta+`}`)
+		if e != nil || v.TaskID == "" {
+			t.Fatalf("never: %+v %v", v, e)
+		}
+		if g := taskGet(t, url, v.TaskID, "working", func(v taskView) bool { return true }); g.Status != "working" {
+			t.Errorf("status %q; want working", g.Status)
+		}
+		before := len(c.stats().Cancelled)
+		ack, e, _ := taskCall(t, url, "10", "tasks/cancel", fmt.Sprintf(`{"taskId":%q,%s}`, v.TaskID, taskMeta))
+		if e != nil || ack.ResultType != "complete" || ack.TaskID != "" || ack.Status != "" {
+			t.Errorf("cancel ack: %+v %v", ack, e)
+		}
+		taskGet(t, url, v.TaskID, "cancelled", func(v taskView) bool { return v.Status == "cancelled" })
+		waitFor(t, 10*time.Second, "the child to see the cancellation", func() bool { return len(c.stats().Cancelled) > before })
+		// Idempotent on a terminal task.
+		if ack, e, _ := taskCall(t, url, "11", "tasks/cancel", fmt.Sprintf(`{"taskId":%q,%s}`, v.TaskID, taskMeta)); e != nil || ack.ResultType != "complete" {
+			t.Errorf("second cancel: %+v %v", ack, e)
+		}
+	})
+
+	t.Run("input required, answered by tasks/update", func(t *testing.T) {
+		params := `{"name":"ask","arguments":{"ms":600,"method":"elicitation/create","params":"{\"message\":\"name?\",\"requestedSchema\":{\"type\":\"object\"}}"},` + taskMeta + `}`
+		v, e, _ := taskCall(t, url, "12", "tools/call", params)
+		if e != nil || v.TaskID == "" {
+			t.Fatalf("ask: %+v %v", v, e)
+		}
+		g := taskGet(t, url, v.TaskID, "input_required", func(v taskView) bool { return v.Status == "input_required" })
+		if len(g.InputRequests) != 1 {
+			t.Fatalf("input requests: %v", g.InputRequests)
+		}
+		var key string
+		for k, req := range g.InputRequests {
+			key = k
+			if !strings.Contains(string(req), `"method":"elicitation/create"`) || !strings.Contains(string(req), "name?") {
+				t.Errorf("input request %s: %s", k, req)
+			}
+		}
+		// An unknown key is ignored; the right one answers the child.
+		upd := fmt.Sprintf(`{"taskId":%q,"inputResponses":{"nope":{"action":"decline"},%q:{"action":"accept","content":{"name":"Ada"}}},%s}`, v.TaskID, key, taskMeta)
+		if ack, e, _ := taskCall(t, url, "13", "tasks/update", upd); e != nil || ack.ResultType != "complete" || ack.Status != "" {
+			t.Errorf("update ack: %+v %v", ack, e)
+		}
+		done := taskGet(t, url, v.TaskID, "completed", func(v taskView) bool { return v.Status == "completed" })
+		if !strings.Contains(string(done.Result), "Ada") {
+			t.Errorf("result after the update: %s", done.Result)
+		}
+	})
+
+	t.Run("the task surface needs the extension, a known task and matching headers", func(t *testing.T) {
+		_, e, r := taskCall(t, url, "14", "tasks/get", `{"taskId":"x",`+modernMeta+`}`)
+		if r.status != 400 || e == nil || e.Code != -32021 {
+			t.Errorf("tasks/get without the extension: %d %s", r.status, r.body)
+		}
+		if _, e, _ := taskCall(t, url, "15", "tasks/get", `{"taskId":"no-such-task",`+taskMeta+`}`); e == nil || e.Code != -32602 {
+			t.Errorf("unknown task: %+v", e)
+		}
+		if _, e, r := taskCall(t, url, "16", "tasks/get", `{"taskId":"a",`+taskMeta+`}`, "Mcp-Name", "b"); r.status != 400 || e == nil || e.Code != -32020 {
+			t.Errorf("Mcp-Name differing from the task id: %d %s", r.status, r.body)
+		}
+		for _, m := range []string{"tasks/result", "tasks/list"} {
+			if _, e, r := taskCall(t, url, "17", m, `{"taskId":"a",`+taskMeta+`}`); r.status != 404 || e == nil || e.Code != -32601 {
+				t.Errorf("%s: %d %s", m, r.status, r.body)
+			}
+		}
+		if _, e, _ := taskCall(t, url, "18", "tasks/update", `{"taskId":"a",`+taskMeta+`}`); e == nil || e.Code != -32602 {
+			t.Errorf("tasks/update without inputResponses: %+v", e)
+		}
+	})
+}
+
+// TestTaskTTL: a task is forgotten when its ttl ends, and its call is
+// cancelled at the child.
+func TestTaskTTL(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{taskAfter: 100 * time.Millisecond, taskTTL: 1500 * time.Millisecond})
+	url := b.url("fake")
+	c := newClient(t, url)
+	c.initialize()
+	var v taskView
+	waitFor(t, 10*time.Second, "a task", func() bool {
+		var e *rpcErr
+		v, e, _ = taskCall(t, url, "1", "tools/call", `{"name":"never","arguments":{},`+taskMeta+`}`)
+		return e == nil && v.TaskID != ""
+	})
+	if v.TTLMs == nil || *v.TTLMs != 1500 {
+		t.Errorf("ttlMs %v; want 1500", v.TTLMs)
+	}
+	before := len(c.stats().Cancelled)
+	waitFor(t, 20*time.Second, "the task to be forgotten", func() bool {
+		_, e, _ := taskCall(t, url, `"get"`, "tasks/get", fmt.Sprintf(`{"taskId":%q,%s}`, v.TaskID, taskMeta))
+		return e != nil && e.Code == -32602
+	})
+	waitFor(t, 10*time.Second, "the child to see the cancellation", func() bool { return len(c.stats().Cancelled) > before })
+}
+
+// TestTaskBelongsToItsPrincipal: behind OAuth, a task is visible only to
+// the subject and client that created it.
+func TestTaskBelongsToItsPrincipal(t *testing.T) {
+	iss := newIssuer(t)
+	b := newBridge(t, map[string]string{"notes": fakemcp.ModeServer}, bridgeConfig{
+		auth: &config.Auth{Issuer: iss.URL, Scopes: []string{"mcp"}}, taskAfter: 100 * time.Millisecond,
+	})
+	notes := b.url("notes")
+	bearer := func(sub string) []string {
+		return []string{"Authorization", "Bearer " + iss.Token(testissuer.Claims{Subject: sub, Audience: []string{notes}, Scope: "mcp", ClientID: "c"})}
+	}
+	alice, bob := bearer("alice"), bearer("bob")
+	var v taskView
+	waitFor(t, 20*time.Second, "a task", func() bool {
+		var e *rpcErr
+		v, e, _ = taskCall(t, notes, "1", "tools/call", `{"name":"never","arguments":{},`+taskMeta+`}`, alice...)
+		return e == nil && v.TaskID != ""
+	})
+	taskGet(t, notes, v.TaskID, "alice sees her task", func(v taskView) bool { return v.Status == "working" }, alice...)
+	for _, m := range []string{"tasks/get", "tasks/cancel"} {
+		if _, e, _ := taskCall(t, notes, "2", m, fmt.Sprintf(`{"taskId":%q,%s}`, v.TaskID, taskMeta), bob...); e == nil || e.Code != -32602 {
+			t.Errorf("bob's %s of alice's task: %+v; want -32602 (unknown task)", m, e)
+		}
+	}
+	if g := taskGet(t, notes, v.TaskID, "alice's task", func(taskView) bool { return true }, alice...); g.Status != "working" {
+		t.Errorf("after bob's cancel alice's task is %q", g.Status)
+	}
+}
+
+// TestTasksEndWithTheBridge: closing the bridge with tasks running cancels
+// them at the child and leaves nothing behind.
+func TestTasksEndWithTheBridge(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{taskAfter: 100 * time.Millisecond})
+	url := b.url("fake")
+	c := newClient(t, url)
+	c.initialize()
+	for i := range 3 {
+		waitFor(t, 10*time.Second, "a task", func() bool {
+			v, e, _ := taskCall(t, url, fmt.Sprint(i), "tools/call", `{"name":"never","arguments":{},`+taskMeta+`}`)
+			return e == nil && v.TaskID != ""
+		})
+	}
+	done := make(chan struct{})
+	go func() {
+		b.close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the bridge did not close within 30 s with tasks running")
+	}
+	if r, err := request(http.MethodPost, url, "", "{}"); err == nil {
+		t.Errorf("the bridge still answers after close: %d", r.status)
+	}
+}
