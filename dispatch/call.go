@@ -51,6 +51,11 @@ type Call struct {
 	// after rewrites the end (a filtered tools/list, a subscription kept
 	// only when the child agreed).
 	after func([]byte, error) ([]byte, error)
+	// augmented: the request asked the child to run it as a task of its
+	// own (MCP 2025-11-25); childTask is that task's id once the child
+	// created it, and the call waits for its tasks/result (tasks.go).
+	augmented bool
+	childTask string
 }
 
 // relatedQueue bounds the related messages waiting for their caller; past it
@@ -89,6 +94,7 @@ func (call *Call) Release() {
 	call.timer.Stop()
 	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after = nil, nil, nil, nil, nil, nil, nil
 	call.end, call.ended, call.follow = reply{}, false, false
+	call.augmented, call.childTask = false, ""
 	if cap(call.out) > 64<<10 {
 		call.out = nil
 	}
@@ -296,6 +302,9 @@ func (call *Call) Next(tick <-chan time.Time) Event {
 		d, c := call.d, call.c
 		select {
 		case r := <-call.reply:
+			if call.augmented && call.awaitChildTask(r) {
+				continue
+			}
 			call.finish2(r)
 		case msg := <-call.related:
 			return Event{Related: msg}
@@ -331,7 +340,14 @@ func (call *Call) abandon(err error, reason string) {
 		call.finish2(<-call.reply)
 		return
 	}
-	call.d.sendCancel(call.c, call.up, reason)
+	if call.childTask != "" {
+		// A task is cancelled with tasks/cancel, never
+		// notifications/cancelled (MCP 2025-11-25); its tasks/result
+		// answer is dropped when it comes.
+		call.d.cancelChildTask(call.c, call.childTask)
+	} else {
+		call.d.sendCancel(call.c, call.up, reason)
+	}
 	call.finish(nil, err)
 }
 

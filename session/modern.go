@@ -356,6 +356,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 		return
 	}
 	var taskAfter time.Duration
+	augment := false // the child runs the call as a task of its own
 	if m.Method == "tools/call" {
 		// A catalogue not known yet (a child just started) is read again
 		// when the call could become a task (drive).
@@ -363,6 +364,9 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 		case support == "" && known:
 		case hasTasksExtension(caps):
 			taskAfter = ep.opts.TaskAfter
+			// A child that declares a tool task-required refuses to run it
+			// otherwise (MCP 2025-11-25).
+			augment = support == dispatch.TaskRequired && d.ChildRunsToolTasks()
 		case support == "":
 		case support == dispatch.TaskRequired:
 			rec.status = missingTasksExtension(w, m.ID, fmt.Sprintf("tool %q runs only as a task: declare the %s extension in the request's %s", jsonrpc.String(env.name), dispatch.TasksExtension, metaClientCaps))
@@ -375,7 +379,15 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 	}
 	fwd := *m
 	fwd.Params = dispatch.ModernParams(m.Params)
-	f := ep.startFlight(d, &fwd, caps, true)
+	if augment {
+		task := strconv.AppendInt([]byte(`{"ttl":`), ep.opts.TaskTTL.Milliseconds(), 10)
+		if p, err := jsonrpc.Replace(fwd.Params, "task", append(task, '}')); err == nil {
+			fwd.Params = p
+		} else {
+			augment = false
+		}
+	}
+	f := ep.startFlight(d, &fwd, caps, true, augment)
 	f.taskAfter, f.tool = taskAfter, jsonrpc.String(env.name)
 	f.logLevel = logSeverity(jsonrpc.String(env.logLevel))
 	if env.inputResponses != nil {
@@ -390,7 +402,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 // its related messages on its own POST stream. The auth layer has already
 // let it in.
 func (ep *Endpoint) serveSessionless(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, rec *postLog) {
-	f := ep.startFlight(ep.shared, m, json.RawMessage(`{}`), false)
+	f := ep.startFlight(ep.shared, m, json.RawMessage(`{}`), false, false)
 	f.logLevel = 0 // a 2025 client takes every log line the child sends it
 	ep.drive(w, r, f, m, rec)
 }
@@ -423,8 +435,9 @@ type flight struct {
 	logLevel int
 }
 
-// startFlight begins forwarding m.
-func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, m *jsonrpc.Message, caps json.RawMessage, modern bool) *flight {
+// startFlight begins forwarding m; with childTask, as a task the child runs
+// (dispatch.BeginChildTask).
+func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, m *jsonrpc.Message, caps json.RawMessage, modern, childTask bool) *flight {
 	ep.keeper.touch(d)
 	// The request's bytes (m, caps) alias its body's buffer, which goes
 	// back to the pool when its HTTP request ends: a call parked for input
@@ -437,7 +450,11 @@ func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, m *jsonrpc.Message, caps
 	// per request (park: -32021, or the child gets an error). A
 	// sessionless 2025 request can answer nothing: it has no way to.
 	d.AttachCaller(f.caller, modern)
-	f.call = d.Begin(ctx, f.caller, m, ep.opts.RequestTimeout, true)
+	if childTask {
+		f.call = d.BeginChildTask(ctx, f.caller, m, ep.opts.RequestTimeout)
+	} else {
+		f.call = d.Begin(ctx, f.caller, m, ep.opts.RequestTimeout, true)
+	}
 	return f
 }
 

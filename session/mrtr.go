@@ -142,7 +142,7 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 		id := jsonrpc.Member(req, "id")
 		key := inputKey(id)
 		keys[key] = id
-		body, _ := json.Marshal(map[string]json.RawMessage{"method": json.RawMessage(jsonrpc.AppendString(nil, method)), "params": jsonrpc.Member(req, "params")})
+		body, _ := json.Marshal(map[string]json.RawMessage{"method": json.RawMessage(jsonrpc.AppendString(nil, method)), "params": clientParams(jsonrpc.Member(req, "params"))})
 		inputs[key] = body
 	}
 	if len(missing) > 0 && len(inputs) == 0 {

@@ -201,7 +201,7 @@ func (ep *Endpoint) taskAsks(t *task, id json.RawMessage, req []byte) {
 		f.refuse(req, "the client did not declare the "+need+" capability")
 		return
 	}
-	body, _ := json.Marshal(map[string]json.RawMessage{"method": jsonrpc.AppendString(nil, method), "params": jsonrpc.Member(req, "params")})
+	body, _ := json.Marshal(map[string]json.RawMessage{"method": jsonrpc.AppendString(nil, method), "params": clientParams(jsonrpc.Member(req, "params"))})
 	ts := &ep.tasks
 	ts.mu.Lock()
 	if t.terminal() {
@@ -221,6 +221,35 @@ func (ep *Endpoint) taskAsks(t *task, id json.RawMessage, req []byte) {
 	t.status, t.message, t.updated = taskInputRequired, "waiting for the client's input (tasks/update)", time.Now()
 	ts.mu.Unlock()
 }
+
+// clientParams are the params of a child's request as a modern client is
+// asked them: without the related-task _meta key a child running the call
+// as a task of its own adds (its task id means nothing to the client).
+func clientParams(params json.RawMessage) json.RawMessage {
+	meta := jsonrpc.Member(params, "_meta")
+	if meta == nil || !bytes.Contains(meta, []byte(relatedTaskKey)) {
+		return params
+	}
+	m, err := jsonrpc.Delete(meta, func(k string) bool { return k == relatedTaskKey })
+	if err != nil {
+		return params
+	}
+	if string(bytes.TrimSpace(m)) == "{}" {
+		out, err := jsonrpc.Delete(params, func(k string) bool { return k == "_meta" })
+		if err == nil {
+			return out
+		}
+	}
+	out, err := jsonrpc.Replace(params, "_meta", m)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// relatedTaskKey is the _meta key of MCP 2025-11-25 that ties a message to
+// a task.
+const relatedTaskKey = "io.modelcontextprotocol/related-task"
 
 // settleTask records the end of a task's call.
 func (ep *Endpoint) settleTask(t *task, ev dispatch.Event) {
@@ -247,7 +276,7 @@ func (ep *Endpoint) settleTask(t *task, ev dispatch.Event) {
 	result := jsonrpc.Member(ev.Answer, "result")
 	if meta := jsonrpc.Member(result, "_meta"); meta != nil {
 		// The taskId is the task's own: a related-task key is redundant.
-		if m, err := jsonrpc.Delete(meta, func(k string) bool { return k == "io.modelcontextprotocol/related-task" }); err == nil {
+		if m, err := jsonrpc.Delete(meta, func(k string) bool { return k == relatedTaskKey }); err == nil {
 			result, _ = jsonrpc.Replace(result, "_meta", m)
 		}
 	}

@@ -32,6 +32,7 @@ type taskView struct {
 	Result         json.RawMessage            `json:"result"`
 	Error          *rpcErr                    `json:"error"`
 	InputRequests  map[string]json.RawMessage `json:"inputRequests"`
+	RequestState   string                     `json:"requestState"`
 	Content        json.RawMessage            `json:"content"`
 }
 
@@ -289,4 +290,97 @@ func TestTasksEndWithTheBridge(t *testing.T) {
 	if r, err := request(http.MethodPost, url, "", "{}"); err == nil {
 		t.Errorf("the bridge still answers after close: %d", r.status)
 	}
+}
+
+// TestTasksOnServerEverything: the official server-everything declares
+// simulate-research-query task-required and runs it only as a task of its
+// own (MCP 2025-11-25). Through the bridge a 2026-07-28 client gets a task
+// of the bridge's, backed by the child's: its elicitation comes as an input
+// request (without the child's related-task key), tasks/update answers it,
+// the result is the child's; tasks/cancel cancels the child's task.
+func TestTasksOnServerEverything(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the official server-everything (Node.js)")
+	}
+	p := startEverything(t)
+	url := p.base + "/everything/mcp"
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	// The first request starts the child (which asks for roots at once, a
+	// request attributed to the call in flight); the bridge reads its tool
+	// list, then refuses the task-required tool to a client without the
+	// extension.
+	waitFor(t, 60*time.Second, "the tool catalogue", func() bool {
+		_, e, _ := taskCall(t, url, "1", "tools/call", `{"name":"simulate-research-query","arguments":{"topic":"go"},`+modernMeta+`}`)
+		return e != nil && e.Code == -32021 && strings.Contains(e.Message, "runs only as a task")
+	})
+	// server-everything asks for the roots 350 ms after its handshake, a
+	// request the bridge attributes to the call in flight: a call of a
+	// client that can answer it, running past that, takes it (as MRTR
+	// input) so that it does not fall on the task below.
+	rootsMeta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}}}`
+	long := `{"name":"trigger-long-running-operation","arguments":{"duration":1,"steps":1},` + rootsMeta + `}`
+	lr, e, _ := taskCall(t, url, "0", "tools/call", long)
+	if e != nil {
+		t.Fatalf("trigger-long-running-operation: %+v", e)
+	}
+	if lr.ResultType == "input_required" {
+		var key string
+		for k := range lr.InputRequests {
+			key = k
+		}
+		retry := fmt.Sprintf(`{"name":"trigger-long-running-operation","arguments":{"duration":1,"steps":1},"inputResponses":{%q:{"roots":[]}},"requestState":%q,%s}`, key, lr.RequestState, rootsMeta)
+		if lr, e, _ = taskCall(t, url, "0", "tools/call", retry); e != nil {
+			t.Fatalf("the retry with the roots: %+v", e)
+		}
+	}
+	if lr.ResultType != "complete" {
+		t.Fatalf("trigger-long-running-operation: %+v", lr)
+	}
+
+	v, e, _ := taskCall(t, url, "2", "tools/call", `{"name":"simulate-research-query","arguments":{"topic":"go","ambiguous":true},`+meta+`}`)
+	if e != nil || v.ResultType != "task" || v.TaskID == "" {
+		t.Fatalf("simulate-research-query: %+v %v", v, e)
+	}
+	get := func(what string, cond func(taskView) bool) taskView {
+		t.Helper()
+		var g taskView
+		waitFor(t, 30*time.Second, what, func() bool {
+			var e *rpcErr
+			g, e, _ = taskCall(t, url, `"g"`, "tasks/get", fmt.Sprintf(`{"taskId":%q,%s}`, v.TaskID, meta))
+			if e != nil {
+				t.Fatalf("tasks/get: %+v", e)
+			}
+			return cond(g)
+		})
+		return g
+	}
+	g := get("input_required", func(g taskView) bool { return g.Status == "input_required" })
+	var key string
+	for k, req := range g.InputRequests {
+		key = k
+		if !strings.Contains(string(req), `"elicitation/create"`) || strings.Contains(string(req), "related-task") {
+			t.Errorf("input request %s: %s", k, req)
+		}
+	}
+	if len(g.InputRequests) != 1 {
+		t.Fatalf("input requests: %v", g.InputRequests)
+	}
+	upd := fmt.Sprintf(`{"taskId":%q,"inputResponses":{%q:{"action":"accept","content":{"interpretation":"technical"}}},%s}`, v.TaskID, key, meta)
+	if ack, e, _ := taskCall(t, url, "3", "tasks/update", upd); e != nil || ack.ResultType != "complete" {
+		t.Fatalf("tasks/update: %+v %v", ack, e)
+	}
+	done := get("completed", func(g taskView) bool { return g.Status == "completed" || g.Status == "failed" })
+	if done.Status != "completed" || !strings.Contains(string(done.Result), "technical") || strings.Contains(string(done.Result), "related-task") {
+		t.Errorf("the finished task: %s %s %+v", done.Status, done.Result, done.Error)
+	}
+
+	// Cancelled: the bridge's task at once.
+	v, e, _ = taskCall(t, url, "4", "tools/call", `{"name":"simulate-research-query","arguments":{"topic":"cancel me"},`+meta+`}`)
+	if e != nil || v.TaskID == "" {
+		t.Fatalf("second call: %+v %v", v, e)
+	}
+	if ack, e, _ := taskCall(t, url, "5", "tasks/cancel", fmt.Sprintf(`{"taskId":%q,%s}`, v.TaskID, meta)); e != nil || ack.ResultType != "complete" {
+		t.Fatalf("tasks/cancel: %+v %v", ack, e)
+	}
+	get("cancelled", func(g taskView) bool { return g.Status == "cancelled" })
 }
