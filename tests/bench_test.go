@@ -315,13 +315,16 @@ type floorRun struct {
 // measure times b.N calls over workers against the process tree of pid
 // and reports calls/s, latencies, the tree's CPU per call and its RSS.
 func measure(b *testing.B, pid, workers int, call func(worker, i int) error) *floorRun {
-	cpu0 := treeCPU(pid)
+	cpu0, own0 := treeCPU(pid), cpuTime(pid)
 	b.ResetTimer()
 	r := drive(b.N, workers, call)
 	b.StopTimer()
 	f := &floorRun{result: r, cpuPerCall: (treeCPU(pid) - cpu0) / time.Duration(b.N)}
 	r.report(b)
 	b.ReportMetric(float64(f.cpuPerCall.Nanoseconds())/1000, "tree_cpu_us/call")
+	// The serving process alone (for the bridge: without its reaper and
+	// child).
+	b.ReportMetric(float64(((cpuTime(pid)-own0)/time.Duration(b.N)).Nanoseconds())/1000, "proc_cpu_us/call")
 	b.ReportMetric(float64(treeRSS(pid))/(1<<20), "tree_rss_MiB")
 	return f
 }
