@@ -21,13 +21,13 @@ func (c *memConn) WriteMessage(msg []byte) error {
 		return nil
 	}
 	j := i + 5 + bytes.IndexByte(msg[i+5:], ',')
-	var out []byte
+	result := `,"result":{}}`
 	if bytes.Contains(msg, []byte(`"initialize"`)) {
-		out = append(append([]byte(`{"jsonrpc":"2.0","id":`), msg[i+5:j]...), `,"result":{"protocolVersion":"2025-06-18"}}`...)
-	} else {
-		out = append(append([]byte(`{"jsonrpc":"2.0","id":`), msg[i+5:j]...), `,"result":{}}`...)
+		result = `,"result":{"protocolVersion":"2025-06-18"}}`
 	}
-	c.lines <- out
+	// One allocation, as a child's line read into a buffer would be.
+	out := make([]byte, 0, 22+j-i-5+len(result))
+	c.lines <- append(append(append(out, `{"jsonrpc":"2.0","id":`...), msg[i+5:j]...), result...)
 	return nil
 }
 
