@@ -11,7 +11,18 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 )
 
-const headerSessionID = "Mcp-Session-Id"
+// Header names, in canonical form: http.Header.Get canonicalizes (and
+// allocates for) any other spelling.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+)
+
+// jsonContentType is the Content-Type header's value for JSON answers,
+// assigned to the header map as it is (net/http does the same with its own
+// defaults): Header.Set would allocate the slice for every answer. Nothing
+// may modify it.
+var jsonContentType = []string{"application/json"}
 
 // JSON-RPC error codes used in transport error bodies.
 const (

@@ -116,7 +116,7 @@ func isModern(r *http.Request, m *jsonrpc.Message, env *envelope) bool {
 	if env.version != nil {
 		return true
 	}
-	return r.Header.Get("MCP-Protocol-Version") == eraModern && r.Header.Get(headerSessionID) == ""
+	return r.Header.Get(headerProtocolVersion) == eraModern && r.Header.Get(headerSessionID) == ""
 }
 
 // modernError answers a modern request with a JSON-RPC error carrying its
@@ -230,7 +230,7 @@ func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *js
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams,
 			"a "+eraModern+" request's params._meta needs "+metaProtocolVersion+" (a string) and "+metaClientCaps+" (an object); "+metaClientInfo+" is recommended", nil)
 	}
-	if h := r.Header.Get("MCP-Protocol-Version"); h != version {
+	if h := r.Header.Get(headerProtocolVersion); h != version {
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
 			fmt.Sprintf("the MCP-Protocol-Version header (%q) differs from the request's protocol version (%q)", h, version), nil)
 	}

@@ -109,7 +109,7 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Header.Get(headerSessionID) == "" && kind == jsonrpc.KindNotification && ep.shared != nil &&
-		((r.Header.Get("MCP-Protocol-Version") == eraModern && ep.opts.ProtocolEras != Eras2025) || ep.opts.Sessionless != SessionlessReject) {
+		((r.Header.Get(headerProtocolVersion) == eraModern && ep.opts.ProtocolEras != Eras2025) || ep.opts.Sessionless != SessionlessReject) {
 		// A notification without a session (a 2026-07-28 client's, or a
 		// stateless 2025 client's notifications/initialized) concerns no
 		// call the bridge could map it to: accepted, not forwarded. A
@@ -124,7 +124,7 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.session = s.id
-	w.Header().Set(headerSessionID, s.id)
+	w.Header()[headerSessionID] = s.idHeader
 	s.inflight.Add(1)
 	defer func() {
 		s.inflight.Add(-1)
@@ -270,7 +270,7 @@ func (ep *Endpoint) writeResult(w http.ResponseWriter, resp []byte, err error, r
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType
 	if len(resp) > 2048 {
 		// net/http sends a longer body chunked unless told its length; a
 		// shorter one it measures itself (one write for headers and body).

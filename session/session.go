@@ -12,6 +12,9 @@ import (
 // Session is one MCP client's Mcp-Session-Id on one destination.
 type Session struct {
 	id string
+	// idHeader is id as a header value, assigned to answers' header maps
+	// as it is (see jsonContentType); nothing may modify it.
+	idHeader []string
 	ep *Endpoint
 	// d serves the session: the destination's shared child, or the
 	// session's own (isolation: session).
@@ -51,7 +54,7 @@ type Session struct {
 
 func newSession(id string, ep *Endpoint) *Session {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	s := &Session{id: id, ep: ep, d: ep.dispatcherFor(), created: time.Now(), ctx: ctx, cancel: cancel,
+	s := &Session{id: id, idHeader: []string{id}, ep: ep, d: ep.dispatcherFor(), created: time.Now(), ctx: ctx, cancel: cancel,
 		gets: map[*stream]struct{}{}, postLive: map[uint64]bool{}, resumers: map[uint64]*stream{}}
 	s.log.max = max(ep.opts.EventLogSize, ep.opts.StreamQueue)
 	s.touch()

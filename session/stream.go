@@ -54,7 +54,7 @@ func (ep *Endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 			_ = (*c).SetWriteDeadline(time.Now())
 		}
 	}
-	st, resumed, done, ok, full := s.openGet(r.Header.Get("Last-Event-ID"), abort)
+	st, resumed, done, ok, full := s.openGet(r.Header.Get("Last-Event-Id"), abort)
 	switch {
 	case !ok:
 		ep.limits.streams.give(1)
