@@ -96,6 +96,10 @@ type Process struct {
 	writing bool
 	werr    error
 	drain   chan struct{} // buffer of one: the queue needs writing
+	// deadline is stdin's write deadline as last set. Only the writer of
+	// the moment (the caller that set writing, or the drain goroutine)
+	// uses it; writeMu hands it from one to the next.
+	deadline time.Time
 
 	exited chan struct{}
 	// stderrDone is closed when the child's stderr is read to its end.
@@ -300,7 +304,8 @@ func (p *Process) ReadMessage() ([]byte, error) {
 // WriteMessage implements Child. When no write is in progress the
 // caller writes its message itself; otherwise the message is queued for the
 // drain goroutine and WriteMessage returns at once. A write that the child
-// does not take within WriteTimeout fails, and so does every later one.
+// does not take within WriteTimeout (at least half of it) fails, and so
+// does every later one.
 func (p *Process) WriteMessage(msg []byte) error {
 	p.writeMu.Lock()
 	if p.werr != nil {
@@ -368,8 +373,14 @@ func (p *Process) drainQueue() {
 }
 
 func (p *Process) write(buf []byte) error {
-	if err := p.stdin.SetWriteDeadline(time.Now().Add(p.opts.WriteTimeout)); err != nil {
-		return fmt.Errorf("destination %q: child stdin is closed: %w", p.dest.Name, err)
+	// The deadline is moved only when less than half of WriteTimeout is
+	// left (a write gets between half and all of it): setting it costs a
+	// runtime timer update, which every write used to pay.
+	if now := time.Now(); p.deadline.Sub(now) < p.opts.WriteTimeout/2 {
+		p.deadline = now.Add(p.opts.WriteTimeout)
+		if err := p.stdin.SetWriteDeadline(p.deadline); err != nil {
+			return fmt.Errorf("destination %q: child stdin is closed: %w", p.dest.Name, err)
+		}
 	}
 	if _, err := p.stdin.Write(buf); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
