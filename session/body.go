@@ -15,7 +15,8 @@ import (
 // bridge's memory or connections: a body must arrive within BodyTimeout, no
 // gap between its bytes may exceed BodyIdleTimeout, and after a grace period
 // it must keep up a minimum rate. Buffers grow with the bytes that arrived,
-// never from an announced Content-Length, and every byte of buffer that
+// never from an announced Content-Length (which only makes the first buffer
+// of a small body smaller), and every byte of buffer that
 // bodies hold is taken from one budget shared by all destinations
 // (MaxBodyMemory); a body that would exceed it is answered 503 with
 // Retry-After.
@@ -97,6 +98,12 @@ func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request) (bb *bodyBu
 	for {
 		if len(bb.b) == cap(bb.b) {
 			grow := max(int64(cap(bb.b)), firstBodyRead)
+			if cap(bb.b) == 0 && r.ContentLength >= 0 && r.ContentLength < firstBodyRead {
+				// A small body announced: a buffer just larger (net/http
+				// reports EOF with its last bytes). Hundreds of calls in
+				// flight each hold one.
+				grow = r.ContentLength + 1
+			}
 			grow = min(grow, limit+1-int64(cap(bb.b)))
 			if grow <= 0 {
 				ep.releaseBody(bb)
