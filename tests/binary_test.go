@@ -24,9 +24,18 @@ var (
 	buildErr  error
 )
 
-// bridgeBinary builds cmd/stelae-bridge once per test run.
+// EnvBridgeBinary names a stelae-bridge binary the tests and benchmarks
+// run instead of building cmd/stelae-bridge (to compare two builds with the
+// same load generator).
+const EnvBridgeBinary = "STELAE_TEST_BINARY"
+
+// bridgeBinary builds cmd/stelae-bridge once per test run (or returns
+// $STELAE_TEST_BINARY).
 func bridgeBinary(t testing.TB) string {
 	t.Helper()
+	if bin := os.Getenv(EnvBridgeBinary); bin != "" {
+		return bin
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "stelae-bridge-bin")
 		if err != nil {
