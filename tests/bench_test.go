@@ -294,12 +294,24 @@ func BenchmarkEcho(b *testing.B) {
 	}
 	for _, l := range loads {
 		b.Run("http-floor/"+l.String(), func(b *testing.B) {
-			pid, base := startHTTPFloor(b)
+			pid, base := startHTTPFloor(b, fakemcp.ModeHTTPEcho)
 			conns := dialAll(b, base, l.sessions*l.inflight)
 			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
 			call := func(w, _ int) error { return conns[w].postOK("/", "", body) }
 			warmUp(b, len(conns), call)
 			floors["http/"+l.String()] = measure(b, pid, len(conns), call)
+		})
+	}
+	// Not a floor: the same echo on a minimal hand-written HTTP/1.1 server,
+	// to weigh what replacing net/http could save.
+	for _, l := range loads {
+		b.Run("raw-http/"+l.String(), func(b *testing.B) {
+			pid, base := startHTTPFloor(b, fakemcp.ModeRawHTTPEcho)
+			conns := dialAll(b, base, l.sessions*l.inflight)
+			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+			call := func(w, _ int) error { return conns[w].postOK("/", "", body) }
+			warmUp(b, len(conns), call)
+			measure(b, pid, len(conns), call)
 		})
 	}
 	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho}), "-max-sessions", "64")
@@ -329,10 +341,11 @@ func measure(b *testing.B, pid, workers int, call func(worker, i int) error) *fl
 	return f
 }
 
-// startHTTPFloor starts the HTTP echo floor (fakemcp.ModeHTTPEcho) and
-// returns its pid and base URL; it is stopped when the benchmark ends.
-func startHTTPFloor(b *testing.B) (int, string) {
-	command, args, env := fakemcp.Command(fakemcp.ModeHTTPEcho)
+// startHTTPFloor starts an HTTP echo server (fakemcp.ModeHTTPEcho: the
+// floor; ModeRawHTTPEcho) and returns its pid and base URL; it is stopped
+// when the benchmark ends.
+func startHTTPFloor(b *testing.B, mode string) (int, string) {
+	command, args, env := fakemcp.Command(mode)
 	cmd := exec.Command(command, args...)
 	cmd.Env = cmd.Environ()
 	for k, v := range env {

@@ -37,6 +37,11 @@ const (
 	// loopback port it prints on stdout ("listening http://ADDR"), until
 	// its stdin closes: the benchmarks' HTTP echo floor (no stdio hop).
 	ModeHTTPEcho = "http-echo"
+	// ModeRawHTTPEcho is ModeHTTPEcho on a minimal hand-written HTTP/1.1
+	// server (keep-alive, Content-Length bodies, no background read, no
+	// header map): what HTTP could cost without net/http, for the
+	// benchmark that weighs replacing it.
+	ModeRawHTTPEcho = "raw-http-echo"
 	// ModeExitAtStart exits with status 3 before reading anything.
 	ModeExitAtStart = "exit-at-start"
 	// ModeStubborn ignores SIGTERM and stdin EOF: only SIGKILL stops it.
@@ -124,6 +129,9 @@ func Serve() {
 		os.Exit(0)
 	case ModeHTTPEcho:
 		httpEcho()
+		os.Exit(0)
+	case ModeRawHTTPEcho:
+		rawHTTPEcho()
 		os.Exit(0)
 	case ModeServer, ModeStubborn:
 		if ms, err := strconv.Atoi(os.Getenv(EnvStartDelay)); err == nil {
@@ -236,6 +244,71 @@ func httpEcho() {
 	fmt.Printf("listening http://%s\n", ln.Addr())
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the test closes stdin
 	_ = srv.Close()
+}
+
+// rawHTTPEcho serves the echo over a minimal HTTP/1.1 server: one
+// goroutine per connection reading requests with a 4 KiB bufio.Reader,
+// parsing only the request line's end and Content-Length, and writing each
+// answer with one write.
+func rawHTTPEcho() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake: listen:", err)
+		os.Exit(1)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go rawHTTPConn(c)
+		}
+	}()
+	fmt.Printf("listening http://%s\n", ln.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	_ = ln.Close()
+}
+
+func rawHTTPConn(c net.Conn) {
+	defer c.Close()
+	br := bufio.NewReaderSize(c, 4<<10)
+	var body, out []byte
+	for {
+		length := -1
+		for first := true; ; first = false {
+			line, err := br.ReadSlice('\n')
+			if err != nil {
+				return
+			}
+			if first {
+				continue // POST /path HTTP/1.1
+			}
+			if len(line) <= 2 {
+				break
+			}
+			if len(line) > 15 && strings.EqualFold(string(line[:15]), "Content-Length:") {
+				length, _ = strconv.Atoi(strings.TrimSpace(string(line[15:])))
+			}
+		}
+		if length < 0 || length > 1<<20 {
+			return
+		}
+		if cap(body) < length {
+			body = make([]byte, length)
+		}
+		body = body[:length]
+		if _, err := io.ReadFull(br, body); err != nil {
+			return
+		}
+		answer := echoAnswer(make([]byte, 0, 96), body)
+		out = append(out[:0], "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "...)
+		out = strconv.AppendInt(out, int64(len(answer)), 10)
+		out = append(append(out, "\r\n\r\n"...), answer...)
+		if _, err := c.Write(out); err != nil {
+			return
+		}
+	}
 }
 
 // idOf finds the value of the top-level "id" in a bridge-written line, where
