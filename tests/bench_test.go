@@ -294,25 +294,13 @@ func BenchmarkEcho(b *testing.B) {
 	}
 	for _, l := range loads {
 		b.Run("http-floor/"+l.String(), func(b *testing.B) {
-			pid, base := startHTTPFloor(b, fakemcp.ModeHTTPEcho)
-			conns := dialAll(b, base, l.sessions*l.inflight)
-			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
-			call := func(w, _ int) error { return conns[w].postOK("/", "", body) }
-			warmUp(b, len(conns), call)
-			floors["http/"+l.String()] = measure(b, pid, len(conns), call)
+			floors["http/"+l.String()] = measureHTTPEcho(b, fakemcp.ModeHTTPEcho, l)
 		})
 	}
 	// Not a floor: the same echo on a minimal hand-written HTTP/1.1 server,
 	// to weigh what replacing net/http could save.
 	for _, l := range loads {
-		b.Run("raw-http/"+l.String(), func(b *testing.B) {
-			pid, base := startHTTPFloor(b, fakemcp.ModeRawHTTPEcho)
-			conns := dialAll(b, base, l.sessions*l.inflight)
-			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
-			call := func(w, _ int) error { return conns[w].postOK("/", "", body) }
-			warmUp(b, len(conns), call)
-			measure(b, pid, len(conns), call)
-		})
+		b.Run("raw-http/"+l.String(), func(b *testing.B) { measureHTTPEcho(b, fakemcp.ModeRawHTTPEcho, l) })
 	}
 	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho}), "-max-sessions", "64")
 	benchBridge(b, p, "", loads, floors)
@@ -339,6 +327,17 @@ func measure(b *testing.B, pid, workers int, call func(worker, i int) error) *fl
 	b.ReportMetric(float64(((cpuTime(pid)-own0)/time.Duration(b.N)).Nanoseconds())/1000, "proc_cpu_us/call")
 	b.ReportMetric(float64(treeRSS(pid))/(1<<20), "tree_rss_MiB")
 	return f
+}
+
+// measureHTTPEcho measures the 64-byte echo calls of load l against an HTTP
+// echo server of mode (startHTTPFloor).
+func measureHTTPEcho(b *testing.B, mode string, l load) *floorRun {
+	pid, base := startHTTPFloor(b, mode)
+	conns := dialAll(b, base, l.sessions*l.inflight)
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+	call := func(w, _ int) error { return conns[w].postOK("/", "", body) }
+	warmUp(b, len(conns), call)
+	return measure(b, pid, len(conns), call)
 }
 
 // startHTTPFloor starts an HTTP echo server (fakemcp.ModeHTTPEcho: the
