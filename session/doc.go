@@ -26,6 +26,23 @@
 // child's notifications come back through Session.Deliver into the
 // session's event log and out on its GET stream.
 //
+// MCP 2026-07-28 requests (a POST whose params._meta carries the protocol
+// version) are served beside the sessions, on the same child, without a
+// session (modern.go): the validation ladder, server/discover, stateless
+// forwarding with the result marked complete; a child's requests during a
+// call become input_required results (MRTR, mrtr.go: a requestState the
+// bridge signs); subscriptions/listen streams (listen.go); and the tasks
+// extension (tasks.go), whose tasks the bridge keeps itself. From SEP-2663:
+//   - "A server MUST NOT return CreateTaskResult to a client that did not
+//     include the extension capability on its request" (modern.go: only
+//     with the extension is a call given a grace period to become a task);
+//   - "A server MUST NOT return CreateTaskResult until the task is durably
+//     created" (adoptTask registers the task before answering);
+//   - "Each request key in inputRequests MUST be unique over the lifetime of
+//     a single task" (taskAsks never reuses a key);
+//   - tasks/update and tasks/cancel "MUST acknowledge the request with an
+//     empty result" with resultType "complete" (serveTaskMethod).
+//
 // The specification (MCP 2025-11-25, basic/transports) decides:
 //   - "If the input is a JSON-RPC response or notification: If the server
 //     accepts the input, the server MUST return HTTP status code 202
