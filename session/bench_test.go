@@ -66,6 +66,7 @@ type benchWriter struct {
 
 func (w *benchWriter) Header() http.Header { return w.h }
 func (w *benchWriter) WriteHeader(s int)   { w.status = s }
+
 // SetReadDeadline and SetWriteDeadline are what net/http's writer offers
 // http.ResponseController.
 func (w *benchWriter) SetReadDeadline(time.Time) error  { return nil }

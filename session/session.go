@@ -15,7 +15,7 @@ type Session struct {
 	// idHeader is id as a header value, assigned to answers' header maps
 	// as it is (see jsonContentType); nothing may modify it.
 	idHeader []string
-	ep *Endpoint
+	ep       *Endpoint
 	// d serves the session: the destination's shared child, or the
 	// session's own (isolation: session).
 	d        *dispatch.Dispatcher
