@@ -134,10 +134,13 @@ func (ep *Endpoint) adoptTask(f *flight, m *jsonrpc.Message, principal Principal
 	now := time.Now()
 	t := &task{id: uuid.NewString(), principal: principal, f: f, created: now, ttl: ep.opts.TaskTTL,
 		status: taskWorking, updated: now, used: map[string]bool{}}
+	// Armed before the task is visible: closeTasks stops it.
+	t.expiry = time.AfterFunc(t.ttl, func() { ep.expireTask(t) })
 	ts.mu.Lock()
 	if ts.closed || len(ts.live) >= maxTasks {
 		full := !ts.closed
 		ts.mu.Unlock()
+		t.expiry.Stop()
 		if full {
 			ep.log.Warn("too many tasks; a task-supporting call is answered synchronously", "tasks", maxTasks)
 		}
@@ -155,7 +158,6 @@ func (ep *Endpoint) adoptTask(f *flight, m *jsonrpc.Message, principal Principal
 	f.call.Keep()
 	f.caps = bytes.Clone(f.caps)
 	f.call.Extend(t.ttl)
-	t.expiry = time.AfterFunc(t.ttl, func() { ep.expireTask(t) })
 	ep.log.Debug("call became a task", "task", t.id, "method", f.method)
 	go ep.runTask(t)
 	return jsonrpc.AppendResponse(nil, m.ID, view, nil)
