@@ -61,12 +61,12 @@ func newAccessLog(log hclog.Logger, out io.Writer, json bool) *accessLog {
 
 // write writes one POST line; false when a value needs hclog's escaping
 // (the caller then logs through hclog).
-func (a *accessLog) write(method, rpcID string, status int, latencyMs float64, session string) bool {
+func (a *accessLog) write(now time.Time, method, rpcID string, status int, latencyMs float64, session string) bool {
 	if !quotable(method) || !quotable(rpcID) || !quotable(session) {
 		return false
 	}
 	bp := accessBufs.Get().(*[]byte)
-	b := a.appendStamp((*bp)[:0])
+	b := a.appendStamp((*bp)[:0], now)
 	b = append(b, a.head...)
 	b = appendField(b, " mcp_method=", method)
 	b = appendField(b, " rpc_id=", rpcID)
@@ -83,10 +83,9 @@ func (a *accessLog) write(method, rpcID string, status int, latencyMs float64, s
 	return true
 }
 
-// appendStamp appends the time as hclog writes it (hclog.TimeFormat, local
+// appendStamp appends now as hclog writes it (hclog.TimeFormat, local
 // time), formatting it anew only when the millisecond changed.
-func (a *accessLog) appendStamp(b []byte) []byte {
-	now := time.Now()
+func (a *accessLog) appendStamp(b []byte, now time.Time) []byte {
 	ms := now.UnixMilli()
 	if st := a.stamp.Load(); st != nil && st.ms == ms {
 		return append(b, st.text...)

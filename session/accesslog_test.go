@@ -40,7 +40,7 @@ func TestAccessLogIsHclogsLine(t *testing.T) {
 			args = append(args, "session", tc.session)
 		}
 		log.Info("POST", args...)
-		if !a.write(tc.method, tc.id, tc.status, tc.latency, tc.session) {
+		if !a.write(time.Now(), tc.method, tc.id, tc.status, tc.latency, tc.session) {
 			t.Fatalf("%+v: declined", tc)
 		}
 		want, got := viaHclog.String(), direct.String()
@@ -54,7 +54,7 @@ func TestAccessLogIsHclogsLine(t *testing.T) {
 		}
 	}
 	for _, v := range []string{"é", "a\nb", "tab\there"} {
-		if a.write(v, "1", 200, 1, "") || a.write("m", v, 200, 1, "") {
+		if a.write(time.Now(), v, "1", 200, 1, "") || a.write(time.Now(), "m", v, 200, 1, "") {
 			t.Errorf("%q written; want it left to hclog", v)
 		}
 	}
@@ -75,7 +75,7 @@ func BenchmarkAccessLog(b *testing.B) {
 		a := newAccessLog(log, io.Discard, false)
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			a.write("tools/call", "12345", 200, 0.531, "0e6c1a5e-6a3f-4a57-9a63-6b1f1f0b3c11")
+			a.write(time.Now(), "tools/call", "12345", 200, 0.531, "0e6c1a5e-6a3f-4a57-9a63-6b1f1f0b3c11")
 		}
 	})
 }

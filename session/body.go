@@ -66,10 +66,10 @@ const (
 	firstBodyRead = 4 << 10
 )
 
-// readBody reads r's body into a buffer charged to the budget. The caller
-// must release the buffer (releaseBody) when the message it holds is no
-// longer used.
-func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request) (bb *bodyBuf, err error) {
+// readBody reads r's body, whose request began at start, into a buffer
+// charged to the budget. The caller must release the buffer (releaseBody)
+// when the message it holds is no longer used.
+func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request, start time.Time) (bb *bodyBuf, err error) {
 	limit := ep.opts.MaxBodyBytes
 	if r.ContentLength > limit {
 		return nil, &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the %d-byte limit (raise -max-body-size)", r.ContentLength, limit)}
@@ -82,8 +82,8 @@ func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request) (bb *bodyBu
 		bb.reserved = c
 	}
 	rc := http.NewResponseController(w)
-	start := time.Now()
 	deadline := start.Add(ep.opts.BodyTimeout)
+	now := start // the clock is read again only for a body that takes more than one read
 	defer func() {
 		// A body read in full frees the connection for the next request.
 		// Otherwise net/http would try to drain what is left of it before
@@ -118,7 +118,7 @@ func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request) (bb *bodyBu
 			bb.b = nb
 			bb.reserved += grow
 		}
-		next := time.Now().Add(ep.opts.BodyIdleTimeout)
+		next := now.Add(ep.opts.BodyIdleTimeout)
 		if next.After(deadline) {
 			next = deadline
 		}
@@ -132,7 +132,8 @@ func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request) (bb *bodyBu
 		if errors.Is(err, io.EOF) {
 			return bb, nil
 		}
-		elapsed := time.Since(start)
+		now = time.Now()
+		elapsed := now.Sub(start)
 		if err == nil && elapsed > bodyRateGrace && float64(len(bb.b)) < minBodyRate*elapsed.Seconds() {
 			err = errTooSlow
 		}

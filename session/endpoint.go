@@ -348,6 +348,10 @@ func (ep *Endpoint) serveDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(status)
 }
 
-func ms(start time.Time) float64 {
-	return float64(time.Since(start).Microseconds()) / 1000
+func ms(start time.Time) float64 { return msBetween(start, time.Now()) }
+
+// msBetween is the time from start to end in milliseconds, to the
+// microsecond.
+func msBetween(start, end time.Time) float64 {
+	return float64(end.Sub(start).Microseconds()) / 1000
 }

@@ -22,6 +22,18 @@ type postLog struct {
 	session  string
 	reqBody  []byte
 	respBody []byte
+	// ended is when the POST was answered, read once (end) for the
+	// metrics, the session's last use and the access log: the clock is
+	// among the costliest calls of a POST here.
+	ended time.Time
+}
+
+// end is when the POST was answered (the first call reads the clock).
+func (rec *postLog) end() time.Time {
+	if rec.ended.IsZero() {
+		rec.ended = time.Now()
+	}
+	return rec.ended
 }
 
 // servePost handles one POSTed JSON-RPC message.
@@ -52,7 +64,7 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	if bb, err = ep.readBody(w, r); err != nil {
+	if bb, err = ep.readBody(w, r, start); err != nil {
 		var be *bodyError
 		errors.As(err, &be)
 		if be.status == http.StatusServiceUnavailable {
@@ -94,17 +106,17 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	env := readEnvelope(m.Params)
 	if isModern(r, &m, &env) {
-		defer func() { ep.m.observeCall(rec.status, start) }()
+		defer func() { ep.m.observeCall(rec.status, rec.end().Sub(start)) }()
 		ep.serveModern(w, r, &m, &env, &rec)
 		return
 	}
 	if kind == jsonrpc.KindRequest && m.Method == "initialize" && r.Header.Get(headerSessionID) == "" {
-		defer func() { ep.m.observeCall(rec.status, start) }()
+		defer func() { ep.m.observeCall(rec.status, rec.end().Sub(start)) }()
 		ep.initialize(w, r, &m, &rec, jsonOK)
 		return
 	}
 	if r.Header.Get(headerSessionID) == "" && kind == jsonrpc.KindRequest && ep.opts.Sessionless != SessionlessReject && ep.shared != nil {
-		defer func() { ep.m.observeCall(rec.status, start) }()
+		defer func() { ep.m.observeCall(rec.status, rec.end().Sub(start)) }()
 		ep.serveSessionless(w, r, &m, &rec)
 		return
 	}
@@ -128,7 +140,7 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	s.inflight.Add(1)
 	defer func() {
 		s.inflight.Add(-1)
-		s.touch()
+		s.touchAt(rec.end())
 	}()
 	if ep.reg.get(s.id) != s {
 		// Evicted between the lookup and inflight: the evictor saw the
@@ -162,7 +174,7 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	ep.m.Inflight.Inc()
 	defer func() {
 		ep.m.Inflight.Dec()
-		ep.m.observeCall(rec.status, start)
+		ep.m.observeCall(rec.status, rec.end().Sub(start))
 	}()
 	// A dropped connection does not cancel the call: its answer stays in the
 	// session's event log for a client that resumes the stream.
@@ -288,10 +300,10 @@ func (ep *Endpoint) logPost(rec *postLog, start time.Time) {
 	if !ep.log.IsInfo() {
 		return
 	}
-	if ep.access != nil && !ep.opts.AuditBodies && ep.access.write(field(rec.method), field(string(rec.rpcID)), rec.status, ms(start), rec.session) {
+	if ep.access != nil && !ep.opts.AuditBodies && ep.access.write(rec.end(), field(rec.method), field(string(rec.rpcID)), rec.status, msBetween(start, rec.end()), rec.session) {
 		return
 	}
-	args := []any{"mcp_method", field(rec.method), "rpc_id", field(string(rec.rpcID)), "status_code", rec.status, "latency_ms", ms(start)}
+	args := []any{"mcp_method", field(rec.method), "rpc_id", field(string(rec.rpcID)), "status_code", rec.status, "latency_ms", msBetween(start, rec.end())}
 	if rec.session != "" {
 		args = append(args, "session", rec.session)
 	}

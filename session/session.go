@@ -100,7 +100,10 @@ func (s *Session) close(reason error) {
 	s.cancel(reason)
 }
 
-func (s *Session) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
+func (s *Session) touch() { s.touchAt(time.Now()) }
+
+// touchAt records a use of the session at t.
+func (s *Session) touchAt(t time.Time) { s.lastUsed.Store(t.UnixNano()) }
 
 // busy reports whether the session has a request in flight or an open
 // stream.
