@@ -20,9 +20,18 @@ import (
 
 var (
 	buildOnce sync.Once
+	binDir    string // the temporary directory binPath is built in
 	binPath   string
 	buildErr  error
 )
+
+// removeBridgeBinary deletes the binary bridgeBinary built, so a test run
+// leaves nothing behind in the temporary directory.
+func removeBridgeBinary() {
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+}
 
 // EnvBridgeBinary names a stelae-bridge binary the tests and benchmarks
 // run instead of building cmd/stelae-bridge (to compare two builds with the
@@ -42,6 +51,7 @@ func bridgeBinary(t testing.TB) string {
 			buildErr = err
 			return
 		}
+		binDir = dir
 		binPath = filepath.Join(dir, "stelae-bridge")
 		out, err := exec.Command("go", "build", "-o", binPath, "github.com/stelae-bridge/stelae-bridge/cmd/stelae-bridge").CombinedOutput()
 		if err != nil {

@@ -35,7 +35,9 @@ func TestMain(m *testing.M) {
 	supervisor.RunReaperIfAsked()
 	fakemcp.Serve()
 	conformancefixture.Serve()
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBridgeBinary()
+	os.Exit(code)
 }
 
 // testBridge is a running bridge under test.
