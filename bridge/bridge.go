@@ -333,16 +333,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.handler.S
 // accepting, ends every session and stream, waits for the requests in
 // flight, then stops every child — all within Options.ShutdownTimeout.
 func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           b,
-		ReadHeaderTimeout: 10 * time.Second,
-		// Headers are small in MCP; a JWT or two fits many times over.
-		MaxHeaderBytes: 64 << 10,
-		IdleTimeout:    2 * time.Minute,
-		// No WriteTimeout: it would cut SSE streams; writes carry their own
-		// deadlines.
-		ErrorLog: b.log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
-	}
+	srv := NewServer(b, b.log.Named("http"))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	var err error

@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,7 +42,7 @@ func TestMain(m *testing.M) {
 // testBridge is a running bridge under test.
 type testBridge struct {
 	t      *testing.T
-	srv    *httptest.Server
+	srv    *testServer
 	bridge *bridge.Bridge
 	// dispatchers are the shared ones, by destination.
 	dispatchers map[string]*dispatch.Dispatcher
@@ -156,18 +155,15 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 			b.dispatchers[name] = d
 		}
 	}
-	if cfg.addr == "" {
-		b.srv = httptest.NewServer(br)
-	} else {
-		b.srv = httptest.NewUnstartedServer(br)
-		ln, err := listenRetry(cfg.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.srv.Listener.Close()
-		b.srv.Listener = ln
-		b.srv.Start()
+	addr := cfg.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
 	}
+	ln, err := listenRetry(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.srv = startServer(br, ln, log.Named("http"))
 	t.Cleanup(b.close)
 	return b
 }
@@ -182,6 +178,33 @@ func (b *testBridge) close() {
 	if b.t.Failed() {
 		b.t.Logf("bridge logs:\n%s", b.logs.String())
 	}
+}
+
+// testServer serves a bridge's handler the way the binary does
+// (bridge.Server: the fast path, and net/http for the rest).
+type testServer struct {
+	URL      string
+	Listener net.Listener
+	srv      *bridge.Server
+	done     chan struct{}
+}
+
+func startServer(h http.Handler, ln net.Listener, log hclog.Logger) *testServer {
+	s := &testServer{URL: "http://" + ln.Addr().String(), Listener: ln, srv: bridge.NewServer(h, log), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		_ = s.srv.Serve(ln)
+	}()
+	return s
+}
+
+// Close waits a while for the requests in flight, then closes every
+// connection.
+func (s *testServer) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+	<-s.done
 }
 
 func (b *testBridge) url(dest string) string { return b.srv.URL + "/" + dest + "/mcp" }

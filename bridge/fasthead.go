@@ -1,0 +1,162 @@
+package bridge
+
+import (
+	"net/http"
+	"strings"
+)
+
+// This file reads the head of the one request the fast path serves itself
+// (server.go): a POST over HTTP/1.1 whose body has a Content-Length. It
+// accepts only a strict subset of HTTP/1.1 that net/http reads the same
+// way (FuzzFastHead holds it to http.ReadRequest); anything else — another
+// method or version, a query, a percent-escape, chunked bodies, Expect,
+// Upgrade, Connection other than keep-alive, obs-fold, bytes outside
+// visible ASCII, a repeated Host or Content-Length — is not refused here
+// but handed to net/http with the bytes read so far, which then serves the
+// connection as it always has.
+
+// fastHead is a request head the fast path serves.
+type fastHead struct {
+	path          string
+	host          string
+	header        http.Header
+	contentLength int64
+}
+
+// maxFastBody is the largest body the fast path serves; a larger one, like
+// one that has not arrived with its head, goes to net/http.
+const maxFastBody = 1 << 20
+
+// parseFastHead parses head, a request head up to and including its final
+// CRLF CRLF. ok is false when the request is not one for the fast path.
+func parseFastHead(head []byte) (h fastHead, ok bool) {
+	const prefix, suffix = "POST /", " HTTP/1.1"
+	if len(head) < len(prefix)+len(suffix)+4 || string(head[:len(prefix)]) != prefix {
+		return h, false
+	}
+	// One string holds the whole head: the header map's names and values
+	// are slices of it.
+	s := string(head[:len(head)-2])
+	eol := strings.IndexByte(s, '\r')
+	if eol < 0 || s[eol+1] != '\n' || !strings.HasSuffix(s[:eol], suffix) {
+		return h, false
+	}
+	h.path = s[len(prefix)-1 : eol-len(suffix)]
+	if !fastPath(h.path) {
+		return h, false
+	}
+	lines := strings.Count(s, "\n") - 1
+	h.header = make(http.Header, lines)
+	vals := make([]string, lines) // one backing array for single values
+	hosts, lengths := 0, 0
+	for pos := eol + 2; pos < len(s); {
+		eol := strings.IndexByte(s[pos:], '\r')
+		if eol <= 0 || s[pos+eol+1] != '\n' {
+			return h, false
+		}
+		line := s[pos : pos+eol]
+		pos += eol + 2
+		colon := strings.IndexByte(line, ':')
+		if colon <= 0 || !tokenString(line[:colon]) {
+			return h, false
+		}
+		value := strings.Trim(line[colon+1:], " \t")
+		if !fieldValue(value) {
+			return h, false
+		}
+		key := http.CanonicalHeaderKey(line[:colon])
+		switch key {
+		case "Host":
+			hosts++
+			if !hostValue(value) {
+				return h, false
+			}
+			h.host = value
+			continue // net/http keeps Host out of the header map
+		case "Content-Length":
+			lengths++
+			n, ok := contentLength(value)
+			if !ok {
+				return h, false
+			}
+			h.contentLength = n
+		case "Transfer-Encoding", "Expect", "Upgrade", "Trailer", "Te":
+			return h, false
+		case "Connection":
+			if !strings.EqualFold(value, "keep-alive") {
+				return h, false
+			}
+		}
+		if prev, dup := h.header[key]; dup {
+			h.header[key] = append(prev, value)
+			continue
+		}
+		vals[0] = value
+		h.header[key], vals = vals[:1:1], vals[1:]
+	}
+	return h, hosts == 1 && lengths == 1
+}
+
+// fastPath reports whether p is a plain absolute path: letters, digits and
+// - . _ ~ /, no query, no escapes, no dot segments.
+func fastPath(p string) bool {
+	if len(p) == 0 || len(p) > 1024 || p[0] != '/' || strings.Contains(p, "/.") {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// tokenString reports whether s is an RFC 9110 token.
+func tokenString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return len(s) > 0
+}
+
+// fieldValue reports whether s is a field value of visible ASCII, spaces
+// and tabs only.
+func fieldValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t') || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// hostValue reports whether s is a plain host[:port]: a name, an IPv4
+// address or a bracketed IPv6 address.
+func hostValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == ':' || c == '[' || c == ']' || c == '_') {
+			return false
+		}
+	}
+	return len(s) > 0
+}
+
+// contentLength parses a Content-Length of at most maxFastBody.
+func contentLength(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 8 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(s[i]-'0')
+	}
+	return n, n <= maxFastBody
+}

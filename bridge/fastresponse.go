@@ -1,0 +1,269 @@
+package bridge
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// fastResponse is the ResponseWriter of a fast-path request. An answer the
+// handler does not flush goes out in one write (head and body, with
+// Content-Length) when the handler returns; a flush sends the head and
+// what was written so far, and the rest follows chunked (unless the
+// handler set a Content-Length), as net/http does. It supports what
+// http.ResponseController offers except Hijack and read deadlines (the
+// body is in memory already).
+type fastResponse struct {
+	c      *fastConn
+	header http.Header
+	status int // 0 until WriteHeader
+	// sent: the head is out; chunked: the body follows chunked; raw: the
+	// body follows as it is (the handler set Content-Length).
+	sent, chunked, raw bool
+	closeAfter         bool
+	deadlineSet        bool
+	err                error  // a write failed: later ones fail too
+	body               []byte // written, not yet sent
+	out                []byte // what goes out in the next write
+	keys               []string
+}
+
+// keepBuffer is the largest body or output buffer a connection keeps
+// between requests.
+const keepBuffer = 16 << 10
+
+// flushAt is how much body is held before it goes out without a flush.
+const flushAt = 64 << 10
+
+func (w *fastResponse) reset(c *fastConn) {
+	w.c = c
+	if w.header == nil {
+		w.header = make(http.Header, 8)
+	} else {
+		clear(w.header)
+	}
+	w.status, w.sent, w.chunked, w.raw, w.closeAfter, w.deadlineSet, w.err = 0, false, false, false, false, false, nil
+	w.body, w.out = w.body[:0], w.out[:0]
+}
+
+func (w *fastResponse) Header() http.Header { return w.header }
+
+func (w *fastResponse) WriteHeader(code int) {
+	if code < 100 || code > 999 {
+		panic("invalid WriteHeader code " + strconv.Itoa(code))
+	}
+	if w.status != 0 || code < 200 {
+		return // a second call, or an informational answer: not sent
+	}
+	w.status = code
+}
+
+func (w *fastResponse) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	if !bodyAllowed(w.status) {
+		return 0, http.ErrBodyNotAllowed
+	}
+	w.body = append(w.body, p...)
+	if len(w.body) >= flushAt {
+		if err := w.FlushError(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// Flush sends the head and the body so far.
+func (w *fastResponse) Flush() { _ = w.FlushError() }
+
+// FlushError is Flush for http.ResponseController.
+func (w *fastResponse) FlushError() error {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if !w.sent {
+		w.appendHead(true)
+	}
+	w.appendBody()
+	return w.write()
+}
+
+// SetWriteDeadline sets the connection's write deadline (until the request
+// ends).
+func (w *fastResponse) SetWriteDeadline(t time.Time) error {
+	w.deadlineSet = true
+	return w.c.nc.SetWriteDeadline(t)
+}
+
+// SetReadDeadline does nothing: the body is read already.
+func (w *fastResponse) SetReadDeadline(time.Time) error { return nil }
+
+// EnableFullDuplex does nothing: the body is read already.
+func (w *fastResponse) EnableFullDuplex() error { return nil }
+
+// finish sends what the handler left; false when the connection must
+// close.
+func (w *fastResponse) finish() bool {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.err == nil {
+		if !w.sent {
+			w.appendHead(false)
+		}
+		w.appendBody()
+		if w.chunked {
+			w.out = append(w.out, "0\r\n\r\n"...)
+		}
+		_ = w.write()
+	}
+	if w.deadlineSet {
+		_ = w.c.nc.SetWriteDeadline(time.Time{})
+	}
+	if cap(w.body) > keepBuffer {
+		w.body = nil
+	}
+	if cap(w.out) > keepBuffer {
+		w.out = nil
+	}
+	return w.err == nil
+}
+
+// write writes out.
+func (w *fastResponse) write() error {
+	if len(w.out) > 0 {
+		_, w.err = w.c.nc.Write(w.out)
+		w.out = w.out[:0]
+	}
+	return w.err
+}
+
+// appendBody moves the body written so far to out, framed.
+func (w *fastResponse) appendBody() {
+	if len(w.body) == 0 {
+		return
+	}
+	if w.chunked {
+		w.out = strconv.AppendInt(w.out, int64(len(w.body)), 16)
+		w.out = append(w.out, "\r\n"...)
+		w.out = append(w.out, w.body...)
+		w.out = append(w.out, "\r\n"...)
+	} else {
+		w.out = append(w.out, w.body...)
+	}
+	w.body = w.body[:0]
+}
+
+// appendHead appends the response head to out; streaming: more body may
+// follow what was written so far.
+func (w *fastResponse) appendHead(streaming bool) {
+	w.sent = true
+	h := w.header
+	w.out = append(w.out, "HTTP/1.1 "...)
+	w.out = strconv.AppendInt(w.out, int64(w.status), 10)
+	w.out = append(w.out, ' ')
+	w.out = append(w.out, http.StatusText(w.status)...)
+	w.out = append(w.out, "\r\n"...)
+	if _, ok := h["Date"]; !ok {
+		w.out = append(w.out, "Date: "...)
+		w.out = appendDate(w.out)
+		w.out = append(w.out, "\r\n"...)
+	}
+	if _, ok := h["Content-Type"]; !ok && len(w.body) > 0 {
+		w.out = append(w.out, "Content-Type: "...)
+		w.out = append(w.out, http.DetectContentType(w.body)...)
+		w.out = append(w.out, "\r\n"...)
+	}
+	if strings.EqualFold(h.Get("Connection"), "close") || w.c.s.closing.Load() {
+		w.closeAfter = true
+	}
+	w.keys = w.keys[:0]
+	for k := range h {
+		switch k {
+		case "Content-Length", "Transfer-Encoding", "Connection", "Trailer":
+		default:
+			if tokenString(k) {
+				w.keys = append(w.keys, k)
+			}
+		}
+	}
+	slices.Sort(w.keys)
+	for _, k := range w.keys {
+		for _, v := range h[k] {
+			w.out = append(w.out, k...)
+			w.out = append(w.out, ": "...)
+			w.out = appendFieldValue(w.out, v)
+			w.out = append(w.out, "\r\n"...)
+		}
+	}
+	switch cl := h.Get("Content-Length"); {
+	case !bodyAllowed(w.status):
+	case !streaming:
+		w.out = append(w.out, "Content-Length: "...)
+		w.out = strconv.AppendInt(w.out, int64(len(w.body)), 10)
+		w.out = append(w.out, "\r\n"...)
+	case cl != "":
+		w.raw = true
+		w.out = append(w.out, "Content-Length: "...)
+		w.out = appendFieldValue(w.out, cl)
+		w.out = append(w.out, "\r\n"...)
+	default:
+		w.chunked = true
+		w.out = append(w.out, "Transfer-Encoding: chunked\r\n"...)
+	}
+	if w.closeAfter {
+		w.out = append(w.out, "Connection: close\r\n"...)
+	}
+	w.out = append(w.out, "\r\n"...)
+}
+
+// bodyAllowed reports whether a response with status may have a body.
+func bodyAllowed(status int) bool {
+	return status != http.StatusNoContent && status != http.StatusNotModified
+}
+
+// appendFieldValue appends v with CR and LF made spaces (as net/http does),
+// so no value can split the head.
+func appendFieldValue(b []byte, v string) []byte {
+	if strings.IndexAny(v, "\r\n") < 0 {
+		return append(b, v...)
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c == '\r' || c == '\n' {
+			c = ' '
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+// dateLine is the Date header's value for one second.
+type dateLine struct {
+	sec int64
+	b   []byte
+}
+
+var lastDate atomic.Pointer[dateLine]
+
+// appendDate appends the current time in HTTP's format (formatted once a
+// second).
+func appendDate(b []byte) []byte {
+	now := time.Now()
+	d := lastDate.Load()
+	if d == nil || d.sec != now.Unix() {
+		d = &dateLine{sec: now.Unix(), b: now.UTC().AppendFormat(nil, http.TimeFormat)}
+		lastDate.Store(d)
+	}
+	return append(b, d.b...)
+}

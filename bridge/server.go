@@ -1,0 +1,548 @@
+package bridge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Server serves HTTP/1.1 on a listener with a fast path for the bridge's
+// hot request: it reads every connection's requests itself and serves a
+// POST whose head parses strictly (fasthead.go) and whose body has arrived
+// with it, answering with one write; at the first request that is anything
+// else (a GET stream, a large or slow body, a query, chunked, HTTP/1.0,
+// TLS…) it hands the connection, with the bytes it has read, to a
+// net/http server, which serves it from then on exactly as it would have
+// from the start. So every protection net/http and the bridge have for
+// slow, large and odd requests stays where it was, and the fast path only
+// drops net/http's per-request costs: its header parsing, its response
+// buffers and flush, its deadlines, and its background read per request
+// (here a client's going is noticed only for a request that has run for
+// watchAfter).
+//
+// The handler sees an ordinary *http.Request; its ResponseWriter flushes
+// (a POST answered as an SSE stream goes out chunked), sets write
+// deadlines, and never hijacks.
+type Server struct {
+	handler http.Handler
+	std     *http.Server
+	hand    *handoff
+	log     hclog.Logger
+
+	headerTimeout, idleTimeout time.Duration
+
+	closing atomic.Bool
+	// mu guards ln, conns.
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[*fastConn]struct{}
+	// conns' goroutines, and Serve's hand-off to std.
+	wg sync.WaitGroup
+}
+
+// watchAfter is how long a fast-path request runs before its connection is
+// watched for the client's going (which cancels the request's context).
+const watchAfter = 5 * time.Millisecond
+
+// NewServer returns a Server for h; log gets what net/http would print.
+func NewServer(h http.Handler, log hclog.Logger) *Server {
+	s := &Server{handler: h, log: log, headerTimeout: 10 * time.Second, idleTimeout: 2 * time.Minute, conns: map[*fastConn]struct{}{}}
+	s.std = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: s.headerTimeout,
+		// Headers are small in MCP; a JWT or two fits many times over.
+		MaxHeaderBytes: 64 << 10,
+		IdleTimeout:    s.idleTimeout,
+		// No WriteTimeout: it would cut SSE streams; writes carry their own
+		// deadlines.
+		ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
+	}
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown or Close; it returns
+// http.ErrServerClosed then, or the listener's error.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		return http.ErrServerClosed
+	}
+	s.ln = ln
+	s.hand = &handoff{addr: ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})}
+	s.mu.Unlock()
+	stdDone := make(chan struct{})
+	go func() {
+		defer close(stdDone)
+		_ = s.std.Serve(s.hand)
+	}()
+	defer func() {
+		// Shutdown or Close closes hand, which ends std.Serve.
+		<-stdDone
+	}()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return http.ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// Out of file descriptors, as net/http does: wait and retry.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "error", err, "delay", delay)
+				time.Sleep(delay)
+				continue
+			}
+			s.hand.close()
+			return err
+		}
+		delay = 0
+		c := &fastConn{s: s, nc: nc}
+		s.mu.Lock()
+		if s.closing.Load() {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go c.serve()
+	}
+}
+
+// Shutdown stops accepting, closes idle connections, and waits for the
+// requests in flight (net/http's and the fast path's) until ctx ends; then
+// it closes what is left and returns ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.mu.Unlock()
+	stdErr := make(chan error, 1)
+	go func() { stdErr <- s.std.Shutdown(ctx) }()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		s.closeIdle()
+		select {
+		case <-done:
+			return <-stdErr
+		case <-t.C:
+		case <-ctx.Done():
+			s.Close()
+			return ctx.Err()
+		}
+	}
+}
+
+// Close closes the listener and every connection at once, and waits for
+// the fast path's goroutines.
+func (s *Server) Close() error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	err := s.std.Close()
+	s.wg.Wait()
+	return err
+}
+
+// closeIdle closes the fast connections waiting for a request.
+func (s *Server) closeIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.state.CompareAndSwap(connIdle, connClosed) {
+			c.nc.Close()
+		}
+	}
+}
+
+func (s *Server) forget(c *fastConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// Connection states (fastConn.state).
+const (
+	connIdle   int32 = iota // waiting for a request
+	connActive              // reading or serving one
+	connClosed              // closed by Shutdown
+)
+
+// fastConn is one connection served by the fast path.
+type fastConn struct {
+	s     *Server
+	nc    net.Conn
+	state atomic.Int32
+	cr    connReader
+	br    *bufio.Reader
+	w     fastResponse
+
+	remote string
+	base   http.Request // the next request's fields, copied by WithContext
+
+	// wmu guards inRequest, watching, aborted, cancel and the connReader's
+	// pending byte while a watch may run.
+	wmu       sync.Mutex
+	inRequest bool
+	watching  bool
+	aborted   bool
+	cancel    context.CancelFunc
+	watchDone chan struct{}
+	watch     *time.Timer
+}
+
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+
+// serve reads and serves the connection's requests until it closes or is
+// handed to net/http.
+func (c *fastConn) serve() {
+	handed := false
+	defer func() {
+		if c.br != nil {
+			c.br.Reset(nil)
+			readerPool.Put(c.br)
+		}
+		if c.watch != nil {
+			c.watch.Stop()
+		}
+		if !handed {
+			c.nc.Close()
+		}
+		c.s.forget(c)
+	}()
+	c.cr.nc = c.nc
+	c.br = readerPool.Get().(*bufio.Reader)
+	c.br.Reset(&c.cr)
+	c.remote = c.nc.RemoteAddr().String()
+	first := true
+	for {
+		// Wait for a request: the header timeout for the first, the idle
+		// timeout between requests (net/http's).
+		wait := c.s.idleTimeout
+		if first {
+			wait = c.s.headerTimeout
+		}
+		first = false
+		_ = c.nc.SetReadDeadline(time.Now().Add(wait))
+		c.state.Store(connIdle)
+		if c.s.closing.Load() {
+			if c.state.CompareAndSwap(connIdle, connClosed) {
+				return
+			}
+		}
+		if _, err := c.br.Peek(1); err != nil {
+			return
+		}
+		if !c.state.CompareAndSwap(connIdle, connActive) {
+			return // closed by Shutdown
+		}
+		head, ok := c.readHead()
+		if !ok {
+			return
+		}
+		var h fastHead
+		fast := head != nil
+		if fast {
+			h, fast = parseFastHead(head)
+		}
+		if fast && int64(c.br.Buffered()-len(head)) < h.contentLength {
+			fast = false // the body is not all here: net/http reads it, with its limits
+		}
+		if !fast {
+			handed = c.handOff()
+			return
+		}
+		_, _ = c.br.Discard(len(head))
+		if !c.serveRequest(&h) {
+			return
+		}
+	}
+}
+
+// readHead returns the next request's head (up to its blank line) from
+// the buffer, reading more within the header timeout when it is not all
+// there; nil for a head longer than the buffer (it goes to net/http, which
+// enforces MaxHeaderBytes); false when the connection is to close.
+func (c *fastConn) readHead() ([]byte, bool) {
+	deadlineSet := false
+	for {
+		buf, _ := c.br.Peek(c.br.Buffered())
+		// net/http ends a head at its first empty line, CRLF or bare LF;
+		// the fast path takes only CRLF.
+		end, lf := bytes.Index(buf, []byte("\n\r\n")), bytes.Index(buf, []byte("\n\n"))
+		switch {
+		case lf >= 0 && (end < 0 || lf < end):
+			return nil, true
+		case end > 0 && buf[end-1] == '\r':
+			return buf[:end+3], true
+		case end >= 0:
+			return nil, true
+		}
+		if len(buf) == c.br.Size() {
+			return nil, true
+		}
+		if !deadlineSet {
+			_ = c.nc.SetReadDeadline(time.Now().Add(c.s.headerTimeout))
+			deadlineSet = true
+		}
+		if _, err := c.br.Peek(len(buf) + 1); err != nil {
+			// A head cut short by a timeout or the client's going: net/http
+			// closes such a connection without an answer too.
+			return nil, false
+		}
+	}
+}
+
+// handOff gives the connection, with what the buffer holds, to net/http;
+// it owns the connection from then on (true).
+func (c *fastConn) handOff() bool {
+	n := c.br.Buffered()
+	buf, _ := c.br.Peek(n)
+	rc := &replayConn{Conn: c.nc, pending: append([]byte(nil), buf...)}
+	if c.cr.hasPending {
+		// Cannot happen: a watch's byte is read into the buffer before a
+		// head is parsed.
+		rc.pending = append([]byte{c.cr.pending}, rc.pending...)
+		c.cr.hasPending = false
+	}
+	_ = c.nc.SetReadDeadline(time.Time{})
+	return c.s.hand.give(rc)
+}
+
+// serveRequest serves the request whose head is h and whose body is the
+// next h.contentLength buffered bytes; false when the connection must
+// close after it.
+func (c *fastConn) serveRequest(h *fastHead) bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	fr := &fastRequest{body: fastBody{br: c.br, n: h.contentLength}, url: url.URL{Path: h.path}}
+	body := &fr.body
+	c.base = http.Request{
+		Method:        http.MethodPost,
+		URL:           &fr.url,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h.header,
+		Body:          body,
+		ContentLength: h.contentLength,
+		Host:          h.host,
+		RemoteAddr:    c.remote,
+		RequestURI:    h.path,
+	}
+	r := c.base.WithContext(ctx) // the handler's request is a copy of base
+	w := &c.w
+	w.reset(c)
+
+	c.wmu.Lock()
+	c.inRequest, c.cancel = true, cancel
+	c.wmu.Unlock()
+	if c.watch == nil {
+		c.watch = time.AfterFunc(watchAfter, c.watchConn)
+	} else {
+		c.watch.Reset(watchAfter)
+	}
+
+	keep := c.runHandler(w, r)
+
+	c.watch.Stop()
+	c.wmu.Lock()
+	c.inRequest = false
+	watching, done := c.watching, c.watchDone
+	if watching {
+		c.aborted = true
+		_ = c.nc.SetReadDeadline(aLongTimeAgo)
+	}
+	c.wmu.Unlock()
+	if watching {
+		<-done
+		c.wmu.Lock()
+		c.aborted = false
+		c.wmu.Unlock()
+	}
+	cancel()
+	// What the handler left of the body is in the buffer.
+	if body.n > 0 {
+		_, _ = c.br.Discard(int(body.n))
+	}
+	if !keep || ctx.Err() != nil && c.cr.gone.Load() {
+		return false
+	}
+	return w.finish() && !w.closeAfter && !c.s.closing.Load()
+}
+
+// runHandler calls the handler; false when it panicked (the connection
+// then closes, as net/http does).
+func (c *fastConn) runHandler(w *fastResponse, r *http.Request) (ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler {
+				c.s.log.Error("panic serving a request", "remote", c.remote, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+			ok = false
+		}
+	}()
+	c.s.handler.ServeHTTP(w, r)
+	return true
+}
+
+// aLongTimeAgo is a deadline that has passed: it ends a pending read.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// watchConn runs when a request has run for watchAfter: it reads from the
+// connection until the request ends (its end aborts the read) or the
+// client goes (which cancels the request's context). A byte that arrives
+// meanwhile (a pipelined request) is kept for the next request, and the
+// watch ends, as net/http's background read does.
+func (c *fastConn) watchConn() {
+	c.wmu.Lock()
+	if !c.inRequest {
+		c.wmu.Unlock()
+		return
+	}
+	c.watching, c.watchDone = true, make(chan struct{})
+	done := c.watchDone
+	// Under the lock: an abort's deadline must come after this one.
+	_ = c.nc.SetReadDeadline(time.Time{})
+	c.wmu.Unlock()
+	var b [1]byte
+	n, err := c.nc.Read(b[:])
+	c.wmu.Lock()
+	if n == 1 {
+		c.cr.pending, c.cr.hasPending = b[0], true
+	} else if err != nil && !c.aborted {
+		c.cr.gone.Store(true)
+		c.cancel()
+	}
+	c.watching = false
+	c.wmu.Unlock()
+	close(done)
+}
+
+// connReader reads the connection for the buffer, first a byte a watch
+// read.
+type connReader struct {
+	nc         net.Conn
+	pending    byte
+	hasPending bool
+	gone       atomic.Bool // a watch saw the client go
+}
+
+func (r *connReader) Read(p []byte) (int, error) {
+	if r.hasPending && len(p) > 0 {
+		p[0], r.hasPending = r.pending, false
+		return 1, nil
+	}
+	return r.nc.Read(p)
+}
+
+// fastRequest is what a fast-path request allocates besides its
+// http.Request and context.
+type fastRequest struct {
+	body fastBody
+	url  url.URL
+}
+
+// fastBody is a fast-path request's body: the next n bytes of the buffer,
+// all there already.
+type fastBody struct {
+	br *bufio.Reader
+	n  int64
+}
+
+func (b *fastBody) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.br.Read(p)
+	b.n -= int64(n)
+	if b.n == 0 && err == nil {
+		err = io.EOF
+	}
+	return n, err
+}
+
+func (b *fastBody) Close() error { return nil }
+
+// replayConn is a connection handed to net/http: it reads first what the
+// fast path had read.
+type replayConn struct {
+	net.Conn
+	pending []byte
+}
+
+func (c *replayConn) Read(p []byte) (int, error) {
+	if len(c.pending) > 0 {
+		n := copy(p, c.pending)
+		c.pending = c.pending[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// handoff is the listener net/http serves: it accepts the connections the
+// fast path hands over.
+type handoff struct {
+	addr  net.Addr
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+// give hands nc to net/http, or closes it when net/http has stopped; nc is
+// not the caller's any more (true).
+func (l *handoff) give(nc net.Conn) bool {
+	select {
+	case l.conns <- nc:
+		return true
+	case <-l.done:
+		nc.Close()
+		return true
+	}
+}
+
+func (l *handoff) Accept() (net.Conn, error) {
+	select {
+	case nc := <-l.conns:
+		return nc, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *handoff) close() { l.once.Do(func() { close(l.done) }) }
+
+func (l *handoff) Close() error { l.close(); return nil }
+
+func (l *handoff) Addr() net.Addr { return l.addr }

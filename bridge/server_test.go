@@ -1,0 +1,461 @@
+package bridge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// FuzzFastHead holds the fast path's head parser to net/http's: whatever
+// it accepts, http.ReadRequest reads the same way (method, path, host,
+// length, every header).
+func FuzzFastHead(f *testing.F) {
+	for _, seed := range []string{
+		"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:9090\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n",
+		"POST /a/mcp HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\naccept: application/json, text/event-stream\r\nmcp-session-id: abc\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: [::1]:80\r\nContent-Length: 0\r\nX-A: 1\r\nX-A: 2\r\nConnection: keep-alive\r\n\r\n",
+		"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+		"POST /mcp HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"POST /mcp HTTP/1.1\r\nHost: a\r\n Content-Length: 1\r\n\r\n",
+		"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length:\t 7 \t\r\nAuthorization: Bearer x.y.z\r\n\r\n",
+		"POST /mcp?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\n",
+		"POST /%2e%2e/mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\n",
+		"POST /mcp HTTP/1.0\r\nHost: a\r\nContent-Length: 1\r\n\r\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, head []byte) {
+		end := bytes.Index(head, []byte("\r\n\r\n"))
+		if end < 0 {
+			return
+		}
+		head = head[:end+4]
+		h, ok := parseFastHead(head)
+		if !ok {
+			return
+		}
+		r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
+		if err != nil {
+			t.Fatalf("the fast path takes %q; net/http refuses it: %v", head, err)
+		}
+		if r.Method != http.MethodPost || r.URL.Path != h.path || r.URL.RawQuery != "" || r.Host != h.host || r.ContentLength != h.contentLength || r.Proto != "HTTP/1.1" {
+			t.Fatalf("%q: net/http reads %s %q?%q host %q length %d %s; the fast path %q host %q length %d", head, r.Method, r.URL.Path, r.URL.RawQuery, r.Host, r.ContentLength, r.Proto, h.path, h.host, h.contentLength)
+		}
+		if len(r.TransferEncoding) != 0 || r.Close {
+			t.Fatalf("%q: net/http sees transfer encoding %v, close %v", head, r.TransferEncoding, r.Close)
+		}
+		if !reflect.DeepEqual(map[string][]string(r.Header), map[string][]string(h.header)) {
+			t.Fatalf("%q: headers differ:\nnet/http  %q\nfast path %q", head, r.Header, h.header)
+		}
+	})
+}
+
+// served records which path served each request.
+type served struct {
+	// mu guards fast.
+	mu   sync.Mutex
+	fast []bool
+}
+
+func (s *served) add(w http.ResponseWriter) {
+	_, fast := w.(*fastResponse)
+	s.mu.Lock()
+	s.fast = append(s.fast, fast)
+	s.mu.Unlock()
+}
+
+func (s *served) get() []bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]bool(nil), s.fast...)
+}
+
+// startTestServer serves h on a loopback port until the test ends.
+func startTestServer(t *testing.T, h http.Handler) (*Server, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(h, hclog.NewNullLogger())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		s.Close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return after Close")
+		}
+	})
+	return s, ln.Addr().String()
+}
+
+// echoHandler answers a POST with its body and a GET with "get".
+func echoHandler(rec *served) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec.add(w)
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Path", r.URL.Path)
+		if r.Method == http.MethodGet {
+			body = []byte("get")
+		}
+		w.Write(body)
+	})
+}
+
+// exchange writes raw to a new connection (in parts, with pause between
+// them) and reads n responses.
+func exchange(t *testing.T, addr string, n int, parts ...string) []*http.Response {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	for i, p := range parts {
+		if i > 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if _, err := io.WriteString(c, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	br := bufio.NewReader(c)
+	var out []*http.Response
+	for range n {
+		resp, err := http.ReadResponse(br, nil)
+		for err == nil && resp.StatusCode < 200 {
+			resp, err = http.ReadResponse(br, nil) // 100 Continue
+		}
+		if err != nil {
+			t.Fatalf("response %d: %v", len(out)+1, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("response %d body: %v", len(out)+1, err)
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		out = append(out, resp)
+	}
+	return out
+}
+
+func post(path, body string, extra ...string) string {
+	return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s", path, strings.Join(extra, ""), len(body), body)
+}
+
+func bodyOf(t *testing.T, r *http.Response) string {
+	t.Helper()
+	b, _ := io.ReadAll(r.Body)
+	return string(b)
+}
+
+// TestServerPaths: which requests the fast path serves and which go to
+// net/http, and that every one is answered right either way, with the
+// connection kept.
+func TestServerPaths(t *testing.T) {
+	big := strings.Repeat("x", 5000)
+	for _, tc := range []struct {
+		name  string
+		parts []string
+		n     int
+		fast  []bool
+		want  []string
+		close bool // net/http closes after the answer (HTTP/1.0)
+	}{
+		{"two posts", []string{post("/mcp", `{"a":1}`) + post("/b/mcp", `{"b":2}`)}, 2, []bool{true, true}, []string{`{"a":1}`, `{"b":2}`}, false},
+		{"empty body", []string{post("/mcp", "")}, 1, []bool{true}, []string{""}, false},
+		{"get then post", []string{"GET /x HTTP/1.1\r\nHost: a\r\n\r\n" + post("/mcp", "p")}, 2, []bool{false, false}, []string{"get", "p"}, false},
+		{"post then get", []string{post("/mcp", "p") + "GET /x HTTP/1.1\r\nHost: a\r\n\r\n"}, 2, []bool{true, false}, []string{"p", "get"}, false},
+		{"chunked", []string{"POST /mcp HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"}, 1, []bool{false}, []string{"abc"}, false},
+		// Either path (the server may read late, and find the body there).
+		{"body after head", []string{"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n", "abc"}, 1, nil, []string{"abc"}, false},
+		{"head in two parts", []string{"POST /mcp HTTP/1.1\r\nHost: a\r\n", "Content-Length: 3\r\n\r\nabc"}, 1, []bool{true}, []string{"abc"}, false},
+		{"query", []string{post("/mcp?x=1", "q")}, 1, []bool{false}, []string{"q"}, false},
+		{"http/1.0", []string{"POST /mcp HTTP/1.0\r\nHost: a\r\nContent-Length: 1\r\n\r\nz"}, 1, []bool{false}, []string{"z"}, true},
+		{"large head", []string{post("/mcp", "h", "X-Big: "+big+"\r\n")}, 1, []bool{false}, []string{"h"}, false},
+		{"expect", []string{post("/mcp", "e", "Expect: 100-continue\r\n")}, 1, []bool{false}, []string{"e"}, false},
+		{"bare LF", []string{"POST /mcp HTTP/1.1\nHost: a\nContent-Length: 1\n\nl"}, 1, []bool{false}, []string{"l"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &served{}
+			_, addr := startTestServer(t, echoHandler(rec))
+			resps := exchange(t, addr, tc.n, tc.parts...)
+			for i, r := range resps {
+				if r.StatusCode != 200 || bodyOf(t, r) != tc.want[i] {
+					t.Errorf("response %d: %d %q, want 200 %q", i+1, r.StatusCode, bodyOf(t, r), tc.want[i])
+				}
+				if r.Close != tc.close {
+					t.Errorf("response %d: close %v, want %v", i+1, r.Close, tc.close)
+				}
+			}
+			if got := rec.get(); tc.fast != nil && !reflect.DeepEqual(got, tc.fast) {
+				t.Errorf("served by the fast path: %v, want %v", got, tc.fast)
+			}
+		})
+	}
+}
+
+// TestServerAnswers: the fast path's answers as a client reads them: one
+// piece with Content-Length, chunked after a flush, the handler's own
+// Content-Length kept, no body for 204, header values that cannot split
+// the head, the Date and sniffed Content-Type net/http would add.
+func TestServerAnswers(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/flush":
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte("data: 1\n\n"))
+			w.(http.Flusher).Flush()
+			w.Write([]byte("data: 2\n\n"))
+			http.NewResponseController(w).Flush()
+			w.Write([]byte("data: 3\n\n"))
+		case "/length":
+			w.Header().Set("Content-Length", "6")
+			w.Write([]byte("abc"))
+			w.(http.Flusher).Flush()
+			w.Write([]byte("def"))
+		case "/nocontent":
+			w.WriteHeader(http.StatusNoContent)
+			w.Write([]byte("dropped"))
+		case "/split":
+			w.Header().Set("X-Evil", "a\r\nSet-Cookie: x=1")
+			w.WriteHeader(http.StatusAccepted)
+		case "/sniff":
+			w.Write([]byte("<html><body>hi</body></html>"))
+		case "/large":
+			w.Write(bytes.Repeat([]byte("y"), 200<<10))
+		}
+	})
+	_, addr := startTestServer(t, h)
+	resps := exchange(t, addr, 6, post("/flush", "")+post("/length", "")+post("/nocontent", "")+post("/split", "")+post("/sniff", "")+post("/large", ""))
+	check := func(i int, cond bool, format string, args ...any) {
+		if !cond {
+			t.Errorf("response %d: "+format, append([]any{i + 1}, args...)...)
+		}
+	}
+	r := resps[0]
+	check(0, len(r.TransferEncoding) == 1 && r.TransferEncoding[0] == "chunked", "transfer encoding %v", r.TransferEncoding)
+	check(0, bodyOf(t, r) == "data: 1\n\ndata: 2\n\ndata: 3\n\n", "body %q", bodyOf(t, r))
+	r = resps[1]
+	check(1, r.ContentLength == 6 && bodyOf(t, r) == "abcdef", "length %d body %q", r.ContentLength, bodyOf(t, r))
+	r = resps[2]
+	check(2, r.StatusCode == 204 && bodyOf(t, r) == "", "%d %q", r.StatusCode, bodyOf(t, r))
+	r = resps[3]
+	check(3, r.StatusCode == 202 && r.Header.Get("X-Evil") == "a  Set-Cookie: x=1" && r.Header.Get("Set-Cookie") == "", "%d %q", r.StatusCode, r.Header)
+	check(3, r.ContentLength == 0, "length %d", r.ContentLength)
+	r = resps[4]
+	check(4, r.Header.Get("Content-Type") == "text/html; charset=utf-8", "content type %q", r.Header.Get("Content-Type"))
+	if _, err := http.ParseTime(r.Header.Get("Date")); err != nil {
+		t.Errorf("Date %q: %v", r.Header.Get("Date"), err)
+	}
+	r = resps[5]
+	check(5, len(bodyOf(t, r)) == 200<<10, "body of %d bytes", len(bodyOf(t, r)))
+}
+
+// TestServerClientGoes: a client that goes while its request runs cancels
+// the request's context; one that pipelines its next request does not,
+// and both requests are answered.
+func TestServerClientGoes(t *testing.T) {
+	cancelled := make(chan struct{})
+	release := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/wait":
+			select {
+			case <-r.Context().Done():
+				close(cancelled)
+			case <-time.After(10 * time.Second):
+			}
+		case "/slow":
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				t.Error("a pipelined request cancelled the one before it")
+			}
+			w.Write([]byte("slow"))
+		default:
+			w.Write([]byte("next"))
+		}
+	})
+	_, addr := startTestServer(t, h)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, post("/wait", ""))
+	time.Sleep(3 * watchAfter) // the watch starts
+	c.Close()
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request's context was not cancelled when its client went")
+	}
+
+	// Pipelined: the second request arrives while the first runs.
+	c2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	io.WriteString(c2, post("/slow", ""))
+	time.Sleep(3 * watchAfter)
+	io.WriteString(c2, post("/next", ""))
+	time.Sleep(3 * watchAfter)
+	close(release)
+	_ = c2.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c2)
+	for _, want := range []string{"slow", "next"} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bodyOf(t, resp); got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}
+
+// TestServerPanic: a handler's panic closes its connection and nothing
+// else.
+func TestServerPanic(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/panic" {
+			panic("boom")
+		}
+		w.Write([]byte("ok"))
+	})
+	_, addr := startTestServer(t, h)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, post("/panic", ""))
+	if _, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+		t.Error("a panicking handler's connection was answered")
+	}
+	if r := exchange(t, addr, 1, post("/ok", "")); bodyOf(t, r[0]) != "ok" {
+		t.Error("the server did not serve after a panic")
+	}
+}
+
+// TestServerShutdown: Shutdown closes idle connections, lets the request in
+// flight finish, answers it with Connection: close, and returns.
+func TestServerShutdown(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(started)
+			<-release
+		}
+		w.Write([]byte("done"))
+	})
+	s, addr := startTestServer(t, h)
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	_ = idle.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(idle, post("/x", ""))
+	ibr := bufio.NewReader(idle)
+	if resp, err := http.ReadResponse(ibr, nil); err != nil || bodyOf(t, resp) != "done" {
+		t.Fatal(err)
+	}
+	busy, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	_ = busy.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(busy, post("/slow", ""))
+	<-started
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		shut <- s.Shutdown(ctx)
+	}()
+	if _, err := ibr.ReadByte(); err == nil {
+		t.Error("an idle connection stayed open through Shutdown")
+	}
+	close(release)
+	resp, err := http.ReadResponse(bufio.NewReader(busy), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := bodyOf(t, resp); body != "done" || !resp.Close {
+		t.Errorf("the request in flight got %q, close %v", body, resp.Close)
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}
+
+// TestServerManyClients: net/http clients at once, keep-alive, fast and
+// handed-off requests mixed, every answer to its caller (run with -race).
+func TestServerManyClients(t *testing.T) {
+	rec := &served{}
+	_, addr := startTestServer(t, echoHandler(rec))
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				want := fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)
+				var resp *http.Response
+				var err error
+				if i%10 == 9 {
+					resp, err = client.Get("http://" + addr + "/get")
+					want = "get"
+				} else {
+					resp, err = client.Post("http://"+addr+"/mcp", "application/json", strings.NewReader(want))
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(got) != want {
+					t.Errorf("got %q, want %q", got, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	fast := 0
+	for _, f := range rec.get() {
+		if f {
+			fast++
+		}
+	}
+	t.Logf("%d of %d requests served by the fast path", fast, len(rec.get()))
+	if fast == 0 {
+		t.Error("no request took the fast path")
+	}
+}
