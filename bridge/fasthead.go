@@ -60,11 +60,11 @@ func parseFastHead(head []byte) (h fastHead, ok bool) {
 		if colon <= 0 || !tokenString(line[:colon]) {
 			return h, false
 		}
-		value := strings.Trim(line[colon+1:], " \t")
+		value := trimOWS(line[colon+1:])
 		if !fieldValue(value) {
 			return h, false
 		}
-		key := http.CanonicalHeaderKey(line[:colon])
+		key := canonicalKey(line[:colon])
 		switch key {
 		case "Host":
 			hosts++
@@ -95,6 +95,34 @@ func parseFastHead(head []byte) (h fastHead, ok bool) {
 		h.header[key], vals = vals[:1:1], vals[1:]
 	}
 	return h, hosts == 1 && lengths == 1
+}
+
+// commonKeys are the header names MCP clients send, canonical: a name
+// found here costs no allocation whatever its case.
+var commonKeys = []string{"Host", "Accept", "Origin", "Connection", "User-Agent", "Content-Type",
+	"Authorization", "Content-Length", "Mcp-Session-Id", "Accept-Encoding", "Accept-Language",
+	"Mcp-Method", "Mcp-Name", "Mcp-Protocol-Version", "Last-Event-Id", "Sec-Fetch-Mode",
+	"Sec-Fetch-Site", "Sec-Fetch-Dest", "Referer", "Cookie", "Baggage", "Traceparent", "Tracestate"}
+
+// canonicalKey is http.CanonicalHeaderKey(name) (name is a token).
+func canonicalKey(name string) string {
+	for _, k := range commonKeys {
+		if len(k) == len(name) && strings.EqualFold(k, name) {
+			return k
+		}
+	}
+	return http.CanonicalHeaderKey(name)
+}
+
+// trimOWS trims spaces and tabs at both ends of s.
+func trimOWS(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // fastPath reports whether p is a plain absolute path: letters, digits and

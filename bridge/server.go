@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -112,6 +113,11 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		delay = 0
+		if _, isTLS := nc.(*tls.Conn); isTLS {
+			// net/http does the handshake and fills in Request.TLS.
+			s.hand.give(nc)
+			continue
+		}
 		c := &fastConn{s: s, nc: nc}
 		s.mu.Lock()
 		if s.closing.Load() {
