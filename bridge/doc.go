@@ -4,6 +4,11 @@
 // them behind the operator's routes and middleware.
 //
 // It owns:
+//   - the HTTP/1.1 server (Server, server.go): the hot request — a strict
+//     POST whose Content-Length body came with its head — is read and
+//     answered by the bridge's own fast path (fasthead.go, fastresponse.go);
+//     at the first other request a connection goes, with the bytes read, to
+//     net/http for good;
 //   - the router: /{destination}/mcp, /mcp and POST / for the default
 //     destination, the legacy HTTP+SSE routes (410 Gone), and the
 //     operator's routes (/, /healthz, /version, /metrics, /tools/list,
@@ -21,7 +26,7 @@
 // endpoint passes through the layers and the router to session.Endpoint
 // untouched.
 //
-// Data path: net/http → guard → cors → closing gate → auth → route →
+// Data path: Server (fast path, or net/http) → guard → cors → closing gate → auth → route →
 // session.Endpoint → dispatch.Dispatcher → the child's stdin; and back from
 // the child's stdout through dispatch to the waiting POST or the sessions'
 // streams.

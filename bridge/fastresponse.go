@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -25,15 +26,15 @@ type fastResponse struct {
 	sent, chunked, raw bool
 	closeAfter         bool
 	deadlineSet        bool
-	err                error  // a write failed: later ones fail too
-	body               []byte // written, not yet sent
-	out                []byte // what goes out in the next write
+	err                error       // a write failed: later ones fail too
+	bufs               *answerBufs // from the pool while a request is served
+	body               []byte      // written, not yet sent
+	out                []byte      // what goes out in the next write
 	keys               []string
 }
 
-// keepBuffer is the largest body or output buffer a connection keeps
-// between requests.
-const keepBuffer = 16 << 10
+// keepBuffer is the largest buffer returned to the pool.
+const keepBuffer = 64 << 10
 
 // flushAt is how much body is held before it goes out without a flush.
 const flushAt = 64 << 10
@@ -46,7 +47,6 @@ func (w *fastResponse) reset(c *fastConn) {
 		clear(w.header)
 	}
 	w.status, w.sent, w.chunked, w.raw, w.closeAfter, w.deadlineSet, w.err = 0, false, false, false, false, false, nil
-	w.body, w.out = w.body[:0], w.out[:0]
 }
 
 func (w *fastResponse) Header() http.Header { return w.header }
@@ -71,6 +71,7 @@ func (w *fastResponse) Write(p []byte) (int, error) {
 	if !bodyAllowed(w.status) {
 		return 0, http.ErrBodyNotAllowed
 	}
+	w.take()
 	w.body = append(w.body, p...)
 	if len(w.body) >= flushAt {
 		if err := w.FlushError(); err != nil {
@@ -130,13 +131,34 @@ func (w *fastResponse) finish() bool {
 	if w.deadlineSet {
 		_ = w.c.nc.SetWriteDeadline(time.Time{})
 	}
-	if cap(w.body) > keepBuffer {
-		w.body = nil
-	}
-	if cap(w.out) > keepBuffer {
-		w.out = nil
-	}
+	// An idle connection holds no buffers.
+	w.release()
 	return w.err == nil
+}
+
+// answerBufs are the buffers an answer is built in, pooled.
+type answerBufs struct{ body, out []byte }
+
+var bufsPool = sync.Pool{New: func() any { return &answerBufs{body: make([]byte, 0, 1<<10), out: make([]byte, 0, 2<<10)} }}
+
+// take gives w pooled buffers, unless it has them.
+func (w *fastResponse) take() {
+	if w.bufs == nil {
+		w.bufs = bufsPool.Get().(*answerBufs)
+		w.body, w.out = w.bufs.body[:0], w.bufs.out[:0]
+	}
+}
+
+// release returns w's buffers to the pool (unless they grew large).
+func (w *fastResponse) release() {
+	if w.bufs == nil {
+		return
+	}
+	if cap(w.body) <= keepBuffer && cap(w.out) <= keepBuffer {
+		w.bufs.body, w.bufs.out = w.body[:0], w.out[:0]
+		bufsPool.Put(w.bufs)
+	}
+	w.bufs, w.body, w.out = nil, nil, nil
 }
 
 // write writes out.
@@ -168,6 +190,7 @@ func (w *fastResponse) appendBody() {
 // follow what was written so far.
 func (w *fastResponse) appendHead(streaming bool) {
 	w.sent = true
+	w.take()
 	h := w.header
 	w.out = append(w.out, "HTTP/1.1 "...)
 	w.out = strconv.AppendInt(w.out, int64(w.status), 10)

@@ -56,7 +56,7 @@ type Server struct {
 
 // watchAfter is how long a fast-path request runs before its connection is
 // watched for the client's going (which cancels the request's context).
-const watchAfter = 5 * time.Millisecond
+const watchAfter = 100 * time.Millisecond
 
 // NewServer returns a Server for h; log gets what net/http would print.
 func NewServer(h http.Handler, log hclog.Logger) *Server {
