@@ -28,48 +28,50 @@ type fastHead struct {
 const maxFastBody = 1 << 20
 
 // parseFastHead parses head, a request head up to and including its final
-// CRLF CRLF. ok is false when the request is not one for the fast path.
-func parseFastHead(head []byte) (h fastHead, ok bool) {
+// CRLF CRLF, into hdr (cleared first) and vals (the backing array of
+// single values, returned for reuse). ok is false when the request is not
+// one for the fast path.
+func parseFastHead(head []byte, hdr http.Header, vals []string) (h fastHead, _ []string, ok bool) {
 	const prefix, suffix = "POST /", " HTTP/1.1"
+	vals = vals[:0]
 	if len(head) < len(prefix)+len(suffix)+4 || string(head[:len(prefix)]) != prefix {
-		return h, false
+		return h, vals, false
 	}
 	// One string holds the whole head: the header map's names and values
 	// are slices of it.
 	s := string(head[:len(head)-2])
 	eol := strings.IndexByte(s, '\r')
 	if eol < 0 || s[eol+1] != '\n' || !strings.HasSuffix(s[:eol], suffix) {
-		return h, false
+		return h, vals, false
 	}
 	h.path = s[len(prefix)-1 : eol-len(suffix)]
 	if !fastPath(h.path) {
-		return h, false
+		return h, vals, false
 	}
-	lines := strings.Count(s, "\n") - 1
-	h.header = make(http.Header, lines)
-	vals := make([]string, lines) // one backing array for single values
+	clear(hdr)
+	h.header = hdr
 	hosts, lengths := 0, 0
 	for pos := eol + 2; pos < len(s); {
 		eol := strings.IndexByte(s[pos:], '\r')
 		if eol <= 0 || s[pos+eol+1] != '\n' {
-			return h, false
+			return h, vals, false
 		}
 		line := s[pos : pos+eol]
 		pos += eol + 2
 		colon := strings.IndexByte(line, ':')
 		if colon <= 0 || !tokenString(line[:colon]) {
-			return h, false
+			return h, vals, false
 		}
 		value := trimOWS(line[colon+1:])
 		if !fieldValue(value) {
-			return h, false
+			return h, vals, false
 		}
 		key := canonicalKey(line[:colon])
 		switch key {
 		case "Host":
 			hosts++
 			if !hostValue(value) {
-				return h, false
+				return h, vals, false
 			}
 			h.host = value
 			continue // net/http keeps Host out of the header map
@@ -77,24 +79,24 @@ func parseFastHead(head []byte) (h fastHead, ok bool) {
 			lengths++
 			n, ok := contentLength(value)
 			if !ok {
-				return h, false
+				return h, vals, false
 			}
 			h.contentLength = n
 		case "Transfer-Encoding", "Expect", "Upgrade", "Trailer", "Te":
-			return h, false
+			return h, vals, false
 		case "Connection":
 			if !strings.EqualFold(value, "keep-alive") {
-				return h, false
+				return h, vals, false
 			}
 		}
 		if prev, dup := h.header[key]; dup {
 			h.header[key] = append(prev, value)
 			continue
 		}
-		vals[0] = value
-		h.header[key], vals = vals[:1:1], vals[1:]
+		vals = append(vals, value)
+		h.header[key] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	return h, hosts == 1 && lengths == 1
+	return h, vals, hosts == 1 && lengths == 1
 }
 
 // commonKeys are the header names MCP clients send, canonical: a name

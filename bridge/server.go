@@ -54,6 +54,9 @@ type Server struct {
 	wg sync.WaitGroup
 }
 
+// deadlineSlack is how far a connection's read deadline may lag.
+const deadlineSlack = time.Second
+
 // watchAfter is how long a fast-path request runs before its connection is
 // watched for the client's going (which cancels the request's context).
 const watchAfter = 100 * time.Millisecond
@@ -213,7 +216,14 @@ type fastConn struct {
 	w     fastResponse
 
 	remote string
-	base   http.Request // the next request's fields, copied by WithContext
+	// readDeadline is the connection's read deadline as last set by the
+	// serving goroutine (zero: unknown).
+	readDeadline time.Time
+	base         http.Request // the next request's fields, copied by WithContext
+	// hdr and vals are the request's header map and the backing array of
+	// its values, reused: a handler keeps neither past its return.
+	hdr  http.Header
+	vals []string
 
 	// wmu guards inRequest, watching, aborted, cancel and the connReader's
 	// pending byte while a watch may run.
@@ -258,7 +268,12 @@ func (c *fastConn) serve() {
 			wait = c.s.headerTimeout
 		}
 		first = false
-		_ = c.nc.SetReadDeadline(time.Now().Add(wait))
+		// A deadline is moved only when it would move by more than
+		// deadlineSlack: each move is a timer update in the runtime.
+		if d := time.Now().Add(wait); d.Sub(c.readDeadline) > deadlineSlack {
+			_ = c.nc.SetReadDeadline(d)
+			c.readDeadline = d
+		}
 		c.state.Store(connIdle)
 		if c.s.closing.Load() {
 			if c.state.CompareAndSwap(connIdle, connClosed) {
@@ -278,7 +293,10 @@ func (c *fastConn) serve() {
 		var h fastHead
 		fast := head != nil
 		if fast {
-			h, fast = parseFastHead(head)
+			if c.hdr == nil {
+				c.hdr = make(http.Header, 16)
+			}
+			h, c.vals, fast = parseFastHead(head, c.hdr, c.vals)
 		}
 		if fast && int64(c.br.Buffered()-len(head)) < h.contentLength {
 			fast = false // the body is not all here: net/http reads it, with its limits
@@ -317,7 +335,8 @@ func (c *fastConn) readHead() ([]byte, bool) {
 			return nil, true
 		}
 		if !deadlineSet {
-			_ = c.nc.SetReadDeadline(time.Now().Add(c.s.headerTimeout))
+			c.readDeadline = time.Now().Add(c.s.headerTimeout)
+			_ = c.nc.SetReadDeadline(c.readDeadline)
 			deadlineSet = true
 		}
 		if _, err := c.br.Peek(len(buf) + 1); err != nil {
@@ -393,6 +412,7 @@ func (c *fastConn) serveRequest(h *fastHead) bool {
 		c.wmu.Lock()
 		c.aborted = false
 		c.wmu.Unlock()
+		c.readDeadline = time.Time{} // the watch moved it
 	}
 	cancel()
 	// What the handler left of the body is in the buffer.
