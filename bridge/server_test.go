@@ -473,3 +473,18 @@ func BenchmarkFastHead(b *testing.B) {
 		}
 	}
 }
+
+// TestServerHeadersPerRequest: a connection's requests never see each
+// other's headers (the header map is the connection's, reused).
+func TestServerHeadersPerRequest(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%q %q", r.Header.Values("X-Only-First"), r.Header.Values("X-Twice"))
+	})
+	_, addr := startTestServer(t, h)
+	resps := exchange(t, addr, 2, post("/mcp", "", "X-Only-First: 1\r\nX-Twice: a\r\nx-twice: b\r\n")+post("/mcp", "", "X-Twice: c\r\n"))
+	for i, want := range []string{`["1"] ["a" "b"]`, `[] ["c"]`} {
+		if got := bodyOf(t, resps[i]); got != want {
+			t.Errorf("request %d saw %s, want %s", i+1, got, want)
+		}
+	}
+}
