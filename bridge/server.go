@@ -450,7 +450,9 @@ var aLongTimeAgo = time.Unix(1, 0)
 // watch ends, as net/http's background read does.
 func (c *fastConn) watchConn() {
 	c.wmu.Lock()
-	if !c.inRequest {
+	if !c.inRequest || c.watching {
+		// A timer that fired as its request ended can run during the
+		// next request, which is then watched already (or soon).
 		c.wmu.Unlock()
 		return
 	}

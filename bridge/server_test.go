@@ -488,3 +488,54 @@ func TestServerHeadersPerRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestServerWatchAtRequestEdges: requests that end around the moment their
+// watch starts, back to back on keep-alive connections; every answer comes
+// and none is cancelled (run with -race: one reader per connection).
+func TestServerWatchAtRequestEdges(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		d, _ := time.ParseDuration(string(body))
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			t.Error("a request was cancelled while its client waited")
+		}
+		w.Write(body)
+	})
+	_, addr := startTestServer(t, h)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var parts []string
+			var want []string
+			for i := range 12 {
+				d := (watchAfter - 2*time.Millisecond + time.Duration((i*5+g)%9)*time.Millisecond/2).String()
+				parts = append(parts, post("/mcp", d))
+				want = append(want, d)
+			}
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+			br := bufio.NewReader(c)
+			for i, p := range parts {
+				io.WriteString(c, p)
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got := bodyOf(t, resp); got != want[i] {
+					t.Errorf("got %q, want %q", got, want[i])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
