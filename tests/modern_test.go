@@ -326,3 +326,44 @@ func jsonMember(obj json.RawMessage, k string) json.RawMessage {
 	_ = json.Unmarshal(obj, &m)
 	return m[k]
 }
+
+// TestModernUndeclaredInput: a child's request for input the 2026-07-28
+// request did not declare. Sampling and elicitation are the call's work:
+// 400/-32021 naming the capability. Roots are the client's surroundings,
+// which a child may ask for of its own accord: the child gets an error and
+// the call goes on to its answer.
+func TestModernUndeclaredInput(t *testing.T) {
+	b := hxFake(t, bridge.Options{})
+	url := b.url("fake")
+	for _, tc := range []struct {
+		method, params, need string
+	}{
+		{"sampling/createMessage", `{\"messages\":[],\"maxTokens\":5}`, "sampling"},
+		{"elicitation/create", `{\"message\":\"name?\",\"requestedSchema\":{\"type\":\"object\"}}`, "elicitation"},
+		{"roots/list", ``, ""},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			args := fmt.Sprintf(`"arguments":{"method":%q,"params":"%s"}`, tc.method, tc.params)
+			r := modernCall(t, url, "7", "tools/call", `{"name":"ask",`+args+`,`+modernMeta+`}`)
+			if tc.need != "" {
+				modernError(t, tc.method, r, 400, -32021, "7")
+				if want := `"requiredCapabilities":{"` + tc.need + `":{}}`; !strings.Contains(string(r.body), want) {
+					t.Errorf("error %s, want %s", r.body, want)
+				}
+				return
+			}
+			var res struct {
+				Result struct {
+					ResultType string `json:"resultType"`
+					Content    []struct{ Text string }
+				} `json:"result"`
+			}
+			if r.status != 200 || json.Unmarshal(r.body, &res) != nil || res.Result.ResultType != "complete" || len(res.Result.Content) == 0 {
+				t.Fatalf("got %d %s, want the call's answer", r.status, r.body)
+			}
+			if txt := res.Result.Content[0].Text; !strings.Contains(txt, `"error":{`) || !strings.Contains(txt, "roots") {
+				t.Errorf("the child's roots/list should have got an error naming roots; the tool says %s", txt)
+			}
+		})
+	}
+}
