@@ -227,7 +227,7 @@ func (b *Bridge) auth(next http.Handler) http.Handler {
 
 // bearer is the request's bearer token (RFC 6750 §2.1: the header only).
 func bearer(r *http.Request) (string, bool) {
-	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	scheme, token, _ := strings.Cut(session.Header(r.Header, "Authorization"), " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return "", false

@@ -25,7 +25,7 @@ func (b *Bridge) layers(h http.Handler) http.Handler {
 // loopback name or an allowed host. It answers 403 otherwise.
 func (b *Bridge) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !b.originAllowed(origin) && !b.sameOrigin(r, origin) {
+		if origin := session.Header(r.Header, "Origin"); origin != "" && !b.originAllowed(origin) && !b.sameOrigin(r, origin) {
 			session.WriteError(w, http.StatusForbidden, codeServer, fmt.Sprintf("Origin %q is not allowed (DNS-rebinding protection); to serve browser clients from it, start the bridge with -allowed-origins %s", origin, origin))
 			return
 		}
@@ -115,7 +115,7 @@ func (b *Bridge) cors(next http.Handler) http.Handler {
 		anyOrigin = anyOrigin || o == "*"
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin := r.Header.Get("Origin")
+		origin := session.Header(r.Header, "Origin")
 		if origin == "" {
 			next.ServeHTTP(w, r)
 			return

@@ -31,8 +31,9 @@ import (
 // slow, large and odd requests stays where it was, and the fast path only
 // drops net/http's per-request costs: its header parsing, its response
 // buffers and flush, its deadlines, and its background read per request
-// (here a client's going is noticed only for a request that has run for
-// watchAfter).
+// (here a client's going is noticed only for a request that has run one to
+// two ticks of watchAfter: one sweeper goroutine watches those, with no
+// timer per request).
 //
 // The handler sees an ordinary *http.Request; its ResponseWriter flushes
 // (a POST answered as an SSE stream goes out chunked), sets write
@@ -46,6 +47,14 @@ type Server struct {
 	headerTimeout, idleTimeout time.Duration
 
 	closing atomic.Bool
+	// The sweeper (sweep) ticks while fast-path requests run and starts
+	// the watch of those that run past watchAfter; sweeping: it is
+	// ticking (a request that finds it idle wakes it).
+	sweeping  atomic.Bool
+	sweepWake chan struct{}
+	stop      chan struct{} // closed by Shutdown or Close
+	stopOnce  sync.Once
+	sweepDone chan struct{}
 	// mu guards ln, conns.
 	mu    sync.Mutex
 	ln    net.Listener
@@ -57,13 +66,15 @@ type Server struct {
 // deadlineSlack is how far a connection's read deadline may lag.
 const deadlineSlack = time.Second
 
-// watchAfter is how long a fast-path request runs before its connection is
-// watched for the client's going (which cancels the request's context).
+// watchAfter is the sweeper's tick: a fast-path request that runs through a
+// whole tick has its connection watched for the client's going (which
+// cancels the request's context).
 const watchAfter = 100 * time.Millisecond
 
 // NewServer returns a Server for h; log gets what net/http would print.
 func NewServer(h http.Handler, log hclog.Logger) *Server {
-	s := &Server{handler: h, log: log, headerTimeout: 10 * time.Second, idleTimeout: 2 * time.Minute, conns: map[*fastConn]struct{}{}}
+	s := &Server{handler: h, log: log, headerTimeout: 10 * time.Second, idleTimeout: 2 * time.Minute, conns: map[*fastConn]struct{}{},
+		sweepWake: make(chan struct{}, 1), stop: make(chan struct{}), sweepDone: make(chan struct{})}
 	s.std = &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: s.headerTimeout,
@@ -93,9 +104,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		defer close(stdDone)
 		_ = s.std.Serve(s.hand)
 	}()
+	go s.sweep()
 	defer func() {
-		// Shutdown or Close closes hand, which ends std.Serve.
+		// Shutdown or Close closes hand, which ends std.Serve, and stop,
+		// which ends the sweeper.
 		<-stdDone
+		s.stopSweeper()
+		<-s.sweepDone
 	}()
 	var delay time.Duration
 	for {
@@ -140,6 +155,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // it closes what is left and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
+	defer s.stopSweeper()
 	s.mu.Lock()
 	if s.ln != nil {
 		s.ln.Close()
@@ -168,6 +184,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // the fast path's goroutines.
 func (s *Server) Close() error {
 	s.closing.Store(true)
+	defer s.stopSweeper()
 	s.mu.Lock()
 	if s.ln != nil {
 		s.ln.Close()
@@ -179,6 +196,70 @@ func (s *Server) Close() error {
 	err := s.std.Close()
 	s.wg.Wait()
 	return err
+}
+
+func (s *Server) stopSweeper() { s.stopOnce.Do(func() { close(s.stop) }) }
+
+// wakeSweeper makes the sweeper tick, unless it does.
+func (s *Server) wakeSweeper() {
+	if !s.sweeping.Load() && s.sweeping.CompareAndSwap(false, true) {
+		select {
+		case s.sweepWake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// sweep ticks every watchAfter while fast-path requests run, and starts the
+// watch of each that has run for a whole tick; it idles, with no timer,
+// when none runs. It ends when stop closes.
+func (s *Server) sweep() {
+	defer close(s.sweepDone)
+	t := time.NewTimer(watchAfter)
+	t.Stop()
+	for {
+		select {
+		case <-s.sweepWake:
+		case <-s.stop:
+			return
+		}
+		for running := true; running; {
+			t.Reset(watchAfter)
+			select {
+			case <-t.C:
+			case <-s.stop:
+				t.Stop()
+				return
+			}
+			if running = s.scan(); !running {
+				s.sweeping.Store(false)
+				// A request that began just now saw the sweeper ticking
+				// and did not wake it: look once more.
+				running = s.scan() && s.sweeping.CompareAndSwap(false, true)
+			}
+		}
+	}
+}
+
+// scan starts the watch of every request it saw on the last scan too, and
+// reports whether any request is being served.
+func (s *Server) scan() (busy bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if !c.busy.Load() {
+			c.seen = 0
+			continue
+		}
+		busy = true
+		seq := c.seq.Load()
+		if seq == c.seen && seq != c.swept {
+			c.swept = seq
+			go c.watchConn()
+		}
+		c.seen = seq
+	}
+	return busy
 }
 
 // closeIdle closes the fast connections waiting for a request.
@@ -230,10 +311,18 @@ type fastConn struct {
 	wmu       sync.Mutex
 	inRequest bool
 	watching  bool
+	watched   bool // the request in flight has been watched
 	aborted   bool
 	cancel    context.CancelFunc
 	watchDone chan struct{}
-	watch     *time.Timer
+
+	// seq counts the connection's requests and busy is set while one is
+	// served: the sweeper watches a request it finds busy with the same
+	// seq on two ticks running. seen (the seq of the last tick) and swept
+	// (the last request it started a watch for) are the sweeper's own.
+	seq         atomic.Uint64
+	busy        atomic.Bool
+	seen, swept uint64
 }
 
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
@@ -246,9 +335,6 @@ func (c *fastConn) serve() {
 		if c.br != nil {
 			c.br.Reset(nil)
 			readerPool.Put(c.br)
-		}
-		if c.watch != nil {
-			c.watch.Stop()
 		}
 		if !handed {
 			c.nc.Close()
@@ -388,17 +474,15 @@ func (c *fastConn) serveRequest(h *fastHead) bool {
 	w.reset(c)
 
 	c.wmu.Lock()
-	c.inRequest, c.cancel = true, cancel
+	c.inRequest, c.watched, c.cancel = true, false, cancel
 	c.wmu.Unlock()
-	if c.watch == nil {
-		c.watch = time.AfterFunc(watchAfter, c.watchConn)
-	} else {
-		c.watch.Reset(watchAfter)
-	}
+	c.seq.Add(1)
+	c.busy.Store(true)
+	c.s.wakeSweeper()
 
 	keep := c.runHandler(w, r)
 
-	c.watch.Stop()
+	c.busy.Store(false)
 	c.wmu.Lock()
 	c.inRequest = false
 	watching, done := c.watching, c.watchDone
@@ -443,20 +527,21 @@ func (c *fastConn) runHandler(w *fastResponse, r *http.Request) (ok bool) {
 // aLongTimeAgo is a deadline that has passed: it ends a pending read.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// watchConn runs when a request has run for watchAfter: it reads from the
-// connection until the request ends (its end aborts the read) or the
-// client goes (which cancels the request's context). A byte that arrives
-// meanwhile (a pipelined request) is kept for the next request, and the
-// watch ends, as net/http's background read does.
+// watchConn runs (from the sweeper) when a request has run for watchAfter:
+// it reads from the connection until the request ends (its end aborts the
+// read) or the client goes (which cancels the request's context). A byte
+// that arrives meanwhile (a pipelined request) is kept for the next
+// request, and the watch ends, as net/http's background read does; a
+// request is watched once.
 func (c *fastConn) watchConn() {
 	c.wmu.Lock()
-	if !c.inRequest || c.watching {
-		// A timer that fired as its request ended can run during the
-		// next request, which is then watched already (or soon).
+	if !c.inRequest || c.watched || c.cr.hasPending {
+		// The sweeper saw a request that has ended since, or one that is
+		// watched already; or the client has sent more already.
 		c.wmu.Unlock()
 		return
 	}
-	c.watching, c.watchDone = true, make(chan struct{})
+	c.watching, c.watched, c.watchDone = true, true, make(chan struct{})
 	done := c.watchDone
 	// Under the lock: an abort's deadline must come after this one.
 	_ = c.nc.SetReadDeadline(time.Time{})

@@ -300,7 +300,7 @@ const AllowMethods = "GET, POST, DELETE, HEAD, OPTIONS"
 // sessionFrom resolves the Mcp-Session-Id header. When the header is missing,
 // malformed or unknown it writes the error and returns nil and its status.
 func (ep *Endpoint) sessionFrom(w http.ResponseWriter, r *http.Request) (*Session, int) {
-	id := r.Header.Get(headerSessionID)
+	id := Header(r.Header, headerSessionID)
 	if id == "" {
 		return nil, WriteError(w, http.StatusBadRequest, codeServer, "missing Mcp-Session-Id header: send initialize first and repeat the Mcp-Session-Id it returns on every request")
 	}

@@ -18,6 +18,16 @@ const (
 	headerProtocolVersion = "Mcp-Protocol-Version"
 )
 
+// Header is h's first value for key, which must be in canonical form (as
+// every key of a request's header map is): http.Header.Get canonicalizes
+// key again on every call, and a POST reads a dozen headers.
+func Header(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // jsonContentType is the Content-Type header's value for JSON answers,
 // assigned to the header map as it is (net/http does the same with its own
 // defaults): Header.Set would allocate the slice for every answer. Nothing

@@ -116,7 +116,7 @@ func isModern(r *http.Request, m *jsonrpc.Message, env *envelope) bool {
 	if env.version != nil {
 		return true
 	}
-	return r.Header.Get(headerProtocolVersion) == eraModern && r.Header.Get(headerSessionID) == ""
+	return Header(r.Header, headerProtocolVersion) == eraModern && Header(r.Header, headerSessionID) == ""
 }
 
 // modernError answers a modern request with a JSON-RPC error carrying its
@@ -230,11 +230,11 @@ func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *js
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams,
 			"a "+eraModern+" request's params._meta needs "+metaProtocolVersion+" (a string) and "+metaClientCaps+" (an object); "+metaClientInfo+" is recommended", nil)
 	}
-	if h := r.Header.Get(headerProtocolVersion); h != version {
+	if h := Header(r.Header, headerProtocolVersion); h != version {
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
 			fmt.Sprintf("the MCP-Protocol-Version header (%q) differs from the request's protocol version (%q)", h, version), nil)
 	}
-	if h := r.Header.Get("Mcp-Method"); headerValue(h) != m.Method {
+	if h := Header(r.Header, "Mcp-Method"); headerValue(h) != m.Method {
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
 			fmt.Sprintf("the Mcp-Method header (%q) differs from the request's method (%q)", h, m.Method), nil)
 	}
@@ -247,7 +247,7 @@ func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *js
 			// SEP-2663: Mcp-Name carries the task id, for routing.
 			field, name = "taskId", jsonrpc.String(env.taskID)
 		}
-		if h := r.Header.Get("Mcp-Name"); headerValue(h) != name {
+		if h := Header(r.Header, "Mcp-Name"); headerValue(h) != name {
 			return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
 				fmt.Sprintf("the Mcp-Name header (%q) differs from params.%s (%q)", h, field, name), nil)
 		}
@@ -475,7 +475,7 @@ var errClientGone = fmt.Errorf("%w: the client closed the response stream", disp
 // the call (the child gets notifications/cancelled). A request the child
 // sends during the call parks it and answers m with input_required (MRTR).
 func (ep *Endpoint) drive(w http.ResponseWriter, r *http.Request, f *flight, m *jsonrpc.Message, rec *postLog) {
-	accept := r.Header.Get("Accept")
+	accept := Header(r.Header, "Accept")
 	sseOK := accept != "" && accepts(accept, "text/event-stream")
 	// The client's going away cancels the call, unless it was parked.
 	parked := false

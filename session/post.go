@@ -50,13 +50,13 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	rec := postLog{status: http.StatusOK}
 	defer ep.logPost(&rec, start)
 
-	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
+	if ct := Header(r.Header, "Content-Type"); ct != "" && ct != "application/json" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			rec.status = WriteError(w, http.StatusUnsupportedMediaType, codeServer, fmt.Sprintf("Content-Type %q is not supported: POST a JSON-RPC message as application/json", ct))
 			return
 		}
 	}
-	accept := r.Header.Get("Accept")
+	accept := Header(r.Header, "Accept")
 	sseOK := accept != "" && accepts(accept, "text/event-stream")
 	jsonOK := accept == "" || accepts(accept, "application/json")
 	if !sseOK && !jsonOK {
@@ -110,18 +110,18 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		ep.serveModern(w, r, &m, &env, &rec)
 		return
 	}
-	if kind == jsonrpc.KindRequest && m.Method == "initialize" && r.Header.Get(headerSessionID) == "" {
+	if kind == jsonrpc.KindRequest && m.Method == "initialize" && Header(r.Header, headerSessionID) == "" {
 		defer func() { ep.m.observeCall(rec.status, rec.end().Sub(start)) }()
 		ep.initialize(w, r, &m, &rec, jsonOK)
 		return
 	}
-	if r.Header.Get(headerSessionID) == "" && kind == jsonrpc.KindRequest && ep.opts.Sessionless != SessionlessReject && ep.shared != nil {
+	if Header(r.Header, headerSessionID) == "" && kind == jsonrpc.KindRequest && ep.opts.Sessionless != SessionlessReject && ep.shared != nil {
 		defer func() { ep.m.observeCall(rec.status, rec.end().Sub(start)) }()
 		ep.serveSessionless(w, r, &m, &rec)
 		return
 	}
-	if r.Header.Get(headerSessionID) == "" && kind == jsonrpc.KindNotification && ep.shared != nil &&
-		((r.Header.Get(headerProtocolVersion) == eraModern && ep.opts.ProtocolEras != Eras2025) || ep.opts.Sessionless != SessionlessReject) {
+	if Header(r.Header, headerSessionID) == "" && kind == jsonrpc.KindNotification && ep.shared != nil &&
+		((Header(r.Header, headerProtocolVersion) == eraModern && ep.opts.ProtocolEras != Eras2025) || ep.opts.Sessionless != SessionlessReject) {
 		// A notification without a session (a 2026-07-28 client's, or a
 		// stateless 2025 client's notifications/initialized) concerns no
 		// call the bridge could map it to: accepted, not forwarded. A

@@ -11,7 +11,7 @@ import (
 // checkVersion validates MCP-Protocol-Version. It writes the error and
 // returns its status, or 0 when the header is absent or supported.
 func (ep *Endpoint) checkVersion(w http.ResponseWriter, r *http.Request, s *Session) int {
-	v := r.Header.Get(headerProtocolVersion)
+	v := Header(r.Header, headerProtocolVersion)
 	if v == "" || dispatch.Supported(v) {
 		return 0
 	}
