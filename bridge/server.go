@@ -421,8 +421,13 @@ func (c *fastConn) readHead() ([]byte, bool) {
 			return nil, true
 		}
 		if !deadlineSet {
-			c.readDeadline = time.Now().Add(c.s.headerTimeout)
-			_ = c.nc.SetReadDeadline(c.readDeadline)
+			// The rest of the head within the header timeout (or sooner,
+			// for a connection's first request, whose timeout runs from
+			// its accept).
+			if d := time.Now().Add(c.s.headerTimeout); c.readDeadline.IsZero() || d.Before(c.readDeadline) {
+				c.readDeadline = d
+				_ = c.nc.SetReadDeadline(d)
+			}
 			deadlineSet = true
 		}
 		if _, err := c.br.Peek(len(buf) + 1); err != nil {

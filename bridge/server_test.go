@@ -81,14 +81,18 @@ func (s *served) get() []bool {
 	return append([]bool(nil), s.fast...)
 }
 
-// startTestServer serves h on a loopback port until the test ends.
-func startTestServer(t *testing.T, h http.Handler) (*Server, string) {
+// startTestServer serves h on a loopback port until the test ends; tune
+// may change the server before it starts.
+func startTestServer(t *testing.T, h http.Handler, tune ...func(*Server)) (*Server, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := NewServer(h, hclog.NewNullLogger())
+	for _, f := range tune {
+		f(s)
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
 	t.Cleanup(func() {
@@ -538,4 +542,33 @@ func TestServerWatchAtRequestEdges(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestServerHeadTimeout: a head that never completes, on a connection's
+// first request and on a later one, ends with the connection closed
+// unanswered (no goroutine waits for it forever).
+func TestServerHeadTimeout(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	_, addr := startTestServer(t, h, func(s *Server) { s.headerTimeout, s.idleTimeout = 300*time.Millisecond, time.Second })
+	for _, first := range []bool{true, false} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		if !first {
+			io.WriteString(c, post("/mcp", ""))
+			if resp, err := http.ReadResponse(br, nil); err != nil || bodyOf(t, resp) != "ok" {
+				t.Fatalf("first request: %v", err)
+			}
+		}
+		io.WriteString(c, "POST /mcp HTTP/1.1\r\nHost: a\r\n")
+		if _, err := br.ReadByte(); err == nil {
+			t.Errorf("first request %v: an incomplete head was answered", first)
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Errorf("first request %v: the server kept the connection open for 10 s", first)
+		}
+		c.Close()
+	}
 }
