@@ -21,16 +21,16 @@ type fastResponse struct {
 	c      *fastConn
 	header http.Header
 	status int // 0 until WriteHeader
-	// sent: the head is out; chunked: the body follows chunked; raw: the
-	// body follows as it is (the handler set Content-Length).
-	sent, chunked, raw bool
-	closeAfter         bool
-	deadlineSet        bool
-	err                error       // a write failed: later ones fail too
-	bufs               *answerBufs // from the pool while a request is served
-	body               []byte      // written, not yet sent
-	out                []byte      // what goes out in the next write
-	keys               []string
+	// sent: the head is out; chunked: the body follows chunked (else as
+	// it is, after the Content-Length the head gave).
+	sent, chunked bool
+	closeAfter    bool
+	deadlineSet   bool
+	err           error       // a write failed: later ones fail too
+	bufs          *answerBufs // from the pool while a request is served
+	body          []byte      // written, not yet sent
+	out           []byte      // what goes out in the next write
+	keys          []string
 }
 
 // keepBuffer is the largest buffer returned to the pool.
@@ -46,7 +46,7 @@ func (w *fastResponse) reset(c *fastConn) {
 	} else {
 		clear(w.header)
 	}
-	w.status, w.sent, w.chunked, w.raw, w.closeAfter, w.deadlineSet, w.err = 0, false, false, false, false, false, nil
+	w.status, w.sent, w.chunked, w.closeAfter, w.deadlineSet, w.err = 0, false, false, false, false, nil
 }
 
 func (w *fastResponse) Header() http.Header { return w.header }
@@ -236,7 +236,6 @@ func (w *fastResponse) appendHead(streaming bool) {
 		w.out = strconv.AppendInt(w.out, int64(len(w.body)), 10)
 		w.out = append(w.out, "\r\n"...)
 	case cl != "":
-		w.raw = true
 		w.out = append(w.out, "Content-Length: "...)
 		w.out = appendFieldValue(w.out, cl)
 		w.out = append(w.out, "\r\n"...)
