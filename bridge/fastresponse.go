@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/session"
 )
 
 // fastResponse is the ResponseWriter of a fast-path request. An answer the
@@ -207,7 +209,7 @@ func (w *fastResponse) appendHead(streaming bool) {
 		w.out = append(w.out, http.DetectContentType(w.body)...)
 		w.out = append(w.out, "\r\n"...)
 	}
-	if strings.EqualFold(h.Get("Connection"), "close") || w.c.s.closing.Load() {
+	if strings.EqualFold(session.Header(h, "Connection"), "close") || w.c.s.closing.Load() {
 		w.closeAfter = true
 	}
 	w.keys = w.keys[:0]
@@ -229,7 +231,7 @@ func (w *fastResponse) appendHead(streaming bool) {
 			w.out = append(w.out, "\r\n"...)
 		}
 	}
-	switch cl := h.Get("Content-Length"); {
+	switch cl := session.Header(h, "Content-Length"); {
 	case !bodyAllowed(w.status):
 	case !streaming:
 		w.out = append(w.out, "Content-Length: "...)

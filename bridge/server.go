@@ -388,7 +388,8 @@ func (c *fastConn) serve() {
 			fast = false // the body is not all here: net/http reads it, with its limits
 		}
 		if !fast {
-			handed = c.handOff()
+			c.handOff()
+			handed = true
 			return
 		}
 		_, _ = c.br.Discard(len(head))
@@ -438,20 +439,19 @@ func (c *fastConn) readHead() ([]byte, bool) {
 	}
 }
 
-// handOff gives the connection, with what the buffer holds, to net/http;
-// it owns the connection from then on (true).
-func (c *fastConn) handOff() bool {
-	n := c.br.Buffered()
-	buf, _ := c.br.Peek(n)
+// handOff gives the connection, with what the buffer holds, to net/http,
+// which owns it from then on.
+func (c *fastConn) handOff() {
+	buf, _ := c.br.Peek(c.br.Buffered())
 	rc := &replayConn{Conn: c.nc, pending: append([]byte(nil), buf...)}
 	if c.cr.hasPending {
-		// Cannot happen: a watch's byte is read into the buffer before a
-		// head is parsed.
-		rc.pending = append([]byte{c.cr.pending}, rc.pending...)
+		// A byte a watch read comes after what the buffer holds (the
+		// buffer's next fill normally takes it before a head is parsed).
+		rc.pending = append(rc.pending, c.cr.pending)
 		c.cr.hasPending = false
 	}
 	_ = c.nc.SetReadDeadline(time.Time{})
-	return c.s.hand.give(rc)
+	c.s.hand.give(rc)
 }
 
 // serveRequest serves the request whose head is h and whose body is the
@@ -508,8 +508,8 @@ func (c *fastConn) serveRequest(h *fastHead) bool {
 	if body.n > 0 {
 		_, _ = c.br.Discard(int(body.n))
 	}
-	if !keep || ctx.Err() != nil && c.cr.gone.Load() {
-		return false
+	if !keep || c.cr.gone.Load() {
+		return false // a panic, or the client went
 	}
 	return w.finish() && !w.closeAfter && !c.s.closing.Load()
 }
@@ -638,15 +638,12 @@ type handoff struct {
 	once  sync.Once
 }
 
-// give hands nc to net/http, or closes it when net/http has stopped; nc is
-// not the caller's any more (true).
-func (l *handoff) give(nc net.Conn) bool {
+// give hands nc to net/http, or closes it when net/http has stopped.
+func (l *handoff) give(nc net.Conn) {
 	select {
 	case l.conns <- nc:
-		return true
 	case <-l.done:
 		nc.Close()
-		return true
 	}
 }
 

@@ -128,12 +128,7 @@ func echoHandler(rec *served) http.Handler {
 // them) and reads n responses.
 func exchange(t *testing.T, addr string, n int, parts ...string) []*http.Response {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	c := dial(t, addr)
 	for i, p := range parts {
 		if i > 0 {
 			time.Sleep(50 * time.Millisecond)
@@ -160,6 +155,19 @@ func exchange(t *testing.T, addr string, n int, parts ...string) []*http.Respons
 		out = append(out, resp)
 	}
 	return out
+}
+
+// dial connects to addr for the rest of the test, with a 10 s deadline on
+// every read and write.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c
 }
 
 func post(path, body string, extra ...string) string {
@@ -348,12 +356,7 @@ func TestServerPanic(t *testing.T) {
 		w.Write([]byte("ok"))
 	})
 	_, addr := startTestServer(t, h)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	c := dial(t, addr)
 	io.WriteString(c, post("/panic", ""))
 	if _, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
 		t.Error("a panicking handler's connection was answered")
@@ -375,23 +378,13 @@ func TestServerShutdown(t *testing.T) {
 		w.Write([]byte("done"))
 	})
 	s, addr := startTestServer(t, h)
-	idle, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idle.Close()
-	_ = idle.SetDeadline(time.Now().Add(10 * time.Second))
+	idle := dial(t, addr)
 	io.WriteString(idle, post("/x", ""))
 	ibr := bufio.NewReader(idle)
 	if resp, err := http.ReadResponse(ibr, nil); err != nil || bodyOf(t, resp) != "done" {
 		t.Fatal(err)
 	}
-	busy, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
-	_ = busy.SetDeadline(time.Now().Add(10 * time.Second))
+	busy := dial(t, addr)
 	io.WriteString(busy, post("/slow", ""))
 	<-started
 	shut := make(chan error, 1)
@@ -551,11 +544,7 @@ func TestServerHeadTimeout(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
 	_, addr := startTestServer(t, h, func(s *Server) { s.headerTimeout, s.idleTimeout = 300*time.Millisecond, time.Second })
 	for _, first := range []bool{true, false} {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		c := dial(t, addr)
 		br := bufio.NewReader(c)
 		if !first {
 			io.WriteString(c, post("/mcp", ""))

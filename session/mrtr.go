@@ -34,6 +34,13 @@ const parkTTL = 2 * time.Minute
 // the client capability each needs.
 var inputMethods = map[string]string{"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 
+// ambientInputs are the capabilities of the client's surroundings, not of
+// a call's work: a child asks for roots of its own accord (the reference
+// server right after its start) and must do without them when a client
+// has none. An undeclared one is refused to the child and the call goes
+// on; any other ends the call with -32021.
+var ambientInputs = map[string]bool{"roots": true}
+
 // parkedCall is a call waiting for its client's input.
 type parkedCall struct {
 	f *flight
@@ -136,11 +143,7 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 		}
 		if caps[need] == nil {
 			f.refuse(req, "the client did not declare the "+need+" capability")
-			if need != "roots" {
-				// Roots are the client's surroundings, not the call's
-				// work: a child asks for them of its own accord (the
-				// reference server right after its start) and must do
-				// without them when a client has none; the call goes on.
+			if !ambientInputs[need] {
 				missing = append(missing, need)
 			}
 			continue
