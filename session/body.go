@@ -14,9 +14,10 @@ import (
 // This file reads POST bodies without letting slow or large ones take the
 // bridge's memory or connections: a body must arrive within BodyTimeout, no
 // gap between its bytes may exceed BodyIdleTimeout, and after a grace period
-// it must keep up a minimum rate. Buffers grow with the bytes that arrived,
-// never from an announced Content-Length (which only makes the first buffer
-// of a small body smaller), and every byte of buffer that
+// it must keep up a minimum rate. Buffers grow with the bytes that arrived
+// (at most five times what arrived), never from an announced Content-Length
+// alone (it makes the first buffer of a small body smaller, and the last
+// step of a large one exact), and every byte of buffer that
 // bodies hold is taken from one budget shared by all destinations
 // (MaxBodyMemory); a body that would exceed it is answered 503 with
 // Retry-After.
@@ -64,6 +65,9 @@ const (
 	minBodyRate   = 1 << 10
 	bodyRateGrace = 5 * time.Second
 	firstBodyRead = 4 << 10
+	// announcedReach: a full buffer grows straight to the announced length
+	// when that takes at most this many times what has arrived.
+	announcedReach = 4
 )
 
 // readBody reads r's body, whose request began at start, into a buffer
@@ -98,11 +102,15 @@ func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request, start time.
 	for {
 		if len(bb.b) == cap(bb.b) {
 			grow := max(int64(cap(bb.b)), firstBodyRead)
-			if cap(bb.b) == 0 && r.ContentLength >= 0 && r.ContentLength < firstBodyRead {
-				// A small body announced: a buffer just larger (net/http
-				// reports EOF with its last bytes). Hundreds of calls in
-				// flight each hold one.
-				grow = r.ContentLength + 1
+			need := r.ContentLength + 1 - int64(cap(bb.b))
+			if r.ContentLength >= 0 && need > 0 && (cap(bb.b) == 0 && r.ContentLength < firstBodyRead || cap(bb.b) > 0 && need <= announcedReach*grow) {
+				// The announced end is near: a buffer just larger than
+				// the body (net/http reports EOF with its last bytes),
+				// not the next doubling. A small body gets it at once
+				// (hundreds of calls in flight each hold one); a large
+				// one once a fifth of it has arrived, which saves the
+				// doubling's overshoot (a 1 MiB body grew to 2 MiB).
+				grow = need
 			}
 			grow = min(grow, limit+1-int64(cap(bb.b)))
 			if grow <= 0 {

@@ -16,8 +16,10 @@ type lineReader struct {
 	buf []byte
 }
 
-// keepBuf is the largest assembly buffer kept between lines; larger ones are
-// released so one big message does not pin memory.
+// keepBuf is the largest assembly buffer kept after a line that did not
+// need more: a larger one is kept while big lines follow each other (each
+// would grow a new one, copy by copy) and released at the first line of at
+// most keepBuf bytes, so one big message does not pin memory.
 const keepBuf = 1 << 20
 
 // prefixLen is how much of a discarded line is kept to read its id.
@@ -30,9 +32,6 @@ func newLineReader(r io.Reader, max int) *lineReader {
 // next returns the next line without its line ending. The slice is valid until
 // the next call.
 func (r *lineReader) next() ([]byte, error) {
-	if cap(r.buf) > keepBuf {
-		r.buf = nil
-	}
 	r.buf = r.buf[:0]
 	n := 0 // bytes of the current line so far, without its '\n'
 	var tooLong *LineTooLongError
@@ -44,6 +43,7 @@ func (r *lineReader) next() ([]byte, error) {
 			chunk = line[:len(line)-1]
 		}
 		if n == 0 && complete && len(chunk) <= r.max {
+			r.release(len(chunk))
 			return trimCR(chunk), nil // the common case: no copy
 		}
 		if tooLong == nil && n+len(chunk) > r.max {
@@ -62,12 +62,23 @@ func (r *lineReader) next() ([]byte, error) {
 				tooLong.Len = n
 				return nil, tooLong
 			}
-			return trimCR(r.buf), nil
+			line := r.buf
+			r.release(n)
+			return trimCR(line), nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		default:
 			return nil, err
 		}
+	}
+}
+
+// release drops a big assembly buffer after a line of n bytes that did not
+// need it. The line returned may still be in it: the caller's slice keeps
+// it alive until the next call.
+func (r *lineReader) release(n int) {
+	if n <= keepBuf && cap(r.buf) > keepBuf {
+		r.buf = nil
 	}
 }
 

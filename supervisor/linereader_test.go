@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"unsafe"
 )
 
 // bufSize is the lineReader's bufio buffer size.
@@ -253,6 +254,31 @@ func TestLineReaderReleasesBigBuffer(t *testing.T) {
 	line, err := r.next()
 	if err != nil || len(line) != 2<<20 {
 		t.Fatalf("big line: %d bytes, %v", len(line), err)
+	}
+	if line, err := r.next(); err != nil || string(line) != "b" {
+		t.Fatalf("next: %q, %v", line, err)
+	}
+	if cap(r.buf) > keepBuf {
+		t.Errorf("assembly buffer of %d bytes kept after a small line", cap(r.buf))
+	}
+}
+
+// TestLineReaderKeepsBufferForBigLines checks big lines in a row share one
+// assembly buffer (each grew a new one, copy by copy, before).
+func TestLineReaderKeepsBufferForBigLines(t *testing.T) {
+	big := strings.Repeat("a", 2<<20) + "\n"
+	r := newLineReader(strings.NewReader(big+big+"b\n"), 4<<20)
+	first, err := r.next()
+	if err != nil || len(first) != 2<<20 {
+		t.Fatalf("first big line: %d bytes, %v", len(first), err)
+	}
+	at := unsafe.SliceData(first)
+	second, err := r.next()
+	if err != nil || len(second) != 2<<20 {
+		t.Fatalf("second big line: %d bytes, %v", len(second), err)
+	}
+	if unsafe.SliceData(second) != at {
+		t.Errorf("the second big line was assembled in a new buffer")
 	}
 	if line, err := r.next(); err != nil || string(line) != "b" {
 		t.Fatalf("next: %q, %v", line, err)

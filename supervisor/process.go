@@ -319,14 +319,22 @@ func (p *Process) WriteMessage(msg []byte) error {
 		return nil
 	}
 	p.writing = true
-	buf := append(append(p.direct[:0], msg...), '\n')
-	p.writeMu.Unlock()
-
-	err := p.write(buf)
-
-	p.writeMu.Lock()
-	if cap(buf) <= keepBuf {
+	var err error
+	if len(msg) < joinLine {
+		buf := append(append(p.direct[:0], msg...), '\n')
+		p.writeMu.Unlock()
+		err = p.write(buf) // one write: the line and its end
+		p.writeMu.Lock()
 		p.direct = buf[:0]
+	} else {
+		// A large message is not copied to add its newline: stdin is
+		// this caller's until writing turns false, so the line and
+		// its end go in two writes.
+		p.writeMu.Unlock()
+		if err = p.write(msg); err == nil {
+			err = p.write(newline)
+		}
+		p.writeMu.Lock()
 	}
 	switch {
 	case err != nil:
@@ -371,6 +379,13 @@ func (p *Process) drainQueue() {
 		p.writeMu.Unlock()
 	}
 }
+
+var newline = []byte{'\n'}
+
+// joinLine: a message shorter than this is copied into a buffer with its
+// newline and written at once; a longer one is written as it is, then its
+// newline (a pipe takes 64 KiB at a time anyway).
+const joinLine = 64 << 10
 
 func (p *Process) write(buf []byte) error {
 	// The deadline is moved only when less than half of WriteTimeout is
