@@ -6,13 +6,10 @@ package tests
 // in flight.
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -68,22 +65,12 @@ func (s tsSession) text(i int) string {
 // test when the script fails.
 func runTSSession(t *testing.T, url string, args ...string) tsSession {
 	t.Helper()
-	node := node24(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("clients", "ts-session.mjs"), url, "--deadline", "60000"}, args...)...)
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	run := runClientScript(node24(t), "ts-session.mjs", append([]string{url, "--deadline", "60000"}, args...)...)
 	var s tsSession
-	line := strings.TrimSpace(stdout.String())
-	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
-		line = line[i+1:]
-	}
+	line, err, stdout, stderr := run.last, run.err, run.stdout, run.stderr
 	s.raw = line
 	if jerr := json.Unmarshal([]byte(line), &s); jerr != nil || err != nil || !s.OK {
-		t.Fatalf("ts-session %s %v: %v (%v)\nfailures: %v\nstdout: %s\nstderr: %s", url, args, err, jerr, s.Failures, stdout.String(), stderr.String())
+		t.Fatalf("ts-session %s %v: %v (%v)\nfailures: %v\nstdout: %s\nstderr: %s", url, args, err, jerr, s.Failures, stdout, stderr)
 	}
 	return s
 }

@@ -76,21 +76,35 @@ type tsRun struct {
 // extra are more script flags (--barrier DIR --parties N).
 func runTSClient(t *testing.T, node, url, label string, steps, ms int, extra ...string) tsRun {
 	t.Helper()
+	sr := runClientScript(node, "ts-client.mjs", append([]string{url,
+		"--label", label, "--steps", fmt.Sprint(steps), "--ms", fmt.Sprint(ms), "--deadline", "60000"}, extra...)...)
+	run := tsRun{err: sr.err, stdout: sr.stdout, stderr: sr.stderr}
+	if err := json.Unmarshal([]byte(sr.last), &run.summary); err != nil && run.err == nil {
+		run.err = fmt.Errorf("no JSON summary on stdout: %v", err)
+	}
+	return run
+}
+
+// scriptRun is one run of a client script: its output, the last line of
+// its stdout (where the scripts print their JSON summary) and its error.
+type scriptRun struct {
+	stdout, stderr, last string
+	err                  error
+}
+
+// runClientScript runs tests/clients/SCRIPT with node and args, bounded by
+// 90 s (the scripts' own deadlines are shorter).
+func runClientScript(node, script string, args ...string) scriptRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	args := append([]string{filepath.Join("clients", "ts-client.mjs"), url,
-		"--label", label, "--steps", fmt.Sprint(steps), "--ms", fmt.Sprint(ms), "--deadline", "60000"}, extra...)
-	cmd := exec.CommandContext(ctx, node, args...)
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("clients", script)}, args...)...)
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	run := tsRun{err: cmd.Run(), stdout: stdout.String(), stderr: stderr.String()}
-	line := strings.TrimSpace(run.stdout)
-	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
-		line = line[i+1:]
-	}
-	if err := json.Unmarshal([]byte(line), &run.summary); err != nil && run.err == nil {
-		run.err = fmt.Errorf("no JSON summary on stdout: %v", err)
+	run := scriptRun{err: cmd.Run(), stdout: stdout.String(), stderr: stderr.String()}
+	run.last = strings.TrimSpace(run.stdout)
+	if i := strings.LastIndexByte(run.last, '\n'); i >= 0 {
+		run.last = run.last[i+1:]
 	}
 	return run
 }

@@ -1,14 +1,9 @@
 package tests
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
@@ -43,18 +38,10 @@ func TestTSClientV2(t *testing.T) {
 	for _, mode := range []string{"auto", "pin"} {
 		t.Run(mode, func(t *testing.T) {
 			p := startBinary(t, fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer}))
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, filepath.Join("clients", "ts-v2-client.mjs"), p.base+"/fake/mcp", "--mode", mode, "--deadline", "60000")
-			cmd.WaitDelay = 5 * time.Second
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
+			run := runClientScript(node, "ts-v2-client.mjs", p.base+"/fake/mcp", "--mode", mode, "--deadline", "60000")
+			err := run.err
 			var s tsV2Summary
-			line := strings.TrimSpace(stdout.String())
-			if i := strings.LastIndexByte(line, '\n'); i >= 0 {
-				line = line[i+1:]
-			}
+			line := run.last
 			if jerr := json.Unmarshal([]byte(line), &s); jerr != nil && err == nil {
 				err = jerr
 			}
@@ -63,7 +50,7 @@ func TestTSClientV2(t *testing.T) {
 			t.Logf("ts-v2 %s HTTP exchanges:\n  %s", mode, strings.Join(s.HTTP, "\n  "))
 			if err != nil || !s.OK || s.Mode != mode || s.Steps[len(s.Steps)-1] != "done" {
 				t.Errorf("ts-v2 client (%s) failed: %v\nfailures:\n  %s\nstdout: %s\nstderr: %s\nbridge logs:\n%s",
-					mode, err, strings.Join(s.Failures, "\n  "), stdout.String(), stderr.String(), p.logs.String())
+					mode, err, strings.Join(s.Failures, "\n  "), run.stdout, run.stderr, p.logs.String())
 			}
 		})
 	}
