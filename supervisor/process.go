@@ -7,6 +7,7 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -85,15 +86,19 @@ type Process struct {
 	stdout *os.File
 
 	stdin *os.File
-	// writeMu guards direct, queue, spare, writing and werr. A caller that
-	// finds stdin idle writes its message itself; messages that arrive during
-	// a write are queued and written together by the drain goroutine, so
-	// concurrent calls share one write(2) and no caller writes for others.
+	// writeMu guards direct, queue, spare, writing, batch and werr. A
+	// caller that finds stdin idle writes its message itself; messages that
+	// arrive during a write are queued and written together by the drain
+	// goroutine, so concurrent calls share one write(2). While writers keep
+	// meeting (batch), the caller that finds stdin idle first yields once
+	// and takes what was queued meanwhile into its own write: under load
+	// the child wakes once for several calls, not once for each.
 	writeMu sync.Mutex
 	direct  []byte
 	queue   []byte
 	spare   []byte
 	writing bool
+	batch   int // yields left before a writer stops waiting for company
 	werr    error
 	drain   chan struct{} // buffer of one: the queue needs writing
 	// deadline is stdin's write deadline as last set. Only the writer of
@@ -321,11 +326,28 @@ func (p *Process) WriteMessage(msg []byte) error {
 	p.writing = true
 	var err error
 	if len(msg) < joinLine {
+		if p.batch > 0 {
+			// Writers have been meeting: yield once so that callers
+			// ready to run queue behind this one, and one write (one
+			// wake-up of the child) carries them all.
+			p.writeMu.Unlock()
+			runtime.Gosched()
+			p.writeMu.Lock()
+			if len(p.queue) > 0 {
+				p.batch = batchWrites
+			} else {
+				p.batch--
+			}
+		}
 		buf := append(append(p.direct[:0], msg...), '\n')
+		buf = append(buf, p.queue...)
+		p.queue = p.queue[:0]
 		p.writeMu.Unlock()
 		err = p.write(buf) // one write: the line and its end
 		p.writeMu.Lock()
-		p.direct = buf[:0]
+		if cap(buf) <= keepBuf {
+			p.direct = buf[:0]
+		}
 	} else {
 		// A large message is not copied to add its newline: stdin is
 		// this caller's until writing turns false, so the line and
@@ -341,6 +363,7 @@ func (p *Process) WriteMessage(msg []byte) error {
 		p.werr, p.queue, p.writing = err, nil, false
 	case len(p.queue) > 0:
 		// Others queued meanwhile: the drain goroutine writes them.
+		p.batch = batchWrites
 		select {
 		case p.drain <- struct{}{}:
 		default:
@@ -386,6 +409,10 @@ var newline = []byte{'\n'}
 // newline and written at once; a longer one is written as it is, then its
 // newline (a pipe takes 64 KiB at a time anyway).
 const joinLine = 64 << 10
+
+// batchWrites is how many writes in a row yield for company after writers
+// last met; each write that finds none uses one up.
+const batchWrites = 8
 
 func (p *Process) write(buf []byte) error {
 	// The deadline is moved only when less than half of WriteTimeout is

@@ -2,7 +2,9 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"io"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -135,6 +138,63 @@ func TestProcessRoundTripWithCat(t *testing.T) {
 	copy(buf, "XXXXXXXX")
 	if got := readLine(t, p); got != `{"id":2}` {
 		t.Errorf("echo = %q", got)
+	}
+}
+
+// TestProcessConcurrentWriters: messages written from many goroutines at
+// once (small ones batched into shared writes, large ones written as they
+// are) reach the child each whole, once, and in each writer's order.
+func TestProcessConcurrentWriters(t *testing.T) {
+	p := startProcess(t, &config.Destination{Command: "cat"}, ProcessOptions{StopGrace: time.Second})
+	const writers, each = 16, 200
+	got := make(chan string, writers*each)
+	go func() {
+		for range writers * each {
+			line, err := p.ReadMessage()
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- string(line)
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				pad := ""
+				if i%50 == 7 {
+					pad = strings.Repeat("p", 70<<10) // over joinLine: written without a copy
+				}
+				if err := p.WriteMessage([]byte(fmt.Sprintf(`{"w":%d,"i":%d,"pad":"%s"}`, w, i, pad))); err != nil {
+					t.Errorf("writer %d: %v", w, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	next := make([]int, writers)
+	deadline := time.After(30 * time.Second)
+	for range writers * each {
+		select {
+		case line, ok := <-got:
+			if !ok {
+				t.Fatal("the child's stdout ended early")
+			}
+			var m struct{ W, I int }
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("a line that is not one whole message (%v): %.80q", err, line)
+			}
+			if m.W < 0 || m.W >= writers || m.I != next[m.W] {
+				t.Fatalf("writer %d's message %d came when %d was next", m.W, m.I, next[m.W])
+			}
+			next[m.W]++
+		case <-deadline:
+			t.Fatalf("not every message came back: %v", next)
+		}
 	}
 }
 
