@@ -307,7 +307,8 @@ func (p *Process) ReadMessage() ([]byte, error) {
 }
 
 // WriteMessage implements Child. When no write is in progress the
-// caller writes its message itself; otherwise the message is queued for the
+// caller writes its message itself (with whatever was queued while it
+// yielded, under load: see writeMu); otherwise the message is queued for the
 // drain goroutine and WriteMessage returns at once. A write that the child
 // does not take within WriteTimeout (at least half of it) fails, and so
 // does every later one.
