@@ -102,7 +102,8 @@ func p99(l []time.Duration) time.Duration { return l[len(l)*99/100] }
 // bridge kept writing to them with a fresh 30 s deadline per event, and
 // others' p99 rose 41 %). Interleaved rounds with and without the slow
 // streams give the figures; the bound checked is loose (CI machines are
-// busy), the closing of the streams is exact.
+// busy: it catches a stalled stream blocking others for seconds), the
+// closing of the streams is exact.
 func TestManySlowConsumers(t *testing.T) {
 	p := startBinary(t, fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer}), "-max-sessions", "200")
 	addr := strings.TrimPrefix(p.base, "http://")
@@ -170,7 +171,11 @@ func TestManySlowConsumers(t *testing.T) {
 	br, sr := med(base, rate), med(slow, rate)
 	t.Logf("good sessions' echo during a flood: without slow streams p99 %.1f ms, %.0f calls/s; with 50 stalled streams p99 %.1f ms (%+.0f%%), %.0f calls/s (%+.0f%%)",
 		bp, br, sp, 100*(sp-bp)/bp, sr, 100*(sr-br)/br)
-	if sp > 3*bp+20 || sr < br/3 {
+	// The bound catches a stalled stream holding up others (a blocked write
+	// costs them seconds), not the scheduling noise of a loaded machine:
+	// with the whole suite and two CPU hogs running, a 2 s window's p99 has
+	// moved from 17 to 72 ms with nothing wrong.
+	if sp > 5*bp+100 || sr < br/3 {
 		t.Errorf("50 stalled streams slowed the others far beyond noise: p99 %.1f → %.1f ms, %.0f → %.0f calls/s", bp, sp, br, sr)
 	}
 }
