@@ -9,29 +9,11 @@ import (
 	"time"
 )
 
-// lockedBuf is an io.Writer safe for the flush timer's goroutine.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestLogWriterKeepsEveryLine: lines written from many goroutines reach the
 // output whole, once, each writer's in order, through full-buffer flushes,
 // timer flushes and Close.
 func TestLogWriterKeepsEveryLine(t *testing.T) {
-	var out lockedBuf
+	var out syncBuffer // (main_test.go)
 	w := newLogWriter(&out)
 	const writers, each = 8, 2000
 	var wg sync.WaitGroup
