@@ -102,15 +102,19 @@ func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request, start time.
 	for {
 		if len(bb.b) == cap(bb.b) {
 			grow := max(int64(cap(bb.b)), firstBodyRead)
-			need := r.ContentLength + 1 - int64(cap(bb.b))
-			if r.ContentLength >= 0 && need > 0 && (cap(bb.b) == 0 && r.ContentLength < firstBodyRead || cap(bb.b) > 0 && need <= announcedReach*grow) {
-				// The announced end is near: a buffer just larger than
-				// the body (net/http reports EOF with its last bytes),
-				// not the next doubling. A small body gets it at once
-				// (hundreds of calls in flight each hold one); a large
-				// one once a fifth of it has arrived, which saves the
-				// doubling's overshoot (a 1 MiB body grew to 2 MiB).
-				grow = need
+			// When the announced end is near, a buffer just larger than
+			// the body (net/http reports EOF with its last bytes), not the
+			// next doubling: a small body gets it at once (hundreds of
+			// calls in flight each hold one), a large one once a fifth of
+			// it has arrived, which saves the doubling's overshoot (a
+			// 1 MiB body grew to 2 MiB).
+			if n := r.ContentLength; n >= 0 {
+				need := n + 1 - int64(cap(bb.b))
+				small := cap(bb.b) == 0 && n < firstBodyRead
+				near := cap(bb.b) > 0 && need <= announcedReach*grow
+				if need > 0 && (small || near) {
+					grow = need
+				}
 			}
 			grow = min(grow, limit+1-int64(cap(bb.b)))
 			if grow <= 0 {

@@ -66,11 +66,9 @@ func (s tsSession) text(i int) string {
 func runTSSession(t *testing.T, url string, args ...string) tsSession {
 	t.Helper()
 	run := runClientScript(node24(t), "ts-session.mjs", append([]string{url, "--deadline", "60000"}, args...)...)
-	var s tsSession
-	line, err, stdout, stderr := run.last, run.err, run.stdout, run.stderr
-	s.raw = line
-	if jerr := json.Unmarshal([]byte(line), &s); jerr != nil || err != nil || !s.OK {
-		t.Fatalf("ts-session %s %v: %v (%v)\nfailures: %v\nstdout: %s\nstderr: %s", url, args, err, jerr, s.Failures, stdout, stderr)
+	s := tsSession{raw: run.last}
+	if jerr := json.Unmarshal([]byte(run.last), &s); jerr != nil || run.err != nil || !s.OK {
+		t.Fatalf("ts-session %s %v: %v (%v)\nfailures: %v\nstdout: %s\nstderr: %s", url, args, run.err, jerr, s.Failures, run.stdout, run.stderr)
 	}
 	return s
 }
