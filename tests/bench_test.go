@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -274,42 +275,113 @@ func warmUp(b *testing.B, workers int, call func(worker, i int) error) {
 //
 // Each run reports calls/s, p50/p99, the CPU per call of the serving process
 // tree (for the bridge: bridge, reaper and child) and its RSS; the bridge
-// runs also report their ratios to the floors at the same load (x_http_floor:
-// calls/s ÷ the HTTP floor's; cpu_x_floors: CPU per call ÷ the HTTP floor's
-// + the stdio floor's; p50_added_ms: p50 − the stdio floor's). Run without
-// -race:
+// runs also report their ratios to the floors at the same load, measured
+// just before them (x_http_floor: calls/s ÷ the HTTP floor's; cpu_x_floors:
+// CPU per call ÷ the HTTP floor's + the stdio floor's; p50_added_ms: p50 −
+// the stdio floor's). The runs go in interleaved rounds (STELAE_BENCH_ROUNDS,
+// default 3: each load's floors and bridge one after the other, then the
+// next load, then the next round), and the median/ lines report the median
+// of each figure over the rounds (of the ratios, the median of each round's
+// ratio). Run without -race:
 //
 //	go test -run '^$' -bench 'BenchmarkEcho$' -benchtime 40000x ./tests/
 func BenchmarkEcho(b *testing.B) {
 	loads := []load{{1, 1}, {1, 16}, {8, 64}}
-	floors := map[string]*floorRun{}
-	for _, l := range loads {
-		b.Run("stdio-floor/"+l.String(), func(b *testing.B) {
-			d := startDirect(b)
-			if err := d.call(); err != nil { // warm up
-				b.Fatal(err)
-			}
-			floors["stdio/"+l.String()] = measure(b, d.cmd.Process.Pid, l.sessions*l.inflight, func(int, int) error { return d.call() })
-		})
+	rounds := 3
+	if v := os.Getenv("STELAE_BENCH_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("STELAE_BENCH_ROUNDS=%q: want a count of rounds, 1 or more", v)
+		}
+		rounds = n
+	}
+	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho}), "-max-sessions", "64")
+	// runs["bridge/1x16"][round] and so on; a benchmark function runs once
+	// with b.N = 1 before its measured run, which then takes its place.
+	runs := map[string][]*floorRun{}
+	keep := func(key string, round int, f *floorRun) {
+		if runs[key] == nil {
+			runs[key] = make([]*floorRun, rounds)
+		}
+		runs[key][round] = f
+	}
+	for round := range rounds {
+		for _, l := range loads {
+			floors := map[string]*floorRun{}
+			prefix := fmt.Sprintf("round%d/", round+1)
+			b.Run(prefix+"stdio-floor/"+l.String(), func(b *testing.B) {
+				d := startDirect(b)
+				if err := d.call(); err != nil { // warm up
+					b.Fatal(err)
+				}
+				f := measure(b, d.cmd.Process.Pid, l.sessions*l.inflight, func(int, int) error { return d.call() })
+				floors["stdio/"+l.String()] = f
+				keep("stdio-floor/"+l.String(), round, f)
+			})
+			b.Run(prefix+"http-floor/"+l.String(), func(b *testing.B) {
+				f := measureHTTPEcho(b, fakemcp.ModeHTTPEcho, l)
+				floors["http/"+l.String()] = f
+				keep("http-floor/"+l.String(), round, f)
+			})
+			f := benchBridgeLoad(b, prefix, p, "", l, floors)
+			keep("bridge/"+l.String(), round, f)
+		}
 	}
 	for _, l := range loads {
-		b.Run("http-floor/"+l.String(), func(b *testing.B) {
-			floors["http/"+l.String()] = measureHTTPEcho(b, fakemcp.ModeHTTPEcho, l)
-		})
+		for _, what := range []string{"stdio-floor", "http-floor", "bridge"} {
+			key := what + "/" + l.String()
+			b.Run("median/"+key, func(b *testing.B) { reportMedians(b, runs[key]) })
+		}
 	}
 	// Not a floor: the same echo on a minimal hand-written HTTP/1.1 server,
 	// to weigh what replacing net/http could save.
 	for _, l := range loads {
 		b.Run("raw-http/"+l.String(), func(b *testing.B) { measureHTTPEcho(b, fakemcp.ModeRawHTTPEcho, l) })
 	}
-	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho}), "-max-sessions", "64")
-	benchBridge(b, p, "", loads, floors)
+}
+
+// reportMedians reports the median of each figure of runs (rounds that did
+// not run, nil, are left out).
+func reportMedians(b *testing.B, runs []*floorRun) {
+	runs = slices.DeleteFunc(slices.Clone(runs), func(f *floorRun) bool { return f == nil })
+	if len(runs) == 0 {
+		b.Skip("no rounds ran")
+	}
+	median := func(of func(*floorRun) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, f := range runs {
+			v[i] = of(f)
+		}
+		slices.Sort(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(median(func(f *floorRun) float64 { return f.perSecond() }), "calls/s")
+	b.ReportMetric(median(func(f *floorRun) float64 { return ms(f.p50) }), "p50_ms")
+	b.ReportMetric(median(func(f *floorRun) float64 { return ms(f.p99) }), "p99_ms")
+	b.ReportMetric(median(func(f *floorRun) float64 { return float64(f.cpuPerCall.Nanoseconds()) / 1000 }), "tree_cpu_us/call")
+	b.ReportMetric(median(func(f *floorRun) float64 { return float64(f.errors) }), "errors")
+	if runs[0].ratios != nil {
+		for name := range runs[0].ratios {
+			b.ReportMetric(median(func(f *floorRun) float64 { return f.ratios[name] }), name)
+		}
+		b.ReportMetric(slices.MaxFunc(runs, func(x, y *floorRun) int { return cmp.Compare(x.peakRSS, y.peakRSS) }).peakRSS, "peak_rss_MiB")
+	}
+	b.ReportMetric(float64(len(runs)), "rounds")
+	b.ReportMetric(0, "ns/op")
 }
 
 // floorRun is what one measured run found.
 type floorRun struct {
 	result
 	cpuPerCall time.Duration // of the serving process tree
+	// For the bridge: its ratios to the floors (by metric name) and its
+	// peak RSS in MiB.
+	ratios  map[string]float64
+	peakRSS float64
 }
 
 // measure times b.N calls over workers against the process tree of pid
@@ -411,41 +483,55 @@ func BenchmarkEchoOAuth(b *testing.B) {
 // carrying auth (when set) as its Authorization header; with floors (by
 // "stdio/LOAD" and "http/LOAD") it also reports its ratios to them.
 func benchBridge(b *testing.B, p *binaryProc, auth string, loads []load, floors map[string]*floorRun) {
-	url := p.base + "/echo/mcp"
 	for _, l := range loads {
-		b.Run("bridge/"+l.String(), func(b *testing.B) {
-			sids := make([]string, l.sessions)
-			for i := range sids {
-				c := newClient(b, url)
-				if auth != "" {
-					r := c.post(initBody, "Authorization", auth)
-					c.sid = r.header.Get("Mcp-Session-Id")
-					if r.status != http.StatusOK || c.sid == "" {
-						b.Fatalf("initialize: %d %s", r.status, r.body)
-					}
-				} else {
-					c.initialize()
-				}
-				sids[i] = c.sid
-			}
-			conns := dialAll(b, p.base, l.sessions*l.inflight)
-			for _, rc := range conns {
-				rc.auth = auth
-			}
-			f := measureEcho(b, p, conns, func(w int) string { return sids[w%l.sessions] }, "")
-			b.ReportMetric(float64(procStatusBytes(p.cmd.Process.Pid, "VmHWM"))/(1<<20), "peak_rss_MiB")
-			if hf, sf := floors["http/"+l.String()], floors["stdio/"+l.String()]; hf != nil && sf != nil {
-				b.ReportMetric(f.perSecond()/hf.perSecond(), "x_http_floor")
-				b.ReportMetric(float64(f.cpuPerCall)/float64(hf.cpuPerCall+sf.cpuPerCall), "cpu_x_floors")
-				b.ReportMetric(float64((f.p50-sf.p50).Microseconds())/1000, "p50_added_ms")
-			}
-			for _, sid := range sids {
-				c := newClient(b, url)
-				c.sid = sid
-				c.must(http.MethodDelete, "", "Authorization", auth)
-			}
-		})
+		benchBridgeLoad(b, "", p, auth, l, floors)
 	}
+}
+
+// benchBridgeLoad is benchBridge at one load, its run named prefix +
+// "bridge/" + the load; it returns the measured run.
+func benchBridgeLoad(b *testing.B, prefix string, p *binaryProc, auth string, l load, floors map[string]*floorRun) *floorRun {
+	url := p.base + "/echo/mcp"
+	var f *floorRun
+	b.Run(prefix+"bridge/"+l.String(), func(b *testing.B) {
+		sids := make([]string, l.sessions)
+		for i := range sids {
+			c := newClient(b, url)
+			if auth != "" {
+				r := c.post(initBody, "Authorization", auth)
+				c.sid = r.header.Get("Mcp-Session-Id")
+				if r.status != http.StatusOK || c.sid == "" {
+					b.Fatalf("initialize: %d %s", r.status, r.body)
+				}
+			} else {
+				c.initialize()
+			}
+			sids[i] = c.sid
+		}
+		conns := dialAll(b, p.base, l.sessions*l.inflight)
+		for _, rc := range conns {
+			rc.auth = auth
+		}
+		f = measureEcho(b, p, conns, func(w int) string { return sids[w%l.sessions] }, "")
+		f.peakRSS = float64(procStatusBytes(p.cmd.Process.Pid, "VmHWM")) / (1 << 20)
+		b.ReportMetric(f.peakRSS, "peak_rss_MiB")
+		if hf, sf := floors["http/"+l.String()], floors["stdio/"+l.String()]; hf != nil && sf != nil {
+			f.ratios = map[string]float64{
+				"x_http_floor": f.perSecond() / hf.perSecond(),
+				"cpu_x_floors": float64(f.cpuPerCall) / float64(hf.cpuPerCall+sf.cpuPerCall),
+				"p50_added_ms": float64((f.p50 - sf.p50).Microseconds()) / 1000,
+			}
+			for name, v := range f.ratios {
+				b.ReportMetric(v, name)
+			}
+		}
+		for _, sid := range sids {
+			c := newClient(b, url)
+			c.sid = sid
+			c.must(http.MethodDelete, "", "Authorization", auth)
+		}
+	})
+	return f
 }
 
 // BenchmarkEchoEras compares, on one bridge binary and one echo child, echo
