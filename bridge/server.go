@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -293,7 +292,7 @@ type fastConn struct {
 	nc    net.Conn
 	state atomic.Int32
 	cr    connReader
-	br    *bufio.Reader
+	br    connBuf
 	w     fastResponse
 
 	remote string
@@ -325,25 +324,19 @@ type fastConn struct {
 	seen, swept uint64
 }
 
-var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
-
 // serve reads and serves the connection's requests until it closes or is
 // handed to net/http.
 func (c *fastConn) serve() {
 	handed := false
 	defer func() {
-		if c.br != nil {
-			c.br.Reset(nil)
-			readerPool.Put(c.br)
-		}
+		c.br.Discard(c.br.Buffered())
 		if !handed {
 			c.nc.Close()
 		}
 		c.s.forget(c)
 	}()
 	c.cr.nc = c.nc
-	c.br = readerPool.Get().(*bufio.Reader)
-	c.br.Reset(&c.cr)
+	c.br.init(&c.cr)
 	c.remote = c.nc.RemoteAddr().String()
 	first := true
 	for {
@@ -392,7 +385,7 @@ func (c *fastConn) serve() {
 			handed = true
 			return
 		}
-		_, _ = c.br.Discard(len(head))
+		c.br.Discard(len(head))
 		if !c.serveRequest(&h) {
 			return
 		}
@@ -406,7 +399,7 @@ func (c *fastConn) serve() {
 func (c *fastConn) readHead() ([]byte, bool) {
 	deadlineSet := false
 	for {
-		buf, _ := c.br.Peek(c.br.Buffered())
+		buf := c.br.bytes()
 		// net/http ends a head at its first empty line, CRLF or bare LF;
 		// the fast path takes only CRLF.
 		end, lf := bytes.Index(buf, []byte("\n\r\n")), bytes.Index(buf, []byte("\n\n"))
@@ -418,7 +411,7 @@ func (c *fastConn) readHead() ([]byte, bool) {
 		case end >= 0:
 			return nil, true
 		}
-		if len(buf) == c.br.Size() {
+		if len(buf) == connBufSize {
 			return nil, true
 		}
 		if !deadlineSet {
@@ -442,7 +435,7 @@ func (c *fastConn) readHead() ([]byte, bool) {
 // handOff gives the connection, with what the buffer holds, to net/http,
 // which owns it from then on.
 func (c *fastConn) handOff() {
-	buf, _ := c.br.Peek(c.br.Buffered())
+	buf := c.br.bytes()
 	rc := &replayConn{Conn: c.nc, pending: append([]byte(nil), buf...)}
 	if c.cr.hasPending {
 		// A byte a watch read comes after what the buffer holds (the
@@ -459,7 +452,7 @@ func (c *fastConn) handOff() {
 // close after it.
 func (c *fastConn) serveRequest(h *fastHead) bool {
 	ctx, cancel := context.WithCancel(context.Background())
-	fr := &fastRequest{body: fastBody{br: c.br, n: h.contentLength}, url: url.URL{Path: h.path}}
+	fr := &fastRequest{body: fastBody{c: c, n: h.contentLength}, url: url.URL{Path: h.path}}
 	body := &fr.body
 	c.base = http.Request{
 		Method:        http.MethodPost,
@@ -504,9 +497,9 @@ func (c *fastConn) serveRequest(h *fastHead) bool {
 		c.readDeadline = time.Time{} // the watch moved it
 	}
 	cancel()
-	// What the handler left of the body is in the buffer.
+	// What the handler left of the body is in the buffer (which it kept).
 	if body.n > 0 {
-		_, _ = c.br.Discard(int(body.n))
+		c.br.Discard(int(body.n))
 	}
 	if !keep || c.cr.gone.Load() {
 		return false // a panic, or the client went
@@ -589,11 +582,14 @@ type fastRequest struct {
 	url  url.URL
 }
 
-// fastBody is a fast-path request's body: the next n bytes of the buffer,
-// all there already.
+// fastBody is a fast-path request's body: the next n bytes of the
+// connection's buffer, all there already, read on the connection's
+// goroutine (in the handler). Once they are read the buffer goes back to
+// the pool if it holds nothing more, so the request waits for its answer
+// without one.
 type fastBody struct {
-	br *bufio.Reader
-	n  int64
+	c *fastConn
+	n int64
 }
 
 func (b *fastBody) Read(p []byte) (int, error) {
@@ -603,7 +599,7 @@ func (b *fastBody) Read(p []byte) (int, error) {
 	if int64(len(p)) > b.n {
 		p = p[:b.n]
 	}
-	n, err := b.br.Read(p)
+	n, err := b.c.br.Read(p)
 	b.n -= int64(n)
 	if b.n == 0 && err == nil {
 		err = io.EOF
