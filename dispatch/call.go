@@ -38,9 +38,17 @@ type Call struct {
 	// follow: the caller takes the call's related messages (progress,
 	// requests from the child) from Next; otherwise they go to the
 	// session's GET stream.
-	follow  bool
-	related chan []byte // empty when pooled
-	timer   *time.Timer
+	follow bool
+	// related holds the messages that wait for the caller (at most
+	// relatedQueue), oldest first; relatedReady has a token while related
+	// is not empty (but for the moment between Next taking the token and
+	// the message). Few calls get any: the queue is grown only for those
+	// that do (a channel of relatedQueue made for every call was two
+	// thirds of a pooled call's bytes). related is guarded by d.pmu; empty
+	// when pooled.
+	related      [][]byte
+	relatedReady chan struct{} // buffer of one
+	timer        *time.Timer
 	// end is the call's end once known; Next hands out what is still in
 	// related first.
 	end   reply
@@ -63,7 +71,7 @@ type Call struct {
 const relatedQueue = 64
 
 var callPool = sync.Pool{New: func() any {
-	return &Call{reply: make(chan reply, 1), related: make(chan []byte, relatedQueue)}
+	return &Call{reply: make(chan reply, 1), relatedReady: make(chan struct{}, 1)}
 }}
 
 // getCall returns a call whose timer fires after timeout.
@@ -88,8 +96,17 @@ func (call *Call) Release() {
 		// next user.
 		call.abandon(ErrCanceled, "the caller gave up")
 	}
-	for len(call.related) > 0 {
-		<-call.related // nothing of this call may reach the next one
+	// Nothing of this call may reach the next one. The call is out of
+	// the pending calls (ended or abandoned), so nothing is added to
+	// related any more.
+	select {
+	case <-call.relatedReady:
+	default:
+	}
+	clear(call.related)
+	call.related = call.related[:0]
+	if cap(call.related) > 8 {
+		call.related = nil
 	}
 	call.timer.Stop()
 	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after = nil, nil, nil, nil, nil, nil, nil
@@ -289,8 +306,10 @@ func (call *Call) Next(tick <-chan time.Time) Event {
 		if call.ended {
 			// What came for the call before its end goes first.
 			select {
-			case msg := <-call.related:
-				return Event{Related: msg}
+			case <-call.relatedReady:
+				if msg := call.nextRelated(); msg != nil {
+					return Event{Related: msg}
+				}
 			default:
 			}
 			if call.after != nil {
@@ -306,8 +325,10 @@ func (call *Call) Next(tick <-chan time.Time) Event {
 				continue
 			}
 			call.finish2(r)
-		case msg := <-call.related:
-			return Event{Related: msg}
+		case <-call.relatedReady:
+			if msg := call.nextRelated(); msg != nil {
+				return Event{Related: msg}
+			}
 		case <-tick:
 			return Event{Tick: true}
 		case <-c.done:
@@ -322,6 +343,28 @@ func (call *Call) Next(tick <-chan time.Time) Event {
 			call.abandon(supervisor.ContextErr(call.ctx), "the client cancelled the request")
 		}
 	}
+}
+
+// nextRelated takes the oldest message of related, after Next took the
+// token that said there is one; it puts the token back while more wait.
+func (call *Call) nextRelated() []byte {
+	d := call.d
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	if len(call.related) == 0 {
+		return nil
+	}
+	msg := call.related[0]
+	n := copy(call.related, call.related[1:])
+	call.related[n] = nil
+	call.related = call.related[:n]
+	if n > 0 {
+		select {
+		case call.relatedReady <- struct{}{}:
+		default:
+		}
+	}
+	return msg
 }
 
 // wait waits for the end of one of the bridge's own calls.

@@ -128,7 +128,7 @@ type Dispatcher struct {
 	sessions map[Session]clientCaps
 	subs     map[string]map[Session]struct{}
 
-	// pmu guards pending and childReqs.
+	// pmu guards pending, childReqs and the pending calls' related queues.
 	pmu       sync.Mutex
 	pending   map[uint64]*Call
 	childReqs map[string]childRequest

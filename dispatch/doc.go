@@ -27,7 +27,7 @@
 // rewrite by splicing, never re-encoding the client's params) →
 // supervisor.Child.WriteMessage; the read goroutine (one per child) →
 // jsonrpc.ParseInto → routeResponse / routeNotification /
-// routeChildRequest → Call.reply, Call.related or Session.Deliver.
+// routeChildRequest → Call.reply, Call.related (+ relatedReady) or Session.Deliver.
 //
 // The specification (MCP 2025-11-25) decides:
 //   - "Progress tokens MUST be a string or integer value" and "MUST be

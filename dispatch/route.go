@@ -159,15 +159,15 @@ func (d *Dispatcher) routeProgress(m *jsonrpc.Message) {
 // toCaller queues msg for the call's watcher. d.pmu must be held, so that p
 // is still the call it was when looked up. It never blocks.
 func (d *Dispatcher) toCaller(p *Call, msg []byte) bool {
-	if !p.follow {
+	if !p.follow || len(p.related) >= relatedQueue {
 		return false
 	}
+	p.related = append(p.related, msg)
 	select {
-	case p.related <- msg:
-		return true
-	default:
-		return false
+	case p.relatedReady <- struct{}{}:
+	default: // the token is there already
 	}
+	return true
 }
 
 // routeChildRequest answers the child's requests: ping and, when the
