@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -295,7 +296,7 @@ func BenchmarkEcho(b *testing.B) {
 		}
 		rounds = n
 	}
-	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho}), "-max-sessions", "64")
+	dests := fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho})
 	// runs["bridge/1x16"][round] and so on; a benchmark function runs once
 	// with b.N = 1 before its measured run, which then takes its place.
 	runs := map[string][]*floorRun{}
@@ -306,6 +307,9 @@ func BenchmarkEcho(b *testing.B) {
 		runs[key][round] = f
 	}
 	for round := range rounds {
+		// A bridge of its own per round: its peak RSS at a load is then
+		// that of the loads up to it (they go from the lightest).
+		p := startBinary(b, dests, "-max-sessions", "64")
 		for _, l := range loads {
 			floors := map[string]*floorRun{}
 			prefix := fmt.Sprintf("round%d/", round+1)
@@ -326,6 +330,10 @@ func BenchmarkEcho(b *testing.B) {
 			f := benchBridgeLoad(b, prefix, p, "", l, floors)
 			keep("bridge/"+l.String(), round, f)
 		}
+		// Stopped at once, not at the benchmark's end: an idle bridge
+		// still takes memory and wake-ups from the later rounds.
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.done
 	}
 	for _, l := range loads {
 		for _, what := range []string{"stdio-floor", "http-floor", "bridge"} {
