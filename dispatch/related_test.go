@@ -29,19 +29,11 @@ func TestRelatedQueue(t *testing.T) {
 		c.emit(`{"jsonrpc":"2.0","id":` + up + `,"result":{}}`)
 		// The ones past the queue reach the session: by then the queue is
 		// full.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		waitUntil(t, "the messages past the queue at the session", func() bool {
 			a.mu.Lock()
-			n := len(a.delivered)
-			a.mu.Unlock()
-			if n == (round+1)*extra {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: the session got %d messages; want %d", round, n, (round+1)*extra)
-			}
-			time.Sleep(time.Millisecond)
-		}
+			defer a.mu.Unlock()
+			return len(a.delivered) == (round+1)*extra
+		})
 		for i := 1; i <= relatedQueue; i++ {
 			ev := nextEvent(t, call)
 			want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":%d}}`, i)
@@ -67,19 +59,11 @@ func TestRelatedQueue(t *testing.T) {
 	call := w.d.Begin(context.Background(), a, mustParse(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":"q"}}}`), 10*time.Second, true)
 	up := string(c.next(t).ID)
 	c.emit(progress(up, 1))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitUntil(t, "the progress queued for the caller", func() bool {
 		w.d.pmu.Lock()
-		n := len(call.related)
-		w.d.pmu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the progress was not queued for the caller")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer w.d.pmu.Unlock()
+		return len(call.related) == 1
+	})
 	call.Release()
 	if m := c.next(t); m.Method != "notifications/cancelled" {
 		t.Fatalf("the child got %s; want the abandoned call's cancellation", m.Raw)
