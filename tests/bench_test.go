@@ -3,7 +3,6 @@ package tests
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -376,7 +375,7 @@ func reportMedians(b *testing.B, runs []*floorRun) {
 		for name := range runs[0].ratios {
 			b.ReportMetric(median(func(f *floorRun) float64 { return f.ratios[name] }), name)
 		}
-		b.ReportMetric(slices.MaxFunc(runs, func(x, y *floorRun) int { return cmp.Compare(x.peakRSS, y.peakRSS) }).peakRSS, "peak_rss_MiB")
+		b.ReportMetric(median(func(f *floorRun) float64 { return f.peakRSS }), "peak_rss_MiB")
 	}
 	b.ReportMetric(float64(len(runs)), "rounds")
 	b.ReportMetric(0, "ns/op")
