@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -157,4 +158,94 @@ func TestConnBufFull(t *testing.T) {
 	if _, err := b.Peek(connBufSize + 1); !errors.Is(err, errBufferFull) {
 		t.Fatalf("Peek past the buffer: %v, want errBufferFull", err)
 	}
+}
+
+// chunkConn is a connection whose reads return its chunks one by one, then
+// io.EOF; it offers no RawConn.
+type chunkConn struct {
+	net.Conn
+	chunks [][]byte
+}
+
+func (c *chunkConn) Read(p []byte) (int, error) {
+	for len(c.chunks) > 0 && len(c.chunks[0]) == 0 {
+		c.chunks = c.chunks[1:]
+	}
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.chunks[0])
+	c.chunks[0] = c.chunks[0][n:]
+	return n, nil
+}
+
+// FuzzConnBuf holds connBuf to a model of its stream (the bytes and how many
+// were consumed) over any split of the stream into reads and any sequence
+// of Peek, Discard and Read: each hands out exactly the stream's next bytes,
+// Buffered never exceeds the buffer, and no buffer is held while nothing is
+// buffered.
+func FuzzConnBuf(f *testing.F) {
+	f.Add([]byte("POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc"), []byte{3, 7, 1, 200, 65, 130})
+	f.Add(make([]byte, 5000), []byte{255, 255, 128, 64, 1, 0, 191})
+	// A full-buffer Peek after a Discard: the buffer must move its bytes
+	// to its start.
+	f.Add(make([]byte, 5000), []byte{127, 130, 127})
+	f.Fuzz(func(t *testing.T, stream, ops []byte) {
+		if len(ops) == 0 {
+			return
+		}
+		// The first op's value splits the stream into chunks of
+		// 1..64 bytes, cycling through ops.
+		var chunks [][]byte
+		rest := stream
+		for i := 0; len(rest) > 0; i++ {
+			n := min(int(ops[i%len(ops)])%64+1, len(rest))
+			chunks = append(chunks, rest[:n])
+			rest = rest[n:]
+		}
+		cr := &connReader{nc: &chunkConn{chunks: chunks}}
+		var b connBuf
+		b.init(cr)
+		off := 0 // the model: stream[off:] is still to come
+		for _, op := range ops {
+			n := int(op&63) + 1
+			switch op >> 6 {
+			case 0, 1: // Peek: a head may need up to the whole buffer
+				if op>>6 == 1 {
+					n = min(n*64, connBufSize)
+				}
+				p, err := b.Peek(n)
+				if off+n <= len(stream) {
+					if err != nil || !bytes.Equal(p, stream[off:off+n]) {
+						t.Fatalf("Peek(%d) at %d of %d = %d bytes %.32q, %v; want the stream's next %d", n, off, len(stream), len(p), p, err, n)
+					}
+				} else if err == nil {
+					t.Fatalf("Peek(%d) at %d of %d returned %d bytes without an error", n, off, len(stream), len(p))
+				}
+			case 2: // Discard what is buffered, up to n
+				k := min(n, b.Buffered())
+				b.Discard(k)
+				off += k
+			case 3:
+				p := make([]byte, n)
+				k, err := b.Read(p)
+				if off == len(stream) {
+					if err == nil {
+						t.Fatalf("Read at the end returned %d bytes without an error", k)
+					}
+					continue
+				}
+				if err != nil || k == 0 || !bytes.Equal(p[:k], stream[off:off+k]) {
+					t.Fatalf("Read(%d) at %d of %d = %d bytes %.32q, %v; want a prefix of the stream's next %d", n, off, len(stream), k, p[:k], err, n)
+				}
+				off += k
+			}
+			if b.Buffered() > connBufSize || b.Buffered() < 0 {
+				t.Fatalf("Buffered() = %d", b.Buffered())
+			}
+			if b.Buffered() == 0 && b.buf != nil && op>>6 >= 2 {
+				t.Fatal("a buffer is held with nothing in it after Discard or Read")
+			}
+		}
+	})
 }
