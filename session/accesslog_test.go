@@ -63,6 +63,23 @@ func TestAccessLogIsHclogsLine(t *testing.T) {
 	}
 }
 
+// TestAccessLogStamp: the timestamp, formatted once per second with its
+// milliseconds written in place, is hclog's for every millisecond of a
+// second, across seconds, and in a zone east or west of UTC.
+func TestAccessLogStamp(t *testing.T) {
+	for _, loc := range []*time.Location{time.UTC, time.FixedZone("", 5*3600+30*60), time.FixedZone("", -8*3600)} {
+		a := &accessLog{}
+		base := time.Date(2026, 11, 25, 23, 59, 58, 0, loc)
+		for _, d := range []time.Duration{0, 1 * time.Millisecond, 9*time.Millisecond + 999, 10 * time.Millisecond, 99 * time.Millisecond, 100 * time.Millisecond, 999*time.Millisecond + 999999, time.Second + 7*time.Millisecond, 2*time.Second + 450*time.Millisecond, 500 * time.Millisecond} {
+			now := base.Add(d)
+			got := string(a.appendStamp([]byte("x"), now))
+			if want := "x" + now.Format(hclog.TimeFormat); got != want {
+				t.Errorf("%v: %q, want %q", now, got, want)
+			}
+		}
+	}
+}
+
 func BenchmarkAccessLog(b *testing.B) {
 	log := hclog.New(&hclog.LoggerOptions{Name: "stelae-bridge", Level: hclog.Info, Output: io.Discard}).Named("http").With("destination", "echo")
 	b.Run("hclog", func(b *testing.B) {
