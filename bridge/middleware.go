@@ -26,15 +26,21 @@ func (b *Bridge) layers(h http.Handler) http.Handler {
 func (b *Bridge) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := session.Header(r.Header, "Origin"); origin != "" && !b.originAllowed(origin) && !b.sameOrigin(r, origin) {
-			session.WriteError(w, http.StatusForbidden, codeServer, fmt.Sprintf("Origin %q is not allowed (DNS-rebinding protection); to serve browser clients from it, start the bridge with -allowed-origins %s", origin, origin))
+			refuse(w, "Origin %q is not allowed (DNS-rebinding protection); to serve browser clients from it, start the bridge with -allowed-origins %s", origin, origin)
 			return
 		}
 		if b.opts.CheckHost && !b.hostAllowed(r.Host) {
-			session.WriteError(w, http.StatusForbidden, codeServer, fmt.Sprintf("Host %q is not allowed (DNS-rebinding protection); when the bridge is reached through a tunnel or proxy, start it with -allowed-hosts %s", r.Host, hostOnly(r.Host)))
+			refuse(w, "Host %q is not allowed (DNS-rebinding protection); when the bridge is reached through a tunnel or proxy, start it with -allowed-hosts %s", r.Host, hostOnly(r.Host))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuse answers 403 with the message format makes of a and b. (Out of
+// guard, whose frame is on the stack of every request; see session.post.)
+func refuse(w http.ResponseWriter, format, a, b string) {
+	session.WriteError(w, http.StatusForbidden, codeServer, fmt.Sprintf(format, a, b))
 }
 
 func (b *Bridge) hostAllowed(hostport string) bool {
@@ -164,10 +170,15 @@ func paramHeaders(requested []string) string {
 func (b *Bridge) closingGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if b.closing.Load() && r.URL.Path != "/healthz" {
-			w.Header().Set("Retry-After", "5")
-			session.WriteError(w, http.StatusServiceUnavailable, codeServer, "the bridge is shutting down; retry when it is back")
+			refuseClosing(w)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuseClosing answers a request that came once shutdown had begun.
+func refuseClosing(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "5")
+	session.WriteError(w, http.StatusServiceUnavailable, codeServer, "the bridge is shutting down; retry when it is back")
 }

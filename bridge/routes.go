@@ -44,19 +44,34 @@ func (b *Bridge) route(w http.ResponseWriter, r *http.Request) {
 	case "/.well-known/mcp/manifest.json":
 		b.serveManifest(w, r)
 	default:
-		switch {
-		case strings.HasPrefix(path, prmPath):
-			b.serveResourceMetadata(w, r)
-		case b.opts.AuthServer != nil && (isOAuthWellKnown(path) || strings.HasPrefix(path, "/oauth/")):
-			b.opts.AuthServer.ServeHTTP(w, r.WithContext(authserver.WithBase(r.Context(), b.baseURL(r))))
-		case isOAuthWellKnown(path) && len(b.operatorPolicies) > 0:
-			session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("this bridge is not an authorization server: its endpoints accept tokens from the issuer named in their protected-resource metadata (%s/{destination}/mcp)", prmPath))
-		case isOAuthWellKnown(path):
-			session.WriteError(w, http.StatusNotFound, codeServer, "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)")
-		default:
-			b.serveDestination(w, r)
+		// The common case, /{destination}/mcp, runs its handler from this
+		// frame: the route's helpers return before it (a call waiting for
+		// its answer keeps every frame above it, see session.post).
+		if !b.servePrefixed(w, r, path) {
+			if ep := b.destination(w, r); ep != nil {
+				ep.ServeHTTP(w, r)
+			}
 		}
 	}
+}
+
+// servePrefixed serves the routes known by their prefix: the protected
+// resource metadata and OAuth's well-known documents and endpoints; false
+// for any other path.
+func (b *Bridge) servePrefixed(w http.ResponseWriter, r *http.Request, path string) bool {
+	switch {
+	case strings.HasPrefix(path, prmPath):
+		b.serveResourceMetadata(w, r)
+	case b.opts.AuthServer != nil && (isOAuthWellKnown(path) || strings.HasPrefix(path, "/oauth/")):
+		b.opts.AuthServer.ServeHTTP(w, r.WithContext(authserver.WithBase(r.Context(), b.baseURL(r))))
+	case isOAuthWellKnown(path) && len(b.operatorPolicies) > 0:
+		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("this bridge is not an authorization server: its endpoints accept tokens from the issuer named in their protected-resource metadata (%s/{destination}/mcp)", prmPath))
+	case isOAuthWellKnown(path):
+		session.WriteError(w, http.StatusNotFound, codeServer, "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)")
+	default:
+		return false
+	}
+	return true
 }
 
 // isOAuthWellKnown reports whether path is one of the discovery documents an
@@ -70,28 +85,30 @@ func isOAuthWellKnown(path string) bool {
 	return false
 }
 
-// serveDestination routes /{destination}/mcp, /{destination}/sse and
-// /{destination}/message.
-func (b *Bridge) serveDestination(w http.ResponseWriter, r *http.Request) {
+// destination routes /{destination}/mcp, /{destination}/sse and
+// /{destination}/message: it returns the endpoint of an MCP request, and
+// answers anything else itself (nil).
+func (b *Bridge) destination(w http.ResponseWriter, r *http.Request) *session.Endpoint {
 	dest, route, ok := strings.Cut(strings.Trim(r.URL.Path, "/"), "/")
 	if !ok || strings.Contains(route, "/") {
 		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; MCP endpoints are at /{destination}/mcp (destinations: %s)", r.URL.Path, b.list()))
-		return
+		return nil
 	}
 	ep := b.endpoints[dest]
 	if ep == nil {
 		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no destination named %q; configured destinations: %s", dest, b.list()))
-		return
+		return nil
 	}
 	switch route {
 	case "mcp":
-		ep.ServeHTTP(w, r)
+		return ep
 	case "sse", "message":
 		b.legacyHits.WithLabelValues(dest).Inc()
 		session.WriteError(w, http.StatusGone, codeServer, fmt.Sprintf("the HTTP+SSE transport (/%s/sse, /%s/message) is gone; this bridge speaks MCP Streamable HTTP at /%s/mcp: configure your client with type \"http\" and that URL", dest, dest, dest))
 	default:
 		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; the MCP endpoint of %q is /%s/mcp", r.URL.Path, dest, dest))
 	}
+	return nil
 }
 
 // list names the destinations for error messages.

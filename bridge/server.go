@@ -456,22 +456,7 @@ func (c *fastConn) handOff() {
 // close after it.
 func (c *fastConn) serveRequest(h *fastHead) bool {
 	ctx, cancel := context.WithCancel(context.Background())
-	fr := &fastRequest{body: fastBody{c: c, n: h.contentLength}, url: url.URL{Path: h.path}}
-	body := &fr.body
-	c.base = http.Request{
-		Method:        http.MethodPost,
-		URL:           &fr.url,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        h.header,
-		Body:          body,
-		ContentLength: h.contentLength,
-		Host:          h.host,
-		RemoteAddr:    c.remote,
-		RequestURI:    h.path,
-	}
-	r := c.base.WithContext(ctx) // the handler's request is a copy of base
+	r, body := c.request(ctx, h)
 	w := &c.w
 	w.reset(c)
 
@@ -509,6 +494,27 @@ func (c *fastConn) serveRequest(h *fastHead) bool {
 		return false // a panic, or the client went
 	}
 	return w.finish() && !w.closeAfter && !c.s.closing.Load()
+}
+
+// request makes the handler's request for the head h, with its body.
+// (Out of serveRequest, whose frame a request keeps until it is answered:
+// the request is built here, not in a temporary of that frame.)
+func (c *fastConn) request(ctx context.Context, h *fastHead) (*http.Request, *fastBody) {
+	fr := &fastRequest{body: fastBody{c: c, n: h.contentLength}, url: url.URL{Path: h.path}}
+	c.base = http.Request{
+		Method:        http.MethodPost,
+		URL:           &fr.url,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h.header,
+		Body:          &fr.body,
+		ContentLength: h.contentLength,
+		Host:          h.host,
+		RemoteAddr:    c.remote,
+		RequestURI:    h.path,
+	}
+	return c.base.WithContext(ctx), &fr.body // the handler's request is a copy of base
 }
 
 // runHandler calls the handler; false when it panicked (the connection

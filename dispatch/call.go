@@ -238,14 +238,10 @@ func (d *Dispatcher) forward(call *Call, m *jsonrpc.Message) *Call {
 		if c == dead {
 			// The supervisor has not yet moved on from the dead child:
 			// look again shortly (this happens only after a failed write).
-			select {
-			case <-time.After(time.Millisecond):
-				continue
-			case <-call.timer.C:
-				return call.finish(nil, ErrTimeout)
-			case <-call.ctx.Done():
-				return call.finish(nil, supervisor.ContextErr(call.ctx))
+			if !pause(call, time.After(time.Millisecond)) {
+				return call
 			}
+			continue
 		}
 		if !call.hold() {
 			return call
@@ -254,15 +250,27 @@ func (d *Dispatcher) forward(call *Call, m *jsonrpc.Message) *Call {
 		if dead != nil || !call.ended || !errors.Is(call.end.err, errWriteFailed) {
 			return call
 		}
-		select {
-		case <-c.done:
-		case <-call.timer.C:
-			return call.finish(nil, ErrTimeout)
-		case <-call.ctx.Done():
-			return call.finish(nil, supervisor.ContextErr(call.ctx))
+		call.ended, call.end = false, reply{}
+		if !pause(call, c.done) {
+			return call
 		}
-		dead, call.ended, call.end = c, false, reply{}
+		dead = c
 	}
+}
+
+// pause waits for until; false when the call ended first (its timeout or
+// its context). (Out of forward, which is on the stack of every call's
+// write to its child.)
+func pause[T any](call *Call, until <-chan T) bool {
+	select {
+	case <-until:
+		return true
+	case <-call.timer.C:
+		call.finish(nil, ErrTimeout)
+	case <-call.ctx.Done():
+		call.finish(nil, supervisor.ContextErr(call.ctx))
+	}
+	return false
 }
 
 // errWriteFailed marks a request that could not be written to the child.
@@ -288,12 +296,19 @@ func (d *Dispatcher) send(call *Call, c *child, clientID json.RawMessage, method
 	d.pending[call.up] = call
 	d.pmu.Unlock()
 	if err := c.conn.WriteMessage(call.out); err != nil {
-		if d.takeCall(call.up) == nil {
-			return call.finish2(<-call.reply) // taken by a reply or a cancel just now
-		}
-		return call.finish(nil, fmt.Errorf("%w: %w: %v", ErrChildExited, errWriteFailed, err))
+		return call.writeFailed(err)
 	}
 	return call
+}
+
+// writeFailed ends a call whose request could not be written, unless a
+// reply or a cancel took it just now. (Out of send, whose frame is on the
+// stack of every call's write.)
+func (call *Call) writeFailed(err error) *Call {
+	if call.d.takeCall(call.up) == nil {
+		return call.finish2(<-call.reply)
+	}
+	return call.finish(nil, fmt.Errorf("%w: %w: %v", ErrChildExited, errWriteFailed, err))
 }
 
 func (call *Call) finish2(r reply) *Call { return call.finish(r.msg, r.err) }
@@ -332,17 +347,24 @@ func (call *Call) Next(tick <-chan time.Time) Event {
 		case <-tick:
 			return Event{Tick: true}
 		case <-c.done:
-			if d.takeCall(call.up) == nil {
-				call.finish2(<-call.reply)
-				continue
-			}
-			call.finish(nil, fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, exitStatus(c.conn)))
+			call.childExited(d, c)
 		case <-call.timer.C:
 			call.abandon(ErrTimeout, "the bridge's request timeout expired")
 		case <-call.ctx.Done():
 			call.abandon(supervisor.ContextErr(call.ctx), "the client cancelled the request")
 		}
 	}
+}
+
+// childExited ends the call whose child c exited, with the answer the
+// child gave just before, or ErrChildExited. (Out of Next, whose frame a
+// waiting call keeps.)
+func (call *Call) childExited(d *Dispatcher, c *child) {
+	if d.takeCall(call.up) == nil {
+		call.finish2(<-call.reply)
+		return
+	}
+	call.finish(nil, fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, exitStatus(c.conn)))
 }
 
 // nextRelated takes the oldest message of related, after Next took the

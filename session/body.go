@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -49,8 +48,6 @@ type bodyBuf struct {
 // keepBody is the largest buffer returned to the pool.
 const keepBody = 256 << 10
 
-var bodyPool = sync.Pool{New: func() any { return new(bodyBuf) }}
-
 // bodyError is a body that could not be read, with the status it gets.
 type bodyError struct {
 	status int
@@ -70,15 +67,15 @@ const (
 	announcedReach = 4
 )
 
-// readBody reads r's body, whose request began at start, into a buffer
-// charged to the budget. The caller must release the buffer (releaseBody)
-// when the message it holds is no longer used.
-func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request, start time.Time) (bb *bodyBuf, err error) {
+// readBody reads r's body, whose request began at start, into bb (a
+// buffer from an earlier POST, or none) charged to the budget. The caller
+// releases the buffer (releaseBody) when the message it holds is no longer
+// used, whether or not the read succeeded.
+func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request, bb *bodyBuf, start time.Time) (err error) {
 	limit := ep.opts.MaxBodyBytes
 	if r.ContentLength > limit {
-		return nil, &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the %d-byte limit (raise -max-body-size)", r.ContentLength, limit)}
+		return &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the %d-byte limit (raise -max-body-size)", r.ContentLength, limit)}
 	}
-	bb = bodyPool.Get().(*bodyBuf)
 	bb.b = bb.b[:0]
 	if c := int64(cap(bb.b)); c > 0 && !ep.limits.bodies.take(c) {
 		bb.b = nil // too big to hold right now: start small
@@ -93,7 +90,7 @@ func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request, start time.
 		// Otherwise net/http would try to drain what is left of it before
 		// answering; an expired deadline makes that fail at once and the
 		// connection close after the answer.
-		if bb != nil {
+		if err == nil {
 			_ = rc.SetReadDeadline(time.Time{})
 		} else {
 			_ = rc.SetReadDeadline(time.Now())
@@ -118,12 +115,10 @@ func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request, start time.
 			}
 			grow = min(grow, limit+1-int64(cap(bb.b)))
 			if grow <= 0 {
-				ep.releaseBody(bb)
-				return nil, &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over the %d-byte limit (raise -max-body-size)", limit)}
+				return &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over the %d-byte limit (raise -max-body-size)", limit)}
 			}
 			if !ep.limits.bodies.take(grow) {
-				ep.releaseBody(bb)
-				return nil, &bodyError{http.StatusServiceUnavailable, "the bridge is receiving too many large request bodies at once; retry shortly"}
+				return &bodyError{http.StatusServiceUnavailable, "the bridge is receiving too many large request bodies at once; retry shortly"}
 			}
 			nb := make([]byte, len(bb.b), int64(cap(bb.b))+grow)
 			copy(nb, bb.b)
@@ -138,11 +133,10 @@ func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request, start time.
 		n, err := r.Body.Read(bb.b[len(bb.b):cap(bb.b)])
 		bb.b = bb.b[:len(bb.b)+n]
 		if int64(len(bb.b)) > limit {
-			ep.releaseBody(bb)
-			return nil, &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over the %d-byte limit (raise -max-body-size)", limit)}
+			return &bodyError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over the %d-byte limit (raise -max-body-size)", limit)}
 		}
 		if errors.Is(err, io.EOF) {
-			return bb, nil
+			return nil
 		}
 		now = time.Now()
 		elapsed := now.Sub(start)
@@ -150,24 +144,23 @@ func (ep *Endpoint) readBody(w http.ResponseWriter, r *http.Request, start time.
 			err = errTooSlow
 		}
 		if err != nil {
-			ep.releaseBody(bb)
 			if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, errTooSlow) {
-				return nil, &bodyError{http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive in time (%d bytes after %s; a body must arrive within %s, with no pause over %s and at least %d bytes/s)",
+				return &bodyError{http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive in time (%d bytes after %s; a body must arrive within %s, with no pause over %s and at least %d bytes/s)",
 					len(bb.b), elapsed.Round(time.Millisecond), ep.opts.BodyTimeout, ep.opts.BodyIdleTimeout, minBodyRate)}
 			}
-			return nil, &bodyError{http.StatusBadRequest, "could not read the request body: " + err.Error()}
+			return &bodyError{http.StatusBadRequest, "could not read the request body: " + err.Error()}
 		}
 	}
 }
 
 var errTooSlow = errors.New("request body too slow")
 
-// releaseBody returns a body buffer and its budget.
+// releaseBody gives back a body buffer's budget, and the buffer itself
+// when it is larger than a pooled POST keeps.
 func (ep *Endpoint) releaseBody(bb *bodyBuf) {
 	ep.limits.bodies.give(bb.reserved)
 	bb.reserved = 0
 	if cap(bb.b) > keepBody {
 		bb.b = nil
 	}
-	bodyPool.Put(bb)
 }

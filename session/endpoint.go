@@ -282,6 +282,16 @@ func (ep *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ep.serveGet(w, r, ep.shutdown)
 	case http.MethodDelete:
 		ep.serveDelete(w, r)
+	default:
+		serveOtherMethod(w, r)
+	}
+}
+
+// serveOtherMethod answers HEAD, OPTIONS and the methods an MCP endpoint
+// does not take. (Out of ServeHTTP, whose frame is on the stack of every
+// call; see post.)
+func serveOtherMethod(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
 	case http.MethodHead:
 		setSSEHeaders(w.Header())
 		w.WriteHeader(http.StatusOK)

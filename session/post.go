@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
@@ -36,35 +37,94 @@ func (rec *postLog) end() time.Time {
 	return rec.ended
 }
 
-// servePost handles one POSTed JSON-RPC message.
-func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	var bb *bodyBuf
-	// The parsed message aliases the body: it goes back to the pool last,
-	// after the access log has been written.
-	defer func() {
-		if bb != nil {
-			ep.releaseBody(bb)
-		}
-	}()
-	rec := postLog{status: http.StatusOK}
-	defer ep.logPost(&rec, start)
+// post is one POST's state: its body, the message parsed from it (which
+// aliases the body) and what the access log says of it. It is pooled, and
+// it lives on the heap rather than in the handler's frames: a call waiting
+// for its answer keeps every frame from the connection's loop down to the
+// wait on its goroutine's stack, and with these few hundred bytes and the
+// parsing's temporaries out of them that stack stays within the runtime's
+// first 4 KiB (it was 5 KiB, so each connection with a call in flight held
+// an 8 KiB stack).
+type post struct {
+	body  bodyBuf
+	m     jsonrpc.Message
+	env   envelope
+	rec   postLog
+	start time.Time
+	kind  jsonrpc.Kind
+	// sseOK and jsonOK: the forms of answer the client's Accept allows.
+	sseOK, jsonOK bool
+	// observe: the POST counts in the call metrics (a request that reached
+	// the handshake, a session's call or a sessionless one).
+	observe bool
+}
 
+var postPool = sync.Pool{New: func() any { return new(post) }}
+
+// servePost handles one POSTed JSON-RPC message. Its frame and those of
+// the functions that wait for an answer (sessionPost, dispatch's Next) are
+// kept small: see post.
+func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
+	p := postPool.Get().(*post)
+	p.start, p.rec.status = time.Now(), http.StatusOK
+	defer ep.endPost(p)
+	if !ep.readPost(w, r, p) {
+		return
+	}
+	switch sid := Header(r.Header, headerSessionID); {
+	case isModern(r, &p.m, &p.env):
+		p.observe = true
+		ep.serveModern(w, r, &p.m, &p.env, &p.rec)
+	case p.kind == jsonrpc.KindRequest && p.m.Method == "initialize" && sid == "":
+		p.observe = true
+		ep.initialize(w, r, &p.m, &p.rec, p.jsonOK)
+	case sid == "" && p.kind == jsonrpc.KindRequest && ep.opts.Sessionless != SessionlessReject && ep.shared != nil:
+		p.observe = true
+		ep.serveSessionless(w, r, &p.m, &p.rec)
+	case sid == "" && p.kind == jsonrpc.KindNotification && ep.shared != nil &&
+		((Header(r.Header, headerProtocolVersion) == eraModern && ep.opts.ProtocolEras != Eras2025) || ep.opts.Sessionless != SessionlessReject):
+		// A notification without a session (a 2026-07-28 client's, or a
+		// stateless 2025 client's notifications/initialized) concerns no
+		// call the bridge could map it to: accepted, not forwarded. A
+		// modern client cancels by closing the request's stream.
+		p.rec.status = http.StatusAccepted
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		ep.sessionPost(w, r, p)
+	}
+}
+
+// endPost ends a POST: its metrics, its access log line, and its body and
+// state back to their pools (the parsed message aliases the body, so it
+// goes last).
+func (ep *Endpoint) endPost(p *post) {
+	if p.observe {
+		ep.m.observeCall(p.rec.status, p.rec.end().Sub(p.start))
+	}
+	ep.logPost(&p.rec, p.start)
+	ep.releaseBody(&p.body)
+	*p = post{body: p.body}
+	postPool.Put(p)
+}
+
+// readPost checks a POST's headers, reads its body and parses the message
+// into p; false when it has answered the POST with an error.
+func (ep *Endpoint) readPost(w http.ResponseWriter, r *http.Request, p *post) bool {
+	rec := &p.rec
 	if ct := Header(r.Header, "Content-Type"); ct != "" && ct != "application/json" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			rec.status = WriteError(w, http.StatusUnsupportedMediaType, codeServer, fmt.Sprintf("Content-Type %q is not supported: POST a JSON-RPC message as application/json", ct))
-			return
+			return false
 		}
 	}
 	accept := Header(r.Header, "Accept")
-	sseOK := accept != "" && accepts(accept, "text/event-stream")
-	jsonOK := accept == "" || accepts(accept, "application/json")
-	if !sseOK && !jsonOK {
+	p.sseOK = accept != "" && accepts(accept, "text/event-stream")
+	p.jsonOK = accept == "" || accepts(accept, "application/json")
+	if !p.sseOK && !p.jsonOK {
 		rec.status = WriteError(w, http.StatusNotAcceptable, codeServer, fmt.Sprintf("Accept %q allows neither application/json nor text/event-stream, the two forms an MCP answer can take", accept))
-		return
+		return false
 	}
-	var err error
-	if bb, err = ep.readBody(w, r, start); err != nil {
+	if err := ep.readBody(w, r, &p.body, p.start); err != nil {
 		var be *bodyError
 		errors.As(err, &be)
 		if be.status == http.StatusServiceUnavailable {
@@ -75,9 +135,9 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Connection", "close")
 		}
 		rec.status = WriteError(w, be.status, codeServer, be.msg)
-		return
+		return false
 	}
-	body := bb.b
+	body := p.body.b
 	ep.m.BytesIn.Add(float64(len(body)))
 	// Messages go to the child as single lines: compact pretty-printed input.
 	if bytes.IndexByte(body, '\n') >= 0 || bytes.IndexByte(body, '\r') >= 0 { // (IndexByte is vectorized; ContainsAny is not)
@@ -89,113 +149,60 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	if ep.opts.AuditBodies {
 		rec.reqBody = append([]byte(nil), body...)
 	}
-	var m jsonrpc.Message
-	if err := jsonrpc.ParseInto(body, &m); err != nil {
+	m := &p.m
+	if err := jsonrpc.ParseInto(body, m); err != nil {
 		if errors.Is(err, jsonrpc.ErrBatch) {
 			rec.status = WriteError(w, http.StatusBadRequest, codeInvalidRequest, "batching is not supported: send one JSON-RPC message per POST")
-			return
+			return false
 		}
 		rec.status = WriteError(w, http.StatusBadRequest, codeParse, "the body is not a JSON-RPC message: "+err.Error())
-		return
+		return false
 	}
 	rec.method, rec.rpcID = m.Method, m.ID
-	kind := m.Kind()
-	if kind == jsonrpc.KindInvalid {
+	p.kind = m.Kind()
+	if p.kind == jsonrpc.KindInvalid {
 		rec.status = WriteError(w, http.StatusBadRequest, codeInvalidRequest, `not a valid JSON-RPC 2.0 request, notification or response: a request needs "method" and a string or number "id"; a response needs "id" and "result" or "error"`)
-		return
+		return false
 	}
-	env := readEnvelope(m.Params)
-	if isModern(r, &m, &env) {
-		defer func() { ep.m.observeCall(rec.status, rec.end().Sub(start)) }()
-		ep.serveModern(w, r, &m, &env, &rec)
-		return
-	}
-	if kind == jsonrpc.KindRequest && m.Method == "initialize" && Header(r.Header, headerSessionID) == "" {
-		defer func() { ep.m.observeCall(rec.status, rec.end().Sub(start)) }()
-		ep.initialize(w, r, &m, &rec, jsonOK)
-		return
-	}
-	if Header(r.Header, headerSessionID) == "" && kind == jsonrpc.KindRequest && ep.opts.Sessionless != SessionlessReject && ep.shared != nil {
-		defer func() { ep.m.observeCall(rec.status, rec.end().Sub(start)) }()
-		ep.serveSessionless(w, r, &m, &rec)
-		return
-	}
-	if Header(r.Header, headerSessionID) == "" && kind == jsonrpc.KindNotification && ep.shared != nil &&
-		((Header(r.Header, headerProtocolVersion) == eraModern && ep.opts.ProtocolEras != Eras2025) || ep.opts.Sessionless != SessionlessReject) {
-		// A notification without a session (a 2026-07-28 client's, or a
-		// stateless 2025 client's notifications/initialized) concerns no
-		// call the bridge could map it to: accepted, not forwarded. A
-		// modern client cancels by closing the request's stream.
-		rec.status = http.StatusAccepted
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	s, errStatus := ep.sessionFor(w, r)
+	p.env = readEnvelope(m.Params)
+	return true
+}
+
+// sessionPost serves a POST within a session: a request (the client waits
+// for its answer here), a notification or a response.
+func (ep *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, p *post) {
+	s := ep.enterSession(w, r, p)
 	if s == nil {
-		rec.status = errStatus
 		return
 	}
-	rec.session = s.id
-	w.Header()[headerSessionID] = s.idHeader
-	s.inflight.Add(1)
-	defer func() {
-		s.inflight.Add(-1)
-		s.touchAt(rec.end())
-	}()
-	if ep.reg.get(s.id) != s {
-		// Evicted between the lookup and inflight: the evictor saw the
-		// session idle, so this request must not use it.
-		rec.status = WriteError(w, http.StatusNotFound, codeSessionNotFound, errSessionGone)
+	defer s.leave(p)
+	if p.kind != jsonrpc.KindRequest {
+		ep.forward(w, s, p)
 		return
 	}
 
-	switch kind {
-	case jsonrpc.KindNotification, jsonrpc.KindResponse:
-		var err error
-		if kind == jsonrpc.KindNotification {
-			err = s.d.Notify(s, &m)
-		} else {
-			err = s.d.Respond(s, &m)
-		}
-		if errors.Is(err, dispatch.ErrRefused) {
-			rec.status = WriteError(w, http.StatusBadRequest, codeInvalidRequest, err.Error())
-			return
-		}
-		if err != nil {
-			st, msg := statusFor(ep.name, err)
-			rec.status = WriteError(w, st, codeServer, msg)
-			return
-		}
-		rec.status = http.StatusAccepted
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-
+	p.observe = true
 	ep.m.Inflight.Inc()
-	defer func() {
-		ep.m.Inflight.Dec()
-		ep.m.observeCall(rec.status, rec.end().Sub(start))
-	}()
+	defer ep.m.Inflight.Dec()
 	// A dropped connection does not cancel the call: its answer stays in the
 	// session's event log for a client that resumes the stream.
-	pw := ep.newWatcher(w, s, sseOK, jsonOK)
+	pw := ep.newWatcher(w, s, p.sseOK, p.jsonOK)
 	defer putWatcher(pw)
-	if pw.sseOK && (ep.opts.ResponseMode == ModeSSE || !jsonOK) {
+	if pw.sseOK && (ep.opts.ResponseMode == ModeSSE || !p.jsonOK) {
 		pw.switchSSE()
 	}
 	// The call ends with the session (its cause is the call's error), not
 	// with the connection: a client that lost it resumes the stream. This
 	// handler owns the wait: it streams what belongs to the call and sends
 	// keepalives, which switch a slow call to a stream.
-	call := s.d.Begin(s.ctx, s, &m, ep.opts.RequestTimeout, true)
+	call := s.d.Begin(s.ctx, s, &p.m, ep.opts.RequestTimeout, true)
 	defer call.Release()
 	tick := pw.tick()
-	var resp []byte
 	for {
 		ev := call.Next(tick)
 		if ev.Done {
-			resp, err = ev.Answer, ev.Err
-			break
+			ep.answerPost(w, s, p, pw, ev.Answer, ev.Err)
+			return
 		}
 		if ev.Related != nil {
 			pw.related(ev.Related)
@@ -203,17 +210,71 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 			pw.ticked()
 		}
 	}
+}
+
+// enterSession resolves the session of a POST and counts the POST in
+// flight in it (the caller then leaves it); nil when it has answered the
+// POST with an error.
+func (ep *Endpoint) enterSession(w http.ResponseWriter, r *http.Request, p *post) *Session {
+	s, errStatus := ep.sessionFor(w, r)
+	if s == nil {
+		p.rec.status = errStatus
+		return nil
+	}
+	p.rec.session = s.id
+	w.Header()[headerSessionID] = s.idHeader
+	s.inflight.Add(1)
+	if ep.reg.get(s.id) != s {
+		// Evicted between the lookup and inflight: the evictor saw the
+		// session idle, so this request must not use it.
+		p.rec.status = WriteError(w, http.StatusNotFound, codeSessionNotFound, errSessionGone)
+		s.leave(p)
+		return nil
+	}
+	return s
+}
+
+// leave ends a POST's time in flight in s.
+func (s *Session) leave(p *post) {
+	s.inflight.Add(-1)
+	s.touchAt(p.rec.end())
+}
+
+// forward passes a client's notification or response to the child.
+func (ep *Endpoint) forward(w http.ResponseWriter, s *Session, p *post) {
+	var err error
+	if p.kind == jsonrpc.KindNotification {
+		err = s.d.Notify(s, &p.m)
+	} else {
+		err = s.d.Respond(s, &p.m)
+	}
+	if errors.Is(err, dispatch.ErrRefused) {
+		p.rec.status = WriteError(w, http.StatusBadRequest, codeInvalidRequest, err.Error())
+		return
+	}
+	if err != nil {
+		st, msg := statusFor(ep.name, err)
+		p.rec.status = WriteError(w, st, codeServer, msg)
+		return
+	}
+	p.rec.status = http.StatusAccepted
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// answerPost writes a session call's answer: as JSON, or as the last event
+// of the stream the call switched to.
+func (ep *Endpoint) answerPost(w http.ResponseWriter, s *Session, p *post, pw *postWatcher, resp []byte, err error) {
 	if pw.sw == nil {
-		ep.writeResult(w, resp, err, &rec)
+		ep.writeResult(w, resp, err, &p.rec)
 		return
 	}
 	if err != nil {
 		_, text := statusFor(ep.name, err)
-		resp = jsonrpc.ErrorResponse(m.ID, codeServer, text)
+		resp = jsonrpc.ErrorResponse(p.m.ID, codeServer, text)
 	}
 	pw.sw.event(s.emitPost(pw.stream, resp, true))
 	if ep.opts.AuditBodies {
-		rec.respBody = resp
+		p.rec.respBody = resp
 	}
 }
 

@@ -422,16 +422,26 @@ func (p *Process) write(buf []byte) error {
 	if now := time.Now(); p.deadline.Sub(now) < p.opts.WriteTimeout/2 {
 		p.deadline = now.Add(p.opts.WriteTimeout)
 		if err := p.stdin.SetWriteDeadline(p.deadline); err != nil {
-			return fmt.Errorf("destination %q: child stdin is closed: %w", p.dest.Name, err)
+			return p.writeError(err, true)
 		}
 	}
 	if _, err := p.stdin.Write(buf); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return fmt.Errorf("destination %q: child did not read its stdin for %s", p.dest.Name, p.opts.WriteTimeout)
-		}
-		return fmt.Errorf("destination %q: cannot write to the child: %w", p.dest.Name, err)
+		return p.writeError(err, false)
 	}
 	return nil
+}
+
+// writeError explains a failed write to stdin (deadline: setting its
+// deadline failed). It is out of write, whose frame is on the stack of
+// every call's write (see session.post on stacks).
+func (p *Process) writeError(err error, deadline bool) error {
+	switch {
+	case deadline:
+		return fmt.Errorf("destination %q: child stdin is closed: %w", p.dest.Name, err)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("destination %q: child did not read its stdin for %s", p.dest.Name, p.opts.WriteTimeout)
+	}
+	return fmt.Errorf("destination %q: cannot write to the child: %w", p.dest.Name, err)
 }
 
 // Stop implements Child: close stdin, then SIGTERM, then SIGKILL to
