@@ -258,7 +258,7 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		opts.AuthServer.SetResources(b.builtinResource)
 	}
 	b.registerMetrics()
-	b.handler = b.layers(http.HandlerFunc(b.route))
+	b.handler = b.layers((*router)(b))
 	for name, d := range b.dispatchers {
 		if cfg.Destinations[name].Prestart {
 			d.Prestart()
@@ -333,7 +333,9 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.handler.S
 // accepting, ends every session and stream, waits for the requests in
 // flight, then stops every child — all within Options.ShutdownTimeout.
 func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
-	srv := NewServer(b, b.log.Named("http"))
+	// The server calls the handler itself, not ServeHTTP: one frame fewer
+	// on every request's stack (see session.post on stacks).
+	srv := NewServer(b.handler, b.log.Named("http"))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	var err error

@@ -28,25 +28,28 @@ type fastHead struct {
 const maxFastBody = 1 << 20
 
 // parseFastHead parses head, a request head up to and including its final
-// CRLF CRLF, into hdr (cleared first) and vals (the backing array of
+// CRLF CRLF, into *h, hdr (cleared first) and vals (the backing array of
 // single values, returned for reuse). ok is false when the request is not
-// one for the fast path.
-func parseFastHead(head []byte, hdr http.Header, vals []string) (h fastHead, _ []string, ok bool) {
+// one for the fast path. (The head is filled in place rather than returned:
+// a returned fastHead and its copy were 100 bytes of serve's frame, which
+// every request's stack holds; see session.post on stacks.)
+func parseFastHead(head []byte, h *fastHead, hdr http.Header, vals []string) (_ []string, ok bool) {
+	*h = fastHead{}
 	const prefix, suffix = "POST /", " HTTP/1.1"
 	vals = vals[:0]
 	if len(head) < len(prefix)+len(suffix)+4 || string(head[:len(prefix)]) != prefix {
-		return h, vals, false
+		return vals, false
 	}
 	// One string holds the whole head: the header map's names and values
 	// are slices of it.
 	s := string(head[:len(head)-2])
 	eol := strings.IndexByte(s, '\r')
 	if eol < 0 || s[eol+1] != '\n' || !strings.HasSuffix(s[:eol], suffix) {
-		return h, vals, false
+		return vals, false
 	}
 	h.path = s[len(prefix)-1 : eol-len(suffix)]
 	if !fastPath(h.path) {
-		return h, vals, false
+		return vals, false
 	}
 	clear(hdr)
 	h.header = hdr
@@ -54,24 +57,24 @@ func parseFastHead(head []byte, hdr http.Header, vals []string) (h fastHead, _ [
 	for pos := eol + 2; pos < len(s); {
 		eol := strings.IndexByte(s[pos:], '\r')
 		if eol <= 0 || s[pos+eol+1] != '\n' {
-			return h, vals, false
+			return vals, false
 		}
 		line := s[pos : pos+eol]
 		pos += eol + 2
 		colon := strings.IndexByte(line, ':')
 		if colon <= 0 || !tokenString(line[:colon]) {
-			return h, vals, false
+			return vals, false
 		}
 		value := trimOWS(line[colon+1:])
 		if !fieldValue(value) {
-			return h, vals, false
+			return vals, false
 		}
 		key := canonicalKey(line[:colon])
 		switch key {
 		case "Host":
 			hosts++
 			if !hostValue(value) {
-				return h, vals, false
+				return vals, false
 			}
 			h.host = value
 			continue // net/http keeps Host out of the header map
@@ -79,14 +82,14 @@ func parseFastHead(head []byte, hdr http.Header, vals []string) (h fastHead, _ [
 			lengths++
 			n, ok := contentLength(value)
 			if !ok {
-				return h, vals, false
+				return vals, false
 			}
 			h.contentLength = n
 		case "Transfer-Encoding", "Expect", "Upgrade", "Trailer", "Te":
-			return h, vals, false
+			return vals, false
 		case "Connection":
 			if !strings.EqualFold(value, "keep-alive") {
-				return h, vals, false
+				return vals, false
 			}
 		}
 		if prev, dup := h.header[key]; dup {
@@ -96,7 +99,7 @@ func parseFastHead(head []byte, hdr http.Header, vals []string) (h fastHead, _ [
 		vals = append(vals, value)
 		h.header[key] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	return h, vals, hosts == 1 && lengths == 1
+	return vals, hosts == 1 && lengths == 1
 }
 
 // commonKeys are the header names MCP clients send, canonical: a name

@@ -23,18 +23,28 @@ func (b *Bridge) layers(h http.Handler) http.Handler {
 // guard protects against DNS rebinding: a present Origin must be allowed,
 // and while the bridge listens on loopback (CheckHost) the Host must be a
 // loopback name or an allowed host. It answers 403 otherwise.
-func (b *Bridge) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := session.Header(r.Header, "Origin"); origin != "" && !b.originAllowed(origin) && !b.sameOrigin(r, origin) {
-			refuse(w, "Origin %q is not allowed (DNS-rebinding protection); to serve browser clients from it, start the bridge with -allowed-origins %s", origin, origin)
-			return
-		}
-		if b.opts.CheckHost && !b.hostAllowed(r.Host) {
-			refuse(w, "Host %q is not allowed (DNS-rebinding protection); when the bridge is reached through a tunnel or proxy, start it with -allowed-hosts %s", r.Host, hostOnly(r.Host))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+func (b *Bridge) guard(next http.Handler) http.Handler { return &guardLayer{b, next} }
+
+// guardLayer is guard's handler. The layers that wrap every request are
+// handler types, not closures in http.HandlerFunc: the adapter is one more
+// frame on the stack of every call waiting for its answer (see
+// session.post on stacks).
+type guardLayer struct {
+	b    *Bridge
+	next http.Handler
+}
+
+func (g *guardLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b := g.b
+	if origin := session.Header(r.Header, "Origin"); origin != "" && !b.originAllowed(origin) && !b.sameOrigin(r, origin) {
+		refuse(w, "Origin %q is not allowed (DNS-rebinding protection); to serve browser clients from it, start the bridge with -allowed-origins %s", origin, origin)
+		return
+	}
+	if b.opts.CheckHost && !b.hostAllowed(r.Host) {
+		refuse(w, "Host %q is not allowed (DNS-rebinding protection); when the bridge is reached through a tunnel or proxy, start it with -allowed-hosts %s", r.Host, hostOnly(r.Host))
+		return
+	}
+	g.next.ServeHTTP(w, r)
 }
 
 // refuse answers 403 with the message format makes of a and b. (Out of
@@ -167,14 +177,20 @@ func paramHeaders(requested []string) string {
 // closingGate answers 503 with Retry-After to every request but /healthz
 // once shutdown has begun: a 404 would send spec clients to initialize
 // again into a bridge that is going away.
-func (b *Bridge) closingGate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if b.closing.Load() && r.URL.Path != "/healthz" {
-			refuseClosing(w)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+func (b *Bridge) closingGate(next http.Handler) http.Handler { return &gateLayer{b, next} }
+
+// gateLayer is closingGate's handler (a type: see guardLayer).
+type gateLayer struct {
+	b    *Bridge
+	next http.Handler
+}
+
+func (g *gateLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.b.closing.Load() && r.URL.Path != "/healthz" {
+		refuseClosing(w)
+		return
+	}
+	g.next.ServeHTTP(w, r)
 }
 
 // refuseClosing answers a request that came once shutdown had begun.

@@ -18,6 +18,13 @@ import (
 // codeServer is the JSON-RPC code of the bridge's own transport errors.
 const codeServer = jsonrpc.CodeServerError
 
+// router is the bridge as the handler the middleware wraps: its route.
+// (A method value in an http.HandlerFunc would add two frames to every
+// request's stack; see guardLayer.)
+type router Bridge
+
+func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*Bridge)(rt).route(w, r) }
+
 // route is the bridge's router. It is hand-written, not a ServeMux: no path
 // ever redirects (a redirected POST loses its body in many clients), and
 // anything that is not a known route answers 404 naming the ones that are.

@@ -379,7 +379,7 @@ func (c *fastConn) serve() {
 				// sends more headers grows it once, and it is reused.
 				c.hdr = make(http.Header)
 			}
-			h, c.vals, fast = parseFastHead(head, c.hdr, c.vals)
+			c.vals, fast = parseFastHead(head, &h, c.hdr, c.vals)
 		}
 		if fast && int64(c.br.Buffered()-len(head)) < h.contentLength {
 			fast = false // the body is not all here: net/http reads it, with its limits

@@ -41,7 +41,8 @@ func FuzzFastHead(f *testing.F) {
 			return
 		}
 		head = head[:end+4]
-		h, _, ok := parseFastHead(head, http.Header{"Stale": {"x"}}, nil)
+		var h fastHead
+		_, ok := parseFastHead(head, &h, http.Header{"Stale": {"x"}}, nil)
 		if !ok {
 			return
 		}
@@ -468,9 +469,10 @@ func BenchmarkFastHead(b *testing.B) {
 	head := []byte("POST /everything/mcp HTTP/1.1\r\nhost: 127.0.0.1:9090\r\nconnection: keep-alive\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-session-id: 0b5a3c4e-9f1d-4a43-b7a2-6c1e8d2f0a11\r\nmcp-protocol-version: 2025-11-25\r\nuser-agent: node\r\naccept-encoding: gzip, deflate\r\ncontent-length: 96\r\n\r\n")
 	b.ReportAllocs()
 	hdr, vals := http.Header{}, []string(nil)
+	var h fastHead
 	for b.Loop() {
 		var ok bool
-		if _, vals, ok = parseFastHead(head, hdr, vals); !ok {
+		if vals, ok = parseFastHead(head, &h, hdr, vals); !ok {
 			b.Fatal("not taken")
 		}
 	}

@@ -335,11 +335,11 @@ func (call *Call) Next(tick <-chan time.Time) Event {
 		}
 		d, c := call.d, call.c
 		select {
-		case r := <-call.reply:
-			if call.augmented && call.awaitChildTask(r) {
+		case call.end = <-call.reply: // (into the call: a copy would be in this frame)
+			if call.augmented && call.awaitChildTask(call.end) {
 				continue
 			}
-			call.finish2(r)
+			call.finish(call.end.msg, call.end.err)
 		case <-call.relatedReady:
 			if msg := call.nextRelated(); msg != nil {
 				return Event{Related: msg}
