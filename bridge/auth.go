@@ -162,67 +162,97 @@ func (b *Bridge) auth(next http.Handler) http.Handler {
 	if len(b.opts.AuthTokens) == 0 && len(b.operatorPolicies) == 0 {
 		return next
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g := b.protection(r)
-		if g.open {
-			next.ServeHTTP(w, r)
-			return
+	return &authLayer{b, next}
+}
+
+// authLayer is auth's handler (a type: see guardLayer). The checks run in
+// admit, which returns before the request goes on: their frame (nearly
+// 1 KiB) is not on the stack of a call waiting for its answer.
+type authLayer struct {
+	b    *Bridge
+	next http.Handler
+}
+
+func (a *authLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r = a.b.admit(w, r); r != nil {
+		a.next.ServeHTTP(w, r)
+	}
+}
+
+// admit returns the request to serve (with its principal), or nil when it
+// has answered it with an error.
+func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
+	g := b.protection(r)
+	if g.open {
+		return r
+	}
+	policies := b.operatorPolicies
+	if g.dest != "" {
+		policies = nil
+		if p := b.policies[g.dest]; p != nil {
+			policies = []*oauth.Policy{p}
 		}
-		policies := b.operatorPolicies
-		if g.dest != "" {
-			policies = nil
-			if p := b.policies[g.dest]; p != nil {
-				policies = []*oauth.Policy{p}
+	}
+	token, hasToken := bearer(r)
+	if hasToken && b.staticToken(token) {
+		return r.WithContext(session.WithPrincipal(r.Context(), sha256.Sum256([]byte(token))))
+	}
+	if len(policies) == 0 {
+		if len(b.opts.AuthTokens) == 0 {
+			return r // an open destination
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="stelae-bridge"`)
+		session.WriteError(w, http.StatusUnauthorized, codeServer, "missing or wrong bearer token: send Authorization: Bearer <token> with a token the bridge's operator configured")
+		return nil
+	}
+	base := b.baseURL(r)
+	if !hasToken {
+		b.refuseToken(w, g, policies, base, nil)
+		return nil
+	}
+	var err error
+	resources := b.resources(base, g)
+	ctx := authserver.WithBase(r.Context(), base)
+	for _, p := range policies {
+		var c *oauth.Claims
+		if c, err = p.Check(ctx, token, resources); err == nil {
+			if b.log.IsDebug() {
+				b.logAccepted(g, c)
 			}
+			return r.WithContext(session.WithPrincipal(r.Context(), c.Principal()))
 		}
-		token, hasToken := bearer(r)
-		if hasToken && b.staticToken(token) {
-			next.ServeHTTP(w, r.WithContext(session.WithPrincipal(r.Context(), sha256.Sum256([]byte(token)))))
-			return
-		}
-		if len(policies) == 0 {
-			if len(b.opts.AuthTokens) == 0 {
-				next.ServeHTTP(w, r) // an open destination
-				return
-			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="stelae-bridge"`)
-			session.WriteError(w, http.StatusUnauthorized, codeServer, "missing or wrong bearer token: send Authorization: Bearer <token> with a token the bridge's operator configured")
-			return
-		}
-		base := b.baseURL(r)
-		prm := metadataURL(base, g)
-		if !hasToken {
-			w.Header().Set("WWW-Authenticate", oauth.Challenge(prm, policies[0].Auth.Scopes, nil))
-			session.WriteError(w, http.StatusUnauthorized, codeServer, fmt.Sprintf("this endpoint needs an OAuth access token from %s: send Authorization: Bearer <token> (the authorization server is named in %s)", oauth.IssuerFor(policies[0].Verifier, base), prm))
-			return
-		}
-		var err error
-		resources := b.resources(base, g)
-		ctx := authserver.WithBase(r.Context(), base)
-		for _, p := range policies {
-			var c *oauth.Claims
-			if c, err = p.Check(ctx, token, resources); err == nil {
-				if b.log.IsDebug() {
-					b.log.Debug("access token accepted", "destination", g.dest, "issuer", c.Issuer, "subject", c.Subject, "client_id", c.ClientID)
-				}
-				next.ServeHTTP(w, r.WithContext(session.WithPrincipal(r.Context(), c.Principal())))
-				return
-			}
-		}
-		status := oauth.Status(err)
-		b.log.Info("access token refused", "destination", g.dest, "status", status, "reason", err)
-		if status == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "10")
-			session.WriteError(w, status, codeServer, "the bridge cannot validate access tokens now: "+err.Error()+"; retry shortly (the operator should check that the issuer is reachable from the bridge)")
-			return
-		}
-		w.Header().Set("WWW-Authenticate", oauth.Challenge(prm, policies[0].Auth.Scopes, err))
-		msg := err.Error()
-		if errors.Is(err, oauth.ErrInvalidToken) {
-			msg = "the access token was refused: " + msg
-		}
-		session.WriteError(w, status, codeServer, msg)
-	})
+	}
+	b.refuseToken(w, g, policies, base, err)
+	return nil
+}
+
+func (b *Bridge) logAccepted(g guarded, c *oauth.Claims) {
+	b.log.Debug("access token accepted", "destination", g.dest, "issuer", c.Issuer, "subject", c.Subject, "client_id", c.ClientID)
+}
+
+// refuseToken answers a request without an access token (err nil) or with
+// one refused by err. (Out of admit, whose frame is on the stack when the
+// token is checked: see authLayer.)
+func (b *Bridge) refuseToken(w http.ResponseWriter, g guarded, policies []*oauth.Policy, base string, err error) {
+	prm := metadataURL(base, g)
+	if err == nil {
+		w.Header().Set("WWW-Authenticate", oauth.Challenge(prm, policies[0].Auth.Scopes, nil))
+		session.WriteError(w, http.StatusUnauthorized, codeServer, fmt.Sprintf("this endpoint needs an OAuth access token from %s: send Authorization: Bearer <token> (the authorization server is named in %s)", oauth.IssuerFor(policies[0].Verifier, base), prm))
+		return
+	}
+	status := oauth.Status(err)
+	b.log.Info("access token refused", "destination", g.dest, "status", status, "reason", err)
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "10")
+		session.WriteError(w, status, codeServer, "the bridge cannot validate access tokens now: "+err.Error()+"; retry shortly (the operator should check that the issuer is reachable from the bridge)")
+		return
+	}
+	w.Header().Set("WWW-Authenticate", oauth.Challenge(prm, policies[0].Auth.Scopes, err))
+	msg := err.Error()
+	if errors.Is(err, oauth.ErrInvalidToken) {
+		msg = "the access token was refused: " + msg
+	}
+	session.WriteError(w, status, codeServer, msg)
 }
 
 // bearer is the request's bearer token (RFC 6750 §2.1: the header only).

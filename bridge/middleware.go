@@ -126,34 +126,50 @@ func (b *Bridge) cors(next http.Handler) http.Handler {
 	if len(b.opts.AllowedOrigins) == 0 {
 		return next
 	}
-	anyOrigin := false
+	c := &corsLayer{next: next}
 	for _, o := range b.opts.AllowedOrigins {
-		anyOrigin = anyOrigin || o == "*"
+		c.anyOrigin = c.anyOrigin || o == "*"
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin := session.Header(r.Header, "Origin")
-		if origin == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		hdr := w.Header()
-		if anyOrigin {
-			hdr.Set("Access-Control-Allow-Origin", "*")
-		} else {
-			hdr.Set("Access-Control-Allow-Origin", origin)
-			hdr.Add("Vary", "Origin")
-		}
-		hdr.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version")
-		if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		hdr.Set("Access-Control-Allow-Methods", corsMethods)
-		hdr.Set("Access-Control-Allow-Headers", corsHeaders+paramHeaders(r.Header.Values("Access-Control-Request-Headers")))
-		hdr.Set("Access-Control-Max-Age", "600")
-		hdr.Set("Allow", session.AllowMethods)
-		w.WriteHeader(http.StatusNoContent)
-	})
+	return c
+}
+
+// corsLayer is cors's handler (a type: see guardLayer; the headers are set
+// in preflight, which returns before the request goes on).
+type corsLayer struct {
+	next      http.Handler
+	anyOrigin bool
+}
+
+func (c *corsLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !c.preflight(w, r) {
+		c.next.ServeHTTP(w, r)
+	}
+}
+
+// preflight sets the CORS headers of a request with an Origin, and answers
+// a preflight request itself (true).
+func (c *corsLayer) preflight(w http.ResponseWriter, r *http.Request) bool {
+	origin := session.Header(r.Header, "Origin")
+	if origin == "" {
+		return false
+	}
+	hdr := w.Header()
+	if c.anyOrigin {
+		hdr.Set("Access-Control-Allow-Origin", "*")
+	} else {
+		hdr.Set("Access-Control-Allow-Origin", origin)
+		hdr.Add("Vary", "Origin")
+	}
+	hdr.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version")
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	hdr.Set("Access-Control-Allow-Methods", corsMethods)
+	hdr.Set("Access-Control-Allow-Headers", corsHeaders+paramHeaders(r.Header.Values("Access-Control-Request-Headers")))
+	hdr.Set("Access-Control-Max-Age", "600")
+	hdr.Set("Allow", session.AllowMethods)
+	w.WriteHeader(http.StatusNoContent)
+	return true
 }
 
 // paramHeaders are the Mcp-Param-* headers (MCP 2026-07-28 tool parameters
