@@ -45,7 +45,7 @@ type bodyBuf struct {
 	reserved int64
 }
 
-// keepBody is the largest buffer returned to the pool.
+// keepBody is the largest body buffer a pooled POST keeps for the next.
 const keepBody = 256 << 10
 
 // bodyError is a body that could not be read, with the status it gets.
