@@ -1,0 +1,30 @@
+package recycle
+
+// Poison fills b up to its capacity with PoisonByte when Enabled; otherwise
+// it does nothing. Call it on a buffer as it is given back (to a pool, or
+// to a batch as its spare), never on one that is still referenced by
+// design.
+func Poison(b []byte) {
+	if !Enabled {
+		return
+	}
+	b = b[:cap(b)]
+	for i := range b {
+		b[i] = PoisonByte
+	}
+}
+
+// PoisonByte is what a poisoned buffer holds: not UTF-8, so no JSON
+// parser, HTTP parser or digest takes it for data.
+const PoisonByte = 0xFE
+
+// Poisoned reports whether b (up to its length) is all PoisonByte: a
+// test's check that what it holds was given back.
+func Poisoned(b []byte) bool {
+	for _, c := range b {
+		if c != PoisonByte {
+			return false
+		}
+	}
+	return len(b) > 0
+}
