@@ -117,6 +117,14 @@ func TestChildRequestsFailClosed(t *testing.T) {
 	if got := w.d.Status().Refused[RefusedAbandoned]; got != 1 {
 		t.Errorf("Refused[%s] = %d; want 1", RefusedAbandoned, got)
 	}
+	// What was delivered is the sessions' own: intact after the child's
+	// later lines were read (the reader lends each line only until the
+	// next).
+	for s, want := range map[*testSession]string{a: `{"jsonrpc":"2.0","id":"s2","method":"sampling/createMessage","params":{}}`, b: `{"jsonrpc":"2.0","id":"s4","method":"sampling/createMessage","params":{}}`} {
+		if got := s.got(); len(got) != 1 || string(got[0]) != want {
+			t.Errorf("session %s holds %q; want only %s", s.id, got, want)
+		}
+	}
 }
 
 // waitDelivered waits until s has been delivered a message with id.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+	"github.com/stelae-bridge/stelae-bridge/recycle"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
@@ -73,6 +74,14 @@ type Call struct {
 // they go to the session's GET stream instead.
 const relatedQueue = 64
 
+// callPool holds calls. Owner: the caller, from Begin until Release; while
+// the call is pending the reader goroutine may use it too, under d.pmu,
+// and whoever takes it out of the pending calls sends its end. Release
+// comes only after the end was read (or abandons the call first, taking
+// it out of the pending calls), so nothing refers to a pooled call. Its
+// request buffer (out) was lent to the child's WriteMessage, which keeps
+// no reference to it; under -race Release poisons it, so a writer that did
+// would send garbage (TestProcessWriteQueueModel, the e2e tests).
 var callPool = sync.Pool{New: func() any {
 	return &Call{reply: make(chan reply, 1), relatedReady: make(chan struct{}, 1)}
 }}
@@ -115,6 +124,8 @@ func (call *Call) Release() {
 	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after = nil, nil, nil, nil, nil, nil, nil
 	call.end, call.ended, call.follow = reply{}, false, false
 	call.augmented, call.childTask = false, ""
+	recycle.Poison(call.out)
+	call.out = call.out[:0]
 	if cap(call.out) > 64<<10 {
 		call.out = nil
 	}
