@@ -60,6 +60,8 @@ type Call struct {
 	// caller; moved to the abandoned entry only by the path that takes
 	// the call out of the pending calls, before it sends the call's end.
 	turn turn
+	// parked: Park made the call's alone turn a together one (turns.go).
+	parked bool
 	// after rewrites the end (a filtered tools/list, a subscription kept
 	// only when the child agreed).
 	after func([]byte, error) ([]byte, error)
@@ -123,7 +125,7 @@ func (call *Call) Release() {
 	call.timer.Stop()
 	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after = nil, nil, nil, nil, nil, nil, nil
 	call.end, call.ended, call.follow = reply{}, false, false
-	call.augmented, call.childTask = false, ""
+	call.augmented, call.childTask, call.parked = false, "", false
 	recycle.Poison(call.out)
 	call.out = call.out[:0]
 	if cap(call.out) > 64<<10 {
@@ -424,6 +426,7 @@ func (call *Call) abandon(err error, reason string) {
 	} else {
 		call.d.sendCancel(call.c, call.up, reason)
 	}
+	call.d.cancelsWritten(call.c, call.up)
 	call.finish(nil, err)
 }
 
@@ -442,10 +445,9 @@ func (d *Dispatcher) takeCall(up uint64) *Call {
 func (d *Dispatcher) takeAnswered(up uint64) *Call {
 	d.pmu.Lock()
 	call := d.pending[up]
-	if call != nil {
-		delete(d.pending, up)
-	} else {
-		d.forgetAbandonedLocked(up)
+	delete(d.pending, up)
+	if len(d.abandoned) > 0 {
+		d.answeredLocked(up)
 	}
 	d.pmu.Unlock()
 	return call
@@ -599,7 +601,9 @@ func (d *Dispatcher) clientCancel(s Session, m *jsonrpc.Message) error {
 	}
 	call.reply <- reply{msg: jsonrpc.ErrorResponse(call.clientID, jsonrpc.CodeRequestCancelled, "request cancelled by the client")}
 	if c := d.current(); c != nil {
-		return c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, "notifications/cancelled", cancelParams(found, jsonrpc.Member(m.Params, "reason"))))
+		err := c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, "notifications/cancelled", cancelParams(found, jsonrpc.Member(m.Params, "reason"))))
+		d.cancelsWritten(c, found)
+		return err
 	}
 	return nil
 }
