@@ -84,7 +84,7 @@ func (s *served) get() []bool {
 
 // startTestServer serves h on a loopback port until the test ends; tune
 // may change the server before it starts.
-func startTestServer(t *testing.T, h http.Handler, tune ...func(*Server)) (*Server, string) {
+func startTestServer(t testing.TB, h http.Handler, tune ...func(*Server)) (*Server, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -160,7 +160,7 @@ func exchange(t *testing.T, addr string, n int, parts ...string) []*http.Respons
 
 // dial connects to addr for the rest of the test, with a 10 s deadline on
 // every read and write.
-func dial(t *testing.T, addr string) net.Conn {
+func dial(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
