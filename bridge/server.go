@@ -299,11 +299,9 @@ type fastConn struct {
 	// readDeadline is the connection's read deadline as last set by the
 	// serving goroutine (zero: unknown).
 	readDeadline time.Time
-	base         http.Request // the next request's fields, copied by WithContext
-	// hdr and vals are the request's header map and the backing array of
-	// its values, reused: a handler keeps neither past its return.
-	hdr  http.Header
-	vals []string
+	// base is the template of the next request, copied by WithContext
+	// and cleared: the handler's request is the copy.
+	base http.Request
 
 	// wmu guards inRequest, watching, aborted, cancel and the connReader's
 	// pending byte while a watch may run.
@@ -370,16 +368,13 @@ func (c *fastConn) serve() {
 			return
 		}
 		var h fastHead
+		var fr *fastRequest
 		fast := head != nil
 		if fast {
-			if c.hdr == nil {
-				// No size hint: a map of up to 8 entries is one small
-				// group (about 0.4 KiB), where a hint of 16 made a
-				// 1.5 KiB table for every connection; a client that
-				// sends more headers grows it once, and it is reused.
-				c.hdr = make(http.Header)
-			}
-			c.vals, fast = parseFastHead(head, &h, c.hdr, c.vals)
+			// Everything of a request the handler can reach is made for
+			// it: its header map (with its values in fr.vals) too.
+			fr = new(fastRequest)
+			fast = parseFastHead(head, &h, fr.vals[:0])
 		}
 		if fast && int64(c.br.Buffered()-len(head)) < h.contentLength {
 			fast = false // the body is not all here: net/http reads it, with its limits
@@ -390,7 +385,7 @@ func (c *fastConn) serve() {
 			return
 		}
 		c.br.Discard(len(head))
-		if !c.serveRequest(&h) {
+		if !c.serveRequest(&h, fr) {
 			return
 		}
 	}
@@ -454,9 +449,9 @@ func (c *fastConn) handOff() {
 // serveRequest serves the request whose head is h and whose body is the
 // next h.contentLength buffered bytes; false when the connection must
 // close after it.
-func (c *fastConn) serveRequest(h *fastHead) bool {
+func (c *fastConn) serveRequest(h *fastHead, fr *fastRequest) bool {
 	ctx, cancel := context.WithCancel(context.Background())
-	r, body := c.request(ctx, h)
+	r, body := c.request(ctx, h, fr)
 	w := &c.w
 	w.reset(c)
 
@@ -499,8 +494,8 @@ func (c *fastConn) serveRequest(h *fastHead) bool {
 // request makes the handler's request for the head h, with its body.
 // (Out of serveRequest, whose frame a request keeps until it is answered:
 // the request is built here, not in a temporary of that frame.)
-func (c *fastConn) request(ctx context.Context, h *fastHead) (*http.Request, *fastBody) {
-	fr := &fastRequest{body: fastBody{c: c, n: h.contentLength}, url: url.URL{Path: h.path}}
+func (c *fastConn) request(ctx context.Context, h *fastHead, fr *fastRequest) (*http.Request, *fastBody) {
+	fr.body, fr.url = fastBody{c: c, n: h.contentLength}, url.URL{Path: h.path}
 	c.base = http.Request{
 		Method:        http.MethodPost,
 		URL:           &fr.url,
@@ -514,7 +509,9 @@ func (c *fastConn) request(ctx context.Context, h *fastHead) (*http.Request, *fa
 		RemoteAddr:    c.remote,
 		RequestURI:    h.path,
 	}
-	return c.base.WithContext(ctx), &fr.body // the handler's request is a copy of base
+	r := c.base.WithContext(ctx) // the handler's request is a copy of base
+	c.base = http.Request{}      // which keeps nothing of it
+	return r, &fr.body
 }
 
 // runHandler calls the handler; false when it panicked (the connection
@@ -586,10 +583,15 @@ func (r *connReader) Read(p []byte) (int, error) {
 }
 
 // fastRequest is what a fast-path request allocates besides its
-// http.Request and context.
+// http.Request, context and header map: made for the request, never
+// reused, so a handler that keeps any of it (r.Header's values, r.URL,
+// r.Body) past its return keeps what its request had.
 type fastRequest struct {
 	body fastBody
 	url  url.URL
+	// vals backs the header map's single values: a head with more
+	// header fields puts the rest in an array of their own.
+	vals [12]string
 }
 
 // fastBody is a fast-path request's body: the next n bytes of the
