@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -9,19 +10,26 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stelae-bridge/stelae-bridge/recycle"
 	"github.com/stelae-bridge/stelae-bridge/session"
 )
 
-// fastResponse is the ResponseWriter of a fast-path request. An answer the
+// fastResponse is the ResponseWriter of one fast-path request, part of its
+// fastRequest: made for the request, never reused. An answer the
 // handler does not flush goes out in one write (head and body, with
 // Content-Length) when the handler returns; a flush sends the head and
 // what was written so far, and the rest follows chunked (unless the
 // handler set a Content-Length), as net/http does. It supports what
 // http.ResponseController offers except Hijack and read deadlines (the
-// body is in memory already).
+// body is in memory already). Once the handler has returned, every use
+// fails (errAfterReturn) and reaches nothing: the connection's next answer
+// is another request's, maybe another user's.
 type fastResponse struct {
-	c      *fastConn
+	fr *fastRequest // its request: mu, done, the connection
+	// header is the handler's header map, made for the request.
 	header http.Header
+	// The fields below are guarded by fr.mu until fr.done; then they are
+	// the connection's goroutine's.
 	status int // 0 until WriteHeader
 	// sent: the head is out; chunked: the body follows chunked (else as
 	// it is, after the Content-Length the head gave).
@@ -32,8 +40,11 @@ type fastResponse struct {
 	bufs          *answerBufs // from the pool while a request is served
 	body          []byte      // written, not yet sent
 	out           []byte      // what goes out in the next write
-	keys          []string
 }
+
+// errAfterReturn is what a use of a fast-path ResponseWriter returns once
+// its handler has returned.
+var errAfterReturn = errors.New("bridge: ResponseWriter used after its handler returned (the answer was complete; a goroutine that outlives the handler must not keep its ResponseWriter)")
 
 // keepBuffer is the largest buffer returned to the pool.
 const keepBuffer = 64 << 10
@@ -41,19 +52,20 @@ const keepBuffer = 64 << 10
 // flushAt is how much body is held before it goes out without a flush.
 const flushAt = 64 << 10
 
-func (w *fastResponse) reset(c *fastConn) {
-	w.c = c
-	if w.header == nil {
-		w.header = make(http.Header, 8)
-	} else {
-		clear(w.header)
-	}
-	w.status, w.sent, w.chunked, w.closeAfter, w.deadlineSet, w.err = 0, false, false, false, false, nil
-}
-
 func (w *fastResponse) Header() http.Header { return w.header }
 
 func (w *fastResponse) WriteHeader(code int) {
+	fr := w.fr
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.done {
+		return
+	}
+	w.writeHeader(code)
+}
+
+// writeHeader is WriteHeader, under fr.mu (or once fr.done).
+func (w *fastResponse) writeHeader(code int) {
 	if code < 100 || code > 999 {
 		panic("invalid WriteHeader code " + strconv.Itoa(code))
 	}
@@ -64,8 +76,14 @@ func (w *fastResponse) WriteHeader(code int) {
 }
 
 func (w *fastResponse) Write(p []byte) (int, error) {
+	fr := w.fr
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.done {
+		return 0, errAfterReturn
+	}
 	if w.status == 0 {
-		w.WriteHeader(http.StatusOK)
+		w.writeHeader(http.StatusOK)
 	}
 	if w.err != nil {
 		return 0, w.err
@@ -76,7 +94,7 @@ func (w *fastResponse) Write(p []byte) (int, error) {
 	w.take()
 	w.body = append(w.body, p...)
 	if len(w.body) >= flushAt {
-		if err := w.FlushError(); err != nil {
+		if err := w.flush(); err != nil {
 			return 0, err
 		}
 	}
@@ -88,9 +106,20 @@ func (w *fastResponse) Flush() { _ = w.FlushError() }
 
 // FlushError is Flush for http.ResponseController.
 func (w *fastResponse) FlushError() error {
-	if w.status == 0 {
-		w.WriteHeader(http.StatusOK)
+	fr := w.fr
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.done {
+		return errAfterReturn
 	}
+	if w.status == 0 {
+		w.writeHeader(http.StatusOK)
+	}
+	return w.flush()
+}
+
+// flush sends the head and the body so far (status set).
+func (w *fastResponse) flush() error {
 	if w.err != nil {
 		return w.err
 	}
@@ -104,21 +133,38 @@ func (w *fastResponse) FlushError() error {
 // SetWriteDeadline sets the connection's write deadline (until the request
 // ends).
 func (w *fastResponse) SetWriteDeadline(t time.Time) error {
+	fr := w.fr
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.done {
+		return errAfterReturn
+	}
 	w.deadlineSet = true
-	return w.c.nc.SetWriteDeadline(t)
+	return fr.c.nc.SetWriteDeadline(t)
 }
 
 // SetReadDeadline does nothing: the body is read already.
-func (w *fastResponse) SetReadDeadline(time.Time) error { return nil }
+func (w *fastResponse) SetReadDeadline(time.Time) error { return w.used() }
 
 // EnableFullDuplex does nothing: the body is read already.
-func (w *fastResponse) EnableFullDuplex() error { return nil }
+func (w *fastResponse) EnableFullDuplex() error { return w.used() }
+
+// used is errAfterReturn once the handler has returned.
+func (w *fastResponse) used() error {
+	fr := w.fr
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.done {
+		return errAfterReturn
+	}
+	return nil
+}
 
 // finish sends what the handler left; false when the connection must
-// close.
+// close. The connection's goroutine calls it once fr.done is set.
 func (w *fastResponse) finish() bool {
 	if w.status == 0 {
-		w.WriteHeader(http.StatusOK)
+		w.writeHeader(http.StatusOK)
 	}
 	if w.err == nil {
 		if !w.sent {
@@ -131,7 +177,7 @@ func (w *fastResponse) finish() bool {
 		_ = w.write()
 	}
 	if w.deadlineSet {
-		_ = w.c.nc.SetWriteDeadline(time.Time{})
+		_ = w.fr.c.nc.SetWriteDeadline(time.Time{})
 	}
 	// An idle connection holds no buffers.
 	w.release()
@@ -139,6 +185,13 @@ func (w *fastResponse) finish() bool {
 }
 
 // answerBufs are the buffers an answer is built in, pooled.
+//
+// Ownership: a pooled answerBufs is bufsPool's. take hands it to one
+// fastResponse, which owns it (under its request's mu while the handler
+// runs, then the connection's goroutine) until release gives it back, once
+// its last write has returned; nothing else ever refers to it. release
+// poisons both buffers (recycle.Poison, under -race), so a reference kept
+// past the hand-back reads 0xFE instead of the next user's answer.
 type answerBufs struct{ body, out []byte }
 
 var bufsPool = sync.Pool{New: func() any { return &answerBufs{body: make([]byte, 0, 1<<10), out: make([]byte, 0, 2<<10)} }}
@@ -151,13 +204,16 @@ func (w *fastResponse) take() {
 	}
 }
 
-// release returns w's buffers to the pool (unless they grew large).
+// release returns w's buffers to the pool, poisoned (unless they grew
+// large: then they go to the collector).
 func (w *fastResponse) release() {
 	if w.bufs == nil {
 		return
 	}
 	if cap(w.body) <= keepBuffer && cap(w.out) <= keepBuffer {
 		w.bufs.body, w.bufs.out = w.body[:0], w.out[:0]
+		recycle.Poison(w.bufs.body)
+		recycle.Poison(w.bufs.out)
 		bufsPool.Put(w.bufs)
 	}
 	w.bufs, w.body, w.out = nil, nil, nil
@@ -166,7 +222,7 @@ func (w *fastResponse) release() {
 // write writes out.
 func (w *fastResponse) write() error {
 	if len(w.out) > 0 {
-		_, w.err = w.c.nc.Write(w.out)
+		_, w.err = w.fr.c.nc.Write(w.out)
 		w.out = w.out[:0]
 	}
 	return w.err
@@ -209,21 +265,22 @@ func (w *fastResponse) appendHead(streaming bool) {
 		w.out = append(w.out, http.DetectContentType(w.body)...)
 		w.out = append(w.out, "\r\n"...)
 	}
-	if strings.EqualFold(session.Header(h, "Connection"), "close") || w.c.s.closing.Load() {
+	if strings.EqualFold(session.Header(h, "Connection"), "close") || w.fr.c.s.closing.Load() {
 		w.closeAfter = true
 	}
-	w.keys = w.keys[:0]
+	var keyArray [16]string
+	keys := keyArray[:0]
 	for k := range h {
 		switch k {
 		case "Content-Length", "Transfer-Encoding", "Connection", "Trailer":
 		default:
 			if tokenString(k) {
-				w.keys = append(w.keys, k)
+				keys = append(keys, k)
 			}
 		}
 	}
-	slices.Sort(w.keys)
-	for _, k := range w.keys {
+	slices.Sort(keys)
+	for _, k := range keys {
 		for _, v := range h[k] {
 			w.out = append(w.out, k...)
 			w.out = append(w.out, ": "...)

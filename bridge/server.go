@@ -293,7 +293,6 @@ type fastConn struct {
 	state atomic.Int32
 	cr    connReader
 	br    connBuf
-	w     fastResponse
 
 	remote string
 	// readDeadline is the connection's read deadline as last set by the
@@ -451,9 +450,8 @@ func (c *fastConn) handOff() {
 // close after it.
 func (c *fastConn) serveRequest(h *fastHead, fr *fastRequest) bool {
 	ctx, cancel := context.WithCancel(context.Background())
-	r, body := c.request(ctx, h, fr)
-	w := &c.w
-	w.reset(c)
+	r := c.request(ctx, h, fr)
+	w := &fr.w
 
 	c.wmu.Lock()
 	c.inRequest, c.watched, c.cancel = true, false, cancel
@@ -463,6 +461,11 @@ func (c *fastConn) serveRequest(h *fastHead, fr *fastRequest) bool {
 	c.s.wakeSweeper()
 
 	keep := c.runHandler(w, r)
+	// From here on the request is the connection's alone: a goroutine of
+	// the handler that still holds w or r.Body gets errors.
+	fr.mu.Lock()
+	fr.done = true
+	fr.mu.Unlock()
 
 	c.busy.Store(false)
 	c.wmu.Lock()
@@ -482,20 +485,25 @@ func (c *fastConn) serveRequest(h *fastHead, fr *fastRequest) bool {
 	}
 	cancel()
 	// What the handler left of the body is in the buffer (which it kept).
-	if body.n > 0 {
-		c.br.Discard(int(body.n))
+	if fr.body.n > 0 {
+		c.br.Discard(int(fr.body.n))
+		fr.body.n = 0
 	}
 	if !keep || c.cr.gone.Load() {
+		w.release()
 		return false // a panic, or the client went
 	}
 	return w.finish() && !w.closeAfter && !c.s.closing.Load()
 }
 
-// request makes the handler's request for the head h, with its body.
-// (Out of serveRequest, whose frame a request keeps until it is answered:
-// the request is built here, not in a temporary of that frame.)
-func (c *fastConn) request(ctx context.Context, h *fastHead, fr *fastRequest) (*http.Request, *fastBody) {
-	fr.body, fr.url = fastBody{c: c, n: h.contentLength}, url.URL{Path: h.path}
+// request makes the handler's request for the head h, with its body, in
+// fr. (Out of serveRequest, whose frame a request keeps until it is
+// answered: the request is built here, not in a temporary of that frame.)
+func (c *fastConn) request(ctx context.Context, h *fastHead, fr *fastRequest) *http.Request {
+	fr.c = c
+	fr.body.fr, fr.body.n = fr, h.contentLength
+	fr.url.Path = h.path
+	fr.w.fr, fr.w.header = fr, make(http.Header)
 	c.base = http.Request{
 		Method:        http.MethodPost,
 		URL:           &fr.url,
@@ -511,7 +519,7 @@ func (c *fastConn) request(ctx context.Context, h *fastHead, fr *fastRequest) (*
 	}
 	r := c.base.WithContext(ctx) // the handler's request is a copy of base
 	c.base = http.Request{}      // which keeps nothing of it
-	return r, &fr.body
+	return r
 }
 
 // runHandler calls the handler; false when it panicked (the connection
@@ -582,11 +590,23 @@ func (r *connReader) Read(p []byte) (int, error) {
 	return r.nc.Read(p)
 }
 
-// fastRequest is what a fast-path request allocates besides its
-// http.Request, context and header map: made for the request, never
-// reused, so a handler that keeps any of it (r.Header's values, r.URL,
-// r.Body) past its return keeps what its request had.
+// fastRequest is one fast-path request: what it allocates besides its
+// http.Request, context and header maps. Everything of the request a
+// handler can reach — its header's values, URL, body and ResponseWriter —
+// is made for it and never reused, so a handler, or a goroutine it gave r
+// or w to, that keeps any of it past ServeHTTP's return reaches nothing of
+// the connection's next request (behind a proxy, maybe another user's).
 type fastRequest struct {
+	c *fastConn
+	// mu guards done and the state of body and w: the handler's goroutines
+	// use them under mu. When the handler returns, the connection's
+	// goroutine sets done under mu; from then on it alone touches them (to
+	// finish the answer, and skip what is left of the body), and every
+	// other use fails: body reads return http.ErrBodyReadAfterClose, the
+	// writer errAfterReturn (WriteHeader does nothing).
+	mu   sync.Mutex
+	done bool
+	w    fastResponse
 	body fastBody
 	url  url.URL
 	// vals backs the header map's single values: a head with more
@@ -595,23 +615,29 @@ type fastRequest struct {
 }
 
 // fastBody is a fast-path request's body: the next n bytes of the
-// connection's buffer, all there already, read on the connection's
-// goroutine (in the handler). Once they are read the buffer goes back to
-// the pool if it holds nothing more, so the request waits for its answer
-// without one.
+// connection's buffer, all there already, read in the handler (under
+// fr.mu). Once they are read the buffer goes back to the pool if it holds
+// nothing more, so the request waits for its answer without one.
 type fastBody struct {
-	c *fastConn
-	n int64
+	fr     *fastRequest
+	n      int64
+	closed bool // by the handler: reads fail, as net/http's
 }
 
 func (b *fastBody) Read(p []byte) (int, error) {
+	fr := b.fr
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.done || b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
 	if b.n <= 0 {
 		return 0, io.EOF
 	}
 	if int64(len(p)) > b.n {
 		p = p[:b.n]
 	}
-	n, err := b.c.br.Read(p)
+	n, err := fr.c.br.Read(p)
 	b.n -= int64(n)
 	if b.n == 0 && err == nil {
 		err = io.EOF
@@ -619,7 +645,14 @@ func (b *fastBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *fastBody) Close() error { return nil }
+// Close makes later reads fail; the connection skips what is left once
+// the handler returns.
+func (b *fastBody) Close() error {
+	b.fr.mu.Lock()
+	b.closed = true
+	b.fr.mu.Unlock()
+	return nil
+}
 
 // replayConn is a connection handed to net/http: it reads first what the
 // fast path had read.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/recycle"
 )
 
 // FuzzFastHead holds the fast path's head parser to net/http's: whatever
@@ -601,5 +603,92 @@ func TestServerRetainedHeader(t *testing.T) {
 	}
 	if second.h.Get("X-Only-Alice") != "" || second.h.Get("X-User") != "bob" {
 		t.Errorf("the second request's header map: %q", second.h)
+	}
+}
+
+// TestServerLateWriter: a handler that gives w and r.Body to a goroutine,
+// which uses them after the handler returned, while the next request on
+// the connection (another user's, behind a proxy) is being answered: every
+// late use fails, and the next answer is intact.
+func TestServerLateWriter(t *testing.T) {
+	type lateUse struct{ write, flush, deadline, body error }
+	nextRunning, lateDone := make(chan struct{}), make(chan lateUse, 1)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/leak":
+			// Its body is left unread: a late read must not read on
+			// into the next request's.
+			w.Header().Set("X-Request", "first")
+			w.Write([]byte("first"))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				select {
+				case <-nextRunning:
+				case <-time.After(10 * time.Second):
+					t.Error("the next request's handler did not run")
+				}
+				var u lateUse
+				rc := http.NewResponseController(w)
+				w.Header().Set("X-Late", "1")
+				w.WriteHeader(http.StatusTeapot)
+				_, u.write = w.Write([]byte("LATE"))
+				u.flush = rc.Flush()
+				w.(http.Flusher).Flush()
+				u.deadline = rc.SetWriteDeadline(time.Now().Add(time.Hour))
+				var b [16]byte
+				var n int
+				n, u.body = r.Body.Read(b[:])
+				if n > 0 {
+					u.body = fmt.Errorf("read %q", b[:n])
+				}
+				lateDone <- u
+			}()
+		case "/next":
+			close(nextRunning)
+			var u lateUse
+			select {
+			case u = <-lateDone:
+			case <-time.After(10 * time.Second):
+				t.Error("the late goroutine did not end")
+			}
+			body, _ := io.ReadAll(r.Body)
+			w.Write(body)
+			if u.write == nil || u.flush == nil || u.deadline == nil || u.body == nil || u.body == io.EOF {
+				t.Errorf("a late use reached the connection: write %v, flush %v, write deadline %v, body read %v", u.write, u.flush, u.deadline, u.body)
+			}
+		}
+	})
+	_, addr := startTestServer(t, h)
+	resps := exchange(t, addr, 2, post("/leak", "alice's")+post("/next", "bob's secret"))
+	if r := resps[0]; r.StatusCode != 200 || bodyOf(t, r) != "first" {
+		t.Errorf("the first answer: %d %q", r.StatusCode, bodyOf(t, r))
+	}
+	r := resps[1]
+	if r.StatusCode != 200 || bodyOf(t, r) != "bob's secret" || r.Header.Get("X-Late") != "" || r.Header.Get("X-Request") != "" {
+		t.Errorf("the next answer was changed by the first request's late writer: %d %q %q", r.StatusCode, r.Header, bodyOf(t, r))
+	}
+}
+
+// TestAnswerBufsPoisoned: an answer's buffers given back to bufsPool are
+// poisoned under -race, so a reference kept past the hand-back (here, the
+// test's own) reads 0xFE, never the next user's answer.
+func TestAnswerBufsPoisoned(t *testing.T) {
+	if !recycle.Enabled {
+		t.Skip("poisoning is on only under -race")
+	}
+	w := &fastResponse{}
+	w.take()
+	w.body = append(w.body, "alice's answer"...)
+	w.out = append(w.out, "HTTP/1.1 200 OK\r\n"...)
+	kept, keptOut := w.body, w.out
+	w.release()
+	if w.bufs != nil || w.body != nil || w.out != nil {
+		t.Fatal("release left the writer referring to its buffers")
+	}
+	if !recycle.Poisoned(kept) || !recycle.Poisoned(keptOut) {
+		t.Errorf("given-back answer buffers hold %q and %q, want poison", kept, keptOut)
 	}
 }
