@@ -295,6 +295,10 @@ type fastConn struct {
 	br    connBuf
 
 	remote string
+	// ctx is the connection's requests' base context: it carries the
+	// values net/http's carry (ServerContextKey: the net/http server the
+	// fast path hands off to; LocalAddrContextKey).
+	ctx context.Context
 	// readDeadline is the connection's read deadline as last set by the
 	// serving goroutine (zero: unknown).
 	readDeadline time.Time
@@ -335,6 +339,7 @@ func (c *fastConn) serve() {
 	c.cr.nc = c.nc
 	c.br.init(&c.cr)
 	c.remote = c.nc.RemoteAddr().String()
+	c.ctx = context.WithValue(context.WithValue(context.Background(), http.ServerContextKey, c.s.std), http.LocalAddrContextKey, c.nc.LocalAddr())
 	first := true
 	for {
 		// Wait for a request: the header timeout for the first, the idle
@@ -449,7 +454,7 @@ func (c *fastConn) handOff() {
 // next h.contentLength buffered bytes; false when the connection must
 // close after it.
 func (c *fastConn) serveRequest(h *fastHead, fr *fastRequest) bool {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(c.ctx)
 	r := c.request(ctx, h, fr)
 	w := &fr.w
 

@@ -692,3 +692,35 @@ func TestAnswerBufsPoisoned(t *testing.T) {
 		t.Errorf("given-back answer buffers hold %q and %q, want poison", kept, keptOut)
 	}
 }
+
+// TestServerBaseContext: a fast-path request's context carries the
+// *http.Server (the one the fast path hands off to, so both paths show the
+// same) and the connection's local address, as net/http's requests do.
+func TestServerBaseContext(t *testing.T) {
+	type seen struct {
+		fast bool
+		srv  *http.Server
+		addr net.Addr
+	}
+	seenc := make(chan seen, 2)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, fast := w.(*fastResponse)
+		srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+		addr, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		seenc <- seen{fast, srv, addr}
+	})
+	s, addr := startTestServer(t, h)
+	exchange(t, addr, 2, post("/mcp", "")+"GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
+	for _, want := range []bool{true, false} {
+		got := <-seenc
+		if got.fast != want {
+			t.Fatalf("served by the fast path: %v, want %v", got.fast, want)
+		}
+		if got.srv != s.std {
+			t.Errorf("fast path %v: ServerContextKey is %p, want the Server's %p", want, got.srv, s.std)
+		}
+		if got.addr == nil || got.addr.String() != addr {
+			t.Errorf("fast path %v: LocalAddrContextKey is %v, want %s", want, got.addr, addr)
+		}
+	}
+}
