@@ -724,3 +724,51 @@ func TestServerBaseContext(t *testing.T) {
 		}
 	}
 }
+
+// TestServerBodyLimit: a body is served on the fast path only when it
+// arrived with its head within the read buffer; one a byte longer goes,
+// with the bytes read, to net/http, and is answered all the same. At the
+// limit of the shortest head (maxFastBody) and of an ordinary one.
+func TestServerBodyLimit(t *testing.T) {
+	var h fastHead
+	if !parseFastHead([]byte(shortestFastHead), &h, nil) || h.contentLength != int64(maxFastBody) {
+		t.Fatalf("shortestFastHead %q: parsed length %d, want maxFastBody %d", shortestFastHead, h.contentLength, maxFastBody)
+	}
+	shortest := func(n int) string {
+		return fmt.Sprintf("POST / HTTP/1.1\r\nHost:a\r\nContent-Length:%d\r\n\r\n%s", n, strings.Repeat("s", n))
+	}
+	// An ordinary head whose request fills the buffer, with n = its body.
+	n := connBufSize
+	for len(post("/mcp", strings.Repeat("o", n))) > connBufSize {
+		n--
+	}
+	if len(post("/mcp", strings.Repeat("o", n))) != connBufSize {
+		t.Fatalf("no body of an ordinary POST fills the buffer exactly")
+	}
+	t.Logf("an ordinary head of %d bytes leaves %d for a body", connBufSize-n, n)
+	for _, tc := range []struct {
+		name string
+		req  string
+		body int
+		fast bool
+	}{
+		{"shortest head, maxFastBody", shortest(maxFastBody), maxFastBody, true},
+		{"shortest head, one more", shortest(maxFastBody + 1), maxFastBody + 1, false},
+		{"ordinary head, the buffer full", post("/mcp", strings.Repeat("o", n)), n, true},
+		{"ordinary head, one more", post("/mcp", strings.Repeat("o", n+1)), n + 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &served{}
+			_, addr := startTestServer(t, echoHandler(rec))
+			// One write: the request arrives at once, so where it goes
+			// depends on its size only.
+			r := exchange(t, addr, 1, tc.req)[0]
+			if got := bodyOf(t, r); r.StatusCode != 200 || len(got) != tc.body {
+				t.Errorf("answered %d with %d bytes, want 200 with the %d of the body", r.StatusCode, len(got), tc.body)
+			}
+			if got := rec.get(); len(got) != 1 || got[0] != tc.fast {
+				t.Errorf("served by the fast path: %v, want %v", got, tc.fast)
+			}
+		})
+	}
+}
