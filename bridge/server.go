@@ -20,23 +20,61 @@ import (
 )
 
 // Server serves HTTP/1.1 on a listener with a fast path for the bridge's
-// hot request: it reads every connection's requests itself and serves a
-// POST whose head parses strictly (fasthead.go) and whose body has arrived
-// with it, answering with one write; at the first request that is anything
-// else (a GET stream, a large or slow body, a query, chunked, HTTP/1.0,
-// TLS…) it hands the connection, with the bytes it has read, to a
-// net/http server, which serves it from then on exactly as it would have
-// from the start. So every protection net/http and the bridge have for
-// slow, large and odd requests stays where it was, and the fast path only
-// drops net/http's per-request costs: its header parsing, its response
-// buffers and flush, its deadlines, and its background read per request
-// (here a client's going is noticed only for a request that has run one to
-// two ticks of watchAfter: one sweeper goroutine watches those, with no
-// timer per request).
+// hot request. It reads every connection's requests itself, and serves
+// here only a POST whose head parses strictly (fasthead.go: HTTP/1.1, CRLF
+// lines, a plain path with no query or escapes, one Host, one
+// Content-Length, no Transfer-Encoding, Expect, Upgrade or Trailer,
+// Connection absent or keep-alive) and whose body arrived with its head,
+// the two within the connection's 4 KiB read buffer (maxFastBody). At the
+// first request that is anything else (a GET stream, a large or slow body,
+// a query, chunked, HTTP/1.0, TLS…) it hands the connection, with the
+// bytes it has read, to a net/http server, which serves it from then on
+// exactly as it would have from the start. So every protection net/http
+// and the bridge have for slow, large and odd requests stays where it was,
+// and the fast path only drops net/http's per-request costs: its header
+// parsing, its response buffers and flush, its deadlines, and its
+// background read per request.
 //
-// The handler sees an ordinary *http.Request; its ResponseWriter flushes
-// (a POST answered as an SSE stream goes out chunked), sets write
-// deadlines, and never hijacks.
+// What a handler gets on the fast path, as from net/http:
+//   - a request of its own: its header map, values, URL and body are made
+//     for it and never reused, so what a handler keeps of them past its
+//     return keeps its request's values; r.Body reads fail once the
+//     handler returned (http.ErrBodyReadAfterClose), as after Close;
+//   - a context that carries http.ServerContextKey (the net/http server
+//     the fast path hands off to: the same on both paths) and
+//     http.LocalAddrContextKey, cancelled when the handler returns;
+//   - a ResponseWriter that answers as net/http's does, as a client reads
+//     it (fastresponse.go; FuzzFastResponse holds it to net/http): the
+//     header map as of WriteHeader, Date and a sniffed Content-Type added,
+//     a declared Content-Length enforced (a Write past it fails with
+//     http.ErrContentLength and is not sent; an answer shorter or longer
+//     than declared closes the connection after it, never leaves it out of
+//     sync), 1xx answers, Flush (chunked after it, unless a length was
+//     declared) and SetWriteDeadline, also through http.ResponseController;
+//   - a ResponseWriter of its own: once the handler returned, Write,
+//     Flush and SetWriteDeadline fail (errAfterReturn) and reach nothing,
+//     and WriteHeader does nothing, so a goroutine that kept it cannot
+//     touch the connection's next answer, which behind a proxy's
+//     keep-alive may be another user's. (Changing its header map after the
+//     return is still a data race, as under net/http.)
+//   - a panic closes the connection (logged, unless http.ErrAbortHandler).
+//
+// What it does not offer (the bridge's handlers need none of it on a POST;
+// its GET streams, which hijack, always go to net/http):
+//   - Hijack, CloseNotify, and read deadlines or full duplex
+//     (SetReadDeadline and EnableFullDuplex do nothing: the body is in
+//     memory already);
+//   - Transfer-Encoding or Trailer headers set by the handler, and
+//     trailers: it frames the body itself (an unflushed answer of up to
+//     64 KiB goes out with a Content-Length where net/http chunks one past
+//     2 KiB);
+//   - noticing the client's going from the first moment: only a request
+//     that has run one to two ticks of watchAfter is watched (one sweeper
+//     goroutine watches those, with no timer per request), where net/http
+//     reads in the background from the start;
+//   - std's hooks (ConnState, ConnContext, BaseContext) and Request.TLS
+//     (TLS connections go to net/http); its header and idle timeouts the
+//     fast path keeps itself, with the same values.
 type Server struct {
 	handler http.Handler
 	std     *http.Server
