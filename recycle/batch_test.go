@@ -106,3 +106,20 @@ func TestBatchGiveKeepsNoAlias(t *testing.T) {
 		b.Give(b.cur)
 	}
 }
+
+// TestPoison: every byte up to the capacity, whatever the length.
+func TestPoison(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 7, 64, 1000, 1 << 20} {
+		b := make([]byte, n/2, n)
+		for i := range b[:cap(b)] {
+			b[:cap(b)][i] = 'x'
+		}
+		Poison(b)
+		if Enabled && n > 0 && !Poisoned(b[:cap(b)]) {
+			t.Errorf("cap %d: not every byte poisoned", n)
+		}
+		if !Enabled && n > 0 && Poisoned(b[:cap(b)]) {
+			t.Errorf("cap %d: poisoned without the race detector", n)
+		}
+	}
+}
