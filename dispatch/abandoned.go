@@ -19,11 +19,28 @@ import "time"
 // after the cancellation for that answer; when the child exits; or, at
 // the latest, abandonGrace after it was abandoned (a child that does not
 // answer pings while it works).
+//
+// That relies on the child stopping what it does for a request once it has
+// read its cancellation, as the protocol asks ("SHOULD stop processing")
+// and the SDKs enforce for requests. A child that answers a call after it
+// read the call's cancellation shows that it does not stop; from then on,
+// until it exits, an abandoned call counts until the child answers it (or
+// strictGrace passes), and the operator is told once. What such a child
+// sent for the first call it went on with may have reached another user:
+// the bridge could not know before.
 
 // abandonGrace is how long an abandoned call counts as in flight when the
 // child does not answer it (many servers never answer a cancelled
 // request): the time a child takes to notice a cancellation, generously.
 const abandonGrace = 3 * time.Second
+
+// strictGrace replaces abandonGrace for a child that went on with a call
+// after reading its cancellation.
+const strictGrace = 30 * time.Second
+
+// settledKept bounds the abandoned calls remembered once the child read
+// their cancellation (settled), to tell one it answers anyway.
+const settledKept = 256
 
 // abandonedCall is what is kept of an abandoned call.
 type abandonedCall struct {
@@ -45,7 +62,11 @@ func (d *Dispatcher) abandonLocked(call *Call, now time.Time) {
 	if call.sess == nil {
 		return
 	}
-	d.abandoned[call.up] = abandonedCall{user: call.sess.User(), turn: call.turn, until: now.Add(d.grace)}
+	grace := d.grace
+	if d.goesOn {
+		grace = max(grace, strictGrace)
+	}
+	d.abandoned[call.up] = abandonedCall{user: call.sess.User(), turn: call.turn, until: now.Add(grace)}
 	if call.turn != noTurn {
 		// The calls waiting for the turn now wait for the grace to pass
 		// too: they look again.
@@ -78,16 +99,43 @@ func (d *Dispatcher) cancelsWritten(c *child, ups ...uint64) {
 	}
 }
 
-// answeredLocked notes the child's answer to upstream id up: the abandoned
-// call up, and those whose cancellation was written before request up,
-// are done with. d.pmu must be held.
-func (d *Dispatcher) answeredLocked(up uint64) {
+// answeredLocked notes the child's answer to upstream id up (result: a
+// result, not an error), which no pending call waits for: the abandoned
+// call up, and — unless the child goes on with cancelled calls — those
+// whose cancellation was written before request up, are done with. A
+// result for a call settled so means the child went on with it after
+// reading its cancellation (an error is a server's way to say it
+// stopped). d.pmu must be held.
+func (d *Dispatcher) answeredLocked(up uint64, result bool) {
+	if _, ok := d.settled[up]; ok && result && !d.goesOn {
+		d.goesOn = true
+		d.log.Warn("the child answered a call after reading its cancellation: it goes on with cancelled requests, so what it sends for them could reach another user; until it restarts, a cancelled call counts as its user's until the child answers it (up to "+strictGrace.String()+")",
+			"fix", "make the server stop working on a request once it reads notifications/cancelled (the MCP SDKs do), or give each session a child of its own ('isolation: session')")
+	}
 	for id, a := range d.abandoned {
-		if id == up || (a.after != 0 && up > a.after) {
-			delete(d.abandoned, id)
-			d.turns.give(a.turn)
+		if id != up && (d.goesOn || a.after == 0 || up <= a.after) {
+			continue
+		}
+		delete(d.abandoned, id)
+		d.turns.give(a.turn)
+		if id != up {
+			d.settleLocked(id)
 		}
 	}
+}
+
+// settleLocked remembers abandoned call id, dropped because the child
+// read its cancellation. d.pmu must be held.
+func (d *Dispatcher) settleLocked(id uint64) {
+	if d.settled == nil {
+		d.settled = map[uint64]struct{}{}
+	}
+	if len(d.settledOrder) >= settledKept {
+		delete(d.settled, d.settledOrder[0])
+		d.settledOrder = d.settledOrder[1:]
+	}
+	d.settled[id] = struct{}{}
+	d.settledOrder = append(d.settledOrder, id)
 }
 
 // expireAbandoned drops the abandoned calls whose grace has passed and
@@ -107,11 +155,13 @@ func (d *Dispatcher) expireAbandoned(now time.Time) (next time.Time) {
 	return next
 }
 
-// clearAbandonedLocked drops every abandoned call: their child has exited.
-// d.pmu must be held.
+// clearAbandonedLocked drops every abandoned call, and what is known of
+// the child's ways: it has exited. d.pmu must be held.
 func (d *Dispatcher) clearAbandonedLocked() {
 	for up, a := range d.abandoned {
 		delete(d.abandoned, up)
 		d.turns.give(a.turn)
 	}
+	clear(d.settled)
+	d.settledOrder, d.goesOn = d.settledOrder[:0], false
 }

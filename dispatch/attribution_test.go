@@ -403,3 +403,45 @@ func TestParkedCallLetsOthersRun(t *testing.T) {
 	}
 	(<-ask2Done).Release()
 }
+
+// TestChildThatGoesOnWithCancelledCalls: a child that answers a call with
+// a result after it read the call's cancellation (it answered the ping sent
+// behind it) does not stop for cancellations; from then on an abandoned
+// call counts until the child answers it, ping or not. An error answer is
+// a stop, and changes nothing.
+func TestChildThatGoesOnWithCancelledCalls(t *testing.T) {
+	w := newWired(t, Options{})
+	a := &testSession{id: "a"}
+	c := w.attach(t, a, samplingCaps)
+	c.answerPings.Store(true)
+	abandon := func(id string) string {
+		t.Helper()
+		call, up := beginTool(t, w, c, a, id, "ask", 10*time.Second)
+		call.Release()
+		if m := c.next(t); m.Method != "notifications/cancelled" {
+			t.Fatalf("the child got %s; want the cancellation", m.Raw)
+		}
+		return up
+	}
+	up := abandon("1")
+	waitFor2(t, "the first abandoned call to settle", func() bool { return w.d.Status().Abandoned == 0 })
+	c.emit(`{"jsonrpc":"2.0","id":` + up + `,"error":{"code":-32800,"message":"cancelled"}}`)
+	up = abandon("2")
+	waitFor2(t, "the second abandoned call to settle", func() bool { return w.d.Status().Abandoned == 0 })
+	c.emit(`{"jsonrpc":"2.0","id":` + up + `,"result":{"went":"on"}}`) // it went on
+	pings := c.pings.Load()
+	up = abandon("3")
+	waitFor2(t, "the ping after the third cancellation", func() bool { return c.pings.Load() > pings })
+	// Its ping is answered, and still the call counts: the answer to a
+	// marker ping of the child's, read after the ping's answer, shows the
+	// reader has gone past it.
+	c.emit(`{"jsonrpc":"2.0","id":"marker","method":"ping"}`)
+	if m := c.next(t); string(m.ID) != `"marker"` {
+		t.Fatalf("the child got %s; want the answer to its marker", m.Raw)
+	}
+	if n := w.d.Status().Abandoned; n != 1 {
+		t.Errorf("Status.Abandoned = %d after the ping of a child that goes on; want 1", n)
+	}
+	c.emit(`{"jsonrpc":"2.0","id":` + up + `,"result":{}}`)
+	waitFor2(t, "the third call to end with its answer", func() bool { return w.d.Status().Abandoned == 0 })
+}

@@ -440,14 +440,15 @@ func (d *Dispatcher) takeCall(up uint64) *Call {
 	return call
 }
 
-// takeAnswered is takeCall for the child's answer to up: when the call was
-// abandoned, the child is done with it now.
-func (d *Dispatcher) takeAnswered(up uint64) *Call {
+// takeAnswered is takeCall for the child's answer to up (result: a
+// result, not an error): when the call was abandoned, the child is done
+// with it now.
+func (d *Dispatcher) takeAnswered(up uint64, result bool) *Call {
 	d.pmu.Lock()
 	call := d.pending[up]
 	delete(d.pending, up)
-	if len(d.abandoned) > 0 {
-		d.answeredLocked(up)
+	if len(d.abandoned) > 0 || len(d.settled) > 0 {
+		d.answeredLocked(up, result)
 	}
 	d.pmu.Unlock()
 	return call

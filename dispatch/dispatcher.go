@@ -152,6 +152,12 @@ type Dispatcher struct {
 	// (abandonGrace; tests shorten it).
 	abandoned map[uint64]abandonedCall
 	grace     time.Duration
+	// settled (in settledOrder, oldest first) are abandoned calls dropped
+	// because the child read their cancellation; goesOn: the child
+	// answered one anyway (abandoned.go). Both reset when the child exits.
+	settled      map[uint64]struct{}
+	settledOrder []uint64
+	goesOn       bool
 	// turns schedule the client calls of an interactive destination
 	// (turns.go); unused otherwise.
 	turns turns

@@ -71,7 +71,7 @@ func (d *Dispatcher) lineTooLong(e *supervisor.LineTooLongError) {
 	if !ok {
 		return
 	}
-	if call := d.takeAnswered(up); call != nil {
+	if call := d.takeAnswered(up, false); call != nil {
 		call.reply <- reply{err: ErrTooLarge}
 	}
 }
@@ -81,7 +81,7 @@ func (d *Dispatcher) routeResponse(m *jsonrpc.Message) {
 	up, ok := jsonrpc.Uint(m.ID)
 	var p *Call
 	if ok {
-		p = d.takeAnswered(up)
+		p = d.takeAnswered(up, m.Error == nil)
 	}
 	if p == nil {
 		d.log.Debug("response for no pending call; dropped", "id", string(m.ID))
