@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/stelae-bridge/stelae-bridge/recycle"
 	"github.com/stelae-bridge/stelae-bridge/redact"
 )
 
@@ -86,24 +87,24 @@ type Process struct {
 	stdout *os.File
 
 	stdin *os.File
-	// writeMu guards direct, queue, spare, writing, batch and werr. A
-	// caller that finds stdin idle writes its message itself; messages that
-	// arrive during a write are queued and written together by the drain
-	// goroutine, so concurrent calls share one write(2). While writers keep
-	// meeting (batch), the caller that finds stdin idle first yields once
-	// and takes what was queued meanwhile into its own write: under load
-	// the child wakes once for several calls, not once for each.
+	// writeMu guards queue, writing, batch and werr. At most one writer
+	// of the moment owns stdin (writing is set): the caller that found it
+	// idle, then the drain goroutine while others' messages wait. Messages
+	// that arrive meanwhile are appended to queue, and the writer of the
+	// moment takes them all into one write(2) (recycle.Batch: a taken
+	// buffer is the writer's alone until it gives it back, and the batch
+	// keeps no reference to it). While writers keep meeting (batch), the
+	// caller that finds stdin idle first yields once and takes what was
+	// queued meanwhile with its own message: under load the child wakes
+	// once for several calls, not once for each.
 	writeMu sync.Mutex
-	direct  []byte
-	queue   []byte
-	spare   []byte
+	queue   recycle.Batch
 	writing bool
 	batch   int // yields left before a writer stops waiting for company
 	werr    error
 	drain   chan struct{} // buffer of one: the queue needs writing
 	// deadline is stdin's write deadline as last set. Only the writer of
-	// the moment (the caller that set writing, or the drain goroutine)
-	// uses it; writeMu hands it from one to the next.
+	// the moment uses it; writeMu hands it from one to the next.
 	deadline time.Time
 
 	exited chan struct{}
@@ -223,6 +224,7 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 		stderrDone: make(chan struct{}),
 		drain:      make(chan struct{}, 1),
 	}
+	p.queue.Keep = keepBuf
 	if opts.Records != nil {
 		p.record = opts.Records.add(d.Name, cmd.Process.Pid, pid)
 	}
@@ -306,12 +308,13 @@ func (p *Process) ReadMessage() ([]byte, error) {
 	return p.lines.next()
 }
 
-// WriteMessage implements Child. When no write is in progress the
-// caller writes its message itself (with whatever was queued while it
-// yielded, under load: see writeMu); otherwise the message is queued for the
-// drain goroutine and WriteMessage returns at once. A write that the child
-// does not take within WriteTimeout (at least half of it) fails, and so
-// does every later one.
+// WriteMessage implements Child. When no write is in progress the caller
+// writes its message itself (with whatever was queued while it yielded,
+// under load: see writeMu); otherwise the message is queued for the drain
+// goroutine and WriteMessage returns at once. Either way msg is not
+// referred to after it returns. A write that the child does not take
+// within WriteTimeout (at least half of it) fails, and so does every later
+// one.
 func (p *Process) WriteMessage(msg []byte) error {
 	p.writeMu.Lock()
 	if p.werr != nil {
@@ -320,10 +323,12 @@ func (p *Process) WriteMessage(msg []byte) error {
 		return err
 	}
 	if p.writing {
-		p.queue = append(append(p.queue, msg...), '\n')
+		p.queue.AppendLine(msg)
 		p.writeMu.Unlock()
 		return nil
 	}
+	// Stdin is idle, so the queue is empty: the drain goroutine empties
+	// it before it hands stdin back.
 	p.writing = true
 	var err error
 	if len(msg) < joinLine {
@@ -334,25 +339,24 @@ func (p *Process) WriteMessage(msg []byte) error {
 			p.writeMu.Unlock()
 			runtime.Gosched()
 			p.writeMu.Lock()
-			if len(p.queue) > 0 {
+			if p.queue.Len() > 0 {
 				p.batch = batchWrites
 			} else {
 				p.batch--
 			}
 		}
-		buf := append(append(p.direct[:0], msg...), '\n')
-		buf = append(buf, p.queue...)
-		p.queue = p.queue[:0]
+		// Each writer's messages keep their order; between writers any
+		// order is one the child could have seen.
+		p.queue.AppendLine(msg)
+		buf := p.queue.Take()
 		p.writeMu.Unlock()
-		err = p.write(buf) // one write: the line and its end
+		err = p.write(buf) // one write: the lines and their ends
 		p.writeMu.Lock()
-		if cap(buf) <= keepBuf {
-			p.direct = buf[:0]
-		}
+		p.queue.Give(buf)
 	} else {
 		// A large message is not copied to add its newline: stdin is
-		// this caller's until writing turns false, so the line and
-		// its end go in two writes.
+		// this caller's until writing turns false, so the line and its
+		// end go in two writes.
 		p.writeMu.Unlock()
 		if err = p.write(msg); err == nil {
 			err = p.write(newline)
@@ -361,8 +365,9 @@ func (p *Process) WriteMessage(msg []byte) error {
 	}
 	switch {
 	case err != nil:
-		p.werr, p.queue, p.writing = err, nil, false
-	case len(p.queue) > 0:
+		p.werr, p.writing = err, false
+		p.queue.Drop()
+	case p.queue.Len() > 0:
 		// Others queued meanwhile: the drain goroutine writes them.
 		p.batch = batchWrites
 		select {
@@ -386,17 +391,15 @@ func (p *Process) drainQueue() {
 			return
 		}
 		p.writeMu.Lock()
-		for len(p.queue) > 0 && p.werr == nil {
-			buf := p.queue
-			p.queue = p.spare[:0]
+		for p.queue.Len() > 0 && p.werr == nil {
+			buf := p.queue.Take()
 			p.writeMu.Unlock()
 			err := p.write(buf)
 			p.writeMu.Lock()
-			if cap(buf) <= keepBuf {
-				p.spare = buf[:0]
-			}
+			p.queue.Give(buf)
 			if err != nil {
-				p.werr, p.queue = err, nil
+				p.werr = err
+				p.queue.Drop()
 			}
 		}
 		p.writing = false

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -547,4 +548,141 @@ func TestLauncher(t *testing.T) {
 	if err != nil || string(line) != `{"a":1}` {
 		t.Fatalf("ReadMessage = %q, %v", line, err)
 	}
+}
+
+// TestProcessWriteQueueModel holds the write path to the child to a model:
+// many writers, messages from a few bytes to several MiB, and a child whose
+// reading is slow and stalls at random (cat, whose stdout this test reads
+// with pauses, so its stdin backs up). Each writer, like a caller waiting
+// for its answer, has at most a few messages out at a time, so writes
+// block, and batches of every size — a few bytes, several MiB — follow
+// each other while buffers pass between callers, the drain goroutine and
+// the spare. Every message must arrive whole (its every byte is a function
+// of its writer and number), exactly once, and in its writer's order.
+func TestProcessWriteQueueModel(t *testing.T) {
+	p := startProcess(t, &config.Destination{Command: "cat"}, ProcessOptions{StopGrace: time.Second, MaxMessage: 8 << 20})
+	const writers, each = 12, 50
+	// acks[w] receives the number of each message of writer w read back.
+	acks := make([]chan int, writers)
+	for w := range acks {
+		acks[w] = make(chan int, each)
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		readErr <- readQueueModel(p, writers, each, acks)
+	}()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			window := 1 + rng.IntN(3) // messages out at a time
+			acked := -1
+			for i := range each {
+				if err := p.WriteMessage(queueModelMessage(w, i, queueModelSize(rng))); err != nil {
+					t.Errorf("writer %d, message %d: %v", w, i, err)
+					return
+				}
+				for i-acked >= window {
+					select {
+					case acked = <-acks[w]:
+					case <-stop:
+						return
+					}
+				}
+			}
+		}()
+	}
+	select {
+	case err := <-readErr:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(120 * time.Second):
+		t.Error("the messages did not all come back within 120 s")
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// readQueueModel reads writers×each messages back, pausing now and then,
+// checks each against the model and acknowledges it to its writer.
+func readQueueModel(p *Process, writers, each int, acks []chan int) error {
+	rng := rand.New(rand.NewPCG(1, 2))
+	next := make([]int, writers)
+	for n := range writers * each {
+		b, err := p.ReadMessage()
+		if err != nil {
+			return fmt.Errorf("after %d messages: %v", n, err)
+		}
+		w, i, err := checkQueueModelMessage(b)
+		switch {
+		case err != nil:
+			return fmt.Errorf("message %d read back is not one whole message: %v", n, err)
+		case w >= writers:
+			return fmt.Errorf("message %d names writer %d", n, w)
+		case i != next[w]:
+			return fmt.Errorf("writer %d's message %d came when %d was next (lost, repeated or reordered)", w, i, next[w])
+		}
+		next[w]++
+		acks[w] <- i
+		switch r := rng.IntN(100); {
+		case r < 2:
+			time.Sleep(time.Duration(20+rng.IntN(30)) * time.Millisecond) // a stall
+		case r < 30:
+			time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond) // slow
+		}
+	}
+	return nil
+}
+
+// queueModelSize draws a message size: half a few bytes to a few hundred,
+// some up to 64 KiB, a quarter between 128 and 768 KiB (two or three make a
+// batch over the 1 MiB a kept buffer may hold), a few up to 4 MiB.
+func queueModelSize(rng *rand.Rand) int {
+	switch n := rng.IntN(100); {
+	case n < 50:
+		return rng.IntN(200)
+	case n < 70:
+		return 1<<10 + rng.IntN(63<<10)
+	case n < 95:
+		return 128<<10 + rng.IntN(640<<10)
+	default:
+		return 1<<20 + rng.IntN(3<<20)
+	}
+}
+
+// queueModelMessage is writer w's message i with size bytes of padding,
+// each a function of (w, i, position).
+func queueModelMessage(w, i, size int) []byte {
+	b := fmt.Appendf(nil, `{"w":%d,"i":%d,"n":%d,"pad":"`, w, i, size)
+	for k := range size {
+		b = append(b, queueModelByte(w, i, k))
+	}
+	return append(b, `"}`...)
+}
+
+func queueModelByte(w, i, k int) byte { return 'a' + byte((w*31+i*7+k)%26) }
+
+// checkQueueModelMessage checks a message read back and returns its writer
+// and number.
+func checkQueueModelMessage(b []byte) (w, i int, err error) {
+	var m struct {
+		W, I, N int
+		Pad     string
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return 0, 0, fmt.Errorf("%v (%d bytes: %.60q…)", err, len(b), b)
+	}
+	if m.W < 0 || m.W >= 1<<10 || len(m.Pad) != m.N {
+		return 0, 0, fmt.Errorf("writer %d message %d: %d bytes of padding, announced %d", m.W, m.I, len(m.Pad), m.N)
+	}
+	for k := range m.N {
+		if m.Pad[k] != queueModelByte(m.W, m.I, k) {
+			return 0, 0, fmt.Errorf("writer %d message %d: byte %d of its padding is %q, not its own", m.W, m.I, k, m.Pad[k])
+		}
+	}
+	return m.W, m.I, nil
 }

@@ -68,3 +68,53 @@ func TestLogWriterAllocatesNothing(t *testing.T) {
 		t.Errorf("%.1f allocations per batch, want 0", n)
 	}
 }
+
+// slowOut is an output that takes its time over each write and checks that
+// the bytes it was given do not change meanwhile (io.Writer lends them for
+// the call): a batch reused while still being written fails here.
+type slowOut struct {
+	syncBuffer
+	changed chan string
+}
+
+func (o *slowOut) Write(p []byte) (int, error) {
+	before := string(p)
+	time.Sleep(time.Millisecond)
+	if string(p) != before {
+		select {
+		case o.changed <- fmt.Sprintf("a batch of %d bytes changed while it was written", len(p)):
+		default:
+		}
+	}
+	return o.syncBuffer.Write(p)
+}
+
+// TestLogWriterBatchesAreTheirFlushsAlone: with an output slow to take each
+// batch, writers keep appending (batches of every size, some over keepLog,
+// so spares are kept and dropped) while a batch is written; none of the
+// written bytes may change under the write.
+func TestLogWriterBatchesAreTheirFlushsAlone(t *testing.T) {
+	out := &slowOut{changed: make(chan string, 1)}
+	w := newLogWriter(out)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 3000 {
+				n := i % 200
+				if i%97 == 0 {
+					n = keepLog / 2 // a few of these make a batch over keepLog
+				}
+				fmt.Fprintf(w, "writer=%d line=%d %s\n", g, i, strings.Repeat("y", n))
+			}
+		}()
+	}
+	wg.Wait()
+	w.Close()
+	select {
+	case msg := <-out.changed:
+		t.Fatal(msg)
+	default:
+	}
+}
