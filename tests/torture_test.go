@@ -140,7 +140,9 @@ type torture struct {
 	problems             map[string]*tortureProblem
 	// intended are the tags whose calls the test cancelled.
 	intended map[string]bool
-	counts   map[string]int
+	// failed are the tags of calls that failed, for the journal's story.
+	failed []string
+	counts map[string]int
 }
 
 // tortureProblem is every problem of one kind: how many, and the first
@@ -345,6 +347,15 @@ func (tt *torture) report(kind, format string, args ...any) {
 func (tt *torture) count(key string, n int) {
 	tt.mu.Lock()
 	tt.counts[key] += n
+	tt.mu.Unlock()
+}
+
+// slowest keeps the longest call of each destination and era, in ms.
+func (tt *torture) slowest(c *tortureCall) {
+	key := c.dest.name + " " + c.era + " slowest call (ms)"
+	ms := int(time.Since(c.started).Milliseconds())
+	tt.mu.Lock()
+	tt.counts[key] = max(tt.counts[key], ms)
 	tt.mu.Unlock()
 }
 
@@ -726,6 +737,7 @@ func (tt *torture) intend(tag string) {
 // made or the call did not end with an answer.
 func (tt *torture) run(c *tortureCall) string {
 	c.started = time.Now()
+	defer tt.slowest(c)
 	rcv := c.receiver()
 	var inputs map[string]json.RawMessage
 	var state string
@@ -765,7 +777,7 @@ func (tt *torture) run(c *tortureCall) string {
 			if tt.excused(c.dest, c.started) {
 				tt.count(c.dest.name+" excused failures (crash)", 1)
 			} else {
-				tt.report("failed", "%s (%s, %d B sent): %v %d %s", c.tag, c.era, len(c.raw), err, status, body)
+				tt.callFailed(c, "%v %d %s", err, status, body)
 			}
 			return ""
 		}
@@ -780,7 +792,7 @@ func (tt *torture) run(c *tortureCall) string {
 			case tt.excused(c.dest, c.started):
 				tt.count(c.dest.name+" excused failures (crash)", 1)
 			default:
-				tt.report("failed", "%s (%s): error %d %s", c.tag, c.era, final.Error.Code, final.Error.Message)
+				tt.callFailed(c, "error %d %s", final.Error.Code, final.Error.Message)
 			}
 			return ""
 		}
@@ -803,11 +815,21 @@ func (tt *torture) run(c *tortureCall) string {
 			c.id = json.RawMessage(strconv.Quote(fmt.Sprintf("%s-retry%d", c.id, round+1)))
 			continue
 		}
-		tt.checkAnswer(c, res.TortureResult, res.Content)
+		tt.checkAnswer(c, final.Result, res.TortureResult, res.Content)
 		return res.Asked
 	}
 	tt.report("failed", "%s: still input_required after 4 rounds", c.tag)
 	return ""
+}
+
+// callFailed reports a call that failed and did not have to.
+func (tt *torture) callFailed(c *tortureCall, format string, args ...any) {
+	a := c.args
+	tt.report("failed", "%s (%s, %d B sent; answer %d B, progress %d, logs %d, ask %q, hold %d ms, cancel %q, json only %v): %s",
+		c.tag, c.era, len(c.raw), a.Answer, a.Progress, a.Logs, a.Ask, a.HoldMS, c.cancel, c.jsonOnly, fmt.Sprintf(format, args...))
+	tt.mu.Lock()
+	tt.failed = append(tt.failed, c.tag)
+	tt.mu.Unlock()
 }
 
 // holding reports whether m is the progress a hold sends once it has the
@@ -847,12 +869,14 @@ func (tt *torture) inputRequests(rcv receiver, reqs map[string]json.RawMessage) 
 // checkAnswer holds the answer to the call's own request: its tag, the
 // digest of the arguments the child received, the text derived from the
 // tag.
-func (tt *torture) checkAnswer(c *tortureCall, res fakemcp.TortureResult, content []struct {
+func (tt *torture) checkAnswer(c *tortureCall, raw json.RawMessage, res fakemcp.TortureResult, content []struct {
 	Text string `json:"text"`
 }) {
 	sum := sha256.Sum256(c.raw)
 	want := fakemcp.TortureText(c.tag, c.args.Answer)
 	switch {
+	case res.Tag == "":
+		tt.report("corrupt", "%s (%s): an answer that is not the torture tool's: %.300s", c.tag, c.era, raw)
 	case res.Tag != c.tag:
 		tt.report("cross-user", "%s (%s) got the answer to %s", c.tag, c.era, res.Tag)
 	case res.Digest != hex.EncodeToString(sum[:]):
@@ -1174,7 +1198,7 @@ func (tt *torture) readPipelined(br *bufio.Reader, c *tortureCall) error {
 		tt.report("corrupt", "pipeline: %s: %v: %.200s", c.tag, err, final.Result)
 		return nil
 	}
-	tt.checkAnswer(c, res.TortureResult, res.Content)
+	tt.checkAnswer(c, final.Result, res.TortureResult, res.Content)
 	return nil
 }
 
@@ -1328,6 +1352,22 @@ func (tt *torture) finish() {
 		}
 		if n := tt.counted(d.name + " sessionless asked delivered"); n != 0 {
 			tt.report("counts", "%s: %d child requests were delivered to sessionless requests, which cannot answer", d.name, n)
+		}
+	}
+	// What the children say of the first calls that failed.
+	for _, tag := range tt.failed[:min(len(tt.failed), 8)] {
+		_, dest, _ := splitTag(tag)
+		for _, d := range tortureDests {
+			if d.name != dest {
+				continue
+			}
+			var story []string
+			for _, e := range tt.journal(d) {
+				if e.note == tag || strings.HasPrefix(e.note, tag+" ") {
+					story = append(story, e.kind+" "+e.note)
+				}
+			}
+			t.Logf("the %s child's journal of %s: %q", dest, tag, story)
 		}
 	}
 	// The bridge stops on SIGINT; its stderr has every race it met.

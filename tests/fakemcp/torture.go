@@ -27,7 +27,10 @@ import (
 // "badline" for a line that is not a JSON-RPC message (a message cut short
 // or spliced with another), "dup TAG" for a tag received twice, "wrong TAG
 // GOT" when a request it sent for TAG was answered for GOT, and
-// "cancelled TAG" when the bridge cancels a call.
+// "cancelled TAG" when the bridge cancels a call; and "ask TAG ID" as it
+// sends a request for TAG, "refused TAG ERROR" when the request was
+// answered with an error, "unanswered TAG" when it was not answered
+// within 30 s.
 
 // Torture modes.
 const (
@@ -346,6 +349,7 @@ func (t *tortureChild) ask(c *tortureCall, kind string) (string, bool) {
 	ch := make(chan message, 1)
 	t.waiting[string(id)] = ch
 	t.mu.Unlock()
+	journalNote("ask", c.tag+" "+string(id))
 	t.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	var r message
 	select {
@@ -353,6 +357,7 @@ func (t *tortureChild) ask(c *tortureCall, kind string) (string, bool) {
 	case <-c.cancelled:
 		return "", false
 	case <-time.After(30 * time.Second):
+		journalNote("unanswered", c.tag)
 		return "unanswered", true
 	}
 	if len(r.Error) > 0 {
