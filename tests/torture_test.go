@@ -102,6 +102,12 @@ const (
 	tortureCallTimeout = 60 * time.Second
 )
 
+// tortureAnyone is the token of every sessionless and 2026-07-28 request;
+// session user sN's is tortureBearer(sN).
+const tortureAnyone = "torture-token-anyone"
+
+func tortureBearer(user string) string { return "torture-token-" + user }
+
 // Eras of a torture call.
 const (
 	eraSession     = "session"     // a 2025 session
@@ -157,6 +163,9 @@ type tortureSession struct {
 	user string // s0, s1…
 	dest *tortureDest
 	sid  string
+	// bearer is the user's token: the bridge runs with static tokens, one
+	// per session user.
+	bearer string
 	// seq numbers the session's calls (tags); ids are its JSON-RPC ids,
 	// which collide with other sessions' on purpose.
 	seq, ids atomic.Int64
@@ -170,6 +179,10 @@ type tortureCall struct {
 	user string
 	tag  string
 	id   json.RawMessage
+	// bearer is the caller's token: its session user's, or the one every
+	// sessionless and 2026-07-28 request uses (each such request is a
+	// user of its own whatever its token).
+	bearer string
 	// token is the client's progress token (raw JSON), nil for none.
 	token json.RawMessage
 	args  fakemcp.TortureArgs // what the call asks for (Pad unused)
@@ -236,6 +249,14 @@ func startTorture(t *testing.T, load time.Duration) *torture {
 	if err := os.WriteFile(config, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	tokens := []string{tortureAnyone}
+	for u := range tortureUsers {
+		tokens = append(tokens, tortureBearer(fmt.Sprintf("s%d", u)))
+	}
+	tokensFile := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokensFile, []byte(strings.Join(tokens, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	p := startBinary(t, config,
 		"-max-sessions", "64",
 		"-request-timeout", "25s",
@@ -244,6 +265,7 @@ func startTorture(t *testing.T, load time.Duration) *torture {
 		"-keepalive", "1s",
 		"-stop-grace", "500ms",
 		"-log-level", "warn",
+		"-auth-tokens-file", tokensFile,
 	)
 	ctx, stop := context.WithTimeout(context.Background(), tortureBudget)
 	streams, endStream := context.WithCancel(ctx)
@@ -273,6 +295,7 @@ func startTorture(t *testing.T, load time.Duration) *torture {
 	for _, d := range tortureDests {
 		for u := range tortureUsers {
 			s := &tortureSession{user: fmt.Sprintf("s%d", u), dest: d}
+			s.bearer = tortureBearer(s.user)
 			tt.initialize(s, []string{"2025-03-26", "2025-06-18", "2025-11-25"}[u%3])
 			tt.sessions = append(tt.sessions, s)
 			tt.byDest[d.name] = append(tt.byDest[d.name], s)
@@ -370,12 +393,13 @@ func (tt *torture) url(d *tortureDest) string { return tt.base + "/" + d.name + 
 // initialize opens s (on the test's goroutine).
 func (tt *torture) initialize(s *tortureSession, version string) {
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{"sampling":{},"elicitation":{}},"clientInfo":{"name":"torture-%s","version":"1"}}}`, version, s.user)
-	r, err := requestWith(tt.hc, http.MethodPost, tt.url(s.dest), "", body)
+	auth := []string{"Authorization", "Bearer " + s.bearer}
+	r, err := requestWith(tt.hc, http.MethodPost, tt.url(s.dest), "", body, auth...)
 	if err != nil || r.status != http.StatusOK || r.header.Get("Mcp-Session-Id") == "" {
 		tt.t.Fatalf("initialize %s on %s: %v %d %s", s.user, s.dest.name, err, r.status, r.body)
 	}
 	s.sid = r.header.Get("Mcp-Session-Id")
-	if r, err := requestWith(tt.hc, http.MethodPost, tt.url(s.dest), s.sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil || r.status != http.StatusAccepted {
+	if r, err := requestWith(tt.hc, http.MethodPost, tt.url(s.dest), s.sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, auth...); err != nil || r.status != http.StatusAccepted {
 		tt.t.Fatalf("notifications/initialized %s on %s: %v %d %s", s.user, s.dest.name, err, r.status, r.body)
 	}
 }
@@ -442,8 +466,9 @@ func (tt *torture) newCall(rng *rand.Rand, d *tortureDest, era string, s *tortur
 	c := &tortureCall{dest: d, era: era, sess: s}
 	var n, id int64
 	if s != nil {
-		c.user, n, id = s.user, s.seq.Add(1), s.ids.Add(1)
+		c.user, n, id, c.bearer = s.user, s.seq.Add(1), s.ids.Add(1), s.bearer
 	} else {
+		c.bearer = tortureAnyone
 		prefix := map[string]string{eraModern: "m", eraSessionless: "x"}[era]
 		c.user, n, id = fmt.Sprintf("%s%d", prefix, tt.users.Add(1)), 0, int64(rng.IntN(4))
 	}
@@ -518,7 +543,7 @@ func (c *tortureCall) body(inputs map[string]json.RawMessage, state string) []by
 
 // headers are the call's request headers (name, value pairs).
 func (c *tortureCall) headers() []string {
-	var h []string
+	h := []string{"Authorization", "Bearer " + c.bearer}
 	if c.jsonOnly {
 		h = append(h, "Accept", "application/json")
 	}
@@ -670,7 +695,7 @@ func (tt *torture) related(rcv receiver, m tmsg) {
 			answer, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32600, "message": "not mine"}})
 		}
 		started := time.Now()
-		status, body, err := tt.exchange(http.MethodPost, tt.url(rcv.dest), rcv.sess.sid, answer, nil, nil)
+		status, body, err := tt.exchange(http.MethodPost, tt.url(rcv.dest), rcv.sess.sid, answer, []string{"Authorization", "Bearer " + rcv.sess.bearer}, nil)
 		if err != nil || status != http.StatusAccepted {
 			if !tt.excused(rcv.dest, started) {
 				tt.report("failed", "%s answering the child's %s for %s: %v %d %s", rcv, m.Method, tag, err, status, body)
@@ -759,7 +784,7 @@ func (tt *torture) run(c *tortureCall) string {
 					return false
 				}
 				note := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"torture"}}`, c.id)
-				if st, b, err := tt.exchange(http.MethodPost, tt.url(c.dest), c.sid(), []byte(note), nil, nil); err != nil || st != http.StatusAccepted {
+				if st, b, err := tt.exchange(http.MethodPost, tt.url(c.dest), c.sid(), []byte(note), c.headers()[:2], nil); err != nil || st != http.StatusAccepted {
 					if !tt.excused(c.dest, c.started) {
 						tt.report("failed", "%s: notifications/cancelled: %v %d %s", c.tag, err, st, b)
 					}
@@ -916,7 +941,7 @@ func (tt *torture) getStream(s *tortureSession) {
 		if tt.streams.Err() != nil {
 			return
 		}
-		req, err := newRequest(tt.streams, http.MethodGet, tt.url(s.dest), s.sid, "")
+		req, err := newRequest(tt.streams, http.MethodGet, tt.url(s.dest), s.sid, "", "Authorization", "Bearer "+s.bearer)
 		if err != nil {
 			tt.report("failed", "%s: %v", rcv, err)
 			return
@@ -1190,12 +1215,21 @@ func (tt *torture) readPipelined(br *bufio.Reader, c *tortureCall) error {
 	}
 	var res struct {
 		fakemcp.TortureResult
-		Content []struct {
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		Content       []struct {
 			Text string `json:"text"`
 		} `json:"content"`
 	}
 	if err := json.Unmarshal(final.Result, &res); err != nil {
 		tt.report("corrupt", "pipeline: %s: %v: %.200s", c.tag, err, final.Result)
+		return nil
+	}
+	if res.ResultType == "input_required" {
+		// A pipelined call asks nothing: these requests are another's.
+		if len(tt.inputRequests(rcv, res.InputRequests)) > 0 {
+			tt.report("unexpected", "pipeline: %s, which asks nothing, was asked for input: %.300s", c.tag, final.Result)
+		}
 		return nil
 	}
 	tt.checkAnswer(c, final.Result, res.TortureResult, res.Content)
@@ -1273,7 +1307,7 @@ func (tt *torture) alone() {
 func (tt *torture) waitIdle() {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		m := scrapeURL(tt.t, tt.base)
+		m := tt.metrics()
 		busy := ""
 		for _, d := range tortureDests {
 			if m[`stelae_inflight_calls{destination="`+d.name+`"}`] != 0 {
@@ -1289,6 +1323,20 @@ func (tt *torture) waitIdle() {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// metrics reads the bridge's /metrics into name{labels} → value.
+func (tt *torture) metrics() map[string]float64 {
+	r, err := requestWith(tt.hc, http.MethodGet, tt.base+"/metrics", "", "", "Authorization", "Bearer "+tortureAnyone)
+	if err != nil || r.status != http.StatusOK {
+		tt.t.Fatalf("/metrics: %v %d %s", err, r.status, r.body)
+	}
+	out := map[string]float64{}
+	for _, m := range anyMetricLine.FindAllStringSubmatch(string(r.body), -1) {
+		v, _ := strconv.ParseFloat(m[3], 64)
+		out[m[1]+m[2]] = v
+	}
+	return out
 }
 
 // journal is what d's children recorded.
