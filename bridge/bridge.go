@@ -280,9 +280,12 @@ func (b *Bridge) dispatcherFactory(d *config.Destination) func() *dispatch.Dispa
 		Records:      o.Records,
 	})
 	roots := rootsResult(d)
-	var allowed func(string) bool
+	var allowed, alone func(string) bool
 	if !d.Tools.Empty() {
 		allowed = d.Tools.Allows
+	}
+	if len(d.InteractiveTools) > 0 {
+		alone = d.RunsAlone
 	}
 	return func() *dispatch.Dispatcher {
 		return dispatch.New(dispatch.Options{
@@ -300,6 +303,7 @@ func (b *Bridge) dispatcherFactory(d *config.Destination) func() *dispatch.Dispa
 			BridgeVersion:   o.Version,
 			Logs:            d.Logs,
 			Interactive:     d.Interactive,
+			InteractiveTool: alone,
 			Logger:          o.Logger.Named("dispatch"),
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
@@ -34,6 +35,7 @@ var (
 	descState    = prometheus.NewDesc("stelae_child_state", "1 for the child's current state.", []string{"destination", "state"}, nil)
 	descRestarts = prometheus.NewDesc("stelae_child_restarts_total", "Restarts of the child after it crashed.", []string{"destination"}, nil)
 	descLogsDrop = prometheus.NewDesc("stelae_child_logs_dropped_total", "Log messages of the child's that reached no session: not attributable to one ('logs:').", []string{"destination"}, nil)
+	descRefused  = prometheus.NewDesc("stelae_child_requests_refused_total", "Requests of the child's (sampling, elicitation, roots) answered with an error because the bridge could not know whose they were: several_users (calls of more than one user in flight: see 'interactive:'), no_call, abandoned, capability, no_session, queue_full.", []string{"destination", "reason"}, nil)
 )
 
 // childStates are the states stelae_child_state reports (stopping is brief
@@ -45,6 +47,7 @@ func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descState
 	ch <- descRestarts
 	ch <- descLogsDrop
+	ch <- descRefused
 }
 
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -54,6 +57,9 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(ep.SessionCount()), name)
 		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.RestartsTotal), name)
 		ch <- prometheus.MustNewConstMetric(descLogsDrop, prometheus.CounterValue, float64(st.LogsDropped), name)
+		for _, reason := range dispatch.RefusalReasons() {
+			ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(st.Refused[reason]), name, reason)
+		}
 		for _, s := range childStates {
 			v := 0.0
 			if s == st.State {

@@ -76,9 +76,14 @@ type Destination struct {
 	// block, else the top-level one; nil when neither is set.
 	Auth *Auth
 	// Interactive serves the clients' calls to a shared child one at a
-	// time ('interactive:'), so that every request and log line the child
-	// sends is attributed to the call that caused it.
+	// time ('interactive: true'), so that every request and log line the
+	// child sends is attributed to the call that caused it.
 	Interactive bool
+	// InteractiveTools, from 'interactive: [globs]', are the tools whose
+	// calls run alone on the shared child (the tools that ask their
+	// clients things); other calls run together, but not beside one of
+	// them. Empty when 'interactive:' is a boolean or absent.
+	InteractiveTools []string
 	// Logs is what becomes of a child's log message that cannot be
 	// attributed to one session ('logs:'): LogsAttributed, LogsFanout or
 	// LogsDrop; empty means attributed.
@@ -224,7 +229,7 @@ type fileDestination struct {
 	StartTimeout   yaml.Node         `yaml:"start_timeout"`
 	StderrLogLevel yaml.Node         `yaml:"stderr_log_level"`
 	Auth           yaml.Node         `yaml:"auth"`
-	Interactive    bool              `yaml:"interactive"`
+	Interactive    yaml.Node         `yaml:"interactive"`
 	Logs           yaml.Node         `yaml:"logs"`
 	Cache          yaml.Node         `yaml:"cache"`
 	Tasks          yaml.Node         `yaml:"tasks"`
@@ -537,9 +542,13 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 	}
 	d.Logs = oneOf(&fd.Logs, "logs", []string{LogsAttributed, LogsFanout, LogsDrop},
 		"what becomes of a child's log line that cannot be attributed to one session: attributed gives it to the sole session, fanout to every session, drop to none")
-	d.Interactive = fd.Interactive
-	if d.Interactive && d.Isolation == IsolationSession {
-		problem(v.Line, "destination %q: 'interactive' serializes the calls of a shared child; with 'isolation: session' every session has its own child already: remove one of them", name)
+	if n := &fd.Interactive; n.Kind != 0 {
+		d.Interactive, d.InteractiveTools = parseInteractive(n, func(line int, format string, args ...any) {
+			problem(line, "destination %q: "+format, append([]any{name}, args...)...)
+		})
+		if (d.Interactive || len(d.InteractiveTools) > 0) && d.Isolation == IsolationSession {
+			problem(n.Line, "destination %q: 'interactive' arranges the calls of a shared child; with 'isolation: session' every session has its own child already: remove one of them", name)
+		}
 	}
 	if fd.Cache.Kind != 0 {
 		d.CacheTTL, d.CacheScope = parseCache(&fd.Cache, func(line int, format string, args ...any) {
@@ -806,6 +815,60 @@ func nodeText(n *yaml.Node) string {
 		return "a mapping"
 	}
 	return "not a plain value"
+}
+
+// parseInteractive reads a destination's 'interactive:': true or false, or
+// a list of tool name globs (path.Match syntax), the tools whose calls run
+// alone.
+func parseInteractive(n *yaml.Node, problem func(line int, format string, args ...any)) (all bool, tools []string) {
+	const want = "'interactive' must be true (every call runs alone), false, or a list of the tools that ask their clients things (names or globs: their calls run alone)"
+	switch n.Kind {
+	case yaml.ScalarNode:
+		var b bool
+		if n.Decode(&b) != nil || n.Tag != "!!bool" {
+			problem(n.Line, "%s, not %s", want, nodeText(n))
+		}
+		return b, nil
+	case yaml.SequenceNode:
+		for _, g := range n.Content {
+			if g.Kind != yaml.ScalarNode || g.Tag == "!!null" || g.Value == "" {
+				problem(g.Line, "'interactive' entries must be tool names or globs (strings)")
+				continue
+			}
+			if _, err := path.Match(g.Value, ""); err != nil {
+				problem(g.Line, "'interactive' glob %q is invalid (path.Match syntax: * ? [a-z] \\x)", g.Value)
+				continue
+			}
+			tools = append(tools, g.Value)
+		}
+		if len(n.Content) == 0 {
+			problem(n.Line, "'interactive' is an empty list; write false, or list the tools that ask their clients things")
+		}
+		return false, tools
+	}
+	problem(n.Line, "%s", want)
+	return false, nil
+}
+
+// RunsAlone reports whether a call of tool name runs alone on the shared
+// child ('interactive:'): every call with 'interactive: true', the listed
+// tools' with a list. A listed glob also matches the name in any letter
+// case, so a server that looks tools up without regard to case cannot be
+// handed a listed tool that runs together.
+func (d *Destination) RunsAlone(name string) bool {
+	if d.Interactive {
+		return true
+	}
+	if matchAny(d.InteractiveTools, name) {
+		return true
+	}
+	folded := FoldCase(name)
+	for _, g := range d.InteractiveTools {
+		if ok, _ := path.Match(FoldCase(g), folded); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // parseTools reads a destination's 'tools:' mapping: exactly one of 'allow:'

@@ -434,6 +434,30 @@ servers:
 			count: 1,
 		},
 		{
+			name:  "interactive list with isolation: session",
+			src:   "destinations:\n  a:\n    command: cat\n    interactive: [ask]\n    isolation: session\n",
+			want:  [][]string{{`"a"`, "line 4", "'interactive'", "isolation: session"}},
+			count: 1,
+		},
+		{
+			name:  "interactive is neither a boolean nor a list",
+			src:   "destinations:\n  a:\n    command: cat\n    interactive: sometimes\n",
+			want:  [][]string{{`"a"`, "line 4", "'interactive' must be true", "list of the tools", `"sometimes"`}},
+			count: 1,
+		},
+		{
+			name:  "interactive is an empty list",
+			src:   "destinations:\n  a:\n    command: cat\n    interactive: []\n",
+			want:  [][]string{{`"a"`, "line 4", "empty list"}},
+			count: 1,
+		},
+		{
+			name:  "interactive has a bad glob and an empty entry",
+			src:   "destinations:\n  a:\n    command: cat\n    interactive:\n      - \"[a\"\n      - \"\"\n",
+			want:  [][]string{{`"a"`, "line 5", "glob \"[a\" is invalid"}, {`"a"`, "line 6", "tool names or globs"}},
+			count: 2,
+		},
+		{
 			name:  "cache is not a mapping",
 			src:   "destinations:\n  a:\n    command: cat\n    cache: 30s\n",
 			want:  [][]string{{`"a"`, "line 4", "'cache'", "ttl", "scope"}},
@@ -938,6 +962,23 @@ func TestParseConfigNewKeys(t *testing.T) {
 	}
 	if b := cfg.Destinations["b"]; b.Interactive || b.Logs != "" || b.CacheTTL != 0 || b.CacheScope != CachePrivate {
 		t.Errorf("b: Interactive %v Logs %q CacheTTL %s CacheScope %q; want false, empty, 0s, private", b.Interactive, b.Logs, b.CacheTTL, b.CacheScope)
+	}
+	// interactive: a list of the tools that run alone.
+	src = "destinations:\n  a:\n    command: cat\n    interactive: [trigger-sampling-request, \"ask_*\"]\n  b:\n    command: cat\n    interactive: false\n"
+	if cfg, err = Parse("x.yaml", []byte(src), noEnv, testReserved...); err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	a := cfg.Destinations["a"]
+	if a.Interactive || !slices.Equal(a.InteractiveTools, []string{"trigger-sampling-request", "ask_*"}) {
+		t.Errorf("a: Interactive %v InteractiveTools %q; want false and the two globs", a.Interactive, a.InteractiveTools)
+	}
+	for name, want := range map[string]bool{"trigger-sampling-request": true, "TRIGGER-Sampling-Request": true, "ask_me": true, "echo": false, "ask": false} {
+		if a.RunsAlone(name) != want {
+			t.Errorf("a.RunsAlone(%q) = %v; want %v", name, !want, want)
+		}
+	}
+	if b := cfg.Destinations["b"]; b.Interactive || b.InteractiveTools != nil || b.RunsAlone("x") {
+		t.Errorf("b (interactive: false): %v %q", b.Interactive, b.InteractiveTools)
 	}
 	src = "destinations:\n  a:\n    command: cat\n    tasks:\n      after: 250ms\n      ttl: 2h\n"
 	if cfg, err = Parse("x.yaml", []byte(src), noEnv, testReserved...); err != nil {

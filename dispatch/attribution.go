@@ -2,43 +2,51 @@ package dispatch
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 )
 
 // Attribution. A stdio child's requests (sampling, elicitation, roots) and
 // its log messages (notifications/message) carry no link to the call that
-// caused them; on a shared child the bridge must decide whose they are.
+// caused them; on a shared child the bridge must decide whose they are,
+// and when it cannot know, it gives them to nobody. A user is what
+// Session.User names: a 2025 session, a stateless request (each its own),
+// or — with auth — every session and request of one principal.
 //
-//   - Exact: every client call in flight belongs to one session (one call,
-//     or several of the same session; a modern request is a session of its
-//     own). Requests and log lines go to that session: the stream of its
-//     newest call (a 2025 POST stream, a modern request's response stream),
-//     else its GET stream.
-//   - Ambiguous: calls of several sessions are in flight. A log line follows
-//     Options.Logs (by default it is dropped and counted: no session gets
-//     another's lines). A request goes to the session of the newest call in
-//     flight, as the bridge has always done: the request usually comes
-//     right after the call that causes it starts (refusing it would break
-//     every overlap of two clients), but it can be another's. A destination
-//     whose child asks its clients things while serving several users
-//     should be interactive.
+//   - Exact: every client call in flight belongs to one user (one call, or
+//     several of the same user; abandoned calls the child may still be
+//     working on count too, abandoned.go). Requests and log lines go to
+//     that user's newest call: its stream (a 2025 POST stream, a
+//     stateless request's response stream), else its session's GET stream.
+//   - Ambiguous: calls of several users are in flight. The bridge cannot
+//     know whose a request is, so the child gets an error at once
+//     (refused, counted in Status.Refused, and logged once per destination
+//     with the setting that makes it exact: 'interactive:', turns.go). A
+//     log line follows Options.Logs (by default it is dropped and
+//     counted).
 //   - Idle: no client call is in flight (server-filesystem asks for roots
-//     right after the handshake). A request goes to the only session that
-//     declared the capability it needs; a log line follows Options.Logs.
+//     right after the handshake). A request goes to the one user
+//     connected (one of its sessions that declared the capability the
+//     request needs); with more than one connected it is refused. A log
+//     line follows Options.Logs.
 //
-// A request goes nowhere (the child gets an error at once, so it never
-// waits for an answer that cannot come) when the chosen session did not
-// declare the capability it needs. An interactive destination
-// (Options.Interactive, interactive.go) has at most one client call in
-// flight, so attribution is always exact or idle. A call the client
-// abandoned is no longer in flight.
+// A request also goes nowhere (the child gets an error at once, so it
+// never waits for an answer that cannot come) when the chosen session did
+// not declare the capability it needs, or when the only calls in flight
+// are abandoned ones. An interactive destination (turns.go) runs the calls
+// that may ask alone, so their requests are always exact.
 
 // Values of Options.Logs: what becomes of a log line that cannot be
 // attributed exactly.
 const (
-	// LogsAttributed (the default) gives it to the sole session when only
-	// one is attached (a Transient caller does not count) and drops it
-	// otherwise (counted in Status.LogsDropped).
+	// LogsAttributed (the default) gives a line that comes while no call
+	// is in flight to the one user connected (a Transient caller does not
+	// count), and drops every other line it cannot attribute (counted in
+	// Status.LogsDropped).
 	LogsAttributed = "attributed"
 	// LogsFanout sends it to every session's GET stream, as a child that
 	// logs only about itself would want.
@@ -47,27 +55,93 @@ const (
 	LogsDrop = "drop"
 )
 
-// inflight returns the newest client call in flight and how many sessions
-// the client calls in flight belong to: 0, 1, or 2 for "more than one".
-// d.pmu must be held.
-func (d *Dispatcher) inflight() (newest *Call, sessions int) {
+// Why the bridge refused a request of the child's (Status.Refused keys,
+// the reason label of stelae_child_requests_refused_total).
+const (
+	// RefusedUsers: calls of more than one user were in flight.
+	RefusedUsers = "several_users"
+	// RefusedNoCall: no call was in flight and more than one user was
+	// connected.
+	RefusedNoCall = "no_call"
+	// RefusedAbandoned: the only calls in flight were abandoned ones.
+	RefusedAbandoned = "abandoned"
+	// RefusedCapability: the user it would go to did not declare the
+	// capability it needs.
+	RefusedCapability = "capability"
+	// RefusedNoSession: no session was connected.
+	RefusedNoSession = "no_session"
+	// RefusedQueueFull: the session it went to could take no more
+	// messages.
+	RefusedQueueFull = "queue_full"
+)
+
+// refusals lists the reasons.
+var refusals = [...]string{RefusedUsers, RefusedNoCall, RefusedAbandoned, RefusedCapability, RefusedNoSession, RefusedQueueFull}
+
+// RefusalReasons are the reasons a request of the child's is refused for
+// (Status.Refused's keys).
+func RefusalReasons() []string { return append([]string(nil), refusals[:]...) }
+
+// inflight returns how many users the client calls in flight on the child
+// belong to — 0, 1, or 2 for "more than one", abandoned calls included —
+// and, when it is one, that user's newest call (nil when its only calls
+// are abandoned ones). d.pmu must be held.
+func (d *Dispatcher) inflight(now time.Time) (newest *Call, users int) {
+	var owner any
+	see := func(u any) {
+		switch {
+		case users == 0:
+			owner, users = u, 1
+		case users == 1 && u != owner:
+			users = 2
+		}
+	}
 	var up uint64
-	var owner Session
 	for u, q := range d.pending {
 		if q.sess == nil {
 			continue // the bridge's own call
 		}
-		switch {
-		case owner == nil:
-			owner, sessions = q.sess, 1
-		case q.sess != owner:
-			sessions = 2
-		}
+		see(q.sess.User())
 		if u > up {
 			up, newest = u, q
 		}
 	}
-	return newest, sessions
+	d.expireAbandoned(now)
+	for _, a := range d.abandoned {
+		see(a.user)
+	}
+	if users != 1 {
+		newest = nil
+	}
+	return newest, users
+}
+
+// connected returns how many users are connected — 0, 1, or 2 for "more
+// than one"; Transient callers do not count — and the sessions of the one
+// user that meet n (all of them when n needs nothing). d.mu must be held.
+func (d *Dispatcher) connected(n need) (sessions []Session, users int) {
+	var owner any
+	for s, caps := range d.sessions {
+		if t, ok := s.(Transient); ok && t.Transient() {
+			continue
+		}
+		switch u := s.User(); {
+		case users == 0:
+			owner, users = u, 1
+		case u != owner:
+			return nil, 2
+		}
+		if n.met(caps) {
+			sessions = append(sessions, s)
+		}
+	}
+	return sessions, users
+}
+
+// refusal is why a request of the child's goes to nobody.
+type refusal struct {
+	reason string // one of refusals
+	why    string
 }
 
 // attribute picks the session that answers a request the child sent (see
@@ -75,48 +149,73 @@ func (d *Dispatcher) inflight() (newest *Call, sessions int) {
 //
 // p is the newest call's pending entry when the message was queued for its
 // caller (the POST stream); otherwise the caller delivers msg to target.
-// why says, when target is nil, why no session can take it.
-func (d *Dispatcher) attribute(n need, childID json.RawMessage, msg []byte) (target Session, p *Call, why string) {
+// When target is nil, no refusal says why.
+func (d *Dispatcher) attribute(n need, childID json.RawMessage, msg []byte) (target Session, p *Call, no refusal) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	d.pmu.Lock()
 	defer d.pmu.Unlock()
-	p, _ = d.inflight()
+	p, users := d.inflight(time.Now())
 	switch {
+	case users > 1:
+		return nil, nil, refusal{RefusedUsers, "calls of more than one user are in flight on the shared child (" + d.toolsInFlightLocked() + "), so the bridge cannot know whose it is"}
+	case users == 1 && p == nil:
+		return nil, nil, refusal{RefusedAbandoned, "the only calls in flight were abandoned (cancelled, timed out, or their session ended)"}
 	case p != nil:
 		if !n.met(d.sessions[p.sess]) {
-			return nil, nil, "the session whose call is the newest in flight did not declare the " + n.name + " capability"
+			return nil, nil, refusal{RefusedCapability, "the session whose call is in flight did not declare the " + n.name + " capability"}
 		}
 		target = p.sess
 		if !d.toCaller(p, msg) {
 			p = nil
 		}
 	default:
-		var count int
-		for s, caps := range d.sessions {
-			if n.met(caps) {
-				target = s
-				count++
-			}
-		}
+		sessions, users := d.connected(n)
 		switch {
-		case count == 0 && n.name != "":
-			return nil, nil, "no call is in flight and no session declared the " + n.name + " capability"
-		case count == 0:
-			return nil, nil, "no session is connected"
-		case count > 1:
-			why = "no call is in flight, and " + strconv.Itoa(count) + " sessions could answer it, so it cannot be attributed to one"
+		case users == 0:
+			return nil, nil, refusal{RefusedNoSession, "no session is connected"}
+		case users > 1:
+			why := "no call is in flight and sessions of more than one user are connected (" + strconv.Itoa(len(d.sessions)) + " sessions), so it cannot be attributed to one"
 			if n.name == "roots" {
 				why += " (configure 'roots:' for the destination to have the bridge answer roots/list)"
 			}
-			return nil, nil, why
+			return nil, nil, refusal{RefusedNoCall, why}
+		case len(sessions) == 0:
+			return nil, nil, refusal{RefusedCapability, "no call is in flight and the session connected did not declare the " + n.name + " capability"}
 		}
+		target = sessions[0]
 	}
 	d.childReqs[string(childID)] = childRequest{sess: target}
-	return target, p, ""
+	return target, p, refusal{}
 }
 
-// routeLog sends a log message of the child's to the session it can be
+// toolsInFlightLocked names what the client calls in flight are ("tools
+// search, ask; resources/read"), for the message that tells the operator
+// which tools to declare interactive. d.pmu must be held.
+func (d *Dispatcher) toolsInFlightLocked() string {
+	var names []string
+	for _, q := range d.pending {
+		if q.sess == nil {
+			continue
+		}
+		// The call's request as written to the child is its own until it
+		// ends (a pending call's out does not change).
+		method := jsonrpc.String(jsonrpc.Member(q.out, "method"))
+		if method == "tools/call" {
+			method = "tool " + strconv.Quote(jsonrpc.String(jsonrpc.Member(jsonrpc.Member(q.out, "params"), "name")))
+		}
+		if !slices.Contains(names, method) {
+			names = append(names, method)
+		}
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return "only abandoned calls"
+	}
+	return "calls in flight: " + strings.Join(names, ", ")
+}
+
+// routeLog sends a log message of the child's to the user it can be
 // attributed to; one that cannot be attributed exactly follows
 // Options.Logs. It never blocks.
 func (d *Dispatcher) routeLog(line []byte) {
@@ -124,8 +223,8 @@ func (d *Dispatcher) routeLog(line []byte) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	d.pmu.Lock()
-	p, sessions := d.inflight()
-	if sessions == 1 {
+	p, users := d.inflight(time.Now())
+	if p != nil {
 		if !d.toCaller(p, msg) && !p.sess.Deliver(msg) {
 			d.logsDropped.Add(1)
 		}
@@ -138,17 +237,16 @@ func (d *Dispatcher) routeLog(line []byte) {
 		for s := range d.sessions {
 			d.deliver(s, msg)
 		}
-	case d.opts.Logs != LogsDrop:
-		var sole Session
-		n := 0
-		for s := range d.sessions {
-			if t, ok := s.(Transient); ok && t.Transient() {
-				continue
+	case d.opts.Logs != LogsDrop && users == 0:
+		// Idle: the one user connected, if there is one.
+		sessions, users := d.connected(need{})
+		delivered := false
+		for _, s := range sessions {
+			if users == 1 && s.Deliver(msg) {
+				delivered = true
 			}
-			sole = s
-			n++
 		}
-		if n != 1 || !sole.Deliver(msg) {
+		if !delivered {
 			d.logsDropped.Add(1)
 		}
 	default:

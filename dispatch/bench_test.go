@@ -40,6 +40,7 @@ type nopSession struct{}
 func (nopSession) SessionID() string   { return "bench" }
 func (nopSession) Deliver([]byte) bool { return true }
 func (nopSession) End(error)           {}
+func (s nopSession) User() any         { return s }
 
 // BenchmarkCall measures one forwarded call through the dispatcher: id
 // rewriting, pending registration, routing of the answer and restoring the

@@ -53,9 +53,12 @@ type Call struct {
 	// related first.
 	end   reply
 	ended bool
-	// held: the call holds the destination's serial token (interactive
-	// destinations); finish gives it back.
-	held bool
+	// turn is the turn the call holds on an interactive destination
+	// (turns.go); finish gives it back, unless the call is abandoned and
+	// its abandoned entry took it over. Set and read by the call's
+	// caller; moved to the abandoned entry only by the path that takes
+	// the call out of the pending calls, before it sends the call's end.
+	turn turn
 	// after rewrites the end (a filtered tools/list, a subscription kept
 	// only when the child agreed).
 	after func([]byte, error) ([]byte, error)
@@ -218,10 +221,7 @@ func (d *Dispatcher) Do(ctx context.Context, s Session, m *jsonrpc.Message, time
 // finish ends the call with its answer: Next returns it.
 func (call *Call) finish(msg []byte, err error) *Call {
 	call.end, call.ended = reply{msg: msg, err: err}, true
-	if call.held {
-		call.held = false
-		<-call.d.serial
-	}
+	call.giveTurn()
 	return call
 }
 
@@ -243,7 +243,7 @@ func (d *Dispatcher) forward(call *Call, m *jsonrpc.Message) *Call {
 			}
 			continue
 		}
-		if !call.hold() {
+		if !call.hold(d.turnFor(m)) {
 			return call
 		}
 		d.send(call, c, m.ID, m.Method, m.Params)
@@ -401,7 +401,7 @@ func (call *Call) wait() ([]byte, error) {
 // abandon gives up on the call and tells the child, unless the answer has
 // just arrived.
 func (call *Call) abandon(err error, reason string) {
-	if call.d.takeCall(call.up) == nil {
+	if !call.d.takeAbandoned(call) {
 		call.finish2(<-call.reply)
 		return
 	}
@@ -424,6 +424,33 @@ func (d *Dispatcher) takeCall(up uint64) *Call {
 	delete(d.pending, up)
 	d.pmu.Unlock()
 	return call
+}
+
+// takeAnswered is takeCall for the child's answer to up: when the call was
+// abandoned, the child is done with it now.
+func (d *Dispatcher) takeAnswered(up uint64) *Call {
+	d.pmu.Lock()
+	call := d.pending[up]
+	if call != nil {
+		delete(d.pending, up)
+	} else {
+		d.forgetAbandonedLocked(up)
+	}
+	d.pmu.Unlock()
+	return call
+}
+
+// takeAbandoned takes call out of the pending calls as abandoned
+// (abandoned.go); false when another path took it first.
+func (d *Dispatcher) takeAbandoned(call *Call) bool {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	if d.pending[call.up] != call {
+		return false
+	}
+	delete(d.pending, call.up)
+	d.abandonLocked(call, time.Now())
+	return true
 }
 
 func exitStatus(c supervisor.Child) string {
@@ -551,7 +578,10 @@ func (d *Dispatcher) clientCancel(s Session, m *jsonrpc.Message) error {
 		}
 	}
 	call := d.pending[found]
-	delete(d.pending, found)
+	if call != nil {
+		delete(d.pending, found)
+		d.abandonLocked(call, time.Now())
+	}
 	d.pmu.Unlock()
 	if call == nil {
 		return nil

@@ -95,6 +95,7 @@ type testSession struct {
 }
 
 func (s *testSession) SessionID() string { return s.id }
+func (s *testSession) User() any         { return s }
 func (s *testSession) Deliver(msg []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -45,6 +45,13 @@ type Session interface {
 	Deliver(msg []byte) bool
 	// End ends the session because its destination can no longer serve it.
 	End(reason error)
+	// User is whom the session's messages belong to, as a comparable key:
+	// the session itself, or — where auth identifies principals — its
+	// principal, so that one principal's sessions and requests count as
+	// one user. What the child sends is routed to a user only when every
+	// client call in flight is that user's (attribution.go). It is called
+	// with the dispatcher's locks held: it must not block.
+	User() any
 }
 
 // Transient is implemented by a Session attached only for one request or
@@ -98,8 +105,14 @@ type Options struct {
 	Logs string
 	// Interactive serves the clients' calls one at a time, so that every
 	// request and log line the child sends is attributed to the one call
-	// in flight.
+	// in flight (turns.go).
 	Interactive bool
+	// InteractiveTool, when set (and Interactive is not), reports the
+	// tools whose calls run alone: their requests and log lines are
+	// attributed to them, and the other calls run together as usual but
+	// never beside one of them. It must be fast and safe for concurrent
+	// use.
+	InteractiveTool func(name string) bool
 }
 
 // child is one running instance of the destination's process, as the
@@ -128,16 +141,27 @@ type Dispatcher struct {
 	sessions map[Session]clientCaps
 	subs     map[string]map[Session]struct{}
 
-	// pmu guards pending, childReqs and the pending calls' related queues.
+	// pmu guards pending, childReqs, abandoned, turns and the pending
+	// calls' related queues.
 	pmu       sync.Mutex
 	pending   map[uint64]*Call
 	childReqs map[string]childRequest
+	// abandoned are calls given up on that the child may still be working
+	// on (abandoned.go), by upstream id; each counts for grace
+	// (abandonGrace; tests shorten it).
+	abandoned map[uint64]abandonedCall
+	grace     time.Duration
+	// turns schedule the client calls of an interactive destination
+	// (turns.go); unused otherwise.
+	turns turns
+	// refused counts the child's requests that went to nobody, by reason
+	// (in the order of refusals); warned: the first of each was logged at
+	// warn.
+	refused [len(refusals)]atomic.Uint64
+	warned  [len(refusals)]atomic.Bool
 
 	// tools is the tool catalogue; it has its own mutex.
 	tools toolCatalog
-	// serial holds one token per client call in flight when
-	// Options.Interactive (capacity 1); nil otherwise.
-	serial chan struct{}
 	// logsDropped counts the child's log messages no session received.
 	logsDropped atomic.Uint64
 	// closing ends the bridge's own calls (the catalogue's fetch) on Close;
@@ -165,9 +189,8 @@ func New(opts Options) *Dispatcher {
 		subs:      map[string]map[Session]struct{}{},
 		pending:   map[uint64]*Call{},
 		childReqs: map[string]childRequest{},
-	}
-	if opts.Interactive {
-		d.serial = make(chan struct{}, 1)
+		abandoned: map[uint64]abandonedCall{},
+		grace:     abandonGrace,
 	}
 	d.closing, d.close = context.WithCancel(context.Background())
 	d.sup = supervisor.New(supervisor.Options{
@@ -196,6 +219,15 @@ type Status struct {
 	// LogsDropped counts the child's log messages (notifications/message)
 	// that reached no session: not attributable to one (Options.Logs).
 	LogsDropped uint64
+	// Refused counts the child's requests answered with an error because
+	// no user could be known to be theirs, by reason (RefusedUsers, …;
+	// every reason is present).
+	Refused map[string]uint64
+	// Abandoned is the number of calls given up on (cancelled, timed out,
+	// their session ended) that the child has not answered yet and may
+	// still be working on: until it answers them or abandonGrace passes,
+	// what it sends is not attributed to another user (abandoned.go).
+	Abandoned int
 }
 
 // Status reports the destination's current state.
@@ -203,7 +235,15 @@ func (d *Dispatcher) Status() Status {
 	d.mu.RLock()
 	n := len(d.sessions)
 	d.mu.RUnlock()
-	return Status{Status: d.sup.Status(), Sessions: n, LogsDropped: d.logsDropped.Load()}
+	refused := make(map[string]uint64, len(refusals))
+	for i, r := range refusals {
+		refused[r] = d.refused[i].Load()
+	}
+	d.pmu.Lock()
+	d.expireAbandoned(time.Now())
+	abandoned := len(d.abandoned)
+	d.pmu.Unlock()
+	return Status{Status: d.sup.Status(), Sessions: n, LogsDropped: d.logsDropped.Load(), Refused: refused, Abandoned: abandoned}
 }
 
 // current is the running child, or nil.

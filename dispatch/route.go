@@ -3,7 +3,10 @@ package dispatch
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
@@ -13,9 +16,11 @@ import (
 // a session: deliveries are non-blocking.
 func (d *Dispatcher) read(c *child) {
 	defer func() {
-		// Requests from this child can no longer be answered.
+		// Requests from this child can no longer be answered, and it
+		// works on no abandoned call any more.
 		d.pmu.Lock()
 		clear(d.childReqs)
+		d.clearAbandonedLocked()
 		d.pmu.Unlock()
 		close(c.done)
 	}()
@@ -66,7 +71,7 @@ func (d *Dispatcher) lineTooLong(e *supervisor.LineTooLongError) {
 	if !ok {
 		return
 	}
-	if call := d.takeCall(up); call != nil {
+	if call := d.takeAnswered(up); call != nil {
 		call.reply <- reply{err: ErrTooLarge}
 	}
 }
@@ -76,7 +81,7 @@ func (d *Dispatcher) routeResponse(m *jsonrpc.Message) {
 	up, ok := jsonrpc.Uint(m.ID)
 	var p *Call
 	if ok {
-		p = d.takeCall(up)
+		p = d.takeAnswered(up)
 	}
 	if p == nil {
 		d.log.Debug("response for no pending call; dropped", "id", string(m.ID))
@@ -173,8 +178,8 @@ func (d *Dispatcher) toCaller(p *Call, msg []byte) bool {
 // routeChildRequest answers the child's requests: ping and, when the
 // destination has configured roots, roots/list are answered by the bridge;
 // any other request goes to the session it can be attributed to (see
-// attribution.go). When no session can take it the child gets an error at once,
-// so it never waits for an answer that cannot come.
+// attribution.go). When no session can take it the child gets an error at
+// once, so it never waits for an answer that cannot come.
 func (d *Dispatcher) routeChildRequest(c *child, m *jsonrpc.Message, line []byte) {
 	if m.Method == "ping" {
 		d.writeTo(c, jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil))
@@ -185,7 +190,7 @@ func (d *Dispatcher) routeChildRequest(c *child, m *jsonrpc.Message, line []byte
 		return
 	}
 	msg := append([]byte(nil), line...)
-	target, p, why := d.attribute(capabilityFor(m), m.ID, msg)
+	target, p, no := d.attribute(capabilityFor(m), m.ID, msg)
 	if target != nil && (p != nil || target.Deliver(msg)) {
 		return
 	}
@@ -193,10 +198,32 @@ func (d *Dispatcher) routeChildRequest(c *child, m *jsonrpc.Message, line []byte
 		d.pmu.Lock()
 		delete(d.childReqs, string(m.ID))
 		d.pmu.Unlock()
-		why = "the session it was routed to can take no more messages"
+		no = refusal{RefusedQueueFull, "the session it was routed to can take no more messages"}
 	}
-	d.log.Warn("child request not routable; answered with an error", "method", m.Method, "reason", why)
-	d.writeTo(c, jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInternalError, "no client session can answer "+strconv.Quote(m.Method)+" now: "+why))
+	d.refuse(c, m, no)
+}
+
+// refuse answers a request of the child's that goes to nobody with an
+// error, counts it, and tells the operator: the first refusal of each
+// reason at warn, with what would make it routable, the others at debug.
+func (d *Dispatcher) refuse(c *child, m *jsonrpc.Message, no refusal) {
+	i := slices.Index(refusals[:], no.reason)
+	d.refused[i].Add(1)
+	level := hclog.Debug
+	if d.warned[i].CompareAndSwap(false, true) {
+		level = hclog.Warn
+	}
+	if d.log.IsDebug() || level == hclog.Warn {
+		args := []any{"method", m.Method, "reason", no.why}
+		switch no.reason {
+		case RefusedUsers, RefusedAbandoned:
+			args = append(args, "fix", "if the tools of this destination ask their clients things during calls (sampling, elicitation, roots), list them under 'interactive:' in the destinations file (their calls then run alone, and their requests reach the user whose call caused them), or set 'interactive: true' (every call runs alone); refusals are counted in stelae_child_requests_refused_total")
+		case RefusedNoCall:
+			args = append(args, "fix", "the child asked while no call was in flight; with one client connected it would reach that client ('roots:' answers roots/list from the configuration)")
+		}
+		d.log.Log(level, "child request refused: the child got an error (further refusals for this reason are logged at debug)", args...)
+	}
+	d.writeTo(c, jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInternalError, "no client session can answer "+strconv.Quote(m.Method)+" now: "+no.why))
 }
 
 func (d *Dispatcher) writeTo(c *child, msg []byte) {

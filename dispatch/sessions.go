@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 )
@@ -65,9 +66,11 @@ func (d *Dispatcher) Detach(s Session, cause error) {
 	var cancelled []uint64
 	var orphaned []string
 	d.pmu.Lock()
+	now := time.Now()
 	for up, call := range d.pending {
 		if call.sess == s {
 			delete(d.pending, up)
+			d.abandonLocked(call, now)
 			cancelled = append(cancelled, up)
 			call.reply <- reply{err: cause}
 		}

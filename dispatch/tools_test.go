@@ -176,6 +176,7 @@ type recSession struct {
 }
 
 func (s *recSession) SessionID() string { return "rec" }
+func (s *recSession) User() any         { return s }
 func (s *recSession) Deliver(msg []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

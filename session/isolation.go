@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"sync"
 	"time"
 
@@ -25,7 +26,7 @@ type Destination struct {
 
 // children tracks the per-session dispatchers of an isolated destination.
 type children struct {
-	// mu guards live and tools.
+	// mu guards every field below but closing and stopTimeout.
 	mu   sync.Mutex
 	live map[*dispatch.Dispatcher]struct{}
 	// tools is the last tool catalogue a child reported, kept for the
@@ -33,8 +34,10 @@ type children struct {
 	tools      []json.RawMessage
 	toolsKnown bool
 	// restarts counts the restarts of children already closed, logsDropped
-	// the log messages they dropped.
+	// the log messages they dropped, refused the requests of theirs that
+	// went to nobody (by reason).
 	restarts, logsDropped uint64
+	refused               map[string]uint64
 	// closing counts the dispatchers being closed; Shutdown waits for them.
 	closing sync.WaitGroup
 	// stopTimeout bounds one child's stop.
@@ -72,6 +75,12 @@ func (ep *Endpoint) release(d *dispatch.Dispatcher) {
 	ds := d.Status()
 	ep.kids.restarts += ds.RestartsTotal
 	ep.kids.logsDropped += ds.LogsDropped
+	if ep.kids.refused == nil {
+		ep.kids.refused = map[string]uint64{}
+	}
+	for r, n := range ds.Refused {
+		ep.kids.refused[r] += n
+	}
 	ep.kids.closing.Add(1)
 	ep.kids.mu.Unlock()
 	go func() {
@@ -97,11 +106,18 @@ func (ep *Endpoint) Status() dispatch.Status {
 	defer ep.kids.mu.Unlock()
 	st := dispatch.Status{}
 	st.State, st.RestartsTotal, st.LogsDropped = supervisor.StateIdle, ep.kids.restarts, ep.kids.logsDropped
+	st.Refused = maps.Clone(ep.kids.refused)
+	if st.Refused == nil {
+		st.Refused = map[string]uint64{}
+	}
 	for d := range ep.kids.live {
 		ds := d.Status()
 		st.RestartsTotal += ds.RestartsTotal
 		st.Restarts += ds.Restarts
 		st.LogsDropped += ds.LogsDropped
+		for r, n := range ds.Refused {
+			st.Refused[r] += n
+		}
 		if ds.LastExit != "" {
 			st.LastExit = ds.LastExit
 		}

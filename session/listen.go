@@ -83,7 +83,7 @@ func (ep *Endpoint) serveListen(w http.ResponseWriter, r *http.Request, m *jsonr
 		ResourcesListChanged: asked.ResourcesListChanged && has("resources", "listChanged"),
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
-	l := &listener{modernCaller: modernCaller{kind: "listen", seq: modernSeq.Add(1), cancel: cancel}, queue: make(chan []byte, 64)}
+	l := &listener{modernCaller: modernCaller{kind: "listen", seq: modernSeq.Add(1), cancel: cancel, principal: PrincipalFrom(r)}, queue: make(chan []byte, 64)}
 	d.Attach(l, json.RawMessage(`{"capabilities":`+string(caps)+`}`))
 	// On the way out: cancel, wait for the subscriber, then detach.
 	var subscriber sync.WaitGroup

@@ -309,6 +309,8 @@ type modernCaller struct {
 	kind   string
 	seq    uint64
 	cancel context.CancelCauseFunc
+	// principal is the request's (zero when auth is off).
+	principal Principal
 }
 
 var modernSeq atomic.Uint64
@@ -319,6 +321,10 @@ func (c *modernCaller) SessionID() string {
 	}
 	return c.kind + "-" + strconv.FormatUint(c.seq, 10)
 }
+
+// User implements dispatch.Session: the request's principal when auth is
+// on, else the request itself.
+func (c *modernCaller) User() any { return userOf(c.principal, c) }
 
 // Transient: it has no stream of its own for what the child sends to
 // sessions (dispatch.Transient).
@@ -387,7 +393,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 			augment = false
 		}
 	}
-	f := ep.startFlight(d, &fwd, caps, true, augment)
+	f := ep.startFlight(d, PrincipalFrom(r), &fwd, caps, true, augment)
 	f.taskAfter, f.tool = taskAfter, jsonrpc.String(env.name)
 	f.logLevel = logSeverity(jsonrpc.String(env.logLevel))
 	if env.inputResponses != nil {
@@ -402,7 +408,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 // its related messages on its own POST stream. The auth layer has already
 // let it in.
 func (ep *Endpoint) serveSessionless(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, rec *postLog) {
-	f := ep.startFlight(ep.shared, m, json.RawMessage(`{}`), false, false)
+	f := ep.startFlight(ep.shared, PrincipalFrom(r), m, json.RawMessage(`{}`), false, false)
 	f.logLevel = 0 // a 2025 client takes every log line the child sends it
 	ep.drive(w, r, f, m, rec)
 }
@@ -435,16 +441,16 @@ type flight struct {
 	logLevel int
 }
 
-// startFlight begins forwarding m; with childTask, as a task the child runs
-// (dispatch.BeginChildTask).
-func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, m *jsonrpc.Message, caps json.RawMessage, modern, childTask bool) *flight {
+// startFlight begins forwarding m, a request of principal's; with
+// childTask, as a task the child runs (dispatch.BeginChildTask).
+func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, principal Principal, m *jsonrpc.Message, caps json.RawMessage, modern, childTask bool) *flight {
 	ep.keeper.touch(d)
 	// The request's bytes (m, caps) alias its body's buffer, which goes
 	// back to the pool when its HTTP request ends: a call parked for input
 	// outlives that, and copies what it keeps (park).
 	ctx, cancel := context.WithCancelCause(context.Background())
 	f := &flight{d: d, cancel: cancel, method: m.Method, caps: caps, modern: modern, logLevel: -1, cache: ep.cache()}
-	f.caller = &modernCaller{kind: "stateless", seq: modernSeq.Add(1), cancel: cancel}
+	f.caller = &modernCaller{kind: "stateless", seq: modernSeq.Add(1), cancel: cancel, principal: principal}
 	// To the dispatcher a modern caller can answer anything, so that the
 	// child's requests reach it; what this request declared is enforced
 	// per request (park: -32021, or the child gets an error). A

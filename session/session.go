@@ -66,6 +66,20 @@ var _ dispatch.Session = (*Session)(nil)
 // SessionID implements dispatch.Session.
 func (s *Session) SessionID() string { return s.id }
 
+// User implements dispatch.Session: the principal that created the session
+// when auth is on (its sessions and stateless requests are one user), else
+// the session itself.
+func (s *Session) User() any { return userOf(s.owner, s) }
+
+// userOf is the user of a caller whose principal is p: p when auth set one,
+// else the caller itself.
+func userOf(p Principal, self any) any {
+	if p != (Principal{}) {
+		return p
+	}
+	return self
+}
+
 // setVersion records the protocol version the session negotiated.
 func (s *Session) setVersion(v string) {
 	s.mu.Lock()

@@ -343,6 +343,10 @@ func TestModernUndeclaredInput(t *testing.T) {
 		{"roots/list", ``, ""},
 	} {
 		t.Run(tc.method, func(t *testing.T) {
+			// The call before this one ended (-32021) without the child's
+			// answer: until the child answers it, its requests could be
+			// that call's, and another request's would be refused.
+			waitFor(t, 10*time.Second, "the child to answer the calls abandoned before", func() bool { return b.status("fake").Abandoned == 0 })
 			args := fmt.Sprintf(`"arguments":{"method":%q,"params":"%s"}`, tc.method, tc.params)
 			r := modernCall(t, url, "7", "tools/call", `{"name":"ask",`+args+`,`+modernMeta+`}`)
 			if tc.need != "" {

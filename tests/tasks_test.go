@@ -162,6 +162,11 @@ func TestModernTasks(t *testing.T) {
 	})
 
 	t.Run("input required, answered by tasks/update", func(t *testing.T) {
+		// The cancelled task's call counts as in flight until the child
+		// answers it or its grace passes (the fake never answers it): a
+		// request the child sent meanwhile could be that call's, and
+		// would be refused to this one.
+		waitFor(t, 10*time.Second, "the cancelled call's grace to pass", func() bool { return b.status("fake").Abandoned == 0 })
 		params := `{"name":"ask","arguments":{"ms":600,"method":"elicitation/create","params":"{\"message\":\"name?\",\"requestedSchema\":{\"type\":\"object\"}}"},` + taskMeta + `}`
 		v, e, _ := taskCall(t, url, "12", "tools/call", params)
 		if e != nil || v.TaskID == "" {

@@ -1,0 +1,292 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+)
+
+// userSession is a testSession whose user is shared with other sessions
+// (one principal's sessions).
+type userSession struct {
+	testSession
+	user string
+}
+
+func (s *userSession) User() any { return s.user }
+
+// samplingCaps are the capabilities of a client that can be asked for
+// sampling.
+const samplingCaps = `{"sampling":{}}`
+
+// childError checks that the child's next line is an error answer to its
+// request id, naming why.
+func childError(t *testing.T, c *wireConn, id, why string) {
+	t.Helper()
+	m := c.next(t)
+	var resp struct {
+		ID    json.RawMessage
+		Error *struct {
+			Code    int
+			Message string
+		}
+	}
+	if err := json.Unmarshal(m.Raw, &resp); err != nil || string(resp.ID) != id || resp.Error == nil || !strings.Contains(resp.Error.Message, why) {
+		t.Fatalf("the child's request %s was answered %s; want an error saying %q", id, m.Raw, why)
+	}
+}
+
+// delivered returns what s was delivered so far.
+func (s *testSession) got() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.delivered...)
+}
+
+// beginTool starts a tools/call of tool name for s, its related messages
+// going to s's Deliver, and returns the call and its upstream id.
+func beginTool(t *testing.T, w *wired, c *wireConn, s Session, id, name string, timeout time.Duration) (*Call, string) {
+	t.Helper()
+	call := w.d.Begin(context.Background(), s, mustParse(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"`+name+`"}}`), timeout, false)
+	return call, string(c.next(t).ID)
+}
+
+// TestChildRequestsFailClosed: a request the child sends reaches a user
+// only when every client call in flight is that user's; with calls of two
+// users in flight it is refused (the old rule sent it to the newest call's
+// session: here b, whose user did not cause it), counted and not delivered;
+// two sessions of one user are one user; an abandoned call still counts as
+// its user's until the child answers it.
+func TestChildRequestsFailClosed(t *testing.T) {
+	w := newWired(t, Options{})
+	a, b := &testSession{id: "a"}, &testSession{id: "b"}
+	c := w.attach(t, a, samplingCaps)
+	w.d.Attach(b, json.RawMessage(`{"capabilities":`+samplingCaps+`}`))
+
+	callA, upA := beginTool(t, w, c, a, "1", "ask", 10*time.Second)
+	callB, upB := beginTool(t, w, c, b, "1", "slow", 10*time.Second)
+	c.emit(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}`)
+	childError(t, c, `"s1"`, "more than one user")
+	if got := w.d.Status().Refused[RefusedUsers]; got != 1 {
+		t.Errorf("Refused[%s] = %d; want 1", RefusedUsers, got)
+	}
+	if len(a.got()) != 0 || len(b.got()) != 0 {
+		t.Fatalf("a refused request was delivered: a %q, b %q", a.got(), b.got())
+	}
+
+	// b's call ends: a's is the only one in flight, the request is a's.
+	c.emit(`{"jsonrpc":"2.0","id":` + upB + `,"result":{}}`)
+	if ev := nextEvent(t, callB); !ev.Done {
+		t.Fatalf("b's call: %+v", ev)
+	}
+	callB.Release()
+	c.emit(`{"jsonrpc":"2.0","id":"s2","method":"sampling/createMessage","params":{}}`)
+	waitDelivered(t, a, `"s2"`)
+
+	// a's call is abandoned (a timeout): it counts as a's in flight until
+	// the child answers it, so a request that comes while b's call runs
+	// is refused rather than taken for b's.
+	callA.Release() // the caller gave up
+	if m := c.next(t); m.Method != "notifications/cancelled" {
+		t.Fatalf("the child got %s; want the cancellation of a's call", m.Raw)
+	}
+	callB, upB = beginTool(t, w, c, b, "2", "slow", 10*time.Second)
+	c.emit(`{"jsonrpc":"2.0","id":"s3","method":"sampling/createMessage","params":{}}`)
+	childError(t, c, `"s3"`, "more than one user")
+	// The child answers a's call after all: now b's is the only one.
+	c.emit(`{"jsonrpc":"2.0","id":` + upA + `,"result":{}}`)
+	c.emit(`{"jsonrpc":"2.0","id":"s4","method":"sampling/createMessage","params":{}}`)
+	waitDelivered(t, b, `"s4"`)
+	if n := len(a.got()); n != 1 {
+		t.Errorf("a was delivered %d messages; want only s2", n)
+	}
+	c.emit(`{"jsonrpc":"2.0","id":` + upB + `,"result":{}}`)
+	nextEvent(t, callB)
+	callB.Release()
+
+	// Only an abandoned call in flight: refused, for the call is gone.
+	callA, _ = beginTool(t, w, c, a, "3", "ask", 10*time.Second)
+	callA.Release()
+	c.next(t) // its cancellation
+	c.emit(`{"jsonrpc":"2.0","id":"s5","method":"sampling/createMessage","params":{}}`)
+	childError(t, c, `"s5"`, "abandoned")
+	if got := w.d.Status().Refused[RefusedAbandoned]; got != 1 {
+		t.Errorf("Refused[%s] = %d; want 1", RefusedAbandoned, got)
+	}
+}
+
+// waitDelivered waits until s has been delivered a message with id.
+func waitDelivered(t *testing.T, s *testSession, id string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, m := range s.got() {
+			if string(jsonrpc.Member(m, "id")) == id {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s was not delivered %s within 10s (got %q)", s.id, id, s.got())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestOneUsersSessionsAreOneUser: two sessions of one principal are one
+// user: the request goes to the newest call's session.
+func TestOneUsersSessionsAreOneUser(t *testing.T) {
+	w := newWired(t, Options{})
+	a := &userSession{testSession: testSession{id: "a"}, user: "alice"}
+	a2 := &userSession{testSession: testSession{id: "a2"}, user: "alice"}
+	params := `{"protocolVersion":"2025-06-18","capabilities":` + samplingCaps + `,"clientInfo":{"name":"t","version":"1"}}`
+	w.d.Attach(a, json.RawMessage(params))
+	if _, err := w.d.Do(context.Background(), a, mustParse(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":`+params+`}`), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c := <-w.conns
+	w.d.Attach(a2, json.RawMessage(params))
+	call1, _ := beginTool(t, w, c, a, "1", "slow", 10*time.Second)
+	call2, _ := beginTool(t, w, c, a2, "1", "ask", 10*time.Second)
+	defer call1.Release()
+	defer call2.Release()
+	c.emit(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}`)
+	waitDelivered(t, &a2.testSession, `"s1"`)
+}
+
+// TestIdleRequests: with no call in flight a request goes to the one user
+// connected, and is refused while two are.
+func TestIdleRequests(t *testing.T) {
+	w := newWired(t, Options{})
+	a, b := &testSession{id: "a"}, &testSession{id: "b"}
+	c := w.attach(t, a, `{"roots":{}}`)
+	c.emit(`{"jsonrpc":"2.0","id":"r1","method":"roots/list"}`)
+	waitDelivered(t, a, `"r1"`)
+	w.d.Attach(b, json.RawMessage(`{"capabilities":{}}`)) // b cannot even answer it
+	c.emit(`{"jsonrpc":"2.0","id":"r2","method":"roots/list"}`)
+	childError(t, c, `"r2"`, "(2 sessions)")
+	if got := w.d.Status().Refused[RefusedNoCall]; got != 1 {
+		t.Errorf("Refused[%s] = %d; want 1", RefusedNoCall, got)
+	}
+}
+
+// transientCaller is a caller attached for one request (a stateless one).
+type transientCaller struct{ testSession }
+
+func (*transientCaller) Transient() bool { return true }
+
+// TestAmbiguousLogLinesGoToNobody: a log line that comes while calls of a
+// session and of a stateless request are in flight reaches neither, even
+// though the session is the only one connected (the old rule gave it to
+// the sole session); once only the session's call is in flight it is the
+// session's.
+func TestAmbiguousLogLinesGoToNobody(t *testing.T) {
+	w := newWired(t, Options{})
+	a, m := &testSession{id: "a"}, &transientCaller{testSession{id: "stateless"}}
+	c := w.attach(t, a, `{}`)
+	w.d.AttachCaller(m, true)
+	callA, upA := beginTool(t, w, c, a, "1", "log", 10*time.Second)
+	callM, upM := beginTool(t, w, c, m, "1", "log", 10*time.Second)
+	c.emit(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"whose"}}`)
+	c.emit(`{"jsonrpc":"2.0","id":` + upM + `,"result":{}}`)
+	nextEvent(t, callM)
+	callM.Release()
+	c.emit(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a's"}}`)
+	c.emit(`{"jsonrpc":"2.0","id":` + upA + `,"result":{}}`)
+	nextEvent(t, callA)
+	callA.Release()
+	waitFor2(t, "a's line", func() bool { return len(a.got()) == 1 })
+	if got := a.got(); !strings.Contains(string(got[0]), `"a's"`) || len(m.got()) != 0 {
+		t.Errorf("a got %q, the stateless caller %q; want only a's line, to a", got, m.got())
+	}
+	if d := w.d.Status().LogsDropped; d != 1 {
+		t.Errorf("LogsDropped = %d; want 1 (the ambiguous line)", d)
+	}
+}
+
+// waitFor2 polls cond until it holds or 10 s pass.
+func waitFor2(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// turnsState reads the turns under their lock.
+func (w *wired) turnsState() turns {
+	w.d.pmu.Lock()
+	defer w.d.pmu.Unlock()
+	return w.d.turns
+}
+
+// TestInteractiveToolsRunAlone: with InteractiveTool, calls of the listed
+// tool run alone — after the calls in flight end, and before the calls
+// that came after it start — while the other calls run together; the
+// child's request during the call that runs alone is its caller's. An
+// abandoned call that ran alone keeps its turn until the child answers
+// it, or its grace passes.
+func TestInteractiveToolsRunAlone(t *testing.T) {
+	w := newWired(t, Options{InteractiveTool: func(name string) bool { return name == "ask" }})
+	w.d.grace = 200 * time.Millisecond
+	a, b := &testSession{id: "a"}, &testSession{id: "b"}
+	c := w.attach(t, a, samplingCaps)
+	w.d.Attach(b, json.RawMessage(`{"capabilities":`+samplingCaps+`}`))
+
+	// Two calls run together.
+	echoA, upEchoA := beginTool(t, w, c, a, "1", "echo", 10*time.Second)
+	echoB, upEchoB := beginTool(t, w, c, b, "1", "echo", 10*time.Second)
+	// a's ask waits for them; b's next echo waits behind it.
+	askDone := make(chan *Call, 1)
+	go func() {
+		askDone <- w.d.Begin(context.Background(), a, mustParse(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask"}}`), 10*time.Second, false)
+	}()
+	waitFor2(t, "the ask call to wait", func() bool { return w.turnsState().aloneWaiting == 1 })
+	echo2Done := make(chan *Call, 1)
+	go func() {
+		echo2Done <- w.d.Begin(context.Background(), b, mustParse(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo"}}`), 10*time.Second, false)
+	}()
+	waitFor2(t, "b's second echo to wait", func() bool { return w.turnsState().waiting == 2 })
+	for _, x := range []struct {
+		call *Call
+		up   string
+	}{{echoA, upEchoA}, {echoB, upEchoB}} {
+		c.emit(`{"jsonrpc":"2.0","id":` + x.up + `,"result":{}}`)
+		nextEvent(t, x.call)
+		x.call.Release()
+	}
+	askUp := c.next(t) // the ask call reaches the child
+	if !strings.Contains(string(askUp.Raw), `"ask"`) {
+		t.Fatalf("after the echoes the child got %s; want the ask call (b's echo waits)", askUp.Raw)
+	}
+	ask := <-askDone
+	if st := w.turnsState(); !st.alone || st.waiting != 1 {
+		t.Fatalf("turns while ask runs: %+v; want it alone and b's echo waiting", st)
+	}
+	c.emit(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}`)
+	waitDelivered(t, a, `"s1"`)
+	// The ask call is abandoned: its turn stays until its grace passes
+	// (the child never answers it), then b's echo goes.
+	ask.Release()
+	if m := c.next(t); m.Method != "notifications/cancelled" {
+		t.Fatalf("the child got %s; want the ask call's cancellation", m.Raw)
+	}
+	if st := w.turnsState(); !st.alone {
+		t.Fatalf("the abandoned ask call gave its turn back at once: %+v", st)
+	}
+	if m := c.next(t); !strings.Contains(string(m.Raw), `"echo"`) {
+		t.Fatalf("after the grace the child got %s; want b's echo", m.Raw)
+	}
+	echo2 := <-echo2Done
+	echo2.Release()
+	if len(b.got()) != 0 {
+		t.Errorf("b was delivered %q", b.got())
+	}
+	_ = askUp
+}
