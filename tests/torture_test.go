@@ -53,59 +53,75 @@ import (
 // a call nobody cancelled. Child requests that cannot be attributed are
 // refused; the test checks that those that can be (one user in flight, an
 // interactive destination) are delivered.
+//
+// It runs twice: "open" (no auth: every 2025 session, and every
+// sessionless or 2026-07-28 request, is a user of its own) and "tokens"
+// (static bearer tokens: a user is a principal, whose sessions and
+// requests are one user; one user holds two sessions on each destination,
+// and some 2026-07-28 requests come from session users).
 func TestTorture(t *testing.T) {
-	load := 12 * time.Second
+	load := 7 * time.Second
 	if testing.Short() {
-		load = 4 * time.Second
+		load = 3 * time.Second
 	}
-	tt := startTorture(t, load)
-	tt.runLoad()
-	tt.alone()
-	tt.finish()
+	for _, tokens := range []bool{false, true} {
+		t.Run(map[bool]string{false: "open", true: "tokens"}[tokens], func(t *testing.T) {
+			tt := startTorture(t, load, tokens)
+			tt.runLoad()
+			tt.alone()
+			tt.finish()
+		})
+	}
 }
 
 // tortureDest is one destination of the torture bridge.
 type tortureDest struct {
 	name string
 	mode string
-	// interactive: calls one at a time, so every child request is
-	// attributed exactly and must be delivered.
-	interactive bool
+	// interactive: calls one at a time ('interactive: true'); asking:
+	// the calls that ask run alone ('interactive: [torture_asks]'). Either
+	// way every child request of a caller that can answer is attributed
+	// exactly and must be delivered.
+	interactive, asking bool
 	// big: payloads up to several MiB (else up to 64 KiB: an interactive
 	// destination serves its calls one at a time).
 	big bool
 	// crash: the destination whose child exits mid-run.
 	crash bool
+	// holds is the percentage of calls that hold until their caller
+	// cancels them (a silent abandoned call keeps an alone turn for 3 s:
+	// few where calls run alone).
+	holds int
 	// Workers: per 2025 session, of 2026-07-28 requests, of sessionless
 	// 2025 requests.
 	sessionWorkers, modernWorkers, sessionlessWorkers int
 }
 
 var tortureDests = []*tortureDest{
-	{name: "slow", mode: fakemcp.ModeTortureSlow, big: true, sessionWorkers: 2, modernWorkers: 2, sessionlessWorkers: 1},
-	{name: "shuffle", mode: fakemcp.ModeTortureShuffle, big: true, crash: true, sessionWorkers: 2, modernWorkers: 2, sessionlessWorkers: 1},
-	{name: "solo", mode: fakemcp.ModeTortureShuffle, interactive: true, sessionWorkers: 1, modernWorkers: 1, sessionlessWorkers: 1},
+	{name: "slow", mode: fakemcp.ModeTortureSlow, big: true, holds: 10, sessionWorkers: 2, modernWorkers: 2, sessionlessWorkers: 1},
+	{name: "shuffle", mode: fakemcp.ModeTortureShuffle, big: true, crash: true, holds: 10, sessionWorkers: 2, modernWorkers: 2, sessionlessWorkers: 1},
+	{name: "solo", mode: fakemcp.ModeTortureShuffle, interactive: true, holds: 2, sessionWorkers: 1, modernWorkers: 1, sessionlessWorkers: 1},
+	{name: "mixed", mode: fakemcp.ModeTortureSlow, asking: true, holds: 4, sessionWorkers: 1, modernWorkers: 1, sessionlessWorkers: 1},
 }
 
+// exact: every child request a caller can answer is delivered.
+func (d *tortureDest) exact() bool { return d.interactive || d.asking }
+
 const (
-	// tortureUsers is how many users hold a 2025 session on every
-	// destination.
-	tortureUsers = 5
+	// tortureSessions is how many 2025 sessions every destination has.
+	tortureSessions = 6
 	// tortureMaxCalls bounds each worker's calls; tortureRounds the
 	// pipelining goroutine's rounds.
 	tortureMaxCalls = 400
 	tortureRounds   = 60
 	// tortureBudget bounds the whole test: past it the bridge is killed.
-	tortureBudget = 4 * time.Minute
+	tortureBudget = 3 * time.Minute
 	// tortureCallTimeout bounds one HTTP exchange (the bridge's request
 	// timeout is 25 s: a call that hangs comes back as a 504 first).
 	tortureCallTimeout = 60 * time.Second
 )
 
-// tortureAnyone is the token of every sessionless and 2026-07-28 request;
-// session user sN's is tortureBearer(sN).
-const tortureAnyone = "torture-token-anyone"
-
+// tortureBearer is user's token (with auth: "tokens").
 func tortureBearer(user string) string { return "torture-token-" + user }
 
 // Eras of a torture call.
@@ -135,7 +151,12 @@ type torture struct {
 	load      time.Duration
 	loadStart time.Time
 	loadEnd   time.Time
-	users     atomic.Int64 // numbers the one-call users (modern, sessionless)
+	// tokens: the bridge runs with static bearer tokens, and a user is a
+	// principal (a token); otherwise a user is a session, or one
+	// sessionless or 2026-07-28 request.
+	tokens bool
+	users  atomic.Int64 // numbers the one-call users (open)
+	tags   atomic.Int64 // numbers the calls
 
 	// mu guards every field below.
 	mu sync.Mutex
@@ -163,12 +184,11 @@ type tortureSession struct {
 	user string // s0, s1…
 	dest *tortureDest
 	sid  string
-	// bearer is the user's token: the bridge runs with static tokens, one
-	// per session user.
+	// bearer is its user's token ("" without auth).
 	bearer string
-	// seq numbers the session's calls (tags); ids are its JSON-RPC ids,
-	// which collide with other sessions' on purpose.
-	seq, ids atomic.Int64
+	// ids are the session's JSON-RPC ids, which collide with other
+	// sessions' on purpose.
+	ids atomic.Int64
 }
 
 // tortureCall is one call, from its building to its check.
@@ -179,10 +199,10 @@ type tortureCall struct {
 	user string
 	tag  string
 	id   json.RawMessage
-	// bearer is the caller's token: its session user's, or the one every
-	// sessionless and 2026-07-28 request uses (each such request is a
-	// user of its own whatever its token).
+	// bearer is the caller's token ("" without auth).
 	bearer string
+	// tool is the tool called: TortureAskTool for a call that asks.
+	tool string
 	// token is the client's progress token (raw JSON), nil for none.
 	token json.RawMessage
 	args  fakemcp.TortureArgs // what the call asks for (Pad unused)
@@ -227,7 +247,7 @@ type tmsg struct {
 	} `json:"error"`
 }
 
-func startTorture(t *testing.T, load time.Duration) *torture {
+func startTorture(t *testing.T, load time.Duration, tokens bool) *torture {
 	bin := tortureBridgeBinary(t)
 	if os.Getenv(EnvBridgeBinary) == "" {
 		t.Setenv(EnvBridgeBinary, bin) // startBinary runs it
@@ -240,7 +260,11 @@ func startTorture(t *testing.T, load time.Duration) *torture {
 		command, args, env := fakemcp.Command(d.mode)
 		journals[d.name] = filepath.Join(dir, d.name+".journal")
 		env[fakemcp.EnvJournal] = journals[d.name]
-		fmt.Fprintf(&b, "  %s:\n    command: %s\n    args: [%s]\n    interactive: %v\n    env:\n", d.name, strconv.Quote(command), strconv.Quote(args[0]), d.interactive)
+		interactive := strconv.FormatBool(d.interactive)
+		if d.asking {
+			interactive = "[" + fakemcp.TortureAskTool + "]"
+		}
+		fmt.Fprintf(&b, "  %s:\n    command: %s\n    args: [%s]\n    interactive: %s\n    env:\n", d.name, strconv.Quote(command), strconv.Quote(args[0]), interactive)
 		for k, v := range env {
 			fmt.Fprintf(&b, "      %s: %s\n", k, strconv.Quote(v))
 		}
@@ -249,15 +273,7 @@ func startTorture(t *testing.T, load time.Duration) *torture {
 	if err := os.WriteFile(config, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tokens := []string{tortureAnyone}
-	for u := range tortureUsers {
-		tokens = append(tokens, tortureBearer(fmt.Sprintf("s%d", u)))
-	}
-	tokensFile := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokensFile, []byte(strings.Join(tokens, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := startBinary(t, config,
+	flags := []string{
 		"-max-sessions", "64",
 		"-request-timeout", "25s",
 		"-restart-delay", "100ms",
@@ -265,14 +281,30 @@ func startTorture(t *testing.T, load time.Duration) *torture {
 		"-keepalive", "1s",
 		"-stop-grace", "500ms",
 		"-log-level", "warn",
-		"-auth-tokens-file", tokensFile,
-	)
+	}
+	if tokens {
+		// Every principal the test uses (tortureUser).
+		names := []string{"p", "crash", "alone", "admin"}
+		for i := range 32 {
+			names = append(names, fmt.Sprintf("s%d", i), fmt.Sprintf("mw%d", i), fmt.Sprintf("xw%d", i))
+		}
+		var lines strings.Builder
+		for _, n := range names {
+			lines.WriteString(tortureBearer(n) + "\n")
+		}
+		file := filepath.Join(dir, "tokens")
+		if err := os.WriteFile(file, []byte(lines.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		flags = append(flags, "-auth-tokens-file", file)
+	}
+	p := startBinary(t, config, flags...)
 	ctx, stop := context.WithTimeout(context.Background(), tortureBudget)
 	streams, endStream := context.WithCancel(ctx)
 	u, _ := neturl.Parse(p.base)
 	tt := &torture{
 		t: t, p: p, base: p.base, host: u.Host, ctx: ctx, stop: stop, journals: journals,
-		streams: streams, endStream: endStream, load: load, byDest: map[string][]*tortureSession{},
+		streams: streams, endStream: endStream, load: load, tokens: tokens, byDest: map[string][]*tortureSession{},
 		problems: map[string]*tortureProblem{}, intended: map[string]bool{}, counts: map[string]int{},
 		hc: &http.Client{Transport: &http.Transport{
 			Proxy:               nil, // loopback only, whatever the environment says
@@ -284,8 +316,16 @@ func startTorture(t *testing.T, load time.Duration) *torture {
 	// The whole test ends even if the bridge hangs: past the budget it is
 	// killed, and every exchange ends with the context.
 	tt.watchdog = time.AfterFunc(tortureBudget, func() {
-		tt.report("watchdog", "the test ran past its budget of %s: the bridge was killed", tortureBudget)
-		_ = p.cmd.Process.Kill()
+		// SIGQUIT first: the Go runtime writes every goroutine's stack to
+		// the bridge's stderr (finish prints the dispatcher's and the
+		// child's writer's).
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+		}
+		tt.report("watchdog", "the test ran past its budget of %s: the bridge was stopped (SIGQUIT)", tortureBudget)
 	})
 	t.Cleanup(func() {
 		tt.watchdog.Stop()
@@ -293,10 +333,14 @@ func startTorture(t *testing.T, load time.Duration) *torture {
 		tt.hc.CloseIdleConnections()
 	})
 	for _, d := range tortureDests {
-		for u := range tortureUsers {
-			s := &tortureSession{user: fmt.Sprintf("s%d", u), dest: d}
-			s.bearer = tortureBearer(s.user)
-			tt.initialize(s, []string{"2025-03-26", "2025-06-18", "2025-11-25"}[u%3])
+		for i := range tortureSessions {
+			// With tokens, s0 holds two sessions on every destination.
+			s := &tortureSession{user: fmt.Sprintf("s%d", i), dest: d}
+			if tokens {
+				s.user = fmt.Sprintf("s%d", max(0, i-1))
+				s.bearer = tortureBearer(s.user)
+			}
+			tt.initialize(s, []string{"2025-03-26", "2025-06-18", "2025-11-25"}[i%3])
 			tt.sessions = append(tt.sessions, s)
 			tt.byDest[d.name] = append(tt.byDest[d.name], s)
 			tt.streamsWG.Add(1)
@@ -393,7 +437,10 @@ func (tt *torture) url(d *tortureDest) string { return tt.base + "/" + d.name + 
 // initialize opens s (on the test's goroutine).
 func (tt *torture) initialize(s *tortureSession, version string) {
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{"sampling":{},"elicitation":{}},"clientInfo":{"name":"torture-%s","version":"1"}}}`, version, s.user)
-	auth := []string{"Authorization", "Bearer " + s.bearer}
+	auth := []string{"Authorization", ""}
+	if s.bearer != "" {
+		auth[1] = "Bearer " + s.bearer
+	}
 	r, err := requestWith(tt.hc, http.MethodPost, tt.url(s.dest), "", body, auth...)
 	if err != nil || r.status != http.StatusOK || r.header.Get("Mcp-Session-Id") == "" {
 		tt.t.Fatalf("initialize %s on %s: %v %d %s", s.user, s.dest.name, err, r.status, r.body)
@@ -402,6 +449,14 @@ func (tt *torture) initialize(s *tortureSession, version string) {
 	if r, err := requestWith(tt.hc, http.MethodPost, tt.url(s.dest), s.sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, auth...); err != nil || r.status != http.StatusAccepted {
 		tt.t.Fatalf("notifications/initialized %s on %s: %v %d %s", s.user, s.dest.name, err, r.status, r.body)
 	}
+}
+
+// auth is the session's Authorization header, as request's headers.
+func (s *tortureSession) auth() []string {
+	if s.bearer == "" {
+		return []string{"Authorization", ""}
+	}
+	return []string{"Authorization", "Bearer " + s.bearer}
 }
 
 // Tags are USER@DEST#N: a session user's tags share its user, every
@@ -460,19 +515,25 @@ func tortureArgs(rng *rand.Rand, a fakemcp.TortureArgs, size int) []byte {
 	return append(out, fields[1:]...)
 }
 
-// newCall builds a call of era on d (through s for a session), of a kind
-// picked at random.
-func (tt *torture) newCall(rng *rand.Rand, d *tortureDest, era string, s *tortureSession) *tortureCall {
-	c := &tortureCall{dest: d, era: era, sess: s}
-	var n, id int64
-	if s != nil {
-		c.user, n, id, c.bearer = s.user, s.seq.Add(1), s.ids.Add(1), s.bearer
-	} else {
-		c.bearer = tortureAnyone
+// newCall builds a call of era on d, of a kind picked at random: through
+// s for a session; otherwise from user (with auth: a principal), or a user
+// of its own when user is "".
+func (tt *torture) newCall(rng *rand.Rand, d *tortureDest, era string, s *tortureSession, user string) *tortureCall {
+	c := &tortureCall{dest: d, era: era, sess: s, user: user}
+	var id int64
+	switch {
+	case s != nil:
+		c.user, c.bearer, id = s.user, s.bearer, s.ids.Add(1)
+	case user == "":
 		prefix := map[string]string{eraModern: "m", eraSessionless: "x"}[era]
-		c.user, n, id = fmt.Sprintf("%s%d", prefix, tt.users.Add(1)), 0, int64(rng.IntN(4))
+		c.user, id = fmt.Sprintf("%s%d", prefix, tt.users.Add(1)), int64(rng.IntN(4))
+	default:
+		id = int64(rng.IntN(4))
 	}
-	c.tag = tortureTag(c.user, d.name, n)
+	if tt.tokens && c.bearer == "" {
+		c.bearer = tortureBearer(c.user)
+	}
+	c.tag = tortureTag(c.user, d.name, tt.tags.Add(1))
 	// Ids and tokens of both forms, the same across users.
 	if id%2 == 0 {
 		c.id = json.RawMessage(strconv.FormatInt(id, 10))
@@ -496,7 +557,7 @@ func (tt *torture) newCall(rng *rand.Rand, d *tortureDest, era string, s *tortur
 		if rng.IntN(10) < 3 {
 			a.Ask = "elicitation"
 		}
-	case k < 92 && era != eraSessionless:
+	case k < 82+d.holds && era != eraSessionless:
 		// A hold the caller cancels once the child has it.
 		a.HoldMS = 3000
 		c.cancel = map[string]string{eraSession: "notify", eraModern: "close"}[era]
@@ -507,9 +568,18 @@ func (tt *torture) newCall(rng *rand.Rand, d *tortureDest, era string, s *tortur
 		a.Progress = 1 + rng.IntN(3)
 	}
 	c.jsonOnly = era == eraSession && c.cancel == "" && rng.IntN(5) == 0
-	c.args = a
-	c.raw = tortureArgs(rng, a, tortureSize(rng, d.big))
+	c.setArgs(rng, a, tortureSize(rng, d.big))
 	return c
+}
+
+// setArgs sets the call's arguments, with about size bytes of filler, and
+// the tool that serves them.
+func (c *tortureCall) setArgs(rng *rand.Rand, a fakemcp.TortureArgs, size int) {
+	a.Tag = c.tag
+	c.args, c.raw, c.tool = a, tortureArgs(rng, a, size), fakemcp.TortureTool
+	if a.Ask != "" {
+		c.tool = fakemcp.TortureAskTool
+	}
 }
 
 // body is the call's tools/call request; modern requests carry the
@@ -526,7 +596,9 @@ func (c *tortureCall) body(inputs map[string]json.RawMessage, state string) []by
 	b := make([]byte, 0, len(c.raw)+512)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, c.id...)
-	b = append(b, `,"method":"tools/call","params":{"name":"torture","arguments":`...)
+	b = append(b, `,"method":"tools/call","params":{"name":`...)
+	b = strconv.AppendQuote(b, c.tool)
+	b = append(b, `,"arguments":`...)
 	b = append(b, c.raw...)
 	if len(meta) > 0 {
 		b = append(b, `,"_meta":{`+strings.Join(meta, ",")+`}`...)
@@ -541,14 +613,23 @@ func (c *tortureCall) body(inputs map[string]json.RawMessage, state string) []by
 	return append(b, `}}`...)
 }
 
+// auth is the call's Authorization header ("" without auth: the header is
+// left out).
+func (c *tortureCall) auth() string {
+	if c.bearer == "" {
+		return ""
+	}
+	return "Bearer " + c.bearer
+}
+
 // headers are the call's request headers (name, value pairs).
 func (c *tortureCall) headers() []string {
-	h := []string{"Authorization", "Bearer " + c.bearer}
+	h := []string{"Authorization", c.auth()}
 	if c.jsonOnly {
 		h = append(h, "Accept", "application/json")
 	}
 	if c.era == eraModern {
-		h = append(h, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", fakemcp.TortureTool)
+		h = append(h, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", c.tool)
 	}
 	return h
 }
@@ -695,7 +776,7 @@ func (tt *torture) related(rcv receiver, m tmsg) {
 			answer, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32600, "message": "not mine"}})
 		}
 		started := time.Now()
-		status, body, err := tt.exchange(http.MethodPost, tt.url(rcv.dest), rcv.sess.sid, answer, []string{"Authorization", "Bearer " + rcv.sess.bearer}, nil)
+		status, body, err := tt.exchange(http.MethodPost, tt.url(rcv.dest), rcv.sess.sid, answer, rcv.sess.auth(), nil)
 		if err != nil || status != http.StatusAccepted {
 			if !tt.excused(rcv.dest, started) {
 				tt.report("failed", "%s answering the child's %s for %s: %v %d %s", rcv, m.Method, tag, err, status, body)
@@ -766,7 +847,7 @@ func (tt *torture) run(c *tortureCall) string {
 	rcv := c.receiver()
 	var inputs map[string]json.RawMessage
 	var state string
-	for round := 0; round < 4; round++ {
+	for round := 0; round < 8; round++ {
 		var final *tmsg
 		cancelled := false
 		status, body, err := tt.exchange(http.MethodPost, tt.url(c.dest), c.sid(), c.body(inputs, state), c.headers(), func(m tmsg) bool {
@@ -843,7 +924,7 @@ func (tt *torture) run(c *tortureCall) string {
 		tt.checkAnswer(c, final.Result, res.TortureResult, res.Content)
 		return res.Asked
 	}
-	tt.report("failed", "%s: still input_required after 4 rounds", c.tag)
+	tt.report("failed", "%s: still input_required after 8 rounds", c.tag)
 	return ""
 }
 
@@ -879,10 +960,6 @@ func (tt *torture) inputRequests(rcv receiver, reqs map[string]json.RawMessage) 
 		_ = json.Unmarshal(raw, &r)
 		tag := requestTag(r.Method, r.Params)
 		if !tt.owns(rcv, tag, r.Method+" (input request)") {
-			continue
-		}
-		if tag != rcv.call.tag {
-			tt.report("misrouted", "%s got the input request of its call %s", rcv, tag)
 			continue
 		}
 		out[key], _ = json.Marshal(inputResponse(r.Method, tag))
@@ -941,7 +1018,7 @@ func (tt *torture) getStream(s *tortureSession) {
 		if tt.streams.Err() != nil {
 			return
 		}
-		req, err := newRequest(tt.streams, http.MethodGet, tt.url(s.dest), s.sid, "", "Authorization", "Bearer "+s.bearer)
+		req, err := newRequest(tt.streams, http.MethodGet, tt.url(s.dest), s.sid, "", s.auth()...)
 		if err != nil {
 			tt.report("failed", "%s: %v", rcv, err)
 			return
@@ -977,7 +1054,7 @@ func (tt *torture) runLoad() {
 	var wg sync.WaitGroup
 	seed := uint64(time.Now().UnixNano())
 	tt.t.Logf("seed %d", seed)
-	worker := 0
+	worker, principals := 0, 0
 	spawn := func(f func(rng *rand.Rand)) {
 		worker++
 		rng := rand.New(rand.NewPCG(seed, uint64(worker)))
@@ -995,15 +1072,21 @@ func (tt *torture) runLoad() {
 	for _, d := range tortureDests {
 		for _, s := range tt.byDest[d.name] {
 			for range d.sessionWorkers {
-				spawn(func(rng *rand.Rand) { loop(rng, func() *tortureCall { return tt.newCall(rng, d, eraSession, s) }) })
+				spawn(func(rng *rand.Rand) { loop(rng, func() *tortureCall { return tt.newCall(rng, d, eraSession, s, "") }) })
 			}
 		}
 		for range d.modernWorkers {
-			spawn(func(rng *rand.Rand) { loop(rng, func() *tortureCall { return tt.newCall(rng, d, eraModern, nil) }) })
+			me := fmt.Sprintf("mw%d", principals)
+			principals++
+			spawn(func(rng *rand.Rand) {
+				loop(rng, func() *tortureCall { return tt.newCall(rng, d, eraModern, nil, tt.requestUser(rng, me, true)) })
+			})
 		}
 		for range d.sessionlessWorkers {
+			me := fmt.Sprintf("xw%d", principals)
+			principals++
 			spawn(func(rng *rand.Rand) {
-				loop(rng, func() *tortureCall { return tt.newCall(rng, d, eraSessionless, nil) })
+				loop(rng, func() *tortureCall { return tt.newCall(rng, d, eraSessionless, nil, tt.requestUser(rng, me, false)) })
 			})
 		}
 		if d.crash {
@@ -1019,6 +1102,19 @@ func (tt *torture) runLoad() {
 	tt.t.Logf("load: %s", time.Since(tt.loadStart).Round(time.Millisecond))
 }
 
+// requestUser is the user of a sessionless or 2026-07-28 request: a user
+// of its own (""), or with tokens the worker's principal me, or now and
+// then (shared) a session user's, whose sessions and requests are one user.
+func (tt *torture) requestUser(rng *rand.Rand, me string, shared bool) string {
+	switch {
+	case !tt.tokens:
+		return ""
+	case shared && rng.IntN(4) == 0:
+		return fmt.Sprintf("s%d", rng.IntN(tortureSessions-1))
+	}
+	return me
+}
+
 // crash makes d's child exit 40% into the load, and waits until it runs
 // again.
 func (tt *torture) crash(d *tortureDest) {
@@ -1030,8 +1126,9 @@ func (tt *torture) crash(d *tortureDest) {
 	tt.mu.Lock()
 	tt.crashFrom = time.Now()
 	tt.mu.Unlock()
-	c := tt.newCall(rand.New(rand.NewPCG(7, 7)), d, eraModern, nil)
-	c.args = fakemcp.TortureArgs{Tag: c.tag, Exit: true}
+	rng := rand.New(rand.NewPCG(7, 7))
+	c := tt.newCall(rng, d, eraModern, nil, tt.requestUser(rng, "crash", false))
+	c.setArgs(rng, fakemcp.TortureArgs{Exit: true}, 0)
 	c.raw, _ = json.Marshal(c.args)
 	status, body, err := tt.exchange(http.MethodPost, tt.url(d), "", c.body(nil, ""), c.headers(), func(tmsg) bool { return true })
 	tt.t.Logf("crash call: %v %d %.200s", err, status, body)
@@ -1133,22 +1230,21 @@ func (tt *torture) pipelinedCall(rng *rand.Rand, large bool) *tortureCall {
 	switch r := rng.IntN(10); {
 	case r < 6:
 		s := tt.sessions[rng.IntN(len(tt.sessions))]
-		c = tt.newCall(rng, s.dest, eraSession, s)
+		c = tt.newCall(rng, s.dest, eraSession, s, "")
 	case r < 8:
-		c = tt.newCall(rng, tortureDests[rng.IntN(len(tortureDests))], eraModern, nil)
+		c = tt.newCall(rng, tortureDests[rng.IntN(len(tortureDests))], eraModern, nil, tt.requestUser(rng, "p", true))
 	default:
-		c = tt.newCall(rng, tortureDests[rng.IntN(len(tortureDests))], eraSessionless, nil)
+		c = tt.newCall(rng, tortureDests[rng.IntN(len(tortureDests))], eraSessionless, nil, tt.requestUser(rng, "p", false))
 	}
 	// Nothing that waits for the caller (a request, a hold), small
 	// answers; some progress and log lines, which make the answer an SSE
 	// stream (chunked).
-	c.args = fakemcp.TortureArgs{Tag: c.tag, Answer: rng.IntN(8 << 10), Progress: rng.IntN(2), Logs: rng.IntN(2)}
 	c.cancel, c.jsonOnly = "", false
 	size := rng.IntN(400)
 	if large {
 		size = 8<<10 + rng.IntN(32<<10)
 	}
-	c.raw = tortureArgs(rng, c.args, size)
+	c.setArgs(rng, fakemcp.TortureArgs{Answer: rng.IntN(8 << 10), Progress: rng.IntN(2), Logs: rng.IntN(2)}, size)
 	c.started = time.Now()
 	return c
 }
@@ -1164,7 +1260,9 @@ func (tt *torture) rawRequest(c *tortureCall) []byte {
 	}
 	h := c.headers()
 	for i := 0; i+1 < len(h); i += 2 {
-		fmt.Fprintf(&b, "%s: %s\r\n", h[i], h[i+1])
+		if h[i+1] != "" {
+			fmt.Fprintf(&b, "%s: %s\r\n", h[i], h[i+1])
+		}
 	}
 	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n", len(body))
 	b.Write(body)
@@ -1237,24 +1335,53 @@ func (tt *torture) readPipelined(br *bufio.Reader, c *tortureCall) error {
 }
 
 // alone runs, once the load is over, what must be delivered: on each
-// destination that is not interactive, child requests of one user at a
-// time (a session's three calls at once, a 2026-07-28 request) are
-// delivered, a sessionless request's are refused; and one cancellation of
-// each era reaches the child.
+// destination where calls of several users run together, the child
+// requests of one user at a time — three calls of a session at once (with
+// tokens: two calls of one session and one of the user's other session),
+// then a 2026-07-28 request alone — and a sessionless request's, refused
+// (it can answer nothing).
+// Then one cancellation of each era, each waited for in the journal.
 func (tt *torture) alone() {
 	tt.waitIdle()
 	rng := rand.New(rand.NewPCG(3, 4))
+	// No log lines: one that reaches a 2026-07-28 request (its own, or
+	// with tokens another call's of its user) makes its answer an SSE
+	// stream, after which the bridge refuses every request routed to it.
+	ask := func(c *tortureCall, kind string, jsonOnly bool) *tortureCall {
+		c.setArgs(rng, fakemcp.TortureArgs{Ask: kind, Answer: 100}, 100)
+		c.cancel, c.jsonOnly = "", jsonOnly
+		return c
+	}
 	for _, d := range tortureDests {
-		if d.interactive {
+		if d.exact() {
 			continue
 		}
-		s := tt.byDest[d.name][0]
+		a, b := tt.byDest[d.name][0], tt.byDest[d.name][1] // with tokens, both s0's
+		// Calls abandoned during the load (cancelled ones the child never
+		// answers) count as their users' for a while: wait until the
+		// request of a user that made no call before is delivered.
+		deadline := time.Now().Add(20 * time.Second)
+		for tt.run(ask(tt.newCall(rng, d, eraModern, nil, tt.requestUser(rng, "alone", false)), "sampling", false)) != "delivered" {
+			if time.Now().After(deadline) {
+				tt.report("alone", "%s: a lone call's request was still refused 20 s after the load", d.name)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		together := []*tortureCall{
+			ask(tt.newCall(rng, d, eraSession, a, ""), "sampling", false),
+			ask(tt.newCall(rng, d, eraSession, a, ""), "elicitation", true),
+			ask(tt.newCall(rng, d, eraSession, a, ""), "sampling", false),
+		}
+		if tt.tokens {
+			// Not with a 2026-07-28 request of the same principal: the
+			// bridge may route a session call's request to it (the user's
+			// newest call), and refuses it when that request ends first.
+			together[2] = ask(tt.newCall(rng, d, eraSession, b, ""), "sampling", false)
+		}
+		asked := make([]string, len(together))
 		var wg sync.WaitGroup
-		asked := make([]string, 3)
-		for i, kind := range []string{"sampling", "elicitation", "sampling"} {
-			c := tt.newCall(rng, d, eraSession, s)
-			c.args = fakemcp.TortureArgs{Tag: c.tag, Ask: kind, Logs: 1, Answer: 100}
-			c.raw, c.cancel, c.jsonOnly = tortureArgs(rng, c.args, 100), "", i == 2
+		for i, c := range together {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -1263,13 +1390,19 @@ func (tt *torture) alone() {
 		}
 		wg.Wait()
 		for _, era := range []string{eraModern, eraSessionless} {
-			c := tt.newCall(rng, d, era, nil)
-			c.args = fakemcp.TortureArgs{Tag: c.tag, Ask: "sampling", Answer: 100}
-			c.raw, c.cancel = tortureArgs(rng, c.args, 100), ""
+			c := ask(tt.newCall(rng, d, era, nil, tt.requestUser(rng, "alone", false)), "sampling", false)
+			together = append(together, c)
 			asked = append(asked, tt.run(c))
 		}
-		if want := []string{"delivered", "delivered", "delivered", "delivered", "refused"}; !slices.Equal(asked, want) {
-			tt.report("alone", "%s: with one user in flight at a time, the child's requests became %q; want %q (a session's three calls, a 2026-07-28 request, a sessionless request)", d.name, asked, want)
+		want := slices.Repeat([]string{"delivered"}, len(asked)-1)
+		if want = append(want, "refused"); !slices.Equal(asked, want) {
+			var why []string
+			for _, e := range tt.journal(d) {
+				if e.kind == "refused" && slices.ContainsFunc(together, func(c *tortureCall) bool { return strings.HasPrefix(e.note, c.tag+" ") }) {
+					why = append(why, e.note)
+				}
+			}
+			tt.report("alone", "%s: with one user in flight at a time, the child's requests became %q; want %q (calls of one user at once, a 2026-07-28 request alone, a sessionless request alone); the child was told %q", d.name, asked, want, why)
 		}
 	}
 	// One cancellation of each era, each waited for in the journal.
@@ -1277,11 +1410,11 @@ func (tt *torture) alone() {
 	for _, era := range []string{eraSession, eraModern} {
 		var s *tortureSession
 		if era == eraSession {
-			s = tt.byDest[d.name][1]
+			s = tt.byDest[d.name][2]
 		}
-		c := tt.newCall(rng, d, era, s)
-		c.args = fakemcp.TortureArgs{Tag: c.tag, HoldMS: 20000}
-		c.raw, c.jsonOnly = tortureArgs(rng, c.args, 10), false
+		c := tt.newCall(rng, d, era, s, tt.requestUser(rng, "alone", false))
+		c.setArgs(rng, fakemcp.TortureArgs{HoldMS: 20000}, 10)
+		c.jsonOnly = false
 		c.cancel = map[string]string{eraSession: "notify", eraModern: "close"}[era]
 		c.token = json.RawMessage(`"hold"`)
 		tt.run(c)
@@ -1327,7 +1460,11 @@ func (tt *torture) waitIdle() {
 
 // metrics reads the bridge's /metrics into name{labels} → value.
 func (tt *torture) metrics() map[string]float64 {
-	r, err := requestWith(tt.hc, http.MethodGet, tt.base+"/metrics", "", "", "Authorization", "Bearer "+tortureAnyone)
+	auth := ""
+	if tt.tokens {
+		auth = "Bearer " + tortureBearer("admin")
+	}
+	r, err := requestWith(tt.hc, http.MethodGet, tt.base+"/metrics", "", "", "Authorization", auth)
 	if err != nil || r.status != http.StatusOK {
 		tt.t.Fatalf("/metrics: %v %d %s", err, r.status, r.body)
 	}
@@ -1418,8 +1555,16 @@ func (tt *torture) finish() {
 			t.Logf("the %s child's journal of %s: %q", dest, tag, story)
 		}
 	}
-	// The bridge stops on SIGINT; its stderr has every race it met.
-	_ = tt.p.cmd.Process.Signal(syscall.SIGINT)
+	// The bridge stops on SIGINT; its stderr has every race it met. When
+	// something went wrong it gets SIGQUIT instead, and writes its
+	// goroutines' stacks there.
+	tt.mu.Lock()
+	sig := syscall.SIGINT
+	if len(tt.problems) > 0 {
+		sig = syscall.SIGQUIT
+	}
+	tt.mu.Unlock()
+	_ = tt.p.cmd.Process.Signal(sig)
 	select {
 	case <-tt.p.done:
 	case <-time.After(30 * time.Second):
@@ -1434,6 +1579,17 @@ func (tt *torture) finish() {
 	}
 	if i := strings.Index(logs, "panic:"); i >= 0 {
 		tt.report("bridge", "the bridge panicked:\n%s", logs[i:min(len(logs), i+4000)])
+	}
+	if strings.Contains(logs, "SIGQUIT") {
+		// The goroutines that move messages between the bridge and its
+		// children, from the dump SIGQUIT asked for.
+		var stacks []string
+		for _, g := range strings.Split(logs, "\n\n") {
+			if strings.HasPrefix(g, "goroutine ") && (strings.Contains(g, "dispatch.(*Dispatcher).read") || strings.Contains(g, "supervisor.(*Process)")) {
+				stacks = append(stacks, g)
+			}
+		}
+		t.Logf("the bridge's stdio goroutines at the end:\n%s", strings.Join(stacks, "\n\n"))
 	}
 
 	keys := make([]string, 0, len(tt.counts))
@@ -1457,5 +1613,90 @@ func (tt *torture) finish() {
 	}
 	if t.Failed() {
 		t.Logf("bridge stderr (last 20 KiB):\n%s", logs[max(0, len(logs)-20<<10):])
+	}
+}
+
+// TestTortureReaderNeverWaitsOnStdin guards the other direction of a
+// child's pipes: the bridge must keep reading what a child writes even
+// while the child does not read what the bridge writes. A server of the
+// simplest kind (one loop: read a message, handle it, write its output,
+// read the next) stops reading its stdin while it writes a large answer;
+// if the bridge's reader of the child's stdout waited on a write to the
+// child's stdin then (the error it answers a child's request with, when it
+// refuses it), neither side would move: calls of every user hang until
+// their timeout, and the child's stdin stays wedged.
+//
+// The child's stdin is one page of pipe, so one request fills it: user
+// a's call stalls the child until user b's request waits on its stdin,
+// then sends a sampling request (refused: two users are in flight) and a
+// 1 MiB answer. Both calls must be answered, and a later one too.
+func TestTortureReaderNeverWaitsOnStdin(t *testing.T) {
+	if os.Getenv("STELAE_TORTURE_KNOWN_DEFECTS") == "" {
+		// The dispatcher's reader writes the refusal to the child's stdin
+		// itself (dispatch/route.go routeChildRequest → writeTo), and a
+		// stdin write that times out leaves the destination unusable
+		// until its child exits (supervisor: werr is final).
+		t.Skip("known defect: the bridge's reader of a child's stdout waits on writes to its stdin; set STELAE_TORTURE_KNOWN_DEFECTS=1 to run")
+	}
+	dir := t.TempDir()
+	command, args, env := fakemcp.Command(fakemcp.ModeTortureSequential)
+	journal := filepath.Join(dir, "journal")
+	env[fakemcp.EnvJournal] = journal
+	var b strings.Builder
+	fmt.Fprintf(&b, "destinations:\n  seq:\n    command: %s\n    args: [%s]\n    env:\n", strconv.Quote(command), strconv.Quote(args[0]))
+	for k, v := range env {
+		fmt.Fprintf(&b, "      %s: %s\n", k, strconv.Quote(v))
+	}
+	config := filepath.Join(dir, "destinations.yaml")
+	if err := os.WriteFile(config, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, config, "-request-timeout", "10s")
+	d := &tortureDest{name: "seq"}
+	tt := &torture{t: t, p: p, base: p.base, ctx: context.Background(), hc: &http.Client{Transport: &http.Transport{Proxy: nil}},
+		journals: map[string]string{"seq": journal}, problems: map[string]*tortureProblem{}, intended: map[string]bool{}, counts: map[string]int{}}
+	a, bb := &tortureSession{user: "a", dest: d}, &tortureSession{user: "b", dest: d}
+	tt.initialize(a, "2025-06-18")
+	tt.initialize(bb, "2025-06-18")
+	rng := rand.New(rand.NewPCG(5, 6))
+
+	// a's call: stalls until b's request waits on the child's stdin, asks,
+	// answers with 1 MiB.
+	x := tt.newCall(rng, d, eraSession, a, "")
+	x.setArgs(rng, fakemcp.TortureArgs{Ask: "sampling", Answer: 1 << 20, WaitStdin: 3800}, 10)
+	x.token, x.cancel, x.jsonOnly = nil, "", false
+	// b's request: one line of about 3,950 bytes, nearly a page.
+	y := tt.newCall(rng, d, eraSession, bb, "")
+	y.token, y.cancel, y.jsonOnly = nil, "", false
+	y.setArgs(rng, fakemcp.TortureArgs{Answer: 10}, 0)
+	y.setArgs(rng, fakemcp.TortureArgs{Answer: 10}, 3950-len(y.body(nil, ""))-32)
+
+	done := make(chan string, 2)
+	go func() { done <- "a: " + tt.run(x) }()
+	stalled := func() bool {
+		return slices.ContainsFunc(tt.journal(d), func(e childEvent) bool { return e.kind == "stalling" && e.note == x.tag })
+	}
+	waitFor(t, 20*time.Second, "the child to stall in a's call", stalled)
+	go func() { done <- "b: " + tt.run(y) }()
+	for range 2 {
+		select {
+		case r := <-done:
+			t.Logf("call ended (%s)", r)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("a call still waits 30 s on (request timeout 10 s)")
+		}
+	}
+	z := tt.newCall(rng, d, eraSession, a, "")
+	z.token, z.cancel, z.jsonOnly = nil, "", false
+	z.setArgs(rng, fakemcp.TortureArgs{Answer: 10}, 10)
+	tt.run(z)
+	for k, p := range tt.problems {
+		t.Errorf("%d %s problem(s): %s", p.n, k, strings.Join(p.first, "\n  "))
+	}
+	if n := tt.counted("seq session answers"); n != 3 {
+		t.Errorf("%d of 3 calls answered", n)
+	}
+	if t.Failed() {
+		t.Logf("bridge stderr:\n%s", p.logs.String())
 	}
 }

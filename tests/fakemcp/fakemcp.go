@@ -133,7 +133,7 @@ func Serve() {
 	case ModeRawHTTPEcho:
 		rawHTTPEcho()
 		os.Exit(0)
-	case ModeTortureSlow, ModeTortureShuffle:
+	case ModeTortureSlow, ModeTortureShuffle, ModeTortureSequential:
 		torture(mode)
 		os.Exit(0)
 	case ModeServer, ModeStubborn:

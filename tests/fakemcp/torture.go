@@ -12,7 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unsafe"
 )
 
 // The torture child: the stdio server of the cross-user torture test
@@ -27,7 +29,8 @@ import (
 // "badline" for a line that is not a JSON-RPC message (a message cut short
 // or spliced with another), "dup TAG" for a tag received twice, "wrong TAG
 // GOT" when a request it sent for TAG was answered for GOT, and
-// "cancelled TAG" when the bridge cancels a call; and "ask TAG ID" as it
+// "cancelled TAG" when the bridge cancels a call (it answers half of them
+// with an error, and never answers the others); and "ask TAG ID" as it
 // sends a request for TAG, "refused TAG ERROR" when the request was
 // answered with an error, "unanswered TAG" when it was not answered
 // within 30 s.
@@ -42,10 +45,22 @@ const (
 	// once and answers each after a random delay (0–15 ms, twice), so its
 	// answers and notifications come out of order.
 	ModeTortureShuffle = "torture-shuffle"
+	// ModeTortureSequential is a server of the simplest kind: one loop
+	// reads a message, handles it and writes what it has to write before
+	// it reads the next; a request it sends to the client is not waited
+	// for (Asked is "sent"). Its stdin is a pipe of one page (4 KiB, on
+	// Linux), so that one request fills it; a call with WaitStdin stalls
+	// until that many bytes wait on stdin.
+	ModeTortureSequential = "torture-sequential"
 )
 
-// TortureTool is the torture child's one tool.
-const TortureTool = "torture"
+// The torture child's tools: TortureTool, and TortureAskTool, which does
+// the same under another name, so that a destination can name it in
+// 'interactive:' (the tools that ask their clients things).
+const (
+	TortureTool    = "torture"
+	TortureAskTool = "torture_asks"
+)
 
 // TortureArgs are TortureTool's arguments.
 type TortureArgs struct {
@@ -70,6 +85,10 @@ type TortureArgs struct {
 	HoldMS int `json:"hold_ms,omitempty"`
 	// Exit makes the child exit (status 7) as it receives the call.
 	Exit bool `json:"exit,omitempty"`
+	// WaitStdin (ModeTortureSequential): before anything else the call
+	// waits, reading nothing, until this many bytes wait on stdin (20 s
+	// at most); its journal says "stalling TAG" as it starts to wait.
+	WaitStdin int `json:"wait_stdin,omitempty"`
 }
 
 // TortureResult is what TortureTool answers, besides its content (one text
@@ -129,6 +148,10 @@ func (c *tortureCall) cancel() { c.once.Do(func() { close(c.cancelled) }) }
 
 // torture serves the torture child on stdin and stdout until stdin ends.
 func torture(mode string) {
+	if mode == ModeTortureSequential {
+		tortureSequential()
+		return
+	}
 	t := &tortureChild{
 		shuffle: mode == ModeTortureShuffle,
 		out:     bufio.NewWriterSize(os.Stdout, 64<<10),
@@ -197,6 +220,14 @@ func (t *tortureChild) handle(line []byte) {
 			if c != nil {
 				journalNote("cancelled", c.tag)
 				c.cancel()
+				// Many servers never answer a cancelled request; some do.
+				// Not from this loop: a loop that reads stdin and waits
+				// to write stdout can deadlock with a bridge that waits
+				// to write stdin while it reads stdout
+				// (TestTortureReaderNeverWaitsOnStdin).
+				if rand.IntN(2) == 0 {
+					go t.fail(p.RequestID, -32800, "cancelled")
+				}
 			}
 		}
 	default:
@@ -227,7 +258,11 @@ func (t *tortureChild) request(m message) {
 	case "ping":
 		t.reply(m.ID, map[string]any{})
 	case "tools/list":
-		t.reply(m.ID, map[string]any{"tools": []map[string]any{{"name": TortureTool, "description": "torture", "inputSchema": map[string]any{"type": "object"}}}})
+		var tools []map[string]any
+		for _, name := range []string{TortureTool, TortureAskTool} {
+			tools = append(tools, map[string]any{"name": name, "description": "torture", "inputSchema": map[string]any{"type": "object"}})
+		}
+		t.reply(m.ID, map[string]any{"tools": tools})
 	case "tools/call":
 		t.call(m)
 	default:
@@ -258,7 +293,7 @@ func (t *tortureChild) call(m message) {
 		} `json:"_meta"`
 	}
 	_ = json.Unmarshal(m.Params, &p)
-	if p.Name != TortureTool {
+	if p.Name != TortureTool && p.Name != TortureAskTool {
 		t.fail(m.ID, -32602, "unknown tool "+p.Name)
 		return
 	}
@@ -395,4 +430,66 @@ func tortureAnswer(id json.RawMessage, res TortureResult, text string) []byte {
 	out = append(out, `"}],`...)
 	out = append(out, fields[1:]...) // the fields without their '{'
 	return append(out, '}')
+}
+
+// tortureSequential serves ModeTortureSequential until stdin ends.
+func tortureSequential() {
+	// One page of pipe (F_SETPIPE_SZ): one request fills it.
+	_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, 0, 1031, 4096)
+	br := bufio.NewReaderSize(os.Stdin, 64<<10)
+	out := os.Stdout
+	send := func(b []byte) { _, _ = out.Write(append(b, '\n')) }
+	asked := 0
+	for {
+		line, err := ReadLine(br)
+		var m message
+		if len(bytes.TrimSpace(line)) > 0 && json.Unmarshal(line, &m) == nil && m.Method != "" && len(m.ID) > 0 {
+			switch m.Method {
+			case "initialize":
+				b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "sequential", "version": "1"}}})
+				send(b)
+			case "tools/list":
+				b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": []map[string]any{{"name": TortureTool, "inputSchema": map[string]any{"type": "object"}}, {"name": TortureAskTool, "inputSchema": map[string]any{"type": "object"}}}}})
+				send(b)
+			case "tools/call":
+				var p struct {
+					Arguments json.RawMessage `json:"arguments"`
+				}
+				_ = json.Unmarshal(m.Params, &p)
+				var a TortureArgs
+				_ = json.Unmarshal(p.Arguments, &a)
+				sum := sha256.Sum256(p.Arguments)
+				res := TortureResult{Tag: a.Tag, Digest: hex.EncodeToString(sum[:]), PID: os.Getpid()}
+				if a.WaitStdin > 0 {
+					journalNote("stalling", a.Tag)
+					for deadline := time.Now().Add(20 * time.Second); stdinWaiting() < a.WaitStdin && time.Now().Before(deadline); {
+						time.Sleep(5 * time.Millisecond)
+					}
+				}
+				if a.Ask == "sampling" {
+					asked++
+					b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "s-" + strconv.Itoa(asked), "method": "sampling/createMessage",
+						"params": map[string]any{"messages": []map[string]any{{"role": "user", "content": map[string]any{"type": "text", "text": a.Tag}}}, "maxTokens": 5}})
+					send(b)
+					res.Asked = "sent"
+				}
+				send(tortureAnswer(m.ID, res, TortureText(a.Tag, a.Answer)))
+			default:
+				b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
+				send(b)
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stdinWaiting is how many bytes wait in stdin's pipe (FIONREAD).
+func stdinWaiting() int {
+	var n int32
+	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, 0, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n))); errno != 0 {
+		return 0
+	}
+	return int(n)
 }
