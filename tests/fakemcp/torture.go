@@ -85,6 +85,11 @@ type TortureArgs struct {
 	HoldMS int `json:"hold_ms,omitempty"`
 	// Exit makes the child exit (status 7) as it receives the call.
 	Exit bool `json:"exit,omitempty"`
+	// IgnoreCancelMS: the call sends one progress notification (message:
+	// the tag), then goes on with its work this many milliseconds later
+	// whether it was cancelled or not — as a server does that does not
+	// implement cancellation, or is slow to notice it.
+	IgnoreCancelMS int `json:"ignore_cancel_ms,omitempty"`
 	// WaitStdin (ModeTortureSequential): before anything else the call
 	// waits, reading nothing, until this many bytes wait on stdin (20 s
 	// at most); its journal says "stalling TAG" as it starts to wait.
@@ -320,6 +325,14 @@ func (t *tortureChild) call(m message) {
 	}
 	if a.Exit {
 		exit(7)
+	}
+	if a.IgnoreCancelMS > 0 {
+		if p.Meta.ProgressToken != nil {
+			t.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": 0, "message": a.Tag}})
+		}
+		time.Sleep(time.Duration(a.IgnoreCancelMS) * time.Millisecond)
+		// The rest of the work takes no notice of a cancellation.
+		c = &tortureCall{tag: a.Tag, cancelled: make(chan struct{})}
 	}
 	if !t.pause(c) {
 		return
