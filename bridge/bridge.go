@@ -238,7 +238,7 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		newDispatcher := b.dispatcherFactory(d)
 		dopts := sopts
 		dopts.CacheTTL, dopts.CacheScope = d.CacheTTL, d.CacheScope
-		dopts.TaskAfter, dopts.TaskTTL = d.TaskAfter, d.TaskTTL
+		dopts.TaskAfter, dopts.TaskTTL, dopts.InputWait = d.TaskAfter, d.TaskTTL, d.InputWait
 		var ep *session.Endpoint
 		if d.Isolation == config.IsolationSession {
 			ep = session.NewEndpoint(name, nil, newDispatcher, b.limits, metrics.For(name), dopts)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"syscall"
+
+	"github.com/stelae-bridge/stelae-bridge/recycle"
 )
 
 // connBufSize is a fast-path connection's read buffer: a request whose
@@ -15,6 +17,15 @@ const connBufSize = 4 << 10
 
 // bufPool holds the read buffers of connections that have nothing
 // buffered.
+//
+// Ownership: a pooled buffer is bufPool's. take (or readFD) hands it to one
+// connBuf, which owns it while bytes are in it (its connection's serving
+// goroutine, or the handler reading the body under its request's mu) and
+// gives it back (putBuf) once they are all read or discarded; what a
+// request keeps of them is copied out first (the head into a string, the
+// body into the handler's slice, a hand-off into replayConn's own). Given
+// back, it is poisoned (recycle.Poison, under -race), so a slice of it kept
+// past its release reads 0xFE, not the next request's bytes.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, connBufSize); return &b }}
 
 // connBuf is a fast-path connection's read buffer. It holds a buffer of
@@ -98,9 +109,15 @@ func (b *connBuf) Read(p []byte) (int, error) {
 // release returns the buffer to the pool when it holds nothing.
 func (b *connBuf) release() {
 	if b.buf != nil && b.r == b.w {
-		bufPool.Put(b.buf)
+		putBuf(b.buf)
 		b.buf, b.r, b.w = nil, 0, 0
 	}
+}
+
+// putBuf gives p back to bufPool, poisoned.
+func putBuf(p *[]byte) {
+	recycle.Poison(*p)
+	bufPool.Put(p)
 }
 
 // take gives b a buffer when it has none.
@@ -174,13 +191,13 @@ func (b *connBuf) readFD(fd uintptr) bool {
 		}
 	}
 	if err == syscall.EAGAIN {
-		bufPool.Put(p)
+		putBuf(p)
 		return false
 	}
 	if n > 0 {
 		b.buf, b.r, b.w = p, 0, n
 	} else {
-		bufPool.Put(p)
+		putBuf(p)
 		n = 0
 	}
 	b.rn, b.rerr = n, err

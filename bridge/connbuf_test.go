@@ -8,6 +8,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/recycle"
 )
 
 // connPair returns the two ends of a connection: over loopback TCP (which
@@ -248,4 +250,27 @@ func FuzzConnBuf(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestConnBufPoisoned: a read buffer given back to bufPool is poisoned
+// under -race, so a slice of it kept past its release (here, the test's
+// Peek result) reads 0xFE, never the next request's bytes.
+func TestConnBufPoisoned(t *testing.T) {
+	if !recycle.Enabled {
+		t.Skip("poisoning is on only under -race")
+	}
+	for _, tcp := range []bool{true, false} {
+		server, client := connPair(t, tcp)
+		var b connBuf
+		b.init(&connReader{nc: server})
+		send(t, client, "alice's token")
+		kept, err := b.Peek(13)
+		if err != nil || string(kept) != "alice's token" {
+			t.Fatalf("Peek = %q, %v", kept, err)
+		}
+		b.Discard(13)
+		if !recycle.Poisoned(kept) {
+			t.Errorf("tcp %v: a released read buffer still holds %q", tcp, kept)
+		}
+	}
 }

@@ -20,23 +20,61 @@ import (
 )
 
 // Server serves HTTP/1.1 on a listener with a fast path for the bridge's
-// hot request: it reads every connection's requests itself and serves a
-// POST whose head parses strictly (fasthead.go) and whose body has arrived
-// with it, answering with one write; at the first request that is anything
-// else (a GET stream, a large or slow body, a query, chunked, HTTP/1.0,
-// TLS…) it hands the connection, with the bytes it has read, to a
-// net/http server, which serves it from then on exactly as it would have
-// from the start. So every protection net/http and the bridge have for
-// slow, large and odd requests stays where it was, and the fast path only
-// drops net/http's per-request costs: its header parsing, its response
-// buffers and flush, its deadlines, and its background read per request
-// (here a client's going is noticed only for a request that has run one to
-// two ticks of watchAfter: one sweeper goroutine watches those, with no
-// timer per request).
+// hot request. It reads every connection's requests itself, and serves
+// here only a POST whose head parses strictly (fasthead.go: HTTP/1.1, CRLF
+// lines, a plain path with no query or escapes, one Host, one
+// Content-Length, no Transfer-Encoding, Expect, Upgrade or Trailer,
+// Connection absent or keep-alive) and whose body arrived with its head,
+// the two within the connection's 4 KiB read buffer (maxFastBody). At the
+// first request that is anything else (a GET stream, a large or slow body,
+// a query, chunked, HTTP/1.0, TLS…) it hands the connection, with the
+// bytes it has read, to a net/http server, which serves it from then on
+// exactly as it would have from the start. So every protection net/http
+// and the bridge have for slow, large and odd requests stays where it was,
+// and the fast path only drops net/http's per-request costs: its header
+// parsing, its response buffers and flush, its deadlines, and its
+// background read per request.
 //
-// The handler sees an ordinary *http.Request; its ResponseWriter flushes
-// (a POST answered as an SSE stream goes out chunked), sets write
-// deadlines, and never hijacks.
+// What a handler gets on the fast path, as from net/http:
+//   - a request of its own: its header map, values, URL and body are made
+//     for it and never reused, so what a handler keeps of them past its
+//     return keeps its request's values; r.Body reads fail once the
+//     handler returned (http.ErrBodyReadAfterClose), as after Close;
+//   - a context that carries http.ServerContextKey (the net/http server
+//     the fast path hands off to: the same on both paths) and
+//     http.LocalAddrContextKey, cancelled when the handler returns;
+//   - a ResponseWriter that answers as net/http's does, as a client reads
+//     it (fastresponse.go; FuzzFastResponse holds it to net/http): the
+//     header map as of WriteHeader, Date and a sniffed Content-Type added,
+//     a declared Content-Length enforced (a Write past it fails with
+//     http.ErrContentLength and is not sent; an answer shorter or longer
+//     than declared closes the connection after it, never leaves it out of
+//     sync), 1xx answers, Flush (chunked after it, unless a length was
+//     declared) and SetWriteDeadline, also through http.ResponseController;
+//   - a ResponseWriter of its own: once the handler returned, Write,
+//     Flush and SetWriteDeadline fail (errAfterReturn) and reach nothing,
+//     and WriteHeader does nothing, so a goroutine that kept it cannot
+//     touch the connection's next answer, which behind a proxy's
+//     keep-alive may be another user's. (Changing its header map after the
+//     return is still a data race, as under net/http.)
+//   - a panic closes the connection (logged, unless http.ErrAbortHandler).
+//
+// What it does not offer (the bridge's handlers need none of it on a POST;
+// its GET streams, which hijack, always go to net/http):
+//   - Hijack, CloseNotify, and read deadlines or full duplex
+//     (SetReadDeadline and EnableFullDuplex do nothing: the body is in
+//     memory already);
+//   - Transfer-Encoding or Trailer headers set by the handler, and
+//     trailers: it frames the body itself (an unflushed answer of up to
+//     64 KiB goes out with a Content-Length where net/http chunks one past
+//     2 KiB);
+//   - noticing the client's going from the first moment: only a request
+//     that has run one to two ticks of watchAfter is watched (one sweeper
+//     goroutine watches those, with no timer per request), where net/http
+//     reads in the background from the start;
+//   - std's hooks (ConnState, ConnContext, BaseContext) and Request.TLS
+//     (TLS connections go to net/http); its header and idle timeouts the
+//     fast path keeps itself, with the same values.
 type Server struct {
 	handler http.Handler
 	std     *http.Server
@@ -293,17 +331,18 @@ type fastConn struct {
 	state atomic.Int32
 	cr    connReader
 	br    connBuf
-	w     fastResponse
 
 	remote string
+	// ctx is the connection's requests' base context: it carries the
+	// values net/http's carry (ServerContextKey: the net/http server the
+	// fast path hands off to; LocalAddrContextKey).
+	ctx context.Context
 	// readDeadline is the connection's read deadline as last set by the
 	// serving goroutine (zero: unknown).
 	readDeadline time.Time
-	base         http.Request // the next request's fields, copied by WithContext
-	// hdr and vals are the request's header map and the backing array of
-	// its values, reused: a handler keeps neither past its return.
-	hdr  http.Header
-	vals []string
+	// base is the template of the next request, copied by WithContext
+	// and cleared: the handler's request is the copy.
+	base http.Request
 
 	// wmu guards inRequest, watching, aborted, cancel and the connReader's
 	// pending byte while a watch may run.
@@ -338,6 +377,7 @@ func (c *fastConn) serve() {
 	c.cr.nc = c.nc
 	c.br.init(&c.cr)
 	c.remote = c.nc.RemoteAddr().String()
+	c.ctx = context.WithValue(context.WithValue(context.Background(), http.ServerContextKey, c.s.std), http.LocalAddrContextKey, c.nc.LocalAddr())
 	first := true
 	for {
 		// Wait for a request: the header timeout for the first, the idle
@@ -370,16 +410,13 @@ func (c *fastConn) serve() {
 			return
 		}
 		var h fastHead
+		var fr *fastRequest
 		fast := head != nil
 		if fast {
-			if c.hdr == nil {
-				// No size hint: a map of up to 8 entries is one small
-				// group (about 0.4 KiB), where a hint of 16 made a
-				// 1.5 KiB table for every connection; a client that
-				// sends more headers grows it once, and it is reused.
-				c.hdr = make(http.Header)
-			}
-			c.vals, fast = parseFastHead(head, &h, c.hdr, c.vals)
+			// Everything of a request the handler can reach is made for
+			// it: its header map (with its values in fr.vals) too.
+			fr = new(fastRequest)
+			fast = parseFastHead(head, &h, fr.vals[:0])
 		}
 		if fast && int64(c.br.Buffered()-len(head)) < h.contentLength {
 			fast = false // the body is not all here: net/http reads it, with its limits
@@ -390,7 +427,7 @@ func (c *fastConn) serve() {
 			return
 		}
 		c.br.Discard(len(head))
-		if !c.serveRequest(&h) {
+		if !c.serveRequest(&h, fr) {
 			return
 		}
 	}
@@ -454,11 +491,10 @@ func (c *fastConn) handOff() {
 // serveRequest serves the request whose head is h and whose body is the
 // next h.contentLength buffered bytes; false when the connection must
 // close after it.
-func (c *fastConn) serveRequest(h *fastHead) bool {
-	ctx, cancel := context.WithCancel(context.Background())
-	r, body := c.request(ctx, h)
-	w := &c.w
-	w.reset(c)
+func (c *fastConn) serveRequest(h *fastHead, fr *fastRequest) bool {
+	ctx, cancel := context.WithCancel(c.ctx)
+	r := c.request(ctx, h, fr)
+	w := &fr.w
 
 	c.wmu.Lock()
 	c.inRequest, c.watched, c.cancel = true, false, cancel
@@ -468,6 +504,11 @@ func (c *fastConn) serveRequest(h *fastHead) bool {
 	c.s.wakeSweeper()
 
 	keep := c.runHandler(w, r)
+	// From here on the request is the connection's alone: a goroutine of
+	// the handler that still holds w or r.Body gets errors.
+	fr.mu.Lock()
+	fr.done = true
+	fr.mu.Unlock()
 
 	c.busy.Store(false)
 	c.wmu.Lock()
@@ -487,20 +528,25 @@ func (c *fastConn) serveRequest(h *fastHead) bool {
 	}
 	cancel()
 	// What the handler left of the body is in the buffer (which it kept).
-	if body.n > 0 {
-		c.br.Discard(int(body.n))
+	if fr.body.n > 0 {
+		c.br.Discard(int(fr.body.n))
+		fr.body.n = 0
 	}
 	if !keep || c.cr.gone.Load() {
+		w.release()
 		return false // a panic, or the client went
 	}
 	return w.finish() && !w.closeAfter && !c.s.closing.Load()
 }
 
-// request makes the handler's request for the head h, with its body.
-// (Out of serveRequest, whose frame a request keeps until it is answered:
-// the request is built here, not in a temporary of that frame.)
-func (c *fastConn) request(ctx context.Context, h *fastHead) (*http.Request, *fastBody) {
-	fr := &fastRequest{body: fastBody{c: c, n: h.contentLength}, url: url.URL{Path: h.path}}
+// request makes the handler's request for the head h, with its body, in
+// fr. (Out of serveRequest, whose frame a request keeps until it is
+// answered: the request is built here, not in a temporary of that frame.)
+func (c *fastConn) request(ctx context.Context, h *fastHead, fr *fastRequest) *http.Request {
+	fr.c = c
+	fr.body.fr, fr.body.n = fr, h.contentLength
+	fr.url.Path = h.path
+	fr.w.fr, fr.w.header = fr, make(http.Header)
 	c.base = http.Request{
 		Method:        http.MethodPost,
 		URL:           &fr.url,
@@ -514,7 +560,9 @@ func (c *fastConn) request(ctx context.Context, h *fastHead) (*http.Request, *fa
 		RemoteAddr:    c.remote,
 		RequestURI:    h.path,
 	}
-	return c.base.WithContext(ctx), &fr.body // the handler's request is a copy of base
+	r := c.base.WithContext(ctx) // the handler's request is a copy of base
+	c.base = http.Request{}      // which keeps nothing of it
+	return r
 }
 
 // runHandler calls the handler; false when it panicked (the connection
@@ -585,31 +633,54 @@ func (r *connReader) Read(p []byte) (int, error) {
 	return r.nc.Read(p)
 }
 
-// fastRequest is what a fast-path request allocates besides its
-// http.Request and context.
+// fastRequest is one fast-path request: what it allocates besides its
+// http.Request, context and header maps. Everything of the request a
+// handler can reach — its header's values, URL, body and ResponseWriter —
+// is made for it and never reused, so a handler, or a goroutine it gave r
+// or w to, that keeps any of it past ServeHTTP's return reaches nothing of
+// the connection's next request (behind a proxy, maybe another user's).
 type fastRequest struct {
+	c *fastConn
+	// mu guards done and the state of body and w: the handler's goroutines
+	// use them under mu. When the handler returns, the connection's
+	// goroutine sets done under mu; from then on it alone touches them (to
+	// finish the answer, and skip what is left of the body), and every
+	// other use fails: body reads return http.ErrBodyReadAfterClose, the
+	// writer errAfterReturn (WriteHeader does nothing).
+	mu   sync.Mutex
+	done bool
+	w    fastResponse
 	body fastBody
 	url  url.URL
+	// vals backs the header map's single values: a head with more
+	// header fields puts the rest in an array of their own.
+	vals [12]string
 }
 
 // fastBody is a fast-path request's body: the next n bytes of the
-// connection's buffer, all there already, read on the connection's
-// goroutine (in the handler). Once they are read the buffer goes back to
-// the pool if it holds nothing more, so the request waits for its answer
-// without one.
+// connection's buffer, all there already, read in the handler (under
+// fr.mu). Once they are read the buffer goes back to the pool if it holds
+// nothing more, so the request waits for its answer without one.
 type fastBody struct {
-	c *fastConn
-	n int64
+	fr     *fastRequest
+	n      int64
+	closed bool // by the handler: reads fail, as net/http's
 }
 
 func (b *fastBody) Read(p []byte) (int, error) {
+	fr := b.fr
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.done || b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
 	if b.n <= 0 {
 		return 0, io.EOF
 	}
 	if int64(len(p)) > b.n {
 		p = p[:b.n]
 	}
-	n, err := b.c.br.Read(p)
+	n, err := fr.c.br.Read(p)
 	b.n -= int64(n)
 	if b.n == 0 && err == nil {
 		err = io.EOF
@@ -617,7 +688,14 @@ func (b *fastBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *fastBody) Close() error { return nil }
+// Close makes later reads fail; the connection skips what is left once
+// the handler returns.
+func (b *fastBody) Close() error {
+	b.fr.mu.Lock()
+	b.closed = true
+	b.fr.mu.Unlock()
+	return nil
+}
 
 // replayConn is a connection handed to net/http: it reads first what the
 // fast path had read.

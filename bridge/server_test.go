@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/recycle"
 )
 
 // FuzzFastHead holds the fast path's head parser to net/http's: whatever
@@ -42,8 +44,7 @@ func FuzzFastHead(f *testing.F) {
 		}
 		head = head[:end+4]
 		var h fastHead
-		_, ok := parseFastHead(head, &h, http.Header{"Stale": {"x"}}, nil)
-		if !ok {
+		if !parseFastHead(head, &h, nil) {
 			return
 		}
 		r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
@@ -84,7 +85,7 @@ func (s *served) get() []bool {
 
 // startTestServer serves h on a loopback port until the test ends; tune
 // may change the server before it starts.
-func startTestServer(t *testing.T, h http.Handler, tune ...func(*Server)) (*Server, string) {
+func startTestServer(t testing.TB, h http.Handler, tune ...func(*Server)) (*Server, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -160,7 +161,7 @@ func exchange(t *testing.T, addr string, n int, parts ...string) []*http.Respons
 
 // dial connects to addr for the rest of the test, with a 10 s deadline on
 // every read and write.
-func dial(t *testing.T, addr string) net.Conn {
+func dial(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -468,18 +469,17 @@ func TestServerManyClients(t *testing.T) {
 func BenchmarkFastHead(b *testing.B) {
 	head := []byte("POST /everything/mcp HTTP/1.1\r\nhost: 127.0.0.1:9090\r\nconnection: keep-alive\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-session-id: 0b5a3c4e-9f1d-4a43-b7a2-6c1e8d2f0a11\r\nmcp-protocol-version: 2025-11-25\r\nuser-agent: node\r\naccept-encoding: gzip, deflate\r\ncontent-length: 96\r\n\r\n")
 	b.ReportAllocs()
-	hdr, vals := http.Header{}, []string(nil)
 	var h fastHead
+	var vals [12]string
 	for b.Loop() {
-		var ok bool
-		if vals, ok = parseFastHead(head, &h, hdr, vals); !ok {
+		if !parseFastHead(head, &h, vals[:0]) {
 			b.Fatal("not taken")
 		}
 	}
 }
 
 // TestServerHeadersPerRequest: a connection's requests never see each
-// other's headers (the header map is the connection's, reused).
+// other's headers.
 func TestServerHeadersPerRequest(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%q %q", r.Header.Values("X-Only-First"), r.Header.Values("X-Twice"))
@@ -566,5 +566,217 @@ func TestServerHeadTimeout(t *testing.T) {
 			t.Errorf("first request %v: the server kept the connection open for 10 s", first)
 		}
 		c.Close()
+	}
+}
+
+// TestServerRetainedHeader: a handler that keeps r.Header, and a value
+// slice of it, past its return finds both as its request had them after
+// the next request on the same connection was read and served (net/http
+// makes a header map per request; the fast path reused one per
+// connection).
+func TestServerRetainedHeader(t *testing.T) {
+	type kept struct {
+		h    http.Header
+		user []string
+	}
+	keptc := make(chan kept, 3)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keptc <- kept{r.Header, r.Header["X-User"]}
+		w.Write([]byte(r.Header.Get("X-User")))
+	})
+	_, addr := startTestServer(t, h)
+	// A first request with many fields: whatever a connection keeps for
+	// header values has grown to its size before alice's.
+	var many strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&many, "X-Pad-%d: p\r\n", i)
+	}
+	resps := exchange(t, addr, 3, post("/mcp", "", "X-User: warm\r\n"+many.String())+
+		post("/mcp", "", "X-User: alice\r\nX-Only-Alice: 1\r\n")+post("/mcp", "", "X-User: bob\r\nX-Only-Bob: 2\r\n"))
+	for i, want := range []string{"warm", "alice", "bob"} {
+		if got := bodyOf(t, resps[i]); got != want {
+			t.Errorf("request %d saw X-User %q, want %q", i+1, got, want)
+		}
+	}
+	<-keptc
+	first, second := <-keptc, <-keptc // the third handler ran: the third head was read
+	if got := first.h["X-User"]; len(got) != 1 || got[0] != "alice" {
+		t.Errorf("the first request's kept header map has X-User %q, want [alice]", got)
+	}
+	if len(first.user) != 1 || first.user[0] != "alice" {
+		t.Errorf("the first request's kept X-User slice holds %q, want [alice]", first.user)
+	}
+	if first.h.Get("X-Only-Alice") != "1" || first.h.Get("X-Only-Bob") != "" {
+		t.Errorf("the first request's kept header map: %q", first.h)
+	}
+	if second.h.Get("X-Only-Alice") != "" || second.h.Get("X-User") != "bob" {
+		t.Errorf("the second request's header map: %q", second.h)
+	}
+}
+
+// TestServerLateWriter: a handler that gives w and r.Body to a goroutine,
+// which uses them after the handler returned, while the next request on
+// the connection (another user's, behind a proxy) is being answered: every
+// late use fails, and the next answer is intact.
+func TestServerLateWriter(t *testing.T) {
+	type lateUse struct{ write, flush, deadline, body error }
+	nextRunning, lateDone := make(chan struct{}), make(chan lateUse, 1)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/leak":
+			// Its body is left unread: a late read must not read on
+			// into the next request's.
+			w.Header().Set("X-Request", "first")
+			w.Write([]byte("first"))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				select {
+				case <-nextRunning:
+				case <-time.After(10 * time.Second):
+					t.Error("the next request's handler did not run")
+				}
+				var u lateUse
+				rc := http.NewResponseController(w)
+				w.Header().Set("X-Late", "1")
+				w.WriteHeader(http.StatusTeapot)
+				_, u.write = w.Write([]byte("LATE"))
+				u.flush = rc.Flush()
+				w.(http.Flusher).Flush()
+				u.deadline = rc.SetWriteDeadline(time.Now().Add(time.Hour))
+				var b [16]byte
+				var n int
+				n, u.body = r.Body.Read(b[:])
+				if n > 0 {
+					u.body = fmt.Errorf("read %q", b[:n])
+				}
+				lateDone <- u
+			}()
+		case "/next":
+			close(nextRunning)
+			var u lateUse
+			select {
+			case u = <-lateDone:
+			case <-time.After(10 * time.Second):
+				t.Error("the late goroutine did not end")
+			}
+			body, _ := io.ReadAll(r.Body)
+			w.Write(body)
+			if u.write == nil || u.flush == nil || u.deadline == nil || u.body == nil || u.body == io.EOF {
+				t.Errorf("a late use reached the connection: write %v, flush %v, write deadline %v, body read %v", u.write, u.flush, u.deadline, u.body)
+			}
+		}
+	})
+	_, addr := startTestServer(t, h)
+	resps := exchange(t, addr, 2, post("/leak", "alice's")+post("/next", "bob's secret"))
+	if r := resps[0]; r.StatusCode != 200 || bodyOf(t, r) != "first" {
+		t.Errorf("the first answer: %d %q", r.StatusCode, bodyOf(t, r))
+	}
+	r := resps[1]
+	if r.StatusCode != 200 || bodyOf(t, r) != "bob's secret" || r.Header.Get("X-Late") != "" || r.Header.Get("X-Request") != "" {
+		t.Errorf("the next answer was changed by the first request's late writer: %d %q %q", r.StatusCode, r.Header, bodyOf(t, r))
+	}
+}
+
+// TestAnswerBufsPoisoned: an answer's buffers given back to bufsPool are
+// poisoned under -race, so a reference kept past the hand-back (here, the
+// test's own) reads 0xFE, never the next user's answer.
+func TestAnswerBufsPoisoned(t *testing.T) {
+	if !recycle.Enabled {
+		t.Skip("poisoning is on only under -race")
+	}
+	w := &fastResponse{}
+	w.take()
+	w.body = append(w.body, "alice's answer"...)
+	w.out = append(w.out, "HTTP/1.1 200 OK\r\n"...)
+	kept, keptOut := w.body, w.out
+	w.release()
+	if w.bufs != nil || w.body != nil || w.out != nil {
+		t.Fatal("release left the writer referring to its buffers")
+	}
+	if !recycle.Poisoned(kept) || !recycle.Poisoned(keptOut) {
+		t.Errorf("given-back answer buffers hold %q and %q, want poison", kept, keptOut)
+	}
+}
+
+// TestServerBaseContext: a fast-path request's context carries the
+// *http.Server (the one the fast path hands off to, so both paths show the
+// same) and the connection's local address, as net/http's requests do.
+func TestServerBaseContext(t *testing.T) {
+	type seen struct {
+		fast bool
+		srv  *http.Server
+		addr net.Addr
+	}
+	seenc := make(chan seen, 2)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, fast := w.(*fastResponse)
+		srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+		addr, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		seenc <- seen{fast, srv, addr}
+	})
+	s, addr := startTestServer(t, h)
+	exchange(t, addr, 2, post("/mcp", "")+"GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
+	for _, want := range []bool{true, false} {
+		got := <-seenc
+		if got.fast != want {
+			t.Fatalf("served by the fast path: %v, want %v", got.fast, want)
+		}
+		if got.srv != s.std {
+			t.Errorf("fast path %v: ServerContextKey is %p, want the Server's %p", want, got.srv, s.std)
+		}
+		if got.addr == nil || got.addr.String() != addr {
+			t.Errorf("fast path %v: LocalAddrContextKey is %v, want %s", want, got.addr, addr)
+		}
+	}
+}
+
+// TestServerBodyLimit: a body is served on the fast path only when it
+// arrived with its head within the read buffer; one a byte longer goes,
+// with the bytes read, to net/http, and is answered all the same. At the
+// limit of the shortest head (maxFastBody) and of an ordinary one.
+func TestServerBodyLimit(t *testing.T) {
+	var h fastHead
+	if !parseFastHead([]byte(shortestFastHead), &h, nil) || h.contentLength != int64(maxFastBody) {
+		t.Fatalf("shortestFastHead %q: parsed length %d, want maxFastBody %d", shortestFastHead, h.contentLength, maxFastBody)
+	}
+	shortest := func(n int) string {
+		return fmt.Sprintf("POST / HTTP/1.1\r\nHost:a\r\nContent-Length:%d\r\n\r\n%s", n, strings.Repeat("s", n))
+	}
+	// An ordinary head whose request fills the buffer, with n = its body.
+	n := connBufSize
+	for len(post("/mcp", strings.Repeat("o", n))) > connBufSize {
+		n--
+	}
+	if len(post("/mcp", strings.Repeat("o", n))) != connBufSize {
+		t.Fatalf("no body of an ordinary POST fills the buffer exactly")
+	}
+	t.Logf("an ordinary head of %d bytes leaves %d for a body", connBufSize-n, n)
+	for _, tc := range []struct {
+		name string
+		req  string
+		body int
+		fast bool
+	}{
+		{"shortest head, maxFastBody", shortest(maxFastBody), maxFastBody, true},
+		{"shortest head, one more", shortest(maxFastBody + 1), maxFastBody + 1, false},
+		{"ordinary head, the buffer full", post("/mcp", strings.Repeat("o", n)), n, true},
+		{"ordinary head, one more", post("/mcp", strings.Repeat("o", n+1)), n + 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &served{}
+			_, addr := startTestServer(t, echoHandler(rec))
+			// One write: the request arrives at once, so where it goes
+			// depends on its size only.
+			r := exchange(t, addr, 1, tc.req)[0]
+			if got := bodyOf(t, r); r.StatusCode != 200 || len(got) != tc.body {
+				t.Errorf("answered %d with %d bytes, want 200 with the %d of the body", r.StatusCode, len(got), tc.body)
+			}
+			if got := rec.get(); len(got) != 1 || got[0] != tc.fast {
+				t.Errorf("served by the fast path: %v, want %v", got, tc.fast)
+			}
+		})
 	}
 }

@@ -79,10 +79,10 @@ type Destination struct {
 	// time ('interactive: true'), so that every request and log line the
 	// child sends is attributed to the call that caused it.
 	Interactive bool
-	// InteractiveTools, from 'interactive: [globs]', are the tools whose
-	// calls run alone on the shared child (the tools that ask their
-	// clients things); other calls run together, but not beside one of
-	// them. Empty when 'interactive:' is a boolean or absent.
+	// InteractiveTools, from 'interactive: [globs]', are the tools (and
+	// prompts) whose calls run alone on the shared child (the ones that
+	// ask their clients things); other calls run together, but not beside
+	// one of them. Empty when 'interactive:' is a boolean or absent.
 	InteractiveTools []string
 	// Logs is what becomes of a child's log message that cannot be
 	// attributed to one session ('logs:'): LogsAttributed, LogsFanout or
@@ -101,6 +101,12 @@ type Destination struct {
 	// bridge's defaults.
 	TaskAfter time.Duration
 	TaskTTL   time.Duration
+	// InputWait is how long a MCP 2026-07-28 call that asked its client
+	// for input (input_required) is kept for the client's retry
+	// ('input_wait:'); 0 takes the bridge's default. Meanwhile the call is
+	// in flight on the child: it keeps its turn on an interactive
+	// destination, and requests the child sends are not another user's.
+	InputWait time.Duration
 	// Line is where the destination is declared in the file.
 	Line int
 }
@@ -233,13 +239,14 @@ type fileDestination struct {
 	Logs           yaml.Node         `yaml:"logs"`
 	Cache          yaml.Node         `yaml:"cache"`
 	Tasks          yaml.Node         `yaml:"tasks"`
+	InputWait      yaml.Node         `yaml:"input_wait"`
 	// Type is accepted in 'mcpServers:' entries only, and only as "stdio".
 	Type yaml.Node `yaml:"type"`
 }
 
 // destinationKeys are the keys a destination may have, in the order the
 // messages list them.
-var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks"}
+var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait"}
 
 // mcpServerKeys are the keys of an 'mcpServers:' entry: a destination's, and
 // 'type: stdio' as Claude Desktop, Claude Code and Cursor write it.
@@ -562,21 +569,12 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 	}
 	d.StderrLevel = oneOf(&fd.StderrLogLevel, "stderr_log_level", stderrLevels,
 		"the level the child's stderr lines are logged at; off drops them")
-	if n := &fd.StartTimeout; n.Kind != 0 {
-		dur, err := time.ParseDuration(n.Value)
-		switch {
-		case n.Kind != yaml.ScalarNode || n.Tag == "!!null" || err != nil:
-			hint := ""
-			if _, nerr := strconv.ParseFloat(n.Value, 64); n.Kind == yaml.ScalarNode && nerr == nil {
-				hint = " (a bare number has no unit)"
-			}
-			problem(n.Line, "destination %q: 'start_timeout' must be a duration such as 90s or 5m, not %s%s", name, nodeText(n), hint)
-		case dur <= 0:
-			problem(n.Line, "destination %q: 'start_timeout' must be positive (e.g. 90s or 5m), not %s", name, n.Value)
-		default:
-			d.StartTimeout = dur
-		}
-	}
+	d.StartTimeout = positiveDuration(&fd.StartTimeout, "start_timeout", "90s or 5m", func(line int, format string, args ...any) {
+		problem(line, "destination %q: "+format, append([]any{name}, args...)...)
+	})
+	d.InputWait = positiveDuration(&fd.InputWait, "input_wait", "30s or 2m", func(line int, format string, args ...any) {
+		problem(line, "destination %q: "+format, append([]any{name}, args...)...)
+	})
 	if fd.Roots.Kind != 0 {
 		roots, probs := parseRoots(&fd.Roots, expandAt)
 		for _, p := range probs {
@@ -588,6 +586,28 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 		problem(n.Line, "destination %q: 'type' is %s; the bridge runs stdio servers, so write 'type: stdio' or leave it out", name, nodeText(n))
 	}
 	return d
+}
+
+// positiveDuration reads the duration key n (0 when absent), such as the
+// examples say.
+func positiveDuration(n *yaml.Node, key, examples string, problem func(line int, format string, args ...any)) time.Duration {
+	if n.Kind == 0 {
+		return 0
+	}
+	dur, err := time.ParseDuration(n.Value)
+	switch {
+	case n.Kind != yaml.ScalarNode || n.Tag == "!!null" || err != nil:
+		hint := ""
+		if _, nerr := strconv.ParseFloat(n.Value, 64); n.Kind == yaml.ScalarNode && nerr == nil {
+			hint = " (a bare number has no unit)"
+		}
+		problem(n.Line, "'%s' must be a duration such as %s, not %s%s", key, examples, nodeText(n), hint)
+	case dur <= 0:
+		problem(n.Line, "'%s' must be positive (e.g. %s), not %s", key, examples, n.Value)
+	default:
+		return dur
+	}
+	return 0
 }
 
 // parseCache reads a destination's 'cache:' block (ttl: a duration, scope:
@@ -850,9 +870,9 @@ func parseInteractive(n *yaml.Node, problem func(line int, format string, args .
 	return false, nil
 }
 
-// RunsAlone reports whether a call of tool name runs alone on the shared
-// child ('interactive:'): every call with 'interactive: true', the listed
-// tools' with a list. A listed glob also matches the name in any letter
+// RunsAlone reports whether a call of tool (or prompt) name runs alone on
+// the shared child ('interactive:'): every call with 'interactive: true',
+// the listed tools' and prompts' with a list. A listed glob also matches the name in any letter
 // case, so a server that looks tools up without regard to case cannot be
 // handed a listed tool that runs together.
 func (d *Destination) RunsAlone(name string) bool {

@@ -458,6 +458,12 @@ servers:
 			count: 2,
 		},
 		{
+			name:  "input_wait is not a duration",
+			src:   "destinations:\n  a:\n    command: cat\n    input_wait: 90\n",
+			want:  [][]string{{`"a"`, "line 4", "'input_wait'", "duration", "a bare number has no unit"}},
+			count: 1,
+		},
+		{
 			name:  "cache is not a mapping",
 			src:   "destinations:\n  a:\n    command: cat\n    cache: 30s\n",
 			want:  [][]string{{`"a"`, "line 4", "'cache'", "ttl", "scope"}},
@@ -639,7 +645,7 @@ mcpServers:
 		{
 			name:  "mcpServers unknown key lists type",
 			src:   "mcpServers:\n  a:\n    command: cat\n    disabled: true\n",
-			want:  [][]string{{"line 4", `"a"`, `unknown key "disabled"`, "logs, cache, tasks, type"}},
+			want:  [][]string{{"line 4", `"a"`, `unknown key "disabled"`, "logs, cache, tasks, input_wait, type"}},
 			count: 1,
 		},
 		{
@@ -962,6 +968,10 @@ func TestParseConfigNewKeys(t *testing.T) {
 	}
 	if b := cfg.Destinations["b"]; b.Interactive || b.Logs != "" || b.CacheTTL != 0 || b.CacheScope != CachePrivate {
 		t.Errorf("b: Interactive %v Logs %q CacheTTL %s CacheScope %q; want false, empty, 0s, private", b.Interactive, b.Logs, b.CacheTTL, b.CacheScope)
+	}
+	src = "destinations:\n  a:\n    command: cat\n    input_wait: 45s\n"
+	if cfg, err = Parse("x.yaml", []byte(src), noEnv, testReserved...); err != nil || cfg.Destinations["a"].InputWait != 45*time.Second {
+		t.Errorf("input_wait: %v", err)
 	}
 	// interactive: a list of the tools that run alone.
 	src = "destinations:\n  a:\n    command: cat\n    interactive: [trigger-sampling-request, \"ask_*\"]\n  b:\n    command: cat\n    interactive: false\n"

@@ -4,12 +4,21 @@ import "time"
 
 // Abandoned calls. A call the bridge gives up on — the client cancelled
 // it, it timed out, its session ended — leaves the pending calls at once
-// (its answer, if one comes, goes nowhere), but the child may not have
-// read the cancellation yet and may still send a request or a log line on
-// its behalf. Until the child answers it, exits, or abandonGrace passes,
-// such a call still counts as its user's call in flight for attribution
-// (attribution.go): what the child sends then is never taken for another
+// (its answer, if one comes, goes nowhere) and the child is sent its
+// cancellation, but the child may not have read the cancellation yet and
+// may still send a request or a log line on its behalf. Until then such a
+// call still counts as its user's call in flight for attribution
+// (attribution.go): what the child sends is never taken for another
 // user's. On an interactive destination it also keeps its turn (turns.go).
+//
+// The call stops counting when the child answers it; when the child
+// answers a request written to it after the cancellation (stdin is read in
+// order, so it has read the cancellation, and a server that has sends
+// nothing more for that call: the SDKs refuse a cancelled handler's
+// requests and related notifications) — the bridge sends a ping right
+// after the cancellation for that answer; when the child exits; or, at
+// the latest, abandonGrace after it was abandoned (a child that does not
+// answer pings while it works).
 
 // abandonGrace is how long an abandoned call counts as in flight when the
 // child does not answer it (many servers never answer a cancelled
@@ -23,6 +32,10 @@ type abandonedCall struct {
 	// turn is the turn the call held, kept until the entry goes.
 	turn  turn
 	until time.Time
+	// after is the last upstream id handed out when the call's
+	// cancellation had been written to the child (0: not yet): an answer
+	// to a later id means the child has read the cancellation.
+	after uint64
 }
 
 // abandonLocked records call, just taken out of the pending calls by the
@@ -38,18 +51,43 @@ func (d *Dispatcher) abandonLocked(call *Call, now time.Time) {
 		// too: they look again.
 		d.turns.wake()
 	}
-	call.turn = noTurn
+	if call.parked {
+		d.turns.parked--
+	}
+	call.turn, call.parked = noTurn, false
 }
 
-// forgetAbandonedLocked drops abandoned call up (the child answered it),
-// giving back its turn. d.pmu must be held.
-func (d *Dispatcher) forgetAbandonedLocked(up uint64) bool {
-	a, ok := d.abandoned[up]
-	if ok {
-		delete(d.abandoned, up)
-		d.turns.give(a.turn)
+// cancelsWritten records that the cancellations of abandoned calls ups
+// have been written to child c — every request with a later upstream id
+// is written after them — and pings c, whose answer shows it has read
+// them.
+func (d *Dispatcher) cancelsWritten(c *child, ups ...uint64) {
+	d.pmu.Lock()
+	after := d.seq.Load()
+	n := 0
+	for _, up := range ups {
+		if a, ok := d.abandoned[up]; ok {
+			a.after = after
+			d.abandoned[up] = a
+			n++
+		}
 	}
-	return ok
+	d.pmu.Unlock()
+	if n > 0 {
+		d.fireAndForget(c, "ping", nil)
+	}
+}
+
+// answeredLocked notes the child's answer to upstream id up: the abandoned
+// call up, and those whose cancellation was written before request up,
+// are done with. d.pmu must be held.
+func (d *Dispatcher) answeredLocked(up uint64) {
+	for id, a := range d.abandoned {
+		if id == up || (a.after != 0 && up > a.after) {
+			delete(d.abandoned, id)
+			d.turns.give(a.turn)
+		}
+	}
 }
 
 // expireAbandoned drops the abandoned calls whose grace has passed and

@@ -117,6 +117,26 @@ func TestChildRequestsFailClosed(t *testing.T) {
 	if got := w.d.Status().Refused[RefusedAbandoned]; got != 1 {
 		t.Errorf("Refused[%s] = %d; want 1", RefusedAbandoned, got)
 	}
+	// The child answers a call written after that cancellation: it has
+	// read the cancellation, and the abandoned call no longer counts.
+	if n := w.d.Status().Abandoned; n != 1 {
+		t.Fatalf("Status.Abandoned = %d; want 1", n)
+	}
+	callB, upB = beginTool(t, w, c, b, "3", "echo", 10*time.Second)
+	c.emit(`{"jsonrpc":"2.0","id":` + upB + `,"result":{}}`)
+	nextEvent(t, callB)
+	callB.Release()
+	if n := w.d.Status().Abandoned; n != 0 {
+		t.Errorf("Status.Abandoned = %d after the child answered a later call; want 0", n)
+	}
+	// What was delivered is the sessions' own: intact after the child's
+	// later lines were read (the reader lends each line only until the
+	// next).
+	for s, want := range map[*testSession]string{a: `{"jsonrpc":"2.0","id":"s2","method":"sampling/createMessage","params":{}}`, b: `{"jsonrpc":"2.0","id":"s4","method":"sampling/createMessage","params":{}}`} {
+		if got := s.got(); len(got) != 1 || string(got[0]) != want {
+			t.Errorf("session %s holds %q; want only %s", s.id, got, want)
+		}
+	}
 }
 
 // waitDelivered waits until s has been delivered a message with id.
@@ -289,4 +309,93 @@ func TestInteractiveToolsRunAlone(t *testing.T) {
 		t.Errorf("b was delivered %q", b.got())
 	}
 	_ = askUp
+}
+
+// TestUnlistedToolThatAsksIsRefused: with InteractiveTool, a tool that asks
+// but is not listed runs together with other users' calls; its request is
+// then refused, never taken for another user's (the middle ground is safe
+// because routing still needs one user in flight, whatever runs alone).
+func TestUnlistedToolThatAsksIsRefused(t *testing.T) {
+	w := newWired(t, Options{InteractiveTool: func(name string) bool { return name == "ask" }})
+	a, b := &testSession{id: "a"}, &testSession{id: "b"}
+	c := w.attach(t, a, samplingCaps)
+	w.d.Attach(b, json.RawMessage(`{"capabilities":`+samplingCaps+`}`))
+	callA, _ := beginTool(t, w, c, a, "1", "asks-but-unlisted", 10*time.Second)
+	callB, _ := beginTool(t, w, c, b, "1", "echo", 10*time.Second)
+	defer callA.Release()
+	defer callB.Release()
+	c.emit(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}`)
+	childError(t, c, `"s1"`, `tool "asks-but-unlisted", tool "echo"`)
+	if len(a.got()) != 0 || len(b.got()) != 0 {
+		t.Fatalf("a refused request was delivered: a %q, b %q", a.got(), b.got())
+	}
+}
+
+// TestPingClearsAbandonedCall: right after a cancellation the bridge pings
+// the child; its answer shows the child has read the cancellation, and the
+// abandoned call stops counting at once.
+func TestPingClearsAbandonedCall(t *testing.T) {
+	w := newWired(t, Options{})
+	a := &testSession{id: "a"}
+	c := w.attach(t, a, samplingCaps)
+	c.answerPings.Store(true)
+	call, _ := beginTool(t, w, c, a, "1", "ask", 10*time.Second)
+	call.Release()
+	if m := c.next(t); m.Method != "notifications/cancelled" {
+		t.Fatalf("the child got %s; want the cancellation", m.Raw)
+	}
+	waitFor2(t, "the abandoned call to stop counting", func() bool { return w.d.Status().Abandoned == 0 })
+	if n := c.pings.Load(); n != 1 {
+		t.Errorf("the child was pinged %d times; want once", n)
+	}
+}
+
+// TestParkedCallLetsOthersRun: a call that runs alone and is parked for its
+// client's input (Park) lets calls that run together go, still keeps other
+// calls that run alone out, and takes its alone turn back (Unpark) only
+// once the calls that ran meanwhile have ended; what the child asks while
+// both are in flight is refused.
+func TestParkedCallLetsOthersRun(t *testing.T) {
+	w := newWired(t, Options{InteractiveTool: func(name string) bool { return name == "ask" }})
+	w.d.grace = 200 * time.Millisecond
+	a, b := &testSession{id: "a"}, &testSession{id: "b"}
+	c := w.attach(t, a, samplingCaps)
+	w.d.Attach(b, json.RawMessage(`{"capabilities":`+samplingCaps+`}`))
+	ask, _ := beginTool(t, w, c, a, "1", "ask", 10*time.Second)
+	defer ask.Release()
+	ask.Park()
+	echo, upEcho := beginTool(t, w, c, b, "1", "echo", 10*time.Second) // goes at once
+	c.emit(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}`)
+	childError(t, c, `"s1"`, "more than one user")
+	// Another call that runs alone waits for the parked one.
+	ask2Done := make(chan *Call, 1)
+	go func() {
+		ask2Done <- w.d.Begin(context.Background(), b, mustParse(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask"}}`), 10*time.Second, false)
+	}()
+	waitFor2(t, "b's ask to wait", func() bool { return w.turnsState().aloneWaiting == 1 })
+	// a's retry: Unpark waits until b's echo has ended.
+	unparked := make(chan bool, 1)
+	go func() { unparked <- ask.Unpark() }()
+	waitFor2(t, "a's unpark to wait", func() bool { return w.turnsState().aloneWaiting == 2 })
+	c.emit(`{"jsonrpc":"2.0","id":` + upEcho + `,"result":{}}`)
+	nextEvent(t, echo)
+	echo.Release()
+	var ok bool
+	select {
+	case ok = <-unparked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Unpark did not return after the echo ended")
+	}
+	st := w.turnsState()
+	if !ok || !st.alone || st.aloneWaiting != 1 {
+		t.Fatalf("after Unpark: %v, turns %+v; want a alone again and b's ask still waiting", ok, st)
+	}
+	c.emit(`{"jsonrpc":"2.0","id":"s2","method":"sampling/createMessage","params":{}}`)
+	waitDelivered(t, a, `"s2"`)
+	ask.Release() // abandoned: keeps its turn until the grace passes
+	c.next(t)     // its cancellation
+	if m := c.next(t); !strings.Contains(string(m.Raw), `"ask"`) {
+		t.Fatalf("the child got %s; want b's ask", m.Raw)
+	}
+	(<-ask2Done).Release()
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+	"github.com/stelae-bridge/stelae-bridge/recycle"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
@@ -59,6 +60,8 @@ type Call struct {
 	// caller; moved to the abandoned entry only by the path that takes
 	// the call out of the pending calls, before it sends the call's end.
 	turn turn
+	// parked: Park made the call's alone turn a together one (turns.go).
+	parked bool
 	// after rewrites the end (a filtered tools/list, a subscription kept
 	// only when the child agreed).
 	after func([]byte, error) ([]byte, error)
@@ -73,6 +76,14 @@ type Call struct {
 // they go to the session's GET stream instead.
 const relatedQueue = 64
 
+// callPool holds calls. Owner: the caller, from Begin until Release; while
+// the call is pending the reader goroutine may use it too, under d.pmu,
+// and whoever takes it out of the pending calls sends its end. Release
+// comes only after the end was read (or abandons the call first, taking
+// it out of the pending calls), so nothing refers to a pooled call. Its
+// request buffer (out) was lent to the child's WriteMessage, which keeps
+// no reference to it; under -race Release poisons it, so a writer that did
+// would send garbage (TestProcessWriteQueueModel, the e2e tests).
 var callPool = sync.Pool{New: func() any {
 	return &Call{reply: make(chan reply, 1), relatedReady: make(chan struct{}, 1)}
 }}
@@ -114,7 +125,9 @@ func (call *Call) Release() {
 	call.timer.Stop()
 	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after = nil, nil, nil, nil, nil, nil, nil
 	call.end, call.ended, call.follow = reply{}, false, false
-	call.augmented, call.childTask = false, ""
+	call.augmented, call.childTask, call.parked = false, "", false
+	recycle.Poison(call.out)
+	call.out = call.out[:0]
 	if cap(call.out) > 64<<10 {
 		call.out = nil
 	}
@@ -413,6 +426,7 @@ func (call *Call) abandon(err error, reason string) {
 	} else {
 		call.d.sendCancel(call.c, call.up, reason)
 	}
+	call.d.cancelsWritten(call.c, call.up)
 	call.finish(nil, err)
 }
 
@@ -431,10 +445,9 @@ func (d *Dispatcher) takeCall(up uint64) *Call {
 func (d *Dispatcher) takeAnswered(up uint64) *Call {
 	d.pmu.Lock()
 	call := d.pending[up]
-	if call != nil {
-		delete(d.pending, up)
-	} else {
-		d.forgetAbandonedLocked(up)
+	delete(d.pending, up)
+	if len(d.abandoned) > 0 {
+		d.answeredLocked(up)
 	}
 	d.pmu.Unlock()
 	return call
@@ -588,7 +601,9 @@ func (d *Dispatcher) clientCancel(s Session, m *jsonrpc.Message) error {
 	}
 	call.reply <- reply{msg: jsonrpc.ErrorResponse(call.clientID, jsonrpc.CodeRequestCancelled, "request cancelled by the client")}
 	if c := d.current(); c != nil {
-		return c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, "notifications/cancelled", cancelParams(found, jsonrpc.Member(m.Params, "reason"))))
+		err := c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, "notifications/cancelled", cancelParams(found, jsonrpc.Member(m.Params, "reason"))))
+		d.cancelsWritten(c, found)
+		return err
 	}
 	return nil
 }

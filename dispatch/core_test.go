@@ -28,6 +28,10 @@ type wireConn struct {
 	// failed counts the writes that did.
 	failWrites atomic.Bool
 	failed     atomic.Int32
+	// answerPings answers the bridge's pings at once; by default they
+	// are dropped, as by a child busy with its work (pings counts them).
+	answerPings atomic.Bool
+	pings       atomic.Int32
 }
 
 func newWireConn() *wireConn {
@@ -48,6 +52,12 @@ func (c *wireConn) WriteMessage(msg []byte) error {
 		c.lines <- []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"wire","version":"1"}}}`)
 		return nil
 	case "notifications/initialized":
+		return nil
+	case "ping":
+		c.pings.Add(1)
+		if c.answerPings.Load() {
+			c.lines <- []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`)
+		}
 		return nil
 	}
 	c.got <- append([]byte(nil), msg...)

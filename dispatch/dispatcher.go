@@ -108,7 +108,8 @@ type Options struct {
 	// in flight (turns.go).
 	Interactive bool
 	// InteractiveTool, when set (and Interactive is not), reports the
-	// tools whose calls run alone: their requests and log lines are
+	// tools (and prompts) whose calls (prompts/get) run alone: their
+	// requests and log lines are
 	// attributed to them, and the other calls run together as usual but
 	// never beside one of them. It must be fast and safe for concurrent
 	// use.

@@ -3,6 +3,8 @@ package dispatch
 import (
 	"context"
 	"sync"
+
+	"github.com/stelae-bridge/stelae-bridge/recycle"
 )
 
 // memPipe is the in-memory children's stdout and lifetime: lines queued for
@@ -11,16 +13,25 @@ type memPipe struct {
 	lines  chan []byte
 	exited chan struct{}
 	once   sync.Once
+	// lent is the last line ReadMessage returned; only the reader uses it.
+	lent []byte
 }
 
 func newMemPipe() memPipe {
 	return memPipe{lines: make(chan []byte, 1024), exited: make(chan struct{})}
 }
 
+// ReadMessage lends each line as the real line reader does: in a buffer
+// valid until the next call, which poisons it (so the dispatcher's keeping
+// a line it did not copy fails the tests that route it).
 func (p *memPipe) ReadMessage() ([]byte, error) {
 	select {
 	case l := <-p.lines:
-		return l, nil
+		for i := range p.lent {
+			p.lent[i] = recycle.PoisonByte
+		}
+		p.lent = append(p.lent[:0], l...)
+		return p.lent, nil
 	case <-p.exited:
 		return nil, context.Canceled
 	}

@@ -86,6 +86,7 @@ func (d *Dispatcher) Detach(s Session, cause error) {
 		for _, up := range cancelled {
 			d.sendCancel(c, up, "the client session ended")
 		}
+		d.cancelsWritten(c, cancelled...)
 		for _, id := range orphaned {
 			d.writeTo(c, jsonrpc.ErrorResponse(json.RawMessage(id), jsonrpc.CodeInternalError, "the client session that received this request has ended"))
 		}

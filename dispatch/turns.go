@@ -19,7 +19,8 @@ import (
 //
 //   - Options.Interactive: every client call runs alone (calls are served
 //     one at a time).
-//   - Options.InteractiveTool: the calls of the tools it names run alone;
+//   - Options.InteractiveTool: the calls of the tools (and the prompts/get
+//     of the prompts) it names run alone;
 //     every other call runs together with the others as usual, but not
 //     beside one of those. A tool that asks without being named is still
 //     never misrouted: while calls of several users are in flight its
@@ -43,15 +44,20 @@ const (
 )
 
 // turns is a destination's schedule of client calls. It is guarded by
-// d.pmu, with the abandoned calls that still hold their turns.
+// d.pmu, with the abandoned calls that still hold their turns and every
+// call's turn and parked fields.
 type turns struct {
 	alone    bool // a call, or an abandoned one, runs alone
-	together int  // calls (and abandoned ones) running together
+	together int  // calls (and abandoned and parked ones) running together
 	// aloneWaiting counts the calls waiting to run alone: calls that
-	// would run together wait behind them. waiting counts every call
-	// waiting for a turn.
+	// would run together wait behind them, unless a call is parked
+	// (those waiting cannot run before it ends anyway). waiting counts
+	// every call waiting for a turn.
 	aloneWaiting int
 	waiting      int
+	// parked counts the calls parked for their client's input (Park):
+	// they hold a together turn.
+	parked int
 	// changed is closed when a turn is given back or a wait is given up
 	// while calls wait; nil while none waits.
 	changed chan struct{}
@@ -62,7 +68,7 @@ func (t *turns) take(k turn) bool {
 	switch {
 	case k == alone && !t.alone && t.together == 0:
 		t.alone = true
-	case k == together && !t.alone && t.aloneWaiting == 0:
+	case k == together && !t.alone && (t.aloneWaiting == 0 || t.parked > 0):
 		t.together++
 	default:
 		return false
@@ -99,6 +105,9 @@ func (t *turns) waitChan() <-chan struct{} {
 	return t.changed
 }
 
+// scheduled reports whether the destination's calls take turns.
+func (d *Dispatcher) scheduled() bool { return d.opts.Interactive || d.opts.InteractiveTool != nil }
+
 // turnFor is the turn a client's request m takes.
 func (d *Dispatcher) turnFor(m *jsonrpc.Message) turn {
 	switch {
@@ -106,7 +115,7 @@ func (d *Dispatcher) turnFor(m *jsonrpc.Message) turn {
 		return alone
 	case d.opts.InteractiveTool == nil:
 		return noTurn
-	case m.Method == "tools/call" && d.opts.InteractiveTool(jsonrpc.String(jsonrpc.Member(m.Params, "name"))):
+	case (m.Method == "tools/call" || m.Method == "prompts/get") && d.opts.InteractiveTool(jsonrpc.String(jsonrpc.Member(m.Params, "name"))):
 		return alone
 	}
 	return together
@@ -117,11 +126,24 @@ func (d *Dispatcher) turnFor(m *jsonrpc.Message) turn {
 // call's own timeout and context. It reports false, with the call
 // finished, when the wait ended first.
 func (call *Call) hold(k turn) bool {
-	d := call.d
 	if k == noTurn || call.sess == nil || call.turn != noTurn {
 		return true
 	}
-	waiting := false // counted in aloneWaiting
+	return call.waitTurn(k == alone, func(t *turns) bool {
+		if !t.take(k) {
+			return false
+		}
+		call.turn = k
+		return true
+	})
+}
+
+// waitTurn waits until take (called with d.pmu held) takes the call's
+// turn; forAlone: the call waits to run alone. It reports false, with the
+// call finished, when the call's timeout or context ended first.
+func (call *Call) waitTurn(forAlone bool, take func(*turns) bool) bool {
+	d := call.d
+	waiting := false // counted in waiting (and aloneWaiting)
 	var expiry *time.Timer
 	defer func() {
 		if expiry != nil {
@@ -131,21 +153,17 @@ func (call *Call) hold(k turn) bool {
 	for {
 		d.pmu.Lock()
 		next := d.expireAbandoned(time.Now())
-		if d.turns.take(k) {
+		if take(&d.turns) {
 			if waiting {
-				d.turns.waiting--
-				if k == alone {
-					d.turns.aloneWaiting--
-				}
+				d.stopWaitingLocked(forAlone)
 			}
-			call.turn = k
 			d.pmu.Unlock()
 			return true
 		}
 		if !waiting {
 			waiting = true
 			d.turns.waiting++
-			if k == alone {
+			if forAlone {
 				d.turns.aloneWaiting++
 			}
 		}
@@ -160,41 +178,109 @@ func (call *Call) hold(k turn) bool {
 			}
 			expired = expiry.C
 		}
+		var err error
 		select {
 		case <-changed:
+			continue
 		case <-expired:
+			continue
 		case <-call.timer.C:
-			d.stopWaiting(k)
-			call.finish(nil, fmt.Errorf("%w: destination %q is interactive (calls that ask their clients things run alone) and the calls in flight did not end in time", ErrTimeout, d.opts.Name))
-			return false
+			err = fmt.Errorf("%w: destination %q is interactive (calls that ask their clients things run alone) and the calls in flight did not end in time", ErrTimeout, d.opts.Name)
 		case <-call.ctx.Done():
-			d.stopWaiting(k)
-			call.finish(nil, supervisor.ContextErr(call.ctx))
-			return false
+			err = supervisor.ContextErr(call.ctx)
 		}
+		d.pmu.Lock()
+		d.stopWaitingLocked(forAlone)
+		d.pmu.Unlock()
+		call.finish(nil, err)
+		return false
 	}
 }
 
-// stopWaiting ends the wait of a call for a turn of kind k, which it did
-// not get: the calls it held back may go.
-func (d *Dispatcher) stopWaiting(k turn) {
-	d.pmu.Lock()
+// stopWaitingLocked ends a call's wait for a turn: if it waited to run
+// alone, the calls it held back may go. d.pmu must be held.
+func (d *Dispatcher) stopWaitingLocked(forAlone bool) {
 	d.turns.waiting--
-	if k == alone {
+	if forAlone {
 		d.turns.aloneWaiting--
 		d.turns.wake()
 	}
+}
+
+// Park lets the calls that run together go on while call waits for its
+// client's input (a 2026-07-28 call answered input_required, which may
+// wait minutes for the retry): a call that runs alone keeps only a
+// together turn meanwhile, which still keeps the calls that run alone out
+// (they could not be routed exactly beside it anyway). Whatever the child
+// sends meanwhile is refused or dropped when another user's call is in
+// flight (the parked call is in flight too). Unpark takes the alone turn
+// back before the client's answers are written to the child. Both are for
+// the call's owner (the request that parks it, the one that resumes it).
+func (call *Call) Park() {
+	d := call.d
+	if !d.scheduled() {
+		return
+	}
+	d.pmu.Lock()
+	if call.turn == alone {
+		d.turns.alone = false
+		d.turns.together++
+		d.turns.parked++
+		d.turns.wake()
+		call.turn, call.parked = together, true
+	}
 	d.pmu.Unlock()
 }
 
-// giveTurn gives back the turn of a call that ended.
+// Unpark takes a parked call's alone turn back once it is the only call
+// running together, within the call's timeout and context. It reports
+// false when the wait ended first: the call is then abandoned (the child
+// is told) and ends with the wait's error.
+func (call *Call) Unpark() bool {
+	d := call.d
+	if !d.scheduled() {
+		return true
+	}
+	d.pmu.Lock()
+	parked := call.parked
+	if parked {
+		call.parked = false
+		d.turns.parked--
+	}
+	d.pmu.Unlock()
+	if !parked {
+		return true
+	}
+	if call.waitTurn(true, func(t *turns) bool {
+		if call.turn != together || t.alone || t.together != 1 {
+			return call.turn == noTurn // abandoned meanwhile: nothing to take
+		}
+		t.together, t.alone = 0, true
+		call.turn = alone
+		return true
+	}) {
+		return true
+	}
+	// waitTurn ended the call, which the child still works on: abandon it
+	// (the child is told) rather than leave it pending.
+	end := call.end
+	call.ended = false
+	call.abandon(end.err, "the call waited too long for its turn")
+	return false
+}
+
+// giveTurn gives back the turn of a call that ended (nothing when an
+// abandoned entry took it over).
 func (call *Call) giveTurn() {
-	if call.turn == noTurn {
+	d := call.d
+	if d == nil || !d.scheduled() {
 		return
 	}
-	d := call.d
 	d.pmu.Lock()
 	d.turns.give(call.turn)
+	if call.parked {
+		d.turns.parked--
+	}
+	call.turn, call.parked = noTurn, false
 	d.pmu.Unlock()
-	call.turn = noTurn
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/recycle"
 )
 
 // The access log: one line per POST, at info, with the same fields and
@@ -36,6 +38,9 @@ type timeStamp struct {
 	text []byte
 }
 
+// accessBufs hold the lines being built. Owner: write, from Get until
+// its out.Write returns (an io.Writer does not keep what it is given) and
+// the buffer goes back, poisoned under -race.
 var accessBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 // newAccessLog returns the fast access log for log, which writes text to
@@ -78,7 +83,8 @@ func (a *accessLog) write(now time.Time, method, rpcID string, status int, laten
 	}
 	b = append(b, '\n')
 	_, _ = a.out.Write(b)
-	*bp = b
+	recycle.Poison(b)
+	*bp = b[:0]
 	accessBufs.Put(bp)
 	return true
 }

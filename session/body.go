@@ -2,7 +2,9 @@ package session
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/recycle"
 	"io"
 	"net/http"
 	"os"
@@ -39,7 +41,13 @@ func (b *budget) take(n int64) bool {
 
 func (b *budget) give(n int64) { b.used.Add(-n) }
 
-// bodyBuf is a POST body's buffer and the budget it holds.
+// bodyBuf is a POST body's buffer and the budget it holds. Owner: the
+// pooled post that holds it (post.go), from readBody until endPost. The
+// message parsed from it (post.m) and whatever the POST hands on without
+// copying (a call's client id and progress token, dispatch.Call) alias it:
+// what outlives the POST copies first (Call.Keep, when a call is parked
+// for input or becomes a task). releaseBody poisons it under -race, so a
+// reference kept past endPost reads garbage (TestMRTRKeepsItsRequest).
 type bodyBuf struct {
 	b        []byte
 	reserved int64
@@ -160,6 +168,7 @@ var errTooSlow = errors.New("request body too slow")
 func (ep *Endpoint) releaseBody(bb *bodyBuf) {
 	ep.limits.bodies.give(bb.reserved)
 	bb.reserved = 0
+	recycle.Poison(bb.b)
 	if cap(bb.b) > keepBody {
 		bb.b = nil
 	}

@@ -61,6 +61,9 @@ type Options struct {
 	// how long a task is kept (tasks.go).
 	TaskAfter time.Duration
 	TaskTTL   time.Duration
+	// InputWait is how long a modern call parked for its client's input
+	// (MRTR, mrtr.go) waits for the retry.
+	InputWait time.Duration
 	// StopTimeout bounds stopping one session's own child (isolation:
 	// session).
 	StopTimeout time.Duration
@@ -93,6 +96,7 @@ func (o *Options) setDefaults() {
 	def(&o.StopTimeout, 10*time.Second)
 	def(&o.TaskAfter, time.Second)
 	def(&o.TaskTTL, time.Hour)
+	def(&o.InputWait, 2*time.Minute)
 	def(&o.KeepAlive, 15*time.Second)
 	def(&o.WriteTimeout, 30*time.Second)
 	if o.StreamQueue <= 0 {

@@ -27,9 +27,6 @@ import (
 // with a key that rotates), bound to the principal, the method and its
 // params' digest, expires, and works once.
 
-// parkTTL bounds how long a parked call waits for its retry.
-const parkTTL = 2 * time.Minute
-
 // inputMethods are the child's requests that become input requests, with
 // the client capability each needs.
 var inputMethods = map[string]string{"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
@@ -164,8 +161,10 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 		return ep.keepDriving(w, r, f, m, rec)
 	}
 	// The call outlives this request, whose body's buffer is reused when
-	// it ends: the call keeps copies of what it refers to.
+	// it ends: the call keeps copies of what it refers to. While it waits
+	// for the retry, calls that run together may go (dispatch.Call.Park).
 	f.call.Keep()
+	f.call.Park()
 	f.caps = bytes.Clone(f.caps)
 	id := newParkID()
 	pc := &parkedCall{f: f, keys: keys, principal: PrincipalFrom(r), digest: paramsDigest(m.Method, m.Params)}
@@ -176,8 +175,8 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 	key, _ := ep.mrtr.keys()
 	ep.mrtr.parked[id] = pc
 	ep.mrtr.mu.Unlock()
-	pc.timer = time.AfterFunc(parkTTL, func() { ep.expire(id) })
-	body, _ := json.Marshal(stateBody{ID: id, Expires: time.Now().Add(parkTTL).Unix(), Principal: pc.principal[:], Digest: pc.digest[:]})
+	pc.timer = time.AfterFunc(ep.opts.InputWait, func() { ep.expire(id) })
+	body, _ := json.Marshal(stateBody{ID: id, Expires: time.Now().Add(ep.opts.InputWait).Unix(), Principal: pc.principal[:], Digest: pc.digest[:]})
 	state := base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(sign(key, body))
 	result, _ := json.Marshal(map[string]any{"resultType": "input_required", "inputRequests": inputs, "requestState": state})
 	ep.writeResult(w, jsonrpc.AppendResponse(nil, m.ID, result, nil), nil, rec)
@@ -268,8 +267,15 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 			pc.f.inputs[k] = v // answers ahead for later rounds
 		}
 	}
+	// The call runs alone again (on an interactive destination) before
+	// the child gets its answers and goes on.
+	unparked := pc.f.call.Unpark()
 	for key, childID := range pc.keys {
 		res, ok := responses[key]
+		if !unparked {
+			pc.f.refuse(append(append([]byte(`{"id":`), childID...), '}'), "the call waited too long for its turn")
+			continue
+		}
 		if !ok {
 			pc.f.refuse(append(append([]byte(`{"id":`), childID...), '}'), "the client gave no answer for "+key)
 			continue

@@ -59,6 +59,10 @@ type post struct {
 	observe bool
 }
 
+// postPool holds the POSTs' state. Owner: servePost, from Get until
+// endPost puts it back: its body buffer is released (poisoned under -race,
+// body.go) and every other field zeroed, so nothing of one POST reaches
+// the next.
 var postPool = sync.Pool{New: func() any { return new(post) }}
 
 // servePost handles one POSTed JSON-RPC message. Its frame and those of

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/recycle"
 )
 
 // A GET stream lives long and mostly idles, and a connector server may hold
@@ -92,7 +94,9 @@ func (ep *Endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 // streamSendBuffer is the kernel's send buffer for a GET stream.
 const streamSendBuffer = 64 << 10
 
-// framePool holds the buffers GET streams build their writes in.
+// framePool holds the buffers GET streams build their writes in. Owner:
+// the stream's pump, from Get until the write returns and it puts the
+// buffer back (poisoned under -race; nothing else ever sees it).
 var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // responseHead is the HTTP head of a stream whose connection was taken
@@ -151,7 +155,8 @@ func (ep *Endpoint) pump(s *Session, st *stream, conn net.Conn, head []byte, don
 		frames, last, kicked := s.appendNew(st, (*bp)[:0])
 		ok := !kicked && (len(frames) == 0 || sw.write(frames))
 		if cap(frames) <= 64<<10 {
-			*bp = frames
+			recycle.Poison(frames)
+			*bp = frames[:0]
 			framePool.Put(bp)
 		}
 		if !ok || last || done {

@@ -31,6 +31,8 @@ type postWatcher struct {
 	timer         *time.Timer
 }
 
+// watcherPool holds postWatchers. Owner: sessionPost, from newWatcher until
+// putWatcher, which clears what it refers to (its timer, stopped, is kept).
 var watcherPool = sync.Pool{New: func() any { return new(postWatcher) }}
 
 func (ep *Endpoint) newWatcher(w http.ResponseWriter, s *Session, sseOK, jsonOK bool) *postWatcher {

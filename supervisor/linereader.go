@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"errors"
 	"io"
+
+	"github.com/stelae-bridge/stelae-bridge/recycle"
 )
 
 // lineReader splits a child's stdout into lines of at most max bytes. Unlike
@@ -14,6 +16,11 @@ type lineReader struct {
 	max int
 	// buf assembles lines longer than br's buffer; reused between calls.
 	buf []byte
+	// lent is, under the race detector only, the copy of the last line
+	// next returned: the next call poisons it, so a caller that keeps a
+	// line past the next read reads garbage at once (without the race
+	// detector the line is br's or buf's memory, overwritten later).
+	lent []byte
 }
 
 // keepBuf is the largest assembly buffer kept after a line that did not
@@ -29,9 +36,19 @@ func newLineReader(r io.Reader, max int) *lineReader {
 	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: max}
 }
 
-// next returns the next line without its line ending. The slice is valid until
-// the next call.
+// next returns the next line without its line ending. The slice is valid
+// until the next call: the caller borrows it and copies what it keeps.
 func (r *lineReader) next() ([]byte, error) {
+	line, err := r.read()
+	if recycle.Enabled && err == nil {
+		recycle.Poison(r.lent)
+		r.lent = append(r.lent[:0], line...)
+		line = r.lent
+	}
+	return line, err
+}
+
+func (r *lineReader) read() ([]byte, error) {
 	r.buf = r.buf[:0]
 	n := 0 // bytes of the current line so far, without its '\n'
 	var tooLong *LineTooLongError

@@ -79,11 +79,19 @@ var listenLine = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 // binary in the given modes.
 func fakeDestinations(t testing.TB, modes map[string]string) string {
 	t.Helper()
+	return fakeDestinationsWith(t, modes, "")
+}
+
+// fakeDestinationsWith is fakeDestinations with more keys for every
+// destination (YAML lines indented as a destination's keys, e.g.
+// "    interactive: [sample]\n").
+func fakeDestinationsWith(t testing.TB, modes map[string]string, keys string) string {
+	t.Helper()
 	var b strings.Builder
 	b.WriteString("destinations:\n")
 	for name, mode := range modes {
 		command, args, env := fakemcp.Command(mode)
-		fmt.Fprintf(&b, "  %s:\n    command: %s\n    args: [%s]\n    env:\n", name, strconv.Quote(command), strconv.Quote(args[0]))
+		fmt.Fprintf(&b, "  %s:\n    command: %s\n    args: [%s]\n%s    env:\n", name, strconv.Quote(command), strconv.Quote(args[0]), keys)
 		for k, v := range env {
 			fmt.Fprintf(&b, "      %s: %s\n", k, strconv.Quote(v))
 		}

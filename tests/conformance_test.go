@@ -185,7 +185,16 @@ func fixtureConfig(t *testing.T, prestart bool) string {
 	var b strings.Builder
 	// tasks.after: the fixture's task tools keep a second or more clear of
 	// it (conformancefixture/tasks.go).
-	fmt.Fprintf(&b, "destinations:\n  fixture:\n    command: %s\n    args: [%s]\n    prestart: %v\n    tasks:\n      after: 250ms\n    env:\n", strconv.Quote(command), strconv.Quote(args[0]), prestart)
+	// interactive: the tools and the prompt that ask the client things
+	// run alone, so each request reaches the request that caused it
+	// (without, a request the fixture sends while another scenario's call
+	// is in flight is refused). input_wait: a call parked for its
+	// client's input is in flight until its retry, and scenarios that
+	// never retry (a tampered requestState) would keep the child's log
+	// lines and requests from being attributed for the default 2 minutes
+	// (the suite's retries come within milliseconds).
+	fmt.Fprintf(&b, "destinations:\n  fixture:\n    command: %s\n    args: [%s]\n    prestart: %v\n    tasks:\n      after: 250ms\n    interactive: %s\n    input_wait: 1s\n    env:\n",
+		strconv.Quote(command), strconv.Quote(args[0]), prestart, conformancefixture.Asking)
 	for k, v := range env {
 		fmt.Fprintf(&b, "      %s: %s\n", k, strconv.Quote(v))
 	}

@@ -164,10 +164,11 @@ func TestTSClient(t *testing.T) {
 // destination (one shared child). The SDK numbers requests from 0 in every
 // client, so both send the same progress token; each must see only the
 // progress of its own call (distinct step counts tell them apart) and get
-// its own sampling answer.
+// its own sampling answer: the fake's sample tool asks its caller, so it is
+// listed under 'interactive:' (its calls run alone), as an operator would.
 func TestTSClientsTwoAtOnce(t *testing.T) {
 	node := node24(t)
-	p := startBinary(t, fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer}))
+	p := startBinary(t, fakeDestinationsWith(t, map[string]string{"fake": fakemcp.ModeServer}, "    interactive: [sample]\n"))
 	url := p.base + "/fake/mcp"
 	// The barrier makes both progress calls start together.
 	barrier := t.TempDir()

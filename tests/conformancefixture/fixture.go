@@ -76,6 +76,11 @@ const EnvReconnectDelay = "STELAE_CONFORMANCE_RECONNECT_DELAY"
 // path. TestConformanceFixture uses 3 s with -keepalive 2s.
 const DefaultReconnectDelay = 16 * time.Second
 
+// Asking lists, as a YAML flow sequence for 'interactive:', the fixture's
+// tools and prompts that ask the client things (sampling, elicitation,
+// roots) during their calls.
+const Asking = `[test_sampling, "test_elicitation*", "test_input_required_result_*", test_missing_capability, test_streaming_elicitation, confirm_delete, multi_input, test_tool_with_task]`
+
 // Command returns how to start the fixture: the running test binary itself
 // (whose TestMain calls Serve) with EnvVar set.
 func Command() (command string, args []string, env map[string]string) {
