@@ -1712,15 +1712,16 @@ func startFocused(t *testing.T, d *tortureDest, flags ...string) *torture {
 // for the abandoned call must not reach whichever user is in flight next.
 //
 // User a's call is cancelled as soon as it reaches the child, which goes
-// on 4.5 s later regardless — two log lines and a sampling request, each
-// with a's tag — while user b's call is the only call in flight; on an
-// interactive destination too (b's call waits for a's abandoned one, 3 s
-// at most).
+// on a second later regardless — two log lines and a sampling request,
+// each with a's tag — while user b's call is the only call in flight; on
+// an interactive destination too (b's call waits for a's abandoned one).
 func TestTortureAbandonedCallsStayTheirUsers(t *testing.T) {
 	if os.Getenv("STELAE_TORTURE_KNOWN_DEFECTS") == "" {
-		// dispatch/abandoned.go: an abandoned call counts as its user's
-		// for abandonGrace (3 s) only.
-		t.Skip("known defect: an abandoned call counts as its user's for 3 s only; set STELAE_TORTURE_KNOWN_DEFECTS=1 to run")
+		// dispatch/abandoned.go: an abandoned call stops counting as its
+		// user's once the child answers anything written after the
+		// cancellation (the ping sent with it), or after 3 s — whether the
+		// child stopped working on it or not.
+		t.Skip("known defect: an abandoned call stops counting as its user's when the child answers the ping sent after its cancellation (3 s at most), though the child may go on; set STELAE_TORTURE_KNOWN_DEFECTS=1 to run")
 	}
 	for _, interactive := range []bool{false, true} {
 		t.Run(map[bool]string{false: "shared", true: "interactive"}[interactive], func(t *testing.T) {
@@ -1739,11 +1740,11 @@ func tortureAbandoned(t *testing.T, d *tortureDest) {
 		go tt.getStream(s)
 	}
 	x := tt.newCall(rng, d, eraSession, a, "")
-	x.setArgs(rng, fakemcp.TortureArgs{IgnoreCancelMS: 4500, Logs: 2, Ask: "sampling", Answer: 10}, 10)
+	x.setArgs(rng, fakemcp.TortureArgs{IgnoreCancelMS: 1000, Logs: 2, Ask: "sampling", Answer: 10}, 10)
 	x.token, x.cancel, x.jsonOnly = json.RawMessage(`"late"`), "notify", false
 	tt.run(x)
 	y := tt.newCall(rng, d, eraSession, b, "")
-	y.setArgs(rng, fakemcp.TortureArgs{HoldMS: 7000, Answer: 10}, 10)
+	y.setArgs(rng, fakemcp.TortureArgs{HoldMS: 3000, Answer: 10}, 10)
 	y.token, y.cancel, y.jsonOnly = json.RawMessage(`"b"`), "", false
 	done := make(chan struct{})
 	go func() {
