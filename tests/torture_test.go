@@ -89,8 +89,9 @@ type tortureDest struct {
 	// crash: the destination whose child exits mid-run.
 	crash bool
 	// holds is the percentage of calls that hold until their caller
-	// cancels them (a silent abandoned call keeps an alone turn for 3 s:
-	// few where calls run alone).
+	// cancels them (a call abandoned without an answer keeps its turn
+	// until the child shows it read the cancellation: few where calls run
+	// alone).
 	holds int
 	// Workers: per 2025 session, of 2026-07-28 requests, of sessionless
 	// 2025 requests.
@@ -114,6 +115,9 @@ const (
 	// pipelining goroutine's rounds.
 	tortureMaxCalls = 400
 	tortureRounds   = 60
+	// tortureConns is how many goroutines pipeline requests on raw
+	// connections.
+	tortureConns = 3
 	// tortureBudget bounds the whole test: past it the bridge is killed.
 	tortureBudget = 3 * time.Minute
 	// tortureCallTimeout bounds one HTTP exchange (the bridge's request
@@ -1104,7 +1108,9 @@ func (tt *torture) runLoad() {
 			}()
 		}
 	}
-	spawn(tt.pipeline)
+	for range tortureConns {
+		spawn(tt.pipeline)
+	}
 	wg.Wait()
 	tt.t.Logf("load: %s", time.Since(tt.loadStart).Round(time.Millisecond))
 }
