@@ -183,16 +183,23 @@ func (f ToolFilter) Allows(name string) bool {
 	if f.Allow != nil {
 		return matchAny(f.Allow, name)
 	}
-	if matchAny(f.Deny, name) {
-		return false
+	return !matchAnyFold(f.Deny, name)
+}
+
+// matchAnyFold reports whether a glob matches name as it is or in any
+// letter case (for lists that must fail closed: a server that looks names
+// up without regard to case must not be handed a listed one as "LISTED").
+func matchAnyFold(globs []string, name string) bool {
+	if matchAny(globs, name) {
+		return true
 	}
 	folded := FoldCase(name)
-	for _, g := range f.Deny {
+	for _, g := range globs {
 		if ok, _ := path.Match(FoldCase(g), folded); ok {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // FoldCase maps every letter of s to one representative of its Unicode
@@ -876,19 +883,7 @@ func parseInteractive(n *yaml.Node, problem func(line int, format string, args .
 // case, so a server that looks tools up without regard to case cannot be
 // handed a listed tool that runs together.
 func (d *Destination) RunsAlone(name string) bool {
-	if d.Interactive {
-		return true
-	}
-	if matchAny(d.InteractiveTools, name) {
-		return true
-	}
-	folded := FoldCase(name)
-	for _, g := range d.InteractiveTools {
-		if ok, _ := path.Match(FoldCase(g), folded); ok {
-			return true
-		}
-	}
-	return false
+	return d.Interactive || matchAnyFold(d.InteractiveTools, name)
 }
 
 // parseTools reads a destination's 'tools:' mapping: exactly one of 'allow:'

@@ -246,6 +246,18 @@ func (w *wired) turnsState() turns {
 	return w.d.turns
 }
 
+// askAlone is a dispatcher whose tool "ask" runs alone, an abandoned
+// call counting for 200 ms, with two sessions a and b that can answer
+// sampling, and its child.
+func askAlone(t *testing.T) (*wired, *wireConn, *testSession, *testSession) {
+	w := newWired(t, Options{InteractiveTool: func(name string) bool { return name == "ask" }})
+	w.d.grace = 200 * time.Millisecond
+	a, b := &testSession{id: "a"}, &testSession{id: "b"}
+	c := w.attach(t, a, samplingCaps)
+	w.d.Attach(b, json.RawMessage(`{"capabilities":`+samplingCaps+`}`))
+	return w, c, a, b
+}
+
 // TestInteractiveToolsRunAlone: with InteractiveTool, calls of the listed
 // tool run alone — after the calls in flight end, and before the calls
 // that came after it start — while the other calls run together; the
@@ -253,11 +265,7 @@ func (w *wired) turnsState() turns {
 // abandoned call that ran alone keeps its turn until the child answers
 // it, or its grace passes.
 func TestInteractiveToolsRunAlone(t *testing.T) {
-	w := newWired(t, Options{InteractiveTool: func(name string) bool { return name == "ask" }})
-	w.d.grace = 200 * time.Millisecond
-	a, b := &testSession{id: "a"}, &testSession{id: "b"}
-	c := w.attach(t, a, samplingCaps)
-	w.d.Attach(b, json.RawMessage(`{"capabilities":`+samplingCaps+`}`))
+	w, c, a, b := askAlone(t)
 
 	// Two calls run together.
 	echoA, upEchoA := beginTool(t, w, c, a, "1", "echo", 10*time.Second)
@@ -356,11 +364,7 @@ func TestPingClearsAbandonedCall(t *testing.T) {
 // once the calls that ran meanwhile have ended; what the child asks while
 // both are in flight is refused.
 func TestParkedCallLetsOthersRun(t *testing.T) {
-	w := newWired(t, Options{InteractiveTool: func(name string) bool { return name == "ask" }})
-	w.d.grace = 200 * time.Millisecond
-	a, b := &testSession{id: "a"}, &testSession{id: "b"}
-	c := w.attach(t, a, samplingCaps)
-	w.d.Attach(b, json.RawMessage(`{"capabilities":`+samplingCaps+`}`))
+	w, c, a, b := askAlone(t)
 	ask, _ := beginTool(t, w, c, a, "1", "ask", 10*time.Second)
 	defer ask.Release()
 	ask.Park()

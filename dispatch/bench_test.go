@@ -15,6 +15,9 @@ type memConn struct{ memPipe }
 
 func newMemConn() *memConn { return &memConn{newMemPipe()} }
 
+// Enqueue is WriteMessage: it does not block either.
+func (c *memConn) Enqueue(msg []byte) error { return c.WriteMessage(msg) }
+
 func (c *memConn) WriteMessage(msg []byte) error {
 	i := bytes.Index(msg, []byte(`"id":`))
 	if i < 0 {

@@ -182,11 +182,11 @@ func (d *Dispatcher) toCaller(p *Call, msg []byte) bool {
 // once, so it never waits for an answer that cannot come.
 func (d *Dispatcher) routeChildRequest(c *child, m *jsonrpc.Message, line []byte) {
 	if m.Method == "ping" {
-		d.writeTo(c, jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil))
+		d.answerChild(c, jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil))
 		return
 	}
 	if m.Method == "roots/list" && d.opts.Roots != nil {
-		d.writeTo(c, jsonrpc.AppendResponse(nil, m.ID, d.opts.Roots, nil))
+		d.answerChild(c, jsonrpc.AppendResponse(nil, m.ID, d.opts.Roots, nil))
 		return
 	}
 	msg := append([]byte(nil), line...)
@@ -223,7 +223,17 @@ func (d *Dispatcher) refuse(c *child, m *jsonrpc.Message, no refusal) {
 		}
 		d.log.Log(level, "child request refused: the child got an error (further refusals for this reason are logged at debug)", args...)
 	}
-	d.writeTo(c, jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInternalError, "no client session can answer "+strconv.Quote(m.Method)+" now: "+no.why))
+	d.answerChild(c, jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInternalError, "no client session can answer "+strconv.Quote(m.Method)+" now: "+no.why))
+}
+
+// answerChild queues the bridge's answer to one of the child's requests.
+// It is the reader's (routeChildRequest) and so never waits on the
+// child's stdin: a child that writes its stdout while its stdin is full
+// waits for the reader, which would otherwise wait for it.
+func (d *Dispatcher) answerChild(c *child, msg []byte) {
+	if err := c.conn.Enqueue(msg); err != nil {
+		d.log.Debug("could not write to the child", "error", err)
+	}
 }
 
 func (d *Dispatcher) writeTo(c *child, msg []byte) {

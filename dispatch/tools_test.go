@@ -48,6 +48,9 @@ func newScriptConn(tools ...string) *scriptConn {
 	}
 }
 
+// Enqueue is WriteMessage: it does not block either.
+func (c *scriptConn) Enqueue(msg []byte) error { return c.WriteMessage(msg) }
+
 func (c *scriptConn) WriteMessage(msg []byte) error {
 	select {
 	case <-c.exited:

@@ -37,6 +37,9 @@ func (c *echoChild) ReadMessage() ([]byte, error) {
 	}
 }
 
+// Enqueue is WriteMessage: it does not block either.
+func (c *echoChild) Enqueue(msg []byte) error { return c.WriteMessage(msg) }
+
 func (c *echoChild) WriteMessage(msg []byte) error {
 	i := bytes.Index(msg, []byte(`"id":`))
 	if i < 0 {

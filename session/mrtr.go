@@ -165,6 +165,9 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 	// for the retry, calls that run together may go (dispatch.Call.Park).
 	f.call.Keep()
 	f.call.Park()
+	// The park's own timer (InputWait) bounds the wait, not the request
+	// timeout: a person answering may take longer.
+	f.call.Extend(ep.opts.InputWait + ep.opts.RequestTimeout)
 	f.caps = bytes.Clone(f.caps)
 	id := newParkID()
 	pc := &parkedCall{f: f, keys: keys, principal: PrincipalFrom(r), digest: paramsDigest(m.Method, m.Params)}
@@ -267,8 +270,10 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 			pc.f.inputs[k] = v // answers ahead for later rounds
 		}
 	}
-	// The call runs alone again (on an interactive destination) before
-	// the child gets its answers and goes on.
+	// The rest of the call has the request timeout, from the retry; it
+	// runs alone again (on an interactive destination) before the child
+	// gets its answers and goes on.
+	pc.f.call.Extend(ep.opts.RequestTimeout)
 	unparked := pc.f.call.Unpark()
 	for key, childID := range pc.keys {
 		res, ok := responses[key]

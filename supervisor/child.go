@@ -17,7 +17,15 @@ type Child interface {
 	ReadMessage() ([]byte, error)
 	// WriteMessage writes msg and a newline to the child's stdin. Safe for
 	// concurrent use; it gives up with an error instead of blocking forever.
+	// It keeps no reference to msg once it returns.
 	WriteMessage(msg []byte) error
+	// Enqueue queues msg and a newline for the child's stdin and returns
+	// without waiting for the child to read it (it reports only an earlier
+	// write's failure). For the goroutine that reads the child's stdout:
+	// it must never wait on stdin, for a child that writes its stdout
+	// while its stdin is full waits for that reader. It keeps no reference
+	// to msg once it returns.
+	Enqueue(msg []byte) error
 	// Stop ends the child: close stdin, wait, SIGTERM, wait, SIGKILL to its
 	// process group. It returns when the child has exited or ctx ends.
 	Stop(ctx context.Context) error

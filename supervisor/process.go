@@ -381,6 +381,26 @@ func (p *Process) WriteMessage(msg []byte) error {
 	return err
 }
 
+// Enqueue implements Child: msg joins the queue, which the drain goroutine
+// writes (the writer of the moment, if there is one, hands it over); the
+// caller never writes to stdin itself.
+func (p *Process) Enqueue(msg []byte) error {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	if p.werr != nil {
+		return p.werr
+	}
+	p.queue.AppendLine(msg)
+	if !p.writing {
+		p.writing = true
+		select {
+		case p.drain <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
 // drainQueue writes queued messages until the queue is empty, then hands
 // stdin back to the callers. It ends when the child exits.
 func (p *Process) drainQueue() {

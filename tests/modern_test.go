@@ -371,3 +371,40 @@ func TestModernUndeclaredInput(t *testing.T) {
 		})
 	}
 }
+
+// TestMRTRRetryAfterTheRequestTimeout: a call parked for its client's input
+// waits for the retry as long as input_wait allows, however long the
+// bridge's request timeout: a person answering an elicitation may take
+// longer than it. The retry then has the request timeout for the rest.
+func TestMRTRRetryAfterTheRequestTimeout(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{RequestTimeout: 500 * time.Millisecond}})
+	url := b.url("fake")
+	// The child is up first (a start takes longer than this request timeout).
+	waitFor(t, 20*time.Second, "the child to be up", func() bool {
+		return modernCall(t, url, "0", "tools/list", "{"+modernMeta+"}").status == http.StatusOK
+	})
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	args := `"arguments":{"method":"sampling/createMessage","params":"{\"messages\":[],\"maxTokens\":5}"}`
+	r := modernCall(t, url, "1", "tools/call", `{"name":"ask",`+args+`,`+meta+`}`)
+	var first struct {
+		Result struct {
+			ResultType    string                     `json:"resultType"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  string                     `json:"requestState"`
+		} `json:"result"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &first) != nil || first.Result.ResultType != "input_required" {
+		t.Fatalf("first request: %d %s", r.status, r.body)
+	}
+	var key string
+	for k := range first.Result.InputRequests {
+		key = k
+	}
+	time.Sleep(time.Second) // the person thinks: longer than the request timeout
+	retry := fmt.Sprintf(`{"name":"ask",%s,"inputResponses":{%q:{"role":"assistant","content":{"type":"text","text":"late answer"},"model":"m"}},"requestState":%q,%s}`,
+		args, key, first.Result.RequestState, meta)
+	r = modernCall(t, url, "2", "tools/call", retry)
+	if r.status != 200 || !strings.Contains(string(r.body), "late answer") {
+		t.Errorf("the retry after the request timeout: %d %s; want the call's answer", r.status, r.body)
+	}
+}
