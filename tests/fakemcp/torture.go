@@ -225,13 +225,12 @@ func (t *tortureChild) handle(line []byte) {
 			if c != nil {
 				journalNote("cancelled", c.tag)
 				c.cancel()
-				// Many servers never answer a cancelled request; some do.
-				// Not from this loop: a loop that reads stdin and waits
-				// to write stdout can deadlock with a bridge that waits
-				// to write stdin while it reads stdout
-				// (TestTortureReaderNeverWaitsOnStdin).
+				// Many servers never answer a cancelled request; some do,
+				// from the loop that reads stdin, which then waits for
+				// its stdout to be read (the bridge must keep reading it
+				// meanwhile: TestTortureReaderNeverWaitsOnStdin).
 				if rand.IntN(2) == 0 {
-					go t.fail(p.RequestID, -32800, "cancelled")
+					t.fail(p.RequestID, -32800, "cancelled")
 				}
 			}
 		}
