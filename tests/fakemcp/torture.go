@@ -50,7 +50,8 @@ const (
 	// it reads the next; a request it sends to the client is not waited
 	// for (Asked is "sent"). Its stdin is a pipe of one page (4 KiB, on
 	// Linux), so that one request fills it; a call with WaitStdin stalls
-	// until that many bytes wait on stdin.
+	// until that many bytes wait on stdin, one with HoldMS stalls that
+	// long (reading nothing either way).
 	ModeTortureSequential = "torture-sequential"
 )
 
@@ -472,6 +473,10 @@ func tortureSequential() {
 				_ = json.Unmarshal(p.Arguments, &a)
 				sum := sha256.Sum256(p.Arguments)
 				res := TortureResult{Tag: a.Tag, Digest: hex.EncodeToString(sum[:]), PID: os.Getpid()}
+				if a.HoldMS > 0 {
+					journalNote("stalling", a.Tag)
+					time.Sleep(time.Duration(a.HoldMS) * time.Millisecond)
+				}
 				if a.WaitStdin > 0 {
 					journalNote("stalling", a.Tag)
 					for deadline := time.Now().Add(20 * time.Second); stdinWaiting() < a.WaitStdin && time.Now().Before(deadline); {
