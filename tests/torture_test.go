@@ -268,7 +268,7 @@ func startTorture(t *testing.T, load time.Duration, tokens bool) *torture {
 		"-log-level", "warn",
 	}
 	if tokens {
-		// Every principal the test uses (tortureUser).
+		// Every principal the test uses (requestUser, the sessions).
 		names := []string{"p", "crash", "alone", "admin"}
 		for i := range 32 {
 			names = append(names, fmt.Sprintf("s%d", i), fmt.Sprintf("mw%d", i), fmt.Sprintf("xw%d", i))
@@ -669,7 +669,8 @@ func (tt *torture) exchange(method, url, sid string, body []byte, headers []stri
 		return 0, nil, err
 	}
 	if body != nil {
-		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.Body, _ = req.GetBody()
 		req.ContentLength = int64(len(body))
 	}
 	resp, err := tt.hc.Do(req)
