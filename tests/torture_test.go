@@ -83,9 +83,12 @@ type tortureDest struct {
 	// way every child request of a caller that can answer is attributed
 	// exactly and must be delivered.
 	interactive, asking bool
-	// big: payloads up to several MiB (else up to 64 KiB: an interactive
-	// destination serves its calls one at a time).
-	big bool
+	// sizes is how big its payloads are: sizesBig (up to several MiB),
+	// sizesIssue20 (requests of about 100 B or 200–500 KiB, which
+	// spliced messages at a slow child in issue 20, and now and then
+	// several MiB) or sizesSmall (up to 64 KiB: where calls run alone they
+	// wait for each other).
+	sizes int
 	// crash: the destination whose child exits mid-run.
 	crash bool
 	// holds is the percentage of calls that hold until their caller
@@ -99,8 +102,8 @@ type tortureDest struct {
 }
 
 var tortureDests = []*tortureDest{
-	{name: "slow", mode: fakemcp.ModeTortureSlow, big: true, holds: 10, sessionWorkers: 2, modernWorkers: 2, sessionlessWorkers: 1},
-	{name: "shuffle", mode: fakemcp.ModeTortureShuffle, big: true, crash: true, holds: 10, sessionWorkers: 2, modernWorkers: 2, sessionlessWorkers: 1},
+	{name: "slow", mode: fakemcp.ModeTortureSlow, sizes: sizesIssue20, holds: 10, sessionWorkers: 2, modernWorkers: 2, sessionlessWorkers: 1},
+	{name: "shuffle", mode: fakemcp.ModeTortureShuffle, sizes: sizesBig, crash: true, holds: 10, sessionWorkers: 2, modernWorkers: 2, sessionlessWorkers: 1},
 	{name: "solo", mode: fakemcp.ModeTortureShuffle, interactive: true, holds: 2, sessionWorkers: 1, modernWorkers: 1, sessionlessWorkers: 1},
 	{name: "mixed", mode: fakemcp.ModeTortureSlow, asking: true, holds: 4, sessionWorkers: 1, modernWorkers: 1, sessionlessWorkers: 1},
 }
@@ -480,10 +483,27 @@ func splitTag(tag string) (user, dest string, ok bool) {
 	return user, dest, ok1 && ok2 && user != "" && dest != ""
 }
 
-// tortureSize is a payload size: mostly small, some of the 200–500 KiB
-// that filled the child's stdin queue in issue 20, and with big a few of
-// 1–5 MiB.
-func tortureSize(rng *rand.Rand, big bool) int {
+// Payload sizes of a destination (tortureDest.sizes).
+const (
+	sizesSmall = iota
+	sizesBig
+	sizesIssue20
+)
+
+// tortureSize is a payload size of a destination's kind: mostly small,
+// some of the 200–500 KiB that filled the child's stdin queue in issue 20,
+// a few of 1–5 MiB; with sizesIssue20, a request (request) is about 100 B
+// or 200–500 KiB most of the time.
+func tortureSize(rng *rand.Rand, sizes int, request bool) int {
+	big := sizes != sizesSmall
+	if sizes == sizesIssue20 && request {
+		switch r := rng.IntN(100); {
+		case r < 45:
+			return 80 + rng.IntN(40)
+		case r < 85:
+			return 200<<10 + rng.IntN(300<<10)
+		}
+	}
 	switch r := rng.IntN(1000); {
 	case r < 450:
 		return rng.IntN(100)
@@ -558,7 +578,7 @@ func (tt *torture) newCall(rng *rand.Rand, d *tortureDest, era string, s *tortur
 			c.token = json.RawMessage(strconv.Quote("pt-" + strconv.FormatInt(id, 10)))
 		}
 	}
-	a := fakemcp.TortureArgs{Tag: c.tag, Answer: tortureSize(rng, d.big)}
+	a := fakemcp.TortureArgs{Tag: c.tag, Answer: tortureSize(rng, d.sizes, false)}
 	switch k := rng.IntN(100); {
 	case k < 40:
 	case k < 60:
@@ -579,7 +599,7 @@ func (tt *torture) newCall(rng *rand.Rand, d *tortureDest, era string, s *tortur
 		a.Progress = 1 + rng.IntN(3)
 	}
 	c.jsonOnly = era == eraSession && c.cancel == "" && rng.IntN(5) == 0
-	c.setArgs(rng, a, tortureSize(rng, d.big))
+	c.setArgs(rng, a, tortureSize(rng, d.sizes, true))
 	return c
 }
 

@@ -38,8 +38,8 @@ import (
 // Torture modes.
 const (
 	// ModeTortureSlow reads its stdin slowly: it sleeps 0–3 ms after each
-	// line and stalls 50–250 ms every few hundred lines, so that the
-	// bridge's stdin queue fills up and batches many messages at once.
+	// line and stalls 100–400 ms every 20–80 lines, so that the bridge's
+	// stdin queue fills up and batches many messages at once.
 	ModeTortureSlow = "torture-slow"
 	// ModeTortureShuffle reads at full speed, handles every request at
 	// once and answers each after a random delay (0–15 ms, twice), so its
@@ -166,7 +166,7 @@ func torture(mode string) {
 		seen:    map[string]bool{},
 	}
 	br := bufio.NewReaderSize(os.Stdin, 64<<10)
-	stallIn := 100 + rand.IntN(300)
+	stallIn := 20 + rand.IntN(60)
 	for {
 		line, err := ReadLine(br)
 		if len(bytes.TrimSpace(line)) > 0 {
@@ -178,8 +178,8 @@ func torture(mode string) {
 		if mode == ModeTortureSlow {
 			time.Sleep(time.Duration(rand.IntN(3001)) * time.Microsecond)
 			if stallIn--; stallIn == 0 {
-				stallIn = 100 + rand.IntN(300)
-				time.Sleep(time.Duration(50+rand.IntN(200)) * time.Millisecond)
+				stallIn = 20 + rand.IntN(60)
+				time.Sleep(time.Duration(100+rand.IntN(300)) * time.Millisecond)
 			}
 		}
 	}
