@@ -12,7 +12,13 @@
 //     (token rewritten both ways) to the call's caller, cancellations,
 //     resources/updated to subscribers (reference-counted subscriptions),
 //     other notifications to every session, and the child's own requests
-//     to the one session they can be attributed to (route.go, attribute);
+//     and log lines to the one user every client call in flight belongs
+//     to — or to nobody, when calls of several users are in flight
+//     (attribution.go: it refuses rather than guess); calls given up on
+//     that the child may still work on (abandoned.go);
+//   - the turns of an interactive destination (turns.go): the calls that
+//     may ask their clients things run alone, so their requests are
+//     routable;
 //   - the bridge's initialize handshake with each child start, its cached
 //     result answered to every session's initialize, version negotiation;
 //   - the tool catalogue and the tool filter (a hidden tool never reaches

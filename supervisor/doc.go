@@ -9,8 +9,11 @@
 //     every goroutine and timer it started;
 //   - Process: the child itself — its own process group, bridge-owned
 //     pipes, stderr lines logged, stop escalation (close stdin, SIGTERM,
-//     SIGKILL to the group), the line reader with its size limit, write
-//     deadlines;
+//     SIGKILL to the group), the line reader with its size limit (a line
+//     lent until the next read), the stdin queue (one writer at a time,
+//     batches in a recycle.Batch; Enqueue for the stdout reader, which
+//     must never wait on stdin), write deadlines, and the stop of a child
+//     that stops reading its stdin;
 //   - the reaper (this binary in a hidden mode) that kills a child's group
 //     when the bridge dies outright, and the records that let the next
 //     bridge kill what a killed one left;

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -112,6 +113,10 @@ type Process struct {
 	stderrDone chan struct{}
 	status     string // set before exited is closed
 	closeOnce  sync.Once
+	// giveUpOnce stops, once, a child that stopped reading its stdin
+	// (giveUp); killTimer is its SIGKILL after StopGrace, stopped by wait.
+	giveUpOnce sync.Once
+	killTimer  atomic.Pointer[time.Timer]
 	// record is the group's entry in ProcessOptions.Records ("" when none).
 	record string
 }
@@ -246,6 +251,9 @@ func (p *Process) wait() {
 	}
 	// Descendants that stayed in the group die with the leader: no orphans.
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	if t := p.killTimer.Load(); t != nil {
+		t.Stop()
+	}
 	if p.opts.Records != nil {
 		p.opts.Records.remove(p.record)
 	}
@@ -462,9 +470,32 @@ func (p *Process) writeError(err error, deadline bool) error {
 	case deadline:
 		return fmt.Errorf("destination %q: child stdin is closed: %w", p.dest.Name, err)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("destination %q: child did not read its stdin for %s", p.dest.Name, p.opts.WriteTimeout)
+		p.giveUp()
+		return fmt.Errorf("destination %q: child did not read its stdin for %s; it is stopped and will be restarted", p.dest.Name, p.opts.WriteTimeout)
 	}
 	return fmt.Errorf("destination %q: cannot write to the child: %w", p.dest.Name, err)
+}
+
+// giveUp stops a child that stopped reading its stdin. The write that timed
+// out may have left part of a message in the pipe, so nothing more can be
+// written to it (every later write fails), and the destination would
+// refuse every call for as long as the child lives: it is stopped instead
+// (stdin closed, SIGTERM to its process group, SIGKILL after StopGrace), and
+// its supervisor restarts it. Called by the writer of the moment.
+func (p *Process) giveUp() {
+	p.giveUpOnce.Do(func() {
+		p.log.Error("child did not read its stdin within the write timeout; stopping it so that it restarts", "pid", p.pid, "write_timeout", p.opts.WriteTimeout)
+		p.closeOnce.Do(func() { p.stdin.Close() })
+		pgid := p.cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		p.killTimer.Store(time.AfterFunc(p.opts.StopGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }))
+		select {
+		case <-p.exited:
+			// wait may have missed the timer: stop it here.
+			p.killTimer.Load().Stop()
+		default:
+		}
+	})
 }
 
 // Stop implements Child: close stdin, then SIGTERM, then SIGKILL to

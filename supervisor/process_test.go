@@ -686,3 +686,21 @@ func checkQueueModelMessage(b []byte) (w, i int, err error) {
 	}
 	return m.W, m.I, nil
 }
+
+// TestProcessStoppedWhenStdinStalls: a child that stops reading its stdin
+// past the write timeout is stopped (so that its supervisor restarts it):
+// the timed-out write may have left part of a message in the pipe, and
+// every later write fails, so a child left running would leave its
+// destination refusing every call for as long as it lives.
+func TestProcessStoppedWhenStdinStalls(t *testing.T) {
+	// sleep never reads its stdin.
+	p := startProcess(t, &config.Destination{Command: "sleep", Args: []string{"60"}}, ProcessOptions{StopGrace: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
+	err := p.WriteMessage(make([]byte, 1<<20)) // more than the pipe holds
+	if err == nil || !strings.Contains(err.Error(), "did not read its stdin") {
+		t.Fatalf("WriteMessage = %v; want the stdin timeout", err)
+	}
+	waitExited(t, p, 10*time.Second)
+	if err := p.WriteMessage([]byte(`{}`)); err == nil {
+		t.Errorf("a write after the timeout succeeded")
+	}
+}
