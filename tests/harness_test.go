@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	conformancefixture.Serve()
 	code := m.Run()
 	removeBridgeBinary()
+	removeTortureBinary()
 	os.Exit(code)
 }
 

@@ -133,6 +133,9 @@ func Serve() {
 	case ModeRawHTTPEcho:
 		rawHTTPEcho()
 		os.Exit(0)
+	case ModeTortureSlow, ModeTortureShuffle, ModeTortureSequential:
+		torture(mode)
+		os.Exit(0)
 	case ModeServer, ModeStubborn:
 		if ms, err := strconv.Atoi(os.Getenv(EnvStartDelay)); err == nil {
 			time.Sleep(time.Duration(ms) * time.Millisecond)
