@@ -117,12 +117,52 @@ func (o *Options) setDefaults() {
 }
 
 // Limits are what every endpoint of a bridge shares: the memory request
-// bodies may hold and the number of open GET streams.
+// bodies may hold, the number of open streams (GET streams and
+// subscriptions/listen streams), and each principal's listen streams.
 type Limits struct {
 	bodies  budget
 	streams budget
 	// MaxStreams is the streams' cap, for messages.
 	MaxStreams int
+	// listenMu guards listens: the open listen streams of each principal
+	// (auth on), across destinations.
+	listenMu sync.Mutex
+	listens  map[Principal]int
+}
+
+// takeListen counts one more listen stream of principal p, unless p has
+// max already (or the bridge its maximum of streams); full says which.
+func (l *Limits) takeListen(p Principal, max int) (ok, principalFull bool) {
+	if p != (Principal{}) {
+		l.listenMu.Lock()
+		defer l.listenMu.Unlock()
+		if l.listens[p] >= max {
+			return false, true
+		}
+	}
+	if !l.streams.take(1) {
+		return false, false
+	}
+	if p != (Principal{}) {
+		if l.listens == nil {
+			l.listens = map[Principal]int{}
+		}
+		l.listens[p]++
+	}
+	return true, false
+}
+
+// giveListen gives back a listen stream of principal p.
+func (l *Limits) giveListen(p Principal) {
+	l.streams.give(1)
+	if p == (Principal{}) {
+		return
+	}
+	l.listenMu.Lock()
+	defer l.listenMu.Unlock()
+	if l.listens[p]--; l.listens[p] <= 0 {
+		delete(l.listens, p)
+	}
 }
 
 // NewLimits makes the shared limits: maxBodyMemory bytes of body buffers

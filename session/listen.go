@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -46,9 +47,15 @@ func (f *listenFilter) wants(method string) bool {
 type listener struct {
 	modernCaller
 	// queue carries what the child sends to sessions, to the stream's
-	// goroutine; Deliver never blocks (a full queue drops, as for any
-	// session).
-	queue chan []byte
+	// goroutine; Deliver never blocks: when the queue is full the stream
+	// has fallen behind, and it is closed (behind, once closed), as a GET
+	// stream is, so that its client listens anew.
+	queue    chan []byte
+	behind   chan struct{}
+	overflow sync.Once
+	// abort ends the stream's write in progress (its client stopped
+	// reading); safe from any goroutine.
+	abort func()
 }
 
 func (l *listener) Deliver(msg []byte) bool {
@@ -56,9 +63,17 @@ func (l *listener) Deliver(msg []byte) bool {
 	case l.queue <- msg:
 		return true
 	default:
+		l.overflow.Do(func() {
+			close(l.behind)
+			l.abort()
+		})
 		return false
 	}
 }
+
+// maxListenSubscriptions bounds the resource subscriptions of one listen
+// stream.
+const maxListenSubscriptions = 256
 
 // serveListen answers subscriptions/listen with its stream.
 func (ep *Endpoint) serveListen(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, caps json.RawMessage, rec *postLog) {
@@ -82,8 +97,28 @@ func (ep *Endpoint) serveListen(w http.ResponseWriter, r *http.Request, m *jsonr
 		PromptsListChanged:   asked.PromptsListChanged && has("prompts", "listChanged"),
 		ResourcesListChanged: asked.ResourcesListChanged && has("resources", "listChanged"),
 	}
+	asked.ResourceSubscriptions = uniqueStrings(asked.ResourceSubscriptions)
+	if n := len(asked.ResourceSubscriptions); n > maxListenSubscriptions {
+		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams,
+			fmt.Sprintf("subscriptions/listen asks for %d resource subscriptions; at most %d per stream (open another stream for more)", n, maxListenSubscriptions), nil)
+		return
+	}
+	principal := PrincipalFrom(r)
+	if ok, principalFull := ep.limits.takeListen(principal, ep.opts.MaxStreamsPerSession); !ok {
+		w.Header().Set("Retry-After", "5")
+		msg := fmt.Sprintf("the bridge has its maximum of %d open streams; retry later, or raise -max-streams", ep.limits.MaxStreams)
+		if principalFull {
+			msg = fmt.Sprintf("this client already has its maximum of %d open subscriptions/listen streams; close one first (raise -max-streams-per-session)", ep.opts.MaxStreamsPerSession)
+		}
+		rec.status = modernError(w, http.StatusServiceUnavailable, m.ID, codeServer, msg, nil)
+		return
+	}
+	defer ep.limits.giveListen(principal)
+	ep.m.Streams.Inc()
+	defer ep.m.Streams.Dec()
 	ctx, cancel := context.WithCancelCause(r.Context())
-	l := &listener{modernCaller: modernCaller{kind: "listen", seq: modernSeq.Add(1), cancel: cancel, principal: PrincipalFrom(r)}, queue: make(chan []byte, 64)}
+	sw := ep.newSSEWriter(w)
+	l := &listener{modernCaller: modernCaller{kind: "listen", seq: modernSeq.Add(1), cancel: cancel, principal: principal}, queue: make(chan []byte, 64), behind: make(chan struct{}), abort: sw.abort}
 	d.Attach(l, json.RawMessage(`{"capabilities":`+string(caps)+`}`))
 	// On the way out: cancel, wait for the subscriber, then detach.
 	var subscriber sync.WaitGroup
@@ -129,7 +164,6 @@ func (ep *Endpoint) serveListen(w http.ResponseWriter, r *http.Request, m *jsonr
 		}
 		return out
 	}
-	sw := ep.newSSEWriter(w)
 	setSSEHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
 	ack, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
@@ -164,10 +198,27 @@ func (ep *Endpoint) serveListen(w http.ResponseWriter, r *http.Request, m *jsonr
 			done, _ := json.Marshal(map[string]any{"resultType": "complete", "_meta": map[string]json.RawMessage{"io.modelcontextprotocol/subscriptionId": subID}})
 			sw.write(modernEvent(jsonrpc.AppendResponse(nil, m.ID, done, nil)))
 			return
+		case <-l.behind:
+			ep.m.Dropped.Inc()
+			ep.log.Warn("subscriptions/listen stream fell behind; closing it so the client listens anew", "listener", l.SessionID())
+			return
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// uniqueStrings is l without repeats, in order.
+func uniqueStrings(l []string) []string {
+	seen := make(map[string]bool, len(l))
+	out := l[:0:0]
+	for _, s := range l {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func containsString(l []string, s string) bool {

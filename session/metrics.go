@@ -64,7 +64,7 @@ func NewMetricSet(reg prometheus.Registerer) *MetricSet {
 		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_sessions_evicted_total",
 			Help: "Sessions evicted at the session cap to make room for a new one (the least recently used one that was not busy)."}, dest),
 		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "stelae_get_streams",
-			Help: "Open GET (SSE) streams of the destination's sessions."}, dest),
+			Help: "Open streams of the destination: its sessions' GET (SSE) streams and 2026-07-28 subscriptions/listen streams."}, dest),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_initialize_refused_total",
 			Help: "initialize requests refused by the bridge: session_cap (every session busy, 503) or invalid_initialize (malformed params, 400)."}, []string{"destination", "reason"}),
 	}

@@ -590,13 +590,16 @@ func (s *server) call(m message) {
 		}
 		s.reply(m.ID, text("done"))
 	case "notify":
-		// A notification to every session, e.g. resources/updated or message.
+		// A notification to every session, e.g. resources/updated or
+		// message; "count" of them (default 1).
 		method := arg("method")
 		var params any
 		if u := arg("uri"); u != "" {
 			params = map[string]any{"uri": u}
 		}
-		s.send(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+		for range max(num("count"), 1) {
+			s.send(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+		}
 		s.reply(m.ID, text("sent"))
 	case "log":
 		// Sends "count" log messages of level "level" (default info) whose
