@@ -190,3 +190,40 @@ func TestListenStreamThatFallsBehindIsClosed(t *testing.T) {
 		t.Fatal("the listen stream that fell behind is still open 20 s later")
 	}
 }
+
+// TestListenResourceSubscriptionsBounded: one listen stream asks at most
+// 256 resource subscriptions (200,000 once reached the child, slowing every
+// other caller); repeats count once.
+func TestListenResourceSubscriptionsBounded(t *testing.T) {
+	b := hxFake(t, bridge.Options{})
+	url := b.url("fake")
+	// listen asks n subscriptions of distinct different URIs.
+	listen := func(n, distinct int) response {
+		var l []string
+		for i := range n {
+			l = append(l, fmt.Sprintf("%q", fmt.Sprintf("test://r/%d", i%distinct)))
+		}
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[%s]},%s}}`, strings.Join(l, ","), modernMeta)
+		req, err := newRequest(context.Background(), http.MethodPost, url, "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "subscriptions/listen")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return response{status: resp.StatusCode}
+	}
+	waitFor(t, 20*time.Second, "the child to be up", func() bool {
+		return modernCall(t, url, "0", "tools/list", "{"+modernMeta+"}").status == http.StatusOK
+	})
+	if r := listen(257, 257); r.status != http.StatusBadRequest {
+		t.Errorf("257 distinct subscriptions: %d; want 400", r.status)
+	}
+	if r := listen(1000, 256); r.status != http.StatusOK {
+		t.Errorf("1,000 subscriptions, 256 distinct: %d; want 200", r.status)
+	}
+}

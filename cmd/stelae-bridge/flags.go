@@ -124,8 +124,8 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	// The two names the project's specification fixes keep them; every other
 	// variable starts with STELAE_, so none collides with what children read.
 	integer(&s.maxSessions, "max-sessions", "MAX_STDIO_CONNECTIONS", 10, "sessions per destination; at the cap the least recently used session with no stream and no call in flight is evicted at once, else 503")
-	integer(&s.maxStreams, "max-streams", "STELAE_MAX_STREAMS", 10000, "open GET (SSE) streams the whole bridge holds at most; past it a GET gets 503 with Retry-After")
-	integer(&s.maxSessStreams, "max-streams-per-session", "STELAE_MAX_STREAMS_PER_SESSION", 8, "open GET streams one session may hold; past it a GET gets 429")
+	integer(&s.maxStreams, "max-streams", "STELAE_MAX_STREAMS", 10000, "open streams (GET streams and 2026-07-28 subscriptions/listen streams) the whole bridge holds at most; past it a stream gets 503 with Retry-After")
+	integer(&s.maxSessStreams, "max-streams-per-session", "STELAE_MAX_STREAMS_PER_SESSION", 8, "open GET streams one session may hold (past it a GET gets 429), and with auth the subscriptions/listen streams of one token (past it 503)")
 	dur(&s.requestTimeout, "request-timeout", "STELAE_REQUEST_TIMEOUT", 30*time.Second, "longest wait for a child's answer to one request (504 after it, and the request is cancelled at the child)")
 	boolean(&s.auditBodies, "audit-log-bodies", "AUDIT_LOG_BODIES", "log request and response bodies, with secret-looking values redacted")
 	size(&s.maxMessage, "max-message-size", "STELAE_MAX_MESSAGE_SIZE", "longest line accepted from a child (default 10MiB); longer lines are discarded")
