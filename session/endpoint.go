@@ -221,11 +221,12 @@ func NewEndpoint(name string, shared *dispatch.Dispatcher, perSession func() *di
 		ep.shared = nil
 		ep.kids.live = map[*dispatch.Dispatcher]struct{}{}
 		ep.kids.stopTimeout = opts.StopTimeout
+		ep.kids.spawns = spawnRate(opts.MaxSessions)
 	}
 	if m == nil {
 		ep.m = NewMetrics(nil, name)
 	}
-	for _, reason := range []string{"session_cap", "invalid_initialize"} {
+	for _, reason := range []string{"session_cap", "invalid_initialize", "child_cap"} {
 		ep.m.Refused.WithLabelValues(reason) // 0 from the start
 	}
 	go ep.janitor()
@@ -265,10 +266,11 @@ func (ep *Endpoint) janitor() {
 
 // Why sessions end; calls in flight end with the same error.
 var (
-	errExpired  = fmt.Errorf("%w: the session expired", dispatch.ErrCanceled)
-	errDeleted  = fmt.Errorf("%w: the session was deleted", dispatch.ErrCanceled)
-	errEvicted  = fmt.Errorf("%w: the session was evicted to make room for a new one", dispatch.ErrCanceled)
-	errShutdown = fmt.Errorf("%w: the bridge is shutting down; retry when it is back", dispatch.ErrUnavailable)
+	errExpired   = fmt.Errorf("%w: the session expired", dispatch.ErrCanceled)
+	errDeleted   = fmt.Errorf("%w: the session was deleted", dispatch.ErrCanceled)
+	errEvicted   = fmt.Errorf("%w: the session was evicted to make room for a new one", dispatch.ErrCanceled)
+	errShutdown  = fmt.Errorf("%w: the bridge is shutting down; retry when it is back", dispatch.ErrUnavailable)
+	errChildRoom = fmt.Errorf("%w: no room for the session's child", dispatch.ErrUnavailable)
 )
 
 // endSession ends a session: it leaves the registry (if still there), its

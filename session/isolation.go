@@ -3,9 +3,13 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"math"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
@@ -38,10 +42,63 @@ type children struct {
 	// went to nobody (by reason).
 	restarts, logsDropped uint64
 	refused               map[string]uint64
+	// stopping counts the children being stopped: a child slow to stop
+	// still holds its processes, so it counts against the session cap
+	// with the live ones (admitChild). stopped is closed and replaced when
+	// one of them is gone (nil while nobody waits).
+	stopping int
+	stopped  chan struct{}
+	// spawns limits how fast new children start (admitChild).
+	spawns *rate.Limiter
 	// closing counts the dispatchers being closed; Shutdown waits for them.
 	closing sync.WaitGroup
 	// stopTimeout bounds one child's stop.
 	stopTimeout time.Duration
+}
+
+// spawnRate is how many children an isolated destination starts per
+// second at most, for a cap of max sessions: a burst of twice the cap (20
+// at least), then half the cap a second (5 at least). The cap bounds the
+// processes; this bounds the churn of a client that makes and drops
+// sessions in a loop.
+func spawnRate(max int) *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(math.Max(5, float64(max)/2)), int(math.Max(20, float64(2*max))))
+}
+
+// admitChild lets a new session of an isolated destination start its
+// child, or says why not (the caller answers 503 with Retry-After): the
+// children alive and being stopped must stay within the session cap (a
+// child slow to stop, or a client that makes and drops sessions in a loop,
+// must not multiply processes), and children start at most at the spawn
+// rate. It waits, within the request's context and at most maxWait, for
+// children being stopped to be gone. live counts the new session's.
+func (ep *Endpoint) admitChild(ctx context.Context, maxWait time.Duration) (ok bool, why string) {
+	k := &ep.kids
+	deadline := time.NewTimer(maxWait)
+	defer deadline.Stop()
+	for {
+		k.mu.Lock()
+		if len(k.live)+k.stopping <= ep.opts.MaxSessions {
+			allowed := k.spawns.Allow()
+			k.mu.Unlock()
+			if !allowed {
+				return false, fmt.Sprintf("destination %q gives each session a child of its own and is starting them faster than %.0f a second; retry shortly", ep.name, float64(k.spawns.Limit()))
+			}
+			return true, ""
+		}
+		if k.stopped == nil {
+			k.stopped = make(chan struct{})
+		}
+		stopped, stopping := k.stopped, k.stopping
+		k.mu.Unlock()
+		select {
+		case <-stopped:
+		case <-deadline.C:
+			return false, fmt.Sprintf("destination %q gives each session a child of its own and has its maximum of %d, %d of them still stopping; retry shortly, or raise MAX_STDIO_CONNECTIONS (-max-sessions)", ep.name, ep.opts.MaxSessions, stopping)
+		case <-ctx.Done():
+			return false, "the client went away"
+		}
+	}
 }
 
 // dispatcherFor returns the dispatcher a new session is served by: the
@@ -72,6 +129,7 @@ func (ep *Endpoint) release(d *dispatch.Dispatcher) {
 	if tools, known := d.Tools(); known {
 		ep.kids.tools, ep.kids.toolsKnown = tools, true
 	}
+	ep.kids.stopping++
 	ds := d.Status()
 	ep.kids.restarts += ds.RestartsTotal
 	ep.kids.logsDropped += ds.LogsDropped
@@ -90,6 +148,13 @@ func (ep *Endpoint) release(d *dispatch.Dispatcher) {
 		if err := d.Close(ctx); err != nil {
 			ep.log.Error("session's child did not stop in time", "error", err)
 		}
+		ep.kids.mu.Lock()
+		ep.kids.stopping--
+		if ep.kids.stopped != nil {
+			close(ep.kids.stopped)
+			ep.kids.stopped = nil
+		}
+		ep.kids.mu.Unlock()
 	}()
 }
 

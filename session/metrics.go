@@ -66,7 +66,7 @@ func NewMetricSet(reg prometheus.Registerer) *MetricSet {
 		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "stelae_get_streams",
 			Help: "Open streams of the destination: its sessions' GET (SSE) streams and 2026-07-28 subscriptions/listen streams."}, dest),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_initialize_refused_total",
-			Help: "initialize requests refused by the bridge: session_cap (every session busy, 503) or invalid_initialize (malformed params, 400)."}, []string{"destination", "reason"}),
+			Help: "initialize requests refused by the bridge: session_cap (every session busy, or none of the client's own idle at the cap; 503), invalid_initialize (malformed params, 400), child_cap (isolation: session: the children alive and stopping are at the cap, or start too fast; 503)."}, []string{"destination", "reason"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.inflight, m.calls, m.latency, m.delivered, m.dropped, m.bytesIn, m.bytesOut, m.evicted, m.refused, m.streams)

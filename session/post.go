@@ -296,7 +296,7 @@ func (ep *Endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 	if err != nil {
 		ep.m.Refused.WithLabelValues("session_cap").Inc()
 		w.Header().Set("Retry-After", "5")
-		rec.status = WriteError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("destination %q has its maximum of %d sessions and every one is busy (a call in flight or a stream open); retry later, close unused clients, or raise MAX_STDIO_CONNECTIONS (-max-sessions)", ep.name, ep.opts.MaxSessions))
+		rec.status = WriteError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("destination %q has its maximum of %d sessions and every one this client could replace is busy (a call in flight or a stream open; another token's sessions are never evicted for it); retry later, close unused clients, or raise MAX_STDIO_CONNECTIONS (-max-sessions)", ep.name, ep.opts.MaxSessions))
 		return
 	}
 	// Attach before the evicted session detaches, so a shared child is not
@@ -306,6 +306,15 @@ func (ep *Endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 		ep.m.Evicted.Inc()
 		ep.log.Info("least recently used session evicted to make room", "session", evicted.id)
 		ep.endSession(evicted, errEvicted)
+	}
+	if ep.perSession != nil {
+		if ok, why := ep.admitChild(r.Context(), min(ep.opts.RequestTimeout/2, 10*time.Second)); !ok {
+			ep.endSession(s, errChildRoom)
+			ep.m.Refused.WithLabelValues("child_cap").Inc()
+			w.Header().Set("Retry-After", "2")
+			rec.status = WriteError(w, http.StatusServiceUnavailable, codeServer, why)
+			return
+		}
 	}
 	rec.session = s.id
 	s.inflight.Add(1)

@@ -25,19 +25,21 @@ func newRegistry(max int) *registry {
 }
 
 // create adds a session with a fresh UUID v4. At the cap it first evicts the
-// least recently used session that is not busy (no open stream, no call in
-// flight), however recently it was used: many clients (claude.ai
-// conversations, Inspector runs, conformance suites) never send DELETE, and
-// spec clients answer the evicted session's 404 by initializing again. It
-// returns that victim so the caller can end it; errSessionCap when every
-// session is busy.
+// least recently used session of the same owner that is not busy (no open
+// stream, no call in flight), however recently it was used: many clients
+// (claude.ai conversations, Inspector runs, conformance suites) never send
+// DELETE, and spec clients answer the evicted session's 404 by
+// initializing again. Only the owner's own: with auth, one token's
+// initializes cannot end another's sessions (without auth every session
+// has the same, zero, owner). It returns that victim so the caller can end
+// it; errSessionCap when none can go.
 func (r *registry) create(ep *Endpoint, owner Principal) (s *Session, evicted *Session, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.sessions) >= r.max {
 		var oldest int64
 		for _, c := range r.sessions {
-			if used := c.lastUsed.Load(); !c.busy() && (evicted == nil || used < oldest) {
+			if used := c.lastUsed.Load(); c.owner == owner && !c.busy() && (evicted == nil || used < oldest) {
 				oldest, evicted = used, c
 			}
 		}
