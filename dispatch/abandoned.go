@@ -72,10 +72,7 @@ func (d *Dispatcher) abandonLocked(call *Call, now time.Time) {
 		// too: they look again.
 		d.turns.wake()
 	}
-	if call.parked {
-		d.turns.parked--
-	}
-	call.turn, call.parked = noTurn, false
+	call.turn, call.parked = noTurn, noTurn
 }
 
 // cancelsWritten records that the cancellations of abandoned calls ups

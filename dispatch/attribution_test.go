@@ -359,10 +359,10 @@ func TestPingClearsAbandonedCall(t *testing.T) {
 }
 
 // TestParkedCallLetsOthersRun: a call that runs alone and is parked for its
-// client's input (Park) lets calls that run together go, still keeps other
-// calls that run alone out, and takes its alone turn back (Unpark) only
-// once the calls that ran meanwhile have ended; what the child asks while
-// both are in flight is refused.
+// client's input (Park) gives its turn up, so the other calls go on; what
+// the child asks while both are in flight is refused; once its retry
+// comes (Unpark) it goes before new calls that run alone, after the calls
+// running then have ended.
 func TestParkedCallLetsOthersRun(t *testing.T) {
 	w, c, a, b := askAlone(t)
 	ask, _ := beginTool(t, w, c, a, "1", "ask", 10*time.Second)
@@ -444,4 +444,30 @@ func TestChildThatGoesOnWithCancelledCalls(t *testing.T) {
 	}
 	c.emit(`{"jsonrpc":"2.0","id":` + up + `,"result":{}}`)
 	waitFor2(t, "the third call to end with its answer", func() bool { return w.d.Status().Abandoned == 0 })
+}
+
+// TestParkedCallDoesNotHoldAnInteractiveDestination: on an interactive:
+// true destination (every call runs alone) a call parked for its client's
+// input does not make the others wait for its retry (issue 21: other users
+// got 504 for the 2 minutes of an un-retried park).
+func TestParkedCallDoesNotHoldAnInteractiveDestination(t *testing.T) {
+	w := newWired(t, Options{Interactive: true})
+	a, b := &testSession{id: "a"}, &testSession{id: "b"}
+	c := w.attach(t, a, samplingCaps)
+	w.d.Attach(b, json.RawMessage(`{"capabilities":`+samplingCaps+`}`))
+	ask, _ := beginTool(t, w, c, a, "1", "ask", 10*time.Second)
+	defer ask.Release()
+	ask.Park()
+	echo, up := beginTool(t, w, c, b, "1", "echo", 10*time.Second) // not held back
+	c.emit(`{"jsonrpc":"2.0","id":` + up + `,"result":{}}`)
+	if ev := nextEvent(t, echo); !ev.Done || ev.Err != nil {
+		t.Fatalf("b's call beside a parked one: %+v", ev)
+	}
+	echo.Release()
+	if !ask.Unpark() {
+		t.Fatal("Unpark failed with nothing in its way")
+	}
+	if st := w.turnsState(); !st.alone {
+		t.Errorf("after Unpark: %+v; want the parked call alone again", st)
+	}
 }

@@ -60,8 +60,8 @@ type Call struct {
 	// caller; moved to the abandoned entry only by the path that takes
 	// the call out of the pending calls, before it sends the call's end.
 	turn turn
-	// parked: Park made the call's alone turn a together one (turns.go).
-	parked bool
+	// parked is the turn Park gave up, which Unpark takes back (turns.go).
+	parked turn
 	// after rewrites the end (a filtered tools/list, a subscription kept
 	// only when the child agreed).
 	after func([]byte, error) ([]byte, error)
@@ -125,7 +125,7 @@ func (call *Call) Release() {
 	call.timer.Stop()
 	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after = nil, nil, nil, nil, nil, nil, nil
 	call.end, call.ended, call.follow = reply{}, false, false
-	call.augmented, call.childTask, call.parked = false, "", false
+	call.augmented, call.childTask, call.parked = false, "", noTurn
 	recycle.Poison(call.out)
 	call.out = call.out[:0]
 	if cap(call.out) > 64<<10 {

@@ -48,16 +48,17 @@ const (
 // call's turn and parked fields.
 type turns struct {
 	alone    bool // a call, or an abandoned one, runs alone
-	together int  // calls (and abandoned and parked ones) running together
+	together int  // calls (and abandoned ones) running together
 	// aloneWaiting counts the calls waiting to run alone: calls that
-	// would run together wait behind them, unless a call is parked
-	// (those waiting cannot run before it ends anyway). waiting counts
-	// every call waiting for a turn.
+	// would run together wait behind them. waiting counts every call
+	// waiting for a turn.
 	aloneWaiting int
 	waiting      int
-	// parked counts the calls parked for their client's input (Park):
-	// they hold a together turn.
-	parked int
+	// unparking counts the parked calls waiting to take their turn back
+	// (Unpark): they go before new calls that run alone (the child is
+	// waiting on them, and beside them the new calls' requests could not
+	// be routed).
+	unparking int
 	// changed is closed when a turn is given back or a wait is given up
 	// while calls wait; nil while none waits.
 	changed chan struct{}
@@ -66,9 +67,9 @@ type turns struct {
 // take takes a turn of kind k, if it is free now.
 func (t *turns) take(k turn) bool {
 	switch {
-	case k == alone && !t.alone && t.together == 0:
+	case k == alone && !t.alone && t.together == 0 && t.unparking == 0:
 		t.alone = true
-	case k == together && !t.alone && (t.aloneWaiting == 0 || t.parked > 0):
+	case k == together && !t.alone && t.aloneWaiting == 0:
 		t.together++
 	default:
 		return false
@@ -207,60 +208,64 @@ func (d *Dispatcher) stopWaitingLocked(forAlone bool) {
 	}
 }
 
-// Park lets the calls that run together go on while call waits for its
-// client's input (a 2026-07-28 call answered input_required, which may
-// wait minutes for the retry): a call that runs alone keeps only a
-// together turn meanwhile, which still keeps the calls that run alone out
-// (they could not be routed exactly beside it anyway). Whatever the child
-// sends meanwhile is refused or dropped when another user's call is in
-// flight (the parked call is in flight too). Unpark takes the alone turn
-// back before the client's answers are written to the child. Both are for
-// the call's owner (the request that parks it, the one that resumes it).
+// Park gives up the turn of a call that waits for its client's input (a
+// 2026-07-28 call answered input_required, which may wait minutes for the
+// retry), so that the other calls go on meanwhile, on an interactive:
+// true destination too. The parked call is still in flight: whatever the
+// child sends while another user's call is in flight too is refused or
+// dropped, never taken for the parked call's or theirs. Unpark takes the
+// turn back (waiting its turn like any call) before the client's answers
+// are written to the child, so what the child sends after them is exact
+// again. Both are for the call's owner (the request that parks it, the one
+// that resumes it).
 func (call *Call) Park() {
 	d := call.d
 	if !d.scheduled() {
 		return
 	}
 	d.pmu.Lock()
-	if call.turn == alone {
-		d.turns.alone = false
-		d.turns.together++
-		d.turns.parked++
-		d.turns.wake()
-		call.turn, call.parked = together, true
+	if call.turn != noTurn {
+		call.parked = call.turn
+		d.turns.give(call.turn)
+		call.turn = noTurn
 	}
 	d.pmu.Unlock()
 }
 
-// Unpark takes a parked call's alone turn back once it is the only call
-// running together, within the call's timeout and context. It reports
-// false when the wait ended first: the call is then abandoned (the child
-// is told) and ends with the wait's error.
+// Unpark takes a parked call's turn back, within the call's timeout and
+// context. It reports false when the wait ended first: the call is then
+// abandoned (the child is told) and ends with the wait's error.
 func (call *Call) Unpark() bool {
 	d := call.d
 	if !d.scheduled() {
 		return true
 	}
 	d.pmu.Lock()
-	parked := call.parked
-	if parked {
-		call.parked = false
-		d.turns.parked--
+	k := call.parked
+	call.parked = noTurn
+	if k != noTurn {
+		d.turns.unparking++
 	}
 	d.pmu.Unlock()
-	if !parked {
+	if k == noTurn {
 		return true
 	}
-	if call.waitTurn(true, func(t *turns) bool {
-		if call.turn != together || t.alone || t.together != 1 {
-			return call.turn == noTurn // abandoned meanwhile: nothing to take
+	ok := call.waitTurn(k == alone, func(t *turns) bool {
+		t.unparking-- // its own, to take its turn
+		if t.take(k) {
+			call.turn = k
+			return true
 		}
-		t.together, t.alone = 0, true
-		call.turn = alone
-		return true
-	}) {
+		t.unparking++
+		return false
+	})
+	if ok {
 		return true
 	}
+	d.pmu.Lock()
+	d.turns.unparking--
+	d.turns.wake()
+	d.pmu.Unlock()
 	// waitTurn ended the call, which the child still works on: abandon it
 	// (the child is told) rather than leave it pending.
 	end := call.end
@@ -278,9 +283,6 @@ func (call *Call) giveTurn() {
 	}
 	d.pmu.Lock()
 	d.turns.give(call.turn)
-	if call.parked {
-		d.turns.parked--
-	}
-	call.turn, call.parked = noTurn, false
+	call.turn, call.parked = noTurn, noTurn
 	d.pmu.Unlock()
 }

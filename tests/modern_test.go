@@ -408,3 +408,26 @@ func TestMRTRRetryAfterTheRequestTimeout(t *testing.T) {
 		t.Errorf("the retry after the request timeout: %d %s; want the call's answer", r.status, r.body)
 	}
 }
+
+// TestUnretriedInputDoesNotHoldAnInteractiveDestination: on an
+// interactive: true destination a 2026-07-28 call that asked for input and
+// is never retried does not hold the destination: another user's call is
+// answered at once (issue 21: others got 504 for the park's 2 minutes).
+func TestUnretriedInputDoesNotHoldAnInteractiveDestination(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{interactive: true, opts: bridge.Options{RequestTimeout: 3 * time.Second}})
+	url := b.url("fake")
+	waitFor(t, 20*time.Second, "the child to be up", func() bool {
+		return modernCall(t, url, "0", "tools/list", "{"+modernMeta+"}").status == http.StatusOK
+	})
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	args := `"arguments":{"method":"sampling/createMessage","params":"{\"messages\":[],\"maxTokens\":5}"}`
+	if r := modernCall(t, url, "1", "tools/call", `{"name":"ask",`+args+`,`+meta+`}`); r.status != 200 || !strings.Contains(string(r.body), "input_required") {
+		t.Fatalf("first request: %d %s", r.status, r.body)
+	}
+	// Never retried. Another user's call:
+	start := time.Now()
+	r := modernCall(t, url, "2", "tools/call", `{"name":"echo","arguments":{"text":"not held"},`+modernMeta+`}`)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), "not held") {
+		t.Errorf("another call beside an un-retried park: %d %s after %s; want its answer", r.status, r.body, time.Since(start).Round(time.Millisecond))
+	}
+}
