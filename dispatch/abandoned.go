@@ -47,8 +47,11 @@ type abandonedCall struct {
 	// user is the user of the call's session (Session.User).
 	user any
 	// turn is the turn the call held, kept until the entry goes.
-	turn  turn
-	until time.Time
+	turn turn
+	// parked: the call was parked (turns.go); new calls that run alone
+	// wait for the entry as for a parked call, until it goes.
+	parked bool
+	until  time.Time
 	// after is the last upstream id handed out when the call's
 	// cancellation had been written to the child (0: not yet): an answer
 	// to a later id means the child has read the cancellation.
@@ -66,13 +69,27 @@ func (d *Dispatcher) abandonLocked(call *Call, now time.Time) {
 	if d.goesOn {
 		grace = max(grace, strictGrace)
 	}
-	d.abandoned[call.up] = abandonedCall{user: call.sess.User(), turn: call.turn, until: now.Add(grace)}
+	a := abandonedCall{user: call.sess.User(), turn: call.turn, until: now.Add(grace), parked: call.parked != noTurn}
+	d.abandoned[call.up] = a
+	if a.parked && a.until.After(d.turns.heldUntil) {
+		d.turns.heldUntil = a.until // it stays counted in turns.parked
+	}
 	if call.turn != noTurn {
 		// The calls waiting for the turn now wait for the grace to pass
 		// too: they look again.
 		d.turns.wake()
 	}
 	call.turn, call.parked = noTurn, noTurn
+}
+
+// dropAbandonedLocked forgets abandoned call up, giving back what it held.
+// d.pmu must be held.
+func (d *Dispatcher) dropAbandonedLocked(up uint64, a abandonedCall) {
+	delete(d.abandoned, up)
+	d.turns.give(a.turn)
+	if a.parked {
+		d.turns.unpark()
+	}
 }
 
 // cancelsWritten records that the cancellations of abandoned calls ups
@@ -113,8 +130,7 @@ func (d *Dispatcher) answeredLocked(up uint64, result bool) {
 		if id != up && (d.goesOn || a.after == 0 || up <= a.after) {
 			continue
 		}
-		delete(d.abandoned, id)
-		d.turns.give(a.turn)
+		d.dropAbandonedLocked(id, a)
 		if id != up {
 			d.settleLocked(id)
 		}
@@ -141,8 +157,7 @@ func (d *Dispatcher) settleLocked(id uint64) {
 func (d *Dispatcher) expireAbandoned(now time.Time) (next time.Time) {
 	for up, a := range d.abandoned {
 		if !now.Before(a.until) {
-			delete(d.abandoned, up)
-			d.turns.give(a.turn)
+			d.dropAbandonedLocked(up, a)
 			continue
 		}
 		if next.IsZero() || a.until.Before(next) {
@@ -156,8 +171,7 @@ func (d *Dispatcher) expireAbandoned(now time.Time) (next time.Time) {
 // the child's ways: it has exited. d.pmu must be held.
 func (d *Dispatcher) clearAbandonedLocked() {
 	for up, a := range d.abandoned {
-		delete(d.abandoned, up)
-		d.turns.give(a.turn)
+		d.dropAbandonedLocked(up, a)
 	}
 	clear(d.settled)
 	d.settledOrder, d.goesOn = d.settledOrder[:0], false

@@ -365,8 +365,7 @@ func TestPingClearsAbandonedCall(t *testing.T) {
 // running then have ended.
 func TestParkedCallLetsOthersRun(t *testing.T) {
 	w, c, a, b := askAlone(t)
-	ask, _ := beginTool(t, w, c, a, "1", "ask", 10*time.Second)
-	defer ask.Release()
+	ask, _ := beginTool(t, w, c, a, "1", "ask", 10*time.Second) // released below
 	ask.Park()
 	echo, upEcho := beginTool(t, w, c, b, "1", "echo", 10*time.Second) // goes at once
 	c.emit(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}`)
@@ -452,6 +451,7 @@ func TestChildThatGoesOnWithCancelledCalls(t *testing.T) {
 // got 504 for the 2 minutes of an un-retried park).
 func TestParkedCallDoesNotHoldAnInteractiveDestination(t *testing.T) {
 	w := newWired(t, Options{Interactive: true})
+	w.d.grace = 200 * time.Millisecond // new calls wait that long for a retry
 	a, b := &testSession{id: "a"}, &testSession{id: "b"}
 	c := w.attach(t, a, samplingCaps)
 	w.d.Attach(b, json.RawMessage(`{"capabilities":`+samplingCaps+`}`))
@@ -469,5 +469,84 @@ func TestParkedCallDoesNotHoldAnInteractiveDestination(t *testing.T) {
 	}
 	if st := w.turnsState(); !st.alone {
 		t.Errorf("after Unpark: %+v; want the parked call alone again", st)
+	}
+}
+
+// TestParkedCallHoldsNewCallsForTheGrace: a call that runs alone and
+// starts just after another user's call parked waits for the parked call's
+// retry up to the grace, so that a retry that comes at once goes first and
+// the child's requests stay exact (the conformance suite's next scenario
+// had its elicitation refused behind the previous one's park).
+func TestParkedCallHoldsNewCallsForTheGrace(t *testing.T) {
+	w := newWired(t, Options{Interactive: true})
+	w.d.grace = time.Minute
+	a, b := &testSession{id: "a"}, &testSession{id: "b"}
+	c := w.attach(t, a, samplingCaps)
+	w.d.Attach(b, json.RawMessage(`{"capabilities":`+samplingCaps+`}`))
+	ask, upAsk := beginTool(t, w, c, a, "1", "ask", 10*time.Second) // released below
+	ask.Park()
+	began := make(chan *Call, 1)
+	go func() {
+		began <- w.d.Begin(context.Background(), b, mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask"}}`), 10*time.Second, false)
+	}()
+	waitUntil(t, "b's call waiting behind the parked one", func() bool { return w.turnsState().waiting == 1 })
+	if !ask.Unpark() {
+		t.Fatal("Unpark failed")
+	}
+	c.emit(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}`)
+	waitUntil(t, "the child's request at a", func() bool { return len(a.got()) == 1 })
+	c.emit(`{"jsonrpc":"2.0","id":` + upAsk + `,"result":{}}`)
+	if ev := nextEvent(t, ask); !ev.Done || ev.Err != nil {
+		t.Fatalf("a's call: %+v", ev)
+	}
+	ask.Release()
+	var second *Call
+	select {
+	case second = <-began:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b's call did not begin after a's ended")
+	}
+	defer second.Release()
+	if m := c.next(t); jsonrpc.String(jsonrpc.Member(m.Params, "name")) != "ask" || len(b.got()) != 0 {
+		t.Fatalf("the child got %s", m.Raw)
+	}
+}
+
+// TestAbandonedParkedCallHoldsNewCalls: a parked call that is abandoned
+// (its client never retried) still holds new calls that run alone until
+// the child has answered it (or read its cancellation), as an abandoned
+// call that held its turn does: the conformance suite's
+// next scenario had its elicitation refused while the child could still
+// send for the abandoned one.
+func TestAbandonedParkedCallHoldsNewCalls(t *testing.T) {
+	w := newWired(t, Options{Interactive: true})
+	w.d.grace = time.Minute
+	a, b := &testSession{id: "a"}, &testSession{id: "b"}
+	c := w.attach(t, a, samplingCaps)
+	w.d.Attach(b, json.RawMessage(`{"capabilities":`+samplingCaps+`}`))
+	ask, upAsk := beginTool(t, w, c, a, "1", "ask", 10*time.Second)
+	ask.Park()
+	ask.Release() // abandoned: its retry never came
+	if m := c.next(t); m.Method != "notifications/cancelled" {
+		t.Fatalf("the child got %s; want the cancellation", m.Raw)
+	}
+	began := make(chan *Call, 1)
+	go func() {
+		began <- w.d.Begin(context.Background(), b, mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask"}}`), 10*time.Second, false)
+	}()
+	waitUntil(t, "b's call waiting behind the abandoned parked one", func() bool { return w.turnsState().waiting == 1 })
+	c.emit(`{"jsonrpc":"2.0","id":` + upAsk + `,"error":{"code":-32800,"message":"cancelled"}}`)
+	var second *Call
+	select {
+	case second = <-began:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b's call did not begin once the child had answered the abandoned call")
+	}
+	defer second.Release()
+	if m := c.next(t); jsonrpc.String(jsonrpc.Member(m.Params, "name")) != "ask" {
+		t.Fatalf("the child got %s; want b's call", m.Raw)
+	}
+	if st := w.turnsState(); st.parked != 0 || st.held(time.Now()) {
+		t.Errorf("turns %+v; want no parked call left", st)
 	}
 }

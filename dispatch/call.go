@@ -104,7 +104,12 @@ func (d *Dispatcher) getCall(ctx context.Context, timeout time.Duration) *Call {
 // answer stays the caller's). A call released before its end is abandoned
 // first: the child is told to cancel it.
 func (call *Call) Release() {
-	if !call.ended && call.d != nil && call.c != nil {
+	if call.d == nil {
+		// Released already: a second Put would hand the call to two
+		// users at once.
+		panic("dispatch: a Call released twice")
+	}
+	if !call.ended && call.c != nil {
 		// Released before its end (a caller that gave up): take it out of
 		// the pending calls first, or its answer could reach the call's
 		// next user.

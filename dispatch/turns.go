@@ -59,15 +59,22 @@ type turns struct {
 	// waiting on them, and beside them the new calls' requests could not
 	// be routed).
 	unparking int
+	// parked counts the calls parked for their clients' input (Park),
+	// and the abandoned ones that were parked until their entries go;
+	// new calls that run alone wait for them until heldUntil, the grace
+	// after the latest park or such abandonment (see Park).
+	parked    int
+	heldUntil time.Time
 	// changed is closed when a turn is given back or a wait is given up
 	// while calls wait; nil while none waits.
 	changed chan struct{}
 }
 
-// take takes a turn of kind k, if it is free now.
-func (t *turns) take(k turn) bool {
+// take takes a turn of kind k, if it is free at now; resuming: for a
+// parked call, which other parked calls do not hold back.
+func (t *turns) take(k turn, now time.Time, resuming bool) bool {
 	switch {
-	case k == alone && !t.alone && t.together == 0 && t.unparking == 0:
+	case k == alone && !t.alone && t.together == 0 && t.unparking == 0 && (resuming || !t.held(now)):
 		t.alone = true
 	case k == together && !t.alone && t.aloneWaiting == 0:
 		t.together++
@@ -88,6 +95,19 @@ func (t *turns) give(k turn) {
 		return
 	}
 	t.wake()
+}
+
+// held reports whether new calls that run alone still wait for parked
+// calls at now.
+func (t *turns) held(now time.Time) bool { return t.parked > 0 && now.Before(t.heldUntil) }
+
+// unpark notes that a parked call is parked no more.
+func (t *turns) unpark() {
+	t.parked--
+	if t.parked == 0 {
+		t.heldUntil = time.Time{}
+		t.wake()
+	}
 }
 
 // wake wakes the calls waiting for a turn.
@@ -130,8 +150,8 @@ func (call *Call) hold(k turn) bool {
 	if k == noTurn || call.sess == nil || call.turn != noTurn {
 		return true
 	}
-	return call.waitTurn(k == alone, func(t *turns) bool {
-		if !t.take(k) {
+	return call.waitTurn(k == alone, func(t *turns, now time.Time) bool {
+		if !t.take(k, now, false) {
 			return false
 		}
 		call.turn = k
@@ -142,7 +162,7 @@ func (call *Call) hold(k turn) bool {
 // waitTurn waits until take (called with d.pmu held) takes the call's
 // turn; forAlone: the call waits to run alone. It reports false, with the
 // call finished, when the call's timeout or context ended first.
-func (call *Call) waitTurn(forAlone bool, take func(*turns) bool) bool {
+func (call *Call) waitTurn(forAlone bool, take func(*turns, time.Time) bool) bool {
 	d := call.d
 	waiting := false // counted in waiting (and aloneWaiting)
 	var expiry *time.Timer
@@ -153,8 +173,9 @@ func (call *Call) waitTurn(forAlone bool, take func(*turns) bool) bool {
 	}()
 	for {
 		d.pmu.Lock()
-		next := d.expireAbandoned(time.Now())
-		if take(&d.turns) {
+		now := time.Now()
+		next := d.expireAbandoned(now)
+		if take(&d.turns, now) {
 			if waiting {
 				d.stopWaitingLocked(forAlone)
 			}
@@ -167,6 +188,9 @@ func (call *Call) waitTurn(forAlone bool, take func(*turns) bool) bool {
 			if forAlone {
 				d.turns.aloneWaiting++
 			}
+		}
+		if forAlone && d.turns.held(now) && (next.IsZero() || d.turns.heldUntil.Before(next)) {
+			next = d.turns.heldUntil
 		}
 		changed := d.turns.waitChan()
 		d.pmu.Unlock()
@@ -213,7 +237,13 @@ func (d *Dispatcher) stopWaitingLocked(forAlone bool) {
 // retry), so that the other calls go on meanwhile, on an interactive:
 // true destination too. The parked call is still in flight: whatever the
 // child sends while another user's call is in flight too is refused or
-// dropped, never taken for the parked call's or theirs. Unpark takes the
+// dropped, never taken for the parked call's or theirs. So that a retry
+// that comes at once (a client that answers without asking a person, or
+// an abandoned park that ends) does not make a new asking call's requests
+// ambiguous, new calls that run alone wait for parked calls up to the
+// abandoned calls' grace after the latest park; past it they go, and
+// their requests are refused while a parked call of another user is
+// still in flight. Unpark takes the
 // turn back (waiting its turn like any call) before the client's answers
 // are written to the child, so what the child sends after them is exact
 // again. Both are for the call's owner (the request that parks it, the one
@@ -228,6 +258,10 @@ func (call *Call) Park() {
 		call.parked = call.turn
 		d.turns.give(call.turn)
 		call.turn = noTurn
+		d.turns.parked++
+		if until := time.Now().Add(d.grace); until.After(d.turns.heldUntil) {
+			d.turns.heldUntil = until
+		}
 	}
 	d.pmu.Unlock()
 }
@@ -244,15 +278,16 @@ func (call *Call) Unpark() bool {
 	k := call.parked
 	call.parked = noTurn
 	if k != noTurn {
+		d.turns.unpark()
 		d.turns.unparking++
 	}
 	d.pmu.Unlock()
 	if k == noTurn {
 		return true
 	}
-	ok := call.waitTurn(k == alone, func(t *turns) bool {
+	ok := call.waitTurn(k == alone, func(t *turns, now time.Time) bool {
 		t.unparking-- // its own, to take its turn
-		if t.take(k) {
+		if t.take(k, now, true) {
 			call.turn = k
 			return true
 		}
@@ -283,6 +318,9 @@ func (call *Call) giveTurn() {
 	}
 	d.pmu.Lock()
 	d.turns.give(call.turn)
+	if call.parked != noTurn {
+		d.turns.unpark()
+	}
 	call.turn, call.parked = noTurn, noTurn
 	d.pmu.Unlock()
 }
