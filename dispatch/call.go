@@ -62,6 +62,10 @@ type Call struct {
 	turn turn
 	// parked is the turn Park gave up, which Unpark takes back (turns.go).
 	parked turn
+	// heldBy is when the call stops waiting for other users' parked
+	// calls (turns.go): a third of its timeout after it began; zero on
+	// destinations whose calls take no turns.
+	heldBy time.Time
 	// after rewrites the end (a filtered tools/list, a subscription kept
 	// only when the child agreed).
 	after func([]byte, error) ([]byte, error)
@@ -130,7 +134,7 @@ func (call *Call) Release() {
 	call.timer.Stop()
 	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after = nil, nil, nil, nil, nil, nil, nil
 	call.end, call.ended, call.follow = reply{}, false, false
-	call.augmented, call.childTask, call.parked = false, "", noTurn
+	call.augmented, call.childTask, call.parked, call.heldBy = false, "", noTurn, time.Time{}
 	recycle.Poison(call.out)
 	call.out = call.out[:0]
 	if cap(call.out) > 64<<10 {
@@ -208,6 +212,9 @@ type Event struct {
 func (d *Dispatcher) Begin(ctx context.Context, s Session, m *jsonrpc.Message, timeout time.Duration, follow bool) *Call {
 	call := d.getCall(ctx, timeout)
 	call.sess, call.follow = s, follow
+	if d.scheduled() {
+		call.heldBy = time.Now().Add(timeout / 3)
+	}
 	if code, why := d.screen(m, true); code != 0 {
 		return call.finish(jsonrpc.ErrorResponse(m.ID, code, why), nil)
 	}

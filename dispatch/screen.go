@@ -1,10 +1,12 @@
 package dispatch
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"strings"
+
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 )
 
 // This file screens what clients send before anything reaches the child. It
@@ -97,6 +99,11 @@ func (d *Dispatcher) screenToolCall(m *jsonrpc.Message) (int, string) {
 			return false
 		}
 		name := jsonrpc.String(val)
+		if !validToolName(name) && !d.listsOddTool(name) {
+			d.log.Debug("call of a tool name outside the MCP grammar refused", "tool", truncate([]byte(name), 100))
+			code, why = jsonrpc.CodeInvalidParams, fmt.Sprintf("tool %q is not available on this destination: MCP tool names are 1 to 128 ASCII letters, digits, '_', '-' and '.', and the server lists no tool of that name", truncate([]byte(name), 100))
+			return false
+		}
 		if !d.opts.ToolAllowed(name) {
 			d.log.Debug("call of a hidden tool refused", "tool", truncate([]byte(name), 100))
 			code, why = jsonrpc.CodeInvalidParams, fmt.Sprintf("tool %q is not available on this destination", truncate([]byte(name), 100))
@@ -109,4 +116,51 @@ func (d *Dispatcher) screenToolCall(m *jsonrpc.Message) (int, string) {
 		code, why = jsonrpc.CodeInvalidParams, `tools/call needs "params.name", the tool's name as a string`
 	}
 	return code, why
+}
+
+// maxToolName is the longest tool name of the MCP grammar (2025-11-25:
+// "between 1 and 128 characters").
+const maxToolName = 128
+
+// validToolName reports whether name is in the MCP tool-name grammar: 1 to
+// 128 ASCII letters, digits, '_', '-' and '.'. A name outside it (a
+// zero-width space, fullwidth letters, a trailing '/') could be normalized
+// by the child into one the filter hides, so with a filter configured a
+// call may name one only when the child lists exactly that name.
+func validToolName(name string) bool {
+	if len(name) == 0 || len(name) > maxToolName {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// oddToolNames are the names of tools outside the grammar.
+func oddToolNames(tools []json.RawMessage) map[string]struct{} {
+	var odd map[string]struct{}
+	for _, tool := range tools {
+		if name := toolName(tool); !validToolName(name) {
+			if odd == nil {
+				odd = map[string]struct{}{}
+			}
+			odd[name] = struct{}{}
+		}
+	}
+	return odd
+}
+
+// listsOddTool reports whether the catalogue lists name, outside the
+// grammar, exactly.
+func (d *Dispatcher) listsOddTool(name string) bool {
+	t := &d.tools
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.odd[name]
+	return ok
 }

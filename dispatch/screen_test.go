@@ -29,6 +29,7 @@ func admitted(d *Dispatcher, b []byte) bool {
 
 func TestScreenRefusesWhatADecoderCouldReadDifferently(t *testing.T) {
 	d := New(Options{ToolAllowed: globs(false, "hidden")})
+	d.tools.odd = oddToolNames([]json.RawMessage{json.RawMessage(`{"name":"files/read"}`)})
 	for _, tc := range []struct {
 		name string
 		msg  string
@@ -48,6 +49,17 @@ func TestScreenRefusesWhatADecoderCouldReadDifferently(t *testing.T) {
 		{"escaped method", `{"jsonrpc":"2.0","id":1,"method":"tools\/c\u0061ll","params":{"name":"hidden"}}`, false},
 		{"notifications pass", `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`, true},
 		{"unknown methods pass", `{"jsonrpc":"2.0","id":1,"method":"x-vendor/thing"}`, true},
+		// Names a child that normalizes names would read as the hidden
+		// tool: outside the MCP tool-name grammar, refused.
+		{"zero-width space", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"hid\u200bden\"}}", false},
+		{"fullwidth letters", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ｈｉｄｄｅｎ"}}`, false},
+		{"trailing slash", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hidden/"}}`, false},
+		{"dot slash", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"./hidden"}}`, false},
+		{"too long", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + strings.Repeat("a", 129) + `"}}`, false},
+		{"empty", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":""}}`, false},
+		{"dotted name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"admin.tools_list-2"}}`, true},
+		{"odd name the child lists", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"files/read"}}`, true},
+		{"odd name the child does not list", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"files/write"}}`, false},
 	} {
 		if got := admitted(d, []byte(tc.msg)); got != tc.ok {
 			t.Errorf("%s: admitted %v, want %v: %s", tc.name, got, tc.ok, tc.msg)
@@ -171,6 +183,8 @@ func FuzzScreen(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"Params":{"name":"hidden"}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\u0061me":"hidden"}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"toolſ/call","params":{"name":"hidden"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"./hidden/"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ｈｉｄｄｅｎ"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -182,8 +196,27 @@ func FuzzScreen(f *testing.F) {
 		if v, ok := strictView(b); ok && v.method == "tools/call" && v.nameOK && v.name == "hidden" {
 			t.Fatalf("forwarded %s, which a strict decoder reads as a call of the hidden tool", b)
 		}
-		if v, ok := lenientView(b); ok && strings.EqualFold(v.method, "tools/call") && v.nameOK && strings.EqualFold(v.name, "hidden") {
+		if v, ok := lenientView(b); ok && strings.EqualFold(v.method, "tools/call") && v.nameOK && strings.EqualFold(normalized(v.name), "hidden") {
 			t.Fatalf("forwarded %s, which a lenient decoder reads as a call of the hidden tool", b)
 		}
 	})
+}
+
+// normalized is a tool name as a child that normalizes names could read
+// it: zero-width characters dropped, fullwidth forms folded to ASCII, a
+// leading "./" and trailing "/" trimmed, spaces trimmed.
+func normalized(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r == '\u200b' || r == '\u200c' || r == '\u200d' || r == '\ufeff' || r == '\u2060':
+			continue
+		case r >= '\uff01' && r <= '\uff5e':
+			r -= 0xfee0
+		}
+		b.WriteRune(r)
+	}
+	out := strings.TrimSpace(b.String())
+	out = strings.TrimPrefix(out, "./")
+	return strings.TrimSuffix(out, "/")
 }

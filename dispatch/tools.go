@@ -34,6 +34,10 @@ type toolCatalog struct {
 	// tasks are the tools' declared task support (tasks.go), by tool
 	// name: TaskOptional or TaskRequired; absent for none.
 	tasks map[string]string
+	// odd are the names outside the MCP tool-name grammar that the
+	// child lists (and the filter allows), which calls may name
+	// (screen.go).
+	odd map[string]struct{}
 	// fetching is set while a fetch goroutine runs; again asks it to fetch
 	// once more, from next, when it is done.
 	fetching bool
@@ -84,10 +88,10 @@ func (d *Dispatcher) fetchLoop() {
 		t.again = false
 		t.mu.Unlock()
 		tools, err := d.fetchTools(c)
-		headers, tasks := toolHeaders(tools), toolTasks(tools)
+		headers, tasks, odd := toolHeaders(tools), toolTasks(tools), oddToolNames(tools)
 		t.mu.Lock()
 		if err == nil {
-			t.list, t.known, t.headers, t.tasks = tools, true, headers, tasks
+			t.list, t.known, t.headers, t.tasks, t.odd = tools, true, headers, tasks, odd
 		}
 		if !t.again {
 			t.fetching, t.next = false, nil

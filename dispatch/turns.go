@@ -70,11 +70,12 @@ type turns struct {
 	changed chan struct{}
 }
 
-// take takes a turn of kind k, if it is free at now; resuming: for a
-// parked call, which other parked calls do not hold back.
-func (t *turns) take(k turn, now time.Time, resuming bool) bool {
+// take takes a turn of kind k, if it is free at now; unheld: for a call
+// that parked calls do not hold back (one resuming, or one that waited for
+// them long enough).
+func (t *turns) take(k turn, now time.Time, unheld bool) bool {
 	switch {
-	case k == alone && !t.alone && t.together == 0 && t.unparking == 0 && (resuming || !t.held(now)):
+	case k == alone && !t.alone && t.together == 0 && t.unparking == 0 && (unheld || !t.held(now)):
 		t.alone = true
 	case k == together && !t.alone && t.aloneWaiting == 0:
 		t.together++
@@ -151,7 +152,7 @@ func (call *Call) hold(k turn) bool {
 		return true
 	}
 	return call.waitTurn(k == alone, func(t *turns, now time.Time) bool {
-		if !t.take(k, now, false) {
+		if !t.take(k, now, !now.Before(call.heldBy)) {
 			return false
 		}
 		call.turn = k
@@ -189,8 +190,14 @@ func (call *Call) waitTurn(forAlone bool, take func(*turns, time.Time) bool) boo
 				d.turns.aloneWaiting++
 			}
 		}
-		if forAlone && d.turns.held(now) && (next.IsZero() || d.turns.heldUntil.Before(next)) {
-			next = d.turns.heldUntil
+		if forAlone && d.turns.held(now) {
+			wake := d.turns.heldUntil
+			if !call.heldBy.IsZero() && call.heldBy.Before(wake) {
+				wake = call.heldBy
+			}
+			if next.IsZero() || wake.Before(next) {
+				next = wake
+			}
 		}
 		changed := d.turns.waitChan()
 		d.pmu.Unlock()
@@ -241,7 +248,8 @@ func (d *Dispatcher) stopWaitingLocked(forAlone bool) {
 // that comes at once (a client that answers without asking a person, or
 // an abandoned park that ends) does not make a new asking call's requests
 // ambiguous, new calls that run alone wait for parked calls up to the
-// abandoned calls' grace after the latest park; past it they go, and
+// abandoned calls' grace after the latest park (and at most a third of
+// their own timeout); past it they go, and
 // their requests are refused while a parked call of another user is
 // still in flight. Unpark takes the
 // turn back (waiting its turn like any call) before the client's answers
