@@ -61,6 +61,12 @@ func miscased(method string) string {
 	return ""
 }
 
+// Screen tells why a client's request m must not reach the child (code
+// and why are zero when it may), as Begin screens every request: for a
+// request that reaches the child by another way (a 2026-07-28 retry, which
+// resumes a parked call).
+func (d *Dispatcher) Screen(m *jsonrpc.Message) (code int, why string) { return d.screen(m, true) }
+
 // screen tells why a client's message must not reach the child: code and
 // why are zero when it may. request is false for a notification.
 func (d *Dispatcher) screen(m *jsonrpc.Message, request bool) (code int, why string) {

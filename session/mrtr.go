@@ -86,20 +86,28 @@ func sign(key, body []byte) []byte {
 // paramsDigest is the digest of what a request asks for — its method and
 // the params that name the work (name, arguments, uri) — so that a retry
 // must ask for the same thing; anything else (_meta, inputResponses,
-// requestState, members it does not know) may differ.
+// requestState, members it does not know) may differ. The members are
+// read as readEnvelope and the dispatcher's screen read them (exact names;
+// the last of duplicates), never by a second decoder with other rules.
 func paramsDigest(method string, params json.RawMessage) [32]byte {
-	var p struct {
-		Name      json.RawMessage `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		URI       json.RawMessage `json:"uri"`
-	}
-	_ = json.Unmarshal(params, &p)
 	var canon struct {
 		Name, Arguments, URI any
 	}
-	_ = json.Unmarshal(p.Name, &canon.Name)
-	_ = json.Unmarshal(p.Arguments, &canon.Arguments)
-	_ = json.Unmarshal(p.URI, &canon.URI)
+	jsonrpc.EachMemberRaw(params, func(k []byte, start, end int) bool {
+		v := params[start:end]
+		switch {
+		case jsonrpc.KeyIs(k, "name"):
+			canon.Name = nil
+			_ = json.Unmarshal(v, &canon.Name)
+		case jsonrpc.KeyIs(k, "arguments"):
+			canon.Arguments = nil
+			_ = json.Unmarshal(v, &canon.Arguments)
+		case jsonrpc.KeyIs(k, "uri"):
+			canon.URI = nil
+			_ = json.Unmarshal(v, &canon.URI)
+		}
+		return true
+	})
 	b, _ := json.Marshal(canon) // key order and spacing do not matter
 	return sha256.Sum256(append([]byte(method+"\x00"), b...))
 }
@@ -239,6 +247,11 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 	var sb stateBody
 	if json.Unmarshal(body, &sb) != nil {
 		invalid("is malformed")
+		return
+	}
+	if code, why := ep.shared.Screen(m); code != 0 {
+		// A retry is screened as the request it repeats was.
+		rec.status = modernError(w, http.StatusBadRequest, m.ID, code, why, nil)
 		return
 	}
 	principal, digest := PrincipalFrom(r), paramsDigest(m.Method, m.Params)

@@ -431,3 +431,34 @@ func TestUnretriedInputDoesNotHoldAnInteractiveDestination(t *testing.T) {
 		t.Errorf("another call beside an un-retried park: %d %s after %s; want its answer", r.status, r.body, time.Since(start).Round(time.Millisecond))
 	}
 }
+
+// TestMRTRRetryReadByOneScanner: a retry is read as the bridge reads every
+// request — member names exactly, each once — so one whose "name" differs
+// from the parked call's, hidden behind a case-variant duplicate that
+// another decoder reads last, is refused (before: the digest's decoder read
+// "NAME", and a retry naming echo, Mcp-Name echo, resumed the ask call).
+func TestMRTRRetryReadByOneScanner(t *testing.T) {
+	b := hxFake(t, bridge.Options{})
+	url := b.url("fake")
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	args := `"arguments":{"method":"sampling/createMessage","params":"{\"messages\":[],\"maxTokens\":5}"}`
+	r := modernCall(t, url, "1", "tools/call", `{"name":"ask",`+args+`,`+meta+`}`)
+	var first struct {
+		Result struct {
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  string                     `json:"requestState"`
+		} `json:"result"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &first) != nil || first.Result.RequestState == "" {
+		t.Fatalf("first request: %d %s", r.status, r.body)
+	}
+	var key string
+	for k := range first.Result.InputRequests {
+		key = k
+	}
+	retry := fmt.Sprintf(`{"name":"echo","NAME":"ask",%s,"inputResponses":{%q:{"role":"assistant","content":{"type":"text","text":"answered"},"model":"m"}},"requestState":%q,%s}`,
+		args, key, first.Result.RequestState, meta)
+	r = mustRequest(t, http.MethodPost, url, "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":`+retry+`}`,
+		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "echo")
+	modernError(t, "a retry naming another tool", r, http.StatusBadRequest, -32602, "2")
+}
