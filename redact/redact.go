@@ -67,7 +67,7 @@ func value(v any) any {
 			}
 		}
 		for k, val := range t {
-			if SecretKey(k) || (headerValueSecret && isValueKey(k)) {
+			if SecretKey(k) || (headerValueSecret && isValueKey(k)) || countNotNumber(k, val) {
 				t[k] = Mask
 				continue
 			}
@@ -102,6 +102,24 @@ func str(s string) string {
 		}
 	}
 	return Text(s)
+}
+
+// countKeys are the normalized keys of notSecret that name counts of
+// tokens: holding anything but a number (a string, a list of strings)
+// they hold tokens of another kind.
+var countKeys = map[string]bool{
+	"maxtokens": true, "totaltokens": true, "inputtokens": true, "outputtokens": true, "prompttokens": true,
+	"completiontokens": true, "cachedtokens": true, "tokens": true, "tokencount": true,
+}
+
+// countNotNumber reports whether k names a count of tokens and val is not
+// a number (nor null).
+func countNotNumber(k string, val any) bool {
+	switch val.(type) {
+	case json.Number, nil:
+		return false
+	}
+	return countKeys[normalize(k)]
 }
 
 func isValueKey(k string) bool {
@@ -140,7 +158,10 @@ var secretWords = []string{
 
 // secretExact are short normalized keys that are credentials only as whole
 // names (or, for pin and otp, as their ending).
-var secretExact = map[string]bool{"pwd": true, "pass": true, "pin": true, "otp": true, "totp": true, "pat": true, "auth": true, "sid": true}
+// requestState (a 2026-07-28 call's continuation) and taskId (a task's
+// handle) let whoever holds them go on with another's work.
+var secretExact = map[string]bool{"pwd": true, "pass": true, "pin": true, "otp": true, "totp": true, "pat": true, "auth": true, "sid": true,
+	"requeststate": true, "taskid": true}
 
 // SecretKey reports whether an object member named k holds a credential.
 // The match ignores case and the separators _ - . and space, so

@@ -39,6 +39,13 @@ var planted = []struct {
 	{"password assignment in text", `{"log":"connecting with password=assignvalue026 now"}`, "assignvalue026"},
 	{"Google API key", `{"note":"AIzaSyA1234567890abcdefghijklmnopqrstuv"}`, "AIzaSyA1234567890abcdefghijklmnopqrstuv"},
 	{"nested deep", `{"a":{"b":{"c":[{"d":{"refresh_token":"deepvalue028"}}]}}}`, "deepvalue028"},
+	// Issue 21: an array under a key that names token counts, and the
+	// 2026-07-28 continuation and task handles.
+	{"strings under tokens", `{"tokens":["tokarrvalue029","tokarrvalue030"]}`, "tokarrvalue029"},
+	{"a string under maxTokens", `{"maxTokens":"strtokvalue031"}`, "strtokvalue031"},
+	{"requestState", `{"params":{"name":"ask","requestState":"c3RhdGV2YWx1ZTAzMg.bWFj"}}`, "c3RhdGV2YWx1ZTAzMg"},
+	{"taskId", `{"params":{"taskId":"taskvalue033"}}`, "taskvalue033"},
+	{"task id in a result", `{"result":{"task":{"taskId":"taskvalue034","status":"working"}}}`, "taskvalue034"},
 }
 
 func TestJSONRedactsEveryPlantedSecret(t *testing.T) {
