@@ -106,6 +106,10 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
 	}
+	if err = prepareStateDir(s.stateDir, log); err != nil {
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 1
+	}
 	if run.records, err = supervisor.OpenRecords(filepath.Join(s.stateDir, "children")); err != nil {
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
