@@ -121,16 +121,39 @@ type Process struct {
 	record string
 }
 
+// startError is a command that could not be started. Its text, for the
+// log, names the command and the system's error; a client reads only
+// PublicReason (the operator's file layout is not the client's business).
+type startError struct{ err error }
+
+func (e startError) Error() string { return e.err.Error() }
+func (e startError) Unwrap() error { return e.err }
+
+// PublicReason is what a client is told.
+func (e startError) PublicReason() string {
+	return "its command could not be started (the bridge's log says why)"
+}
+
+// PublicReason is err's text as a client may read it: a command that could
+// not be started is told without its path and the system's error.
+func PublicReason(err error) string {
+	var se startError
+	if errors.As(err, &se) {
+		return se.PublicReason()
+	}
+	return err.Error()
+}
+
 // Start spawns d's command in its own process group.
 func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Process, error) {
 	opts.setDefaults()
 	log := opts.Logger.With("destination", d.Name)
 	cmd, err := command(d)
 	if err != nil {
-		return nil, fmt.Errorf("destination %q: cannot start: %w", d.Name, err)
+		return nil, startError{fmt.Errorf("destination %q: cannot start: %w", d.Name, err)}
 	}
 	if cmd.Err != nil {
-		return nil, fmt.Errorf("destination %q: cannot start %q: %w (check 'command:' in the destinations file and that the program is installed and on PATH)", d.Name, d.Command, cmd.Err)
+		return nil, startError{fmt.Errorf("destination %q: cannot start %q: %w (check 'command:' in the destinations file and that the program is installed and on PATH)", d.Name, d.Command, cmd.Err)}
 	}
 	var report, reportW *os.File
 	if len(opts.Reaper) > 0 {
@@ -196,7 +219,7 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 		if reportW != nil {
 			reportW.Close()
 		}
-		return nil, fmt.Errorf("destination %q: cannot start %q: %w (check 'command:' in the destinations file and that the program is installed and on PATH)", d.Name, d.Command, err)
+		return nil, startError{fmt.Errorf("destination %q: cannot start %q: %w (check 'command:' in the destinations file and that the program is installed and on PATH)", d.Name, d.Command, err)}
 	}
 	// The child holds its own copies now.
 	inR.Close()
@@ -212,7 +235,7 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 			inW.Close()
 			outR.Close()
 			errR.Close()
-			return nil, fmt.Errorf("destination %q: cannot start %q: %w (check 'command:' in the destinations file and that the program is installed and on PATH)", d.Name, d.Command, rerr)
+			return nil, startError{fmt.Errorf("destination %q: cannot start %q: %w (check 'command:' in the destinations file and that the program is installed and on PATH)", d.Name, d.Command, rerr)}
 		}
 	}
 

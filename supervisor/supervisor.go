@@ -543,8 +543,8 @@ func (s *Supervisor[H]) setFailed(life *lifetime, cause error) {
 	if s.restarts > 0 {
 		msg += fmt.Sprintf(" after %d restart(s)", s.restarts)
 	}
-	msg += ": " + cause.Error()
-	if s.lastExit != "" && !strings.Contains(msg, s.lastExit) {
+	msg += ": " + PublicReason(cause)
+	if s.lastExit != "" && !strings.Contains(cause.Error(), s.lastExit) {
 		msg += "; last exit: " + s.lastExit
 	}
 	s.failErr = unavailable(msg + "; the next initialize will try to start it again")

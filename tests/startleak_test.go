@@ -1,0 +1,54 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFailedStartKeepsThePathFromClients: a destination whose command
+// cannot start tells the client its name and a reason, and only the log
+// the command's path and the system's error (issue 21: a client read
+// "fork/exec /opt/..." with the operator's file layout).
+func TestFailedStartKeepsThePathFromClients(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "opt-private-layout", "bin", "server-that-is-missing")
+	config := filepath.Join(dir, "destinations.yaml")
+	if err := os.WriteFile(config, []byte("destinations:\n  broken:\n    command: "+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, config)
+	c := newClient(t, p.base+"/broken/mcp")
+	var body string
+	waitFor(t, 30*time.Second, "the failed start's answer", func() bool {
+		r := c.post(initBody)
+		body = string(r.body)
+		// Every answer, while it restarts too.
+		if strings.Contains(body, "opt-private-layout") || strings.Contains(body, "fork/exec") || strings.Contains(body, dir) {
+			t.Fatalf("the client read the command's path: %s", body)
+		}
+		return r.status == 503 && strings.Contains(body, "failed")
+	})
+	if !strings.Contains(body, "could not be started") {
+		t.Errorf("the client was not told why: %s", body)
+	}
+	waitFor(t, 10*time.Second, "the path in the log", func() bool { return strings.Contains(p.logs.String(), "opt-private-layout") })
+}
+
+// TestFailedSessionChildStartKeepsThePath: the same for a destination that
+// gives each session a child of its own.
+func TestFailedSessionChildStartKeepsThePath(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "opt-private-layout", "bin", "server-that-is-missing")
+	config := filepath.Join(dir, "destinations.yaml")
+	if err := os.WriteFile(config, []byte("destinations:\n  broken:\n    command: "+secret+"\n    isolation: session\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, config)
+	r := newClient(t, p.base+"/broken/mcp").post(initBody)
+	if r.status < 500 || strings.Contains(string(r.body), "opt-private-layout") || strings.Contains(string(r.body), "fork/exec") {
+		t.Errorf("initialize of a session whose child cannot start: %d %s", r.status, r.body)
+	}
+}
