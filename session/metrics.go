@@ -19,6 +19,9 @@ type Metrics struct {
 	BytesOut  prometheus.Counter
 	Evicted   prometheus.Counter
 	Streams   prometheus.Gauge
+	// Parked counts the 2026-07-28 calls waiting for their clients'
+	// input (also counted in Inflight).
+	Parked prometheus.Gauge
 	// Calls counts POSTed requests by outcome; Refused initializes by
 	// reason.
 	Calls   *prometheus.CounterVec
@@ -40,6 +43,7 @@ type MetricSet struct {
 	evicted   *prometheus.CounterVec
 	refused   *prometheus.CounterVec
 	streams   *prometheus.GaugeVec
+	parked    *prometheus.GaugeVec
 }
 
 // NewMetricSet makes the endpoints' series and registers them with reg
@@ -65,11 +69,13 @@ func NewMetricSet(reg prometheus.Registerer) *MetricSet {
 			Help: "Sessions evicted at the session cap to make room for a new one (the least recently used one that was not busy)."}, dest),
 		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "stelae_get_streams",
 			Help: "Open streams of the destination: its sessions' GET (SSE) streams and 2026-07-28 subscriptions/listen streams."}, dest),
+		parked: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "stelae_parked_calls",
+			Help: "2026-07-28 calls waiting for their clients' input (input_required answered, retry not yet come); counted in stelae_inflight_calls too."}, dest),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_initialize_refused_total",
 			Help: "initialize requests refused by the bridge: session_cap (every session busy, or none of the client's own idle at the cap; 503), invalid_initialize (malformed params, 400), child_cap (isolation: session: the children alive and stopping are at the cap, or start too fast; 503)."}, []string{"destination", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.inflight, m.calls, m.latency, m.delivered, m.dropped, m.bytesIn, m.bytesOut, m.evicted, m.refused, m.streams)
+		reg.MustRegister(m.inflight, m.calls, m.latency, m.delivered, m.dropped, m.bytesIn, m.bytesOut, m.evicted, m.refused, m.streams, m.parked)
 	}
 	return m
 }
@@ -85,6 +91,7 @@ func (m *MetricSet) For(name string) *Metrics {
 		BytesOut:  m.bytesOut.WithLabelValues(name),
 		Evicted:   m.evicted.WithLabelValues(name),
 		Streams:   m.streams.WithLabelValues(name),
+		Parked:    m.parked.WithLabelValues(name),
 		Calls:     m.calls.MustCurryWith(prometheus.Labels{"destination": name}),
 		Refused:   m.refused.MustCurryWith(prometheus.Labels{"destination": name}),
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -48,12 +49,26 @@ type parkedCall struct {
 	timer     *time.Timer
 }
 
+// Bounds of the calls waiting for their clients' input: each holds a call
+// on the child (whose handler waits too) for up to -input-wait.
+const (
+	// maxParked bounds them per destination.
+	maxParked = 1024
+	// maxParkedPerPrincipal bounds one principal's (all anonymous
+	// clients are one).
+	maxParkedPerPrincipal = 64
+)
+
 // mrtr holds an endpoint's parked calls and its requestState keys.
 type mrtr struct {
 	// mu guards every field below.
-	mu      sync.Mutex
-	parked  map[string]*parkedCall
-	key     []byte
+	mu     sync.Mutex
+	parked map[string]*parkedCall
+	// n counts the parked calls and those about to park (their places
+	// taken), byPrincipal the same per principal.
+	n           int
+	byPrincipal map[Principal]int
+	key         []byte
 	prevKey []byte
 	keyAt   time.Time
 }
@@ -168,6 +183,29 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 	if len(inputs) == 0 {
 		return ep.keepDriving(w, r, f, m, rec)
 	}
+	principal := PrincipalFrom(r)
+	ep.mrtr.mu.Lock()
+	full, mine := ep.mrtr.n >= maxParked, ep.mrtr.byPrincipal[principal] >= maxParkedPerPrincipal
+	if !full && !mine {
+		if ep.mrtr.parked == nil {
+			ep.mrtr.parked, ep.mrtr.byPrincipal = map[string]*parkedCall{}, map[Principal]int{}
+		}
+		ep.mrtr.n++ // its place, taken before it parks
+		ep.mrtr.byPrincipal[principal]++
+	}
+	ep.mrtr.mu.Unlock()
+	if full || mine {
+		for _, childID := range keys {
+			f.refuse(append(append([]byte(`{"id":`), childID...), '}'), "too many calls are waiting for their clients' input")
+		}
+		why := fmt.Sprintf("%d calls of destination %q are waiting for their clients' input, its maximum; try again shortly", maxParked, ep.name)
+		if mine {
+			why = fmt.Sprintf("this client already has %d calls waiting for its input, its maximum: answer or drop those (their requestState) first", maxParkedPerPrincipal)
+		}
+		w.Header().Set("Retry-After", "5")
+		rec.status = modernError(w, http.StatusServiceUnavailable, m.ID, jsonrpc.CodeServerError, why, nil)
+		return false
+	}
 	// The call outlives this request, whose body's buffer is reused when
 	// it ends: the call keeps copies of what it refers to. While it waits
 	// for the retry, calls that run together may go (dispatch.Call.Park).
@@ -178,20 +216,38 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 	f.call.Extend(ep.opts.InputWait + ep.opts.RequestTimeout)
 	f.caps = bytes.Clone(f.caps)
 	id := newParkID()
-	pc := &parkedCall{f: f, keys: keys, principal: PrincipalFrom(r), digest: paramsDigest(m.Method, m.Params)}
+	pc := &parkedCall{f: f, keys: keys, principal: principal, digest: paramsDigest(m.Method, m.Params)}
 	ep.mrtr.mu.Lock()
-	if ep.mrtr.parked == nil {
-		ep.mrtr.parked = map[string]*parkedCall{}
-	}
 	key, _ := ep.mrtr.keys()
 	ep.mrtr.parked[id] = pc
 	ep.mrtr.mu.Unlock()
+	// A parked call is in flight on the child: counted as one, and as
+	// parked, until unparkLocked.
+	ep.m.Inflight.Inc()
+	ep.m.Parked.Inc()
 	pc.timer = time.AfterFunc(ep.opts.InputWait, func() { ep.expire(id) })
 	body, _ := json.Marshal(stateBody{ID: id, Expires: time.Now().Add(ep.opts.InputWait).Unix(), Principal: pc.principal[:], Digest: pc.digest[:]})
 	state := base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(sign(key, body))
 	result, _ := json.Marshal(map[string]any{"resultType": "input_required", "inputRequests": inputs, "requestState": state})
 	ep.writeResult(w, jsonrpc.AppendResponse(nil, m.ID, result, nil), nil, rec)
 	return true
+}
+
+// unparkLocked takes parked call id (nil: none) out of the parked calls
+// and their counts. ep.mrtr.mu must be held.
+func (ep *Endpoint) unparkLocked(id string) *parkedCall {
+	pc := ep.mrtr.parked[id]
+	if pc == nil {
+		return nil
+	}
+	delete(ep.mrtr.parked, id)
+	ep.mrtr.n--
+	if ep.mrtr.byPrincipal[pc.principal]--; ep.mrtr.byPrincipal[pc.principal] <= 0 {
+		delete(ep.mrtr.byPrincipal, pc.principal)
+	}
+	ep.m.Inflight.Dec()
+	ep.m.Parked.Dec()
+	return pc
 }
 
 // keepDriving goes on with a call whose child requests were all refused.
@@ -212,8 +268,7 @@ func newParkID() string {
 // error, and the call is cancelled.
 func (ep *Endpoint) expire(id string) {
 	ep.mrtr.mu.Lock()
-	pc := ep.mrtr.parked[id]
-	delete(ep.mrtr.parked, id)
+	pc := ep.unparkLocked(id)
 	ep.mrtr.mu.Unlock()
 	if pc == nil {
 		return
@@ -267,8 +322,7 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 		return
 	}
 	ep.mrtr.mu.Lock()
-	pc := ep.mrtr.parked[sb.ID]
-	delete(ep.mrtr.parked, sb.ID)
+	pc := ep.unparkLocked(sb.ID)
 	ep.mrtr.mu.Unlock()
 	if pc == nil {
 		invalid("was already used, or its call ended")

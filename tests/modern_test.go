@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -461,4 +462,40 @@ func TestMRTRRetryReadByOneScanner(t *testing.T) {
 	r = mustRequest(t, http.MethodPost, url, "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":`+retry+`}`,
 		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "echo")
 	modernError(t, "a retry naming another tool", r, http.StatusBadRequest, -32602, "2")
+}
+
+// TestParkedCallsBoundedAndCounted: the calls waiting for their clients'
+// input are counted (stelae_parked_calls, and stelae_inflight_calls: each
+// holds a call on the child) and one principal holds at most 64 of them;
+// the next gets 503 and its child request an error (issue 21: no limit,
+// and stelae_inflight_calls read 0 with 4,700 parked).
+func TestParkedCallsBoundedAndCounted(t *testing.T) {
+	// With tokens, the calls of one token are one user's: the child's
+	// requests go to its newest call.
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{AuthTokens: []string{"tok-alice", "tok-bob"}}})
+	url := b.url("fake")
+	alice, bob := []string{"Authorization", "Bearer tok-alice"}, []string{"Authorization", "Bearer tok-bob"}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	args := `"arguments":{"method":"sampling/createMessage","params":"{\"messages\":[],\"maxTokens\":5}"}`
+	const bound = 64
+	for i := range bound {
+		if r := modernCall(t, url, strconv.Itoa(i+1), "tools/call", `{"name":"ask",`+args+`,`+meta+`}`, alice...); r.status != 200 || !strings.Contains(string(r.body), "input_required") {
+			t.Fatalf("park %d: %d %s", i+1, r.status, r.body)
+		}
+	}
+	m := scrapeURL(t, b.srv.URL, alice...)
+	if got := m[`stelae_parked_calls{destination="fake"}`]; got != bound {
+		t.Errorf("stelae_parked_calls = %v; want %d", got, bound)
+	}
+	if got := m[`stelae_inflight_calls{destination="fake"}`]; got < bound {
+		t.Errorf("stelae_inflight_calls = %v with %d parked; want them counted", got, bound)
+	}
+	r := modernCall(t, url, "1000", "tools/call", `{"name":"ask",`+args+`,`+meta+`}`, alice...)
+	if r.status != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "waiting for its input") {
+		t.Fatalf("park %d: %d %s; want 503", bound+1, r.status, r.body)
+	}
+	// Other work goes on.
+	if r := modernCall(t, url, "1001", "tools/call", `{"name":"echo","arguments":{"text":"still served"},`+modernMeta+`}`, bob...); r.status != 200 || !strings.Contains(string(r.body), "still served") {
+		t.Errorf("a call beside the parked ones: %d %s", r.status, r.body)
+	}
 }

@@ -81,9 +81,9 @@ func metricsOf(t *testing.T, p *binaryProc) map[string]float64 {
 
 // scrapeURL reads the Prometheus exposition at base/metrics into
 // name{labels} (or name, for a series without labels) → value.
-func scrapeURL(t *testing.T, base string) map[string]float64 {
+func scrapeURL(t *testing.T, base string, headers ...string) map[string]float64 {
 	t.Helper()
-	r, err := request(http.MethodGet, base+"/metrics", "", "")
+	r, err := request(http.MethodGet, base+"/metrics", "", "", headers...)
 	if err != nil || r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("/metrics: %v %d %v", err, r.status, r.header)
 	}
