@@ -57,6 +57,10 @@ const (
 	// maxTasks bounds the tasks one destination keeps; past it
 	// task-supporting calls are answered synchronously.
 	maxTasks = 1000
+	// maxTasksPerPrincipal bounds one principal's (all anonymous clients
+	// are one): at it, or with the store full, its oldest ended task is
+	// forgotten to make room, else the call is answered synchronously.
+	maxTasksPerPrincipal = 100
 	// taskPollInterval is the polling interval suggested to clients.
 	taskPollInterval = 500 * time.Millisecond
 )
@@ -102,10 +106,13 @@ func (t *task) terminal() bool {
 
 // taskStore holds an endpoint's tasks.
 type taskStore struct {
-	// mu guards live, closed and every task's mutable fields.
-	mu     sync.Mutex
-	live   map[string]*task
-	closed bool
+	// mu guards live, byPrincipal, closed and every task's mutable
+	// fields.
+	mu   sync.Mutex
+	live map[string]*task
+	// byPrincipal counts the live tasks of each principal.
+	byPrincipal map[Principal]int
+	closed      bool
 	// running counts the tasks' goroutines; close waits for them.
 	running sync.WaitGroup
 }
@@ -137,19 +144,26 @@ func (ep *Endpoint) adoptTask(f *flight, m *jsonrpc.Message, principal Principal
 	// Armed before the task is visible: closeTasks stops it.
 	t.expiry = time.AfterFunc(t.ttl, func() { ep.expireTask(t) })
 	ts.mu.Lock()
-	if ts.closed || len(ts.live) >= maxTasks {
-		full := !ts.closed
+	if !ts.closed && (len(ts.live) >= maxTasks || ts.byPrincipal[principal] >= maxTasksPerPrincipal) {
+		ts.forgetOldestEndedLocked(principal)
+	}
+	if ts.closed || len(ts.live) >= maxTasks || ts.byPrincipal[principal] >= maxTasksPerPrincipal {
+		full, mine := !ts.closed && len(ts.live) >= maxTasks, !ts.closed && ts.byPrincipal[principal] >= maxTasksPerPrincipal
 		ts.mu.Unlock()
 		t.expiry.Stop()
-		if full {
+		switch {
+		case mine:
+			ep.log.Debug("a client has its maximum of tasks running; its task-supporting call is answered synchronously", "tasks", maxTasksPerPrincipal)
+		case full:
 			ep.log.Warn("too many tasks; a task-supporting call is answered synchronously", "tasks", maxTasks)
 		}
 		return nil
 	}
 	if ts.live == nil {
-		ts.live = map[string]*task{}
+		ts.live, ts.byPrincipal = map[string]*task{}, map[Principal]int{}
 	}
 	ts.live[t.id] = t
+	ts.byPrincipal[principal]++
 	ts.running.Add(1)
 	view := t.view("task")
 	ts.mu.Unlock()
@@ -290,9 +304,35 @@ func (ep *Endpoint) settleTask(t *task, ev dispatch.Event) {
 func (ep *Endpoint) expireTask(t *task) {
 	ts := &ep.tasks
 	ts.mu.Lock()
-	delete(ts.live, t.id)
+	ts.forgetLocked(t)
 	ts.mu.Unlock()
 	t.f.cancel(errTaskExpired)
+}
+
+// forgetLocked takes t out of the live tasks. ts.mu must be held.
+func (ts *taskStore) forgetLocked(t *task) {
+	if ts.live[t.id] != t {
+		return
+	}
+	delete(ts.live, t.id)
+	if ts.byPrincipal[t.principal]--; ts.byPrincipal[t.principal] <= 0 {
+		delete(ts.byPrincipal, t.principal)
+	}
+}
+
+// forgetOldestEndedLocked forgets principal's oldest task that has ended
+// (its result read or not), to make room for a new one. ts.mu must be held.
+func (ts *taskStore) forgetOldestEndedLocked(principal Principal) {
+	var oldest *task
+	for _, t := range ts.live {
+		if t.principal == principal && t.terminal() && (oldest == nil || t.updated.Before(oldest.updated)) {
+			oldest = t
+		}
+	}
+	if oldest != nil {
+		oldest.expiry.Stop()
+		ts.forgetLocked(oldest)
+	}
 }
 
 // closeTasks cancels every task (the bridge is shutting down) and waits,

@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 	"github.com/stelae-bridge/stelae-bridge/tests/testissuer"
@@ -388,4 +392,65 @@ func TestTasksOnServerEverything(t *testing.T) {
 		t.Fatalf("tasks/cancel: %+v %v", ack, e)
 	}
 	get("cancelled", func(g taskView) bool { return g.Status == "cancelled" })
+}
+
+// TestTasksPerPrincipal: one token holds at most 100 tasks; past it its
+// task-supporting calls are answered synchronously while another token
+// still gets tasks, and an ended task of its own is forgotten to make room
+// (issue 21: one principal could hold all 1,000 slots for the ttl).
+func TestTasksPerPrincipal(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{
+		taskAfter: 50 * time.Millisecond,
+		opts:      bridge.Options{AuthTokens: []string{"tok-alice", "tok-bob"}, RequestTimeout: 2 * time.Second},
+	})
+	url := b.url("fake")
+	alice, bob := []string{"Authorization", "Bearer tok-alice"}, []string{"Authorization", "Bearer tok-bob"}
+	newTask := func(id string, who []string) (taskView, *rpcErr, response) {
+		return taskCall(t, url, id, "tools/call", `{"name":"never","arguments":{},`+taskMeta+`}`, who...)
+	}
+	waitFor(t, 20*time.Second, "the child to be up", func() bool {
+		v, e, _ := newTask(`"first"`, alice)
+		return e == nil && v.TaskID != ""
+	})
+	const quota = 100
+	ids := make(chan string, quota)
+	ids <- "kept"
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < quota-1; i += 8 {
+				v, e, r := newTask(strconv.Itoa(i), alice)
+				if e != nil || v.TaskID == "" {
+					failed.Add(1)
+					t.Errorf("alice's task %d: %d %s", i+2, r.status, r.body)
+					return
+				}
+				ids <- v.TaskID
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.FailNow()
+	}
+	// Answered synchronously: never answers, so 504 at the request
+	// timeout, and no task.
+	if r := modernCall(t, url, "1000", "tools/call", `{"name":"never","arguments":{},`+taskMeta+`}`, alice...); r.status != http.StatusGatewayTimeout || strings.Contains(string(r.body), "taskId") {
+		t.Fatalf("alice's task %d: %d %s; want it answered synchronously", quota+1, r.status, r.body)
+	}
+	if v, e, r := newTask("1001", bob); e != nil || v.TaskID == "" {
+		t.Fatalf("bob's task beside alice's %d: %d %s", quota, r.status, r.body)
+	}
+	// One of alice's ends: it is forgotten for her next one.
+	<-ids
+	one := <-ids
+	if _, e, r := taskCall(t, url, "1002", "tasks/cancel", fmt.Sprintf(`{"taskId":%q,%s}`, one, taskMeta), alice...); e != nil {
+		t.Fatalf("tasks/cancel: %d %s", r.status, r.body)
+	}
+	if v, e, r := newTask("1003", alice); e != nil || v.TaskID == "" {
+		t.Fatalf("alice's task after one of hers ended: %d %s", r.status, r.body)
+	}
 }
