@@ -3,6 +3,7 @@ package authserver
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -53,6 +54,9 @@ func (srv *Server) parseAuthRequest(r *http.Request, q url.Values) (*authRequest
 		return nil, &pageError{http.StatusBadRequest, "The request names no client (client_id is missing)."}, ""
 	}
 	c, err := srv.lookupClient(r, clientID)
+	if errors.Is(err, errCIMDBusy) {
+		return nil, &pageError{http.StatusServiceUnavailable, "This client's metadata document cannot be fetched now: " + err.Error()}, ""
+	}
 	if err != nil {
 		return nil, &pageError{http.StatusBadRequest, "This client is not known to the bridge: " + err.Error()}, ""
 	}

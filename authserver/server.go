@@ -109,7 +109,7 @@ func Open(path string, opts Options) (*Server, error) {
 			srv.revoked[c.ID] = true
 		}
 	}
-	srv.cimd = newCIMDFetcher(store, opts.CIMDTransportForTests)
+	srv.cimd = newCIMDFetcher(store, opts.CIMDTransportForTests, opts.Logger.Named("cimd"))
 	srv.registrations = rateLimit{per: time.Minute, max: opts.RegistrationsPerMinute}
 	return srv, nil
 }

@@ -63,6 +63,11 @@ func (srv *Server) token(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c, err := srv.lookupClient(r, clientID)
+	if errors.Is(err, errCIMDBusy) {
+		w.Header().Set("Retry-After", "60")
+		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", err.Error())
+		return
+	}
 	if err != nil {
 		// claude.ai registers again on invalid_client.
 		oauthError(w, http.StatusUnauthorized, "invalid_client", "unknown or revoked client; register again")
