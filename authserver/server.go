@@ -76,6 +76,7 @@ type Server struct {
 	passHash      [32]byte
 	registrations rateLimit
 	lockout       lockout
+	unlock        unlockCode
 	// verified remembers access tokens already checked.
 	verified oauth.TokenCache
 	// revMu guards revoked, the clients revoked (as in the store).
@@ -246,80 +247,6 @@ func (l *rateLimit) allow() bool {
 	}
 	l.n++
 	return l.n <= l.max
-}
-
-// lockout slows passphrase guessing: after 5 failures in a row, each
-// further try waits twice as long as the last (from 2 s, at most 15 min);
-// a success resets it. It is kept per client address and for the whole
-// server, so neither one address nor many can guess quickly.
-type lockout struct {
-	// mu guards byAddr and all.
-	mu     sync.Mutex
-	byAddr map[string]*failures
-	all    failures
-}
-
-type failures struct {
-	n     int
-	until time.Time
-}
-
-const freeFailures = 5
-
-func (f *failures) wait(now time.Time) time.Duration {
-	if now.Before(f.until) {
-		return f.until.Sub(now)
-	}
-	return 0
-}
-
-func (f *failures) fail(now time.Time) {
-	f.n++
-	if f.n > freeFailures {
-		d := min(2*time.Second<<min(f.n-freeFailures-1, 10), 15*time.Minute)
-		f.until = now.Add(d)
-	}
-}
-
-// locked returns how long addr must wait before trying again.
-func (l *lockout) locked(addr string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	d := l.all.wait(now)
-	if f := l.byAddr[addr]; f != nil {
-		d = max(d, f.wait(now))
-	}
-	return d
-}
-
-func (l *lockout) failed(addr string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if l.byAddr == nil {
-		l.byAddr = map[string]*failures{}
-	}
-	if len(l.byAddr) > 10000 {
-		clear(l.byAddr)
-	}
-	f := l.byAddr[addr]
-	if f == nil {
-		f = &failures{}
-		l.byAddr[addr] = f
-	}
-	f.fail(now)
-	// The whole server locks more slowly: many addresses together.
-	if f.n%3 == 0 {
-		l.all.fail(now)
-	}
-}
-
-func (l *lockout) succeeded(addr string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.byAddr, addr)
-	l.all = failures{}
 }
 
 // clientAddr is the request's remote address without the port.
