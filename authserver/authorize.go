@@ -101,6 +101,19 @@ func (srv *Server) redirectError(w http.ResponseWriter, r *http.Request, ar *aut
 	redirectBack(w, r, ar, "error", code, "error_description", desc)
 }
 
+// authError answers an authorization request the client got wrong: by a
+// redirect to the client (RFC 6749 §4.1.2.1) once the operator approved
+// it or declared it in the file, on the page before — a self-registered
+// client or a metadata document nobody approved would make the bridge's
+// hostname an open redirector.
+func (srv *Server) authError(w http.ResponseWriter, r *http.Request, ar *authRequest, code string) {
+	if ar.client.Source == SourceConfig || !ar.client.Approved.IsZero() {
+		srv.redirectError(w, r, ar, code, errorDescriptions[code])
+		return
+	}
+	srv.page(w, http.StatusBadRequest, pageData{Error: fmt.Sprintf("The client's request is wrong (%s: %s). It is shown here, not sent back, because this client was never approved; start again from the client.", code, errorDescriptions[code])})
+}
+
 // redirectBack sends the browser to the client's redirect URI with params
 // (name, value pairs), the request's state and the issuer (RFC 9207).
 func redirectBack(w http.ResponseWriter, r *http.Request, ar *authRequest, params ...string) {
@@ -138,7 +151,7 @@ func (srv *Server) authorize(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if code != "" {
-			srv.redirectError(w, r, ar, code, errorDescriptions[code])
+			srv.authError(w, r, ar, code)
 			return
 		}
 		token := newID("", 24)
@@ -183,7 +196,7 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if code != "" {
-		srv.redirectError(w, r, ar, code, errorDescriptions[code])
+		srv.authError(w, r, ar, code)
 		return
 	}
 	cookie, err := r.Cookie(csrfCookie)

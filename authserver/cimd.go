@@ -130,11 +130,14 @@ func (f *cimdFetcher) client(ctx context.Context, id string) (*Client, error) {
 	if e.err != nil {
 		return nil, e.err
 	}
-	// The operator may have revoked it.
-	if stored, err := f.store.client(id); err == nil && stored.Revoked {
-		return nil, fmt.Errorf("%w: client %q was revoked", ErrUnknownClient, id)
-	}
+	// The operator may have approved or revoked it.
 	c := *e.c
+	if stored, err := f.store.client(id); err == nil {
+		if stored.Revoked {
+			return nil, fmt.Errorf("%w: client %q was revoked", ErrUnknownClient, id)
+		}
+		c.Approved = stored.Approved
+	}
 	return &c, nil
 }
 
