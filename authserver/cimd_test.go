@@ -104,6 +104,11 @@ func TestRedirectURIRules(t *testing.T) {
 		"https://app.example/cb#frag":             false,
 		"/relative":                               false,
 		"javascript:alert(1)":                     false,
+		"https://app.example:8443/cb":             true,
+		"https://app.example:99999/cb":            false,
+		"https://app.example:0/cb":                false,
+		"http://127.0.0.1:65536/cb":               false,
+		"http://[::1]:70000/cb":                   false,
 	} {
 		if got := checkRedirectURI(uri) == ""; got != ok {
 			t.Errorf("checkRedirectURI(%q) ok=%v, want %v", uri, got, ok)

@@ -25,8 +25,10 @@ type Options struct {
 	// refresh token's (default 30 days); KeyRotation how old the signing
 	// key may get before a new one signs (default 30 days).
 	AccessTTL, RefreshTTL, KeyRotation time.Duration
-	// MaxClients caps the clients registered by DCR (default 1000);
-	// RegistrationsPerMinute limits registrations (default 20).
+	// MaxClients caps the clients registered by DCR and not revoked
+	// (default 1000; never-approved ones go after a day);
+	// RegistrationsPerMinute limits registrations from one address (an
+	// IPv6 address by its /64; default 20).
 	MaxClients             int
 	RegistrationsPerMinute int
 	// Clients are pre-registered clients.
@@ -74,7 +76,7 @@ type Server struct {
 	cimd  *cimdFetcher
 	// passHash is the passphrase's SHA-256, compared in constant time.
 	passHash      [32]byte
-	registrations rateLimit
+	registrations addrLimit
 	lockout       lockout
 	unlock        unlockCode
 	// verified remembers access tokens already checked.
@@ -111,7 +113,7 @@ func Open(path string, opts Options) (*Server, error) {
 		}
 	}
 	srv.cimd = newCIMDFetcher(store, opts.CIMDTransportForTests, opts.Logger.Named("cimd"))
-	srv.registrations = rateLimit{per: time.Minute, max: opts.RegistrationsPerMinute}
+	srv.registrations = addrLimit{per: time.Minute, max: opts.RegistrationsPerMinute}
 	return srv, nil
 }
 
@@ -229,24 +231,55 @@ func oauthError(w http.ResponseWriter, status int, code, desc string) {
 	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
 }
 
-// rateLimit allows max events per window.
-type rateLimit struct {
+// addrLimit allows max events per window from each address (addrKey).
+// It remembers at most addrLimitKeys addresses: past that, windows that
+// ended go first, then an arbitrary one (which may only be let through
+// sooner).
+type addrLimit struct {
 	per time.Duration
 	max int
-	// mu guards start and n.
+	// mu guards byKey.
 	mu    sync.Mutex
+	byKey map[string]*window
+}
+
+type window struct {
 	start time.Time
 	n     int
 }
 
-func (l *rateLimit) allow() bool {
+const addrLimitKeys = 10000
+
+func (l *addrLimit) allow(key string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if time.Since(l.start) > l.per {
-		l.start, l.n = time.Now(), 0
+	now := time.Now()
+	if l.byKey == nil {
+		l.byKey = map[string]*window{}
 	}
-	l.n++
-	return l.n <= l.max
+	w := l.byKey[key]
+	if w == nil {
+		if len(l.byKey) >= addrLimitKeys {
+			for k, v := range l.byKey {
+				if now.Sub(v.start) > l.per {
+					delete(l.byKey, k)
+				}
+			}
+			for k := range l.byKey {
+				if len(l.byKey) < addrLimitKeys {
+					break
+				}
+				delete(l.byKey, k)
+			}
+		}
+		w = &window{start: now}
+		l.byKey[key] = w
+	}
+	if now.Sub(w.start) > l.per {
+		w.start, w.n = now, 0
+	}
+	w.n++
+	return w.n <= l.max
 }
 
 // clientAddr is the request's remote address without the port.
