@@ -81,9 +81,11 @@ type Server struct {
 	unlock        unlockCode
 	// verified remembers access tokens already checked.
 	verified oauth.TokenCache
-	// revMu guards revoked, the clients revoked (as in the store).
-	revMu   sync.RWMutex
-	revoked map[string]bool
+	// revMu guards revoked, the clients revoked, and revokedFams, the
+	// refresh-token families revoked (as in the store).
+	revMu       sync.RWMutex
+	revoked     map[string]bool
+	revokedFams map[string]bool
 }
 
 // Open opens the server's state at path (created if needed).
@@ -101,7 +103,7 @@ func Open(path string, opts Options) (*Server, error) {
 		store.Close()
 		return nil, err
 	}
-	srv := &Server{opts: opts, log: opts.Logger, store: store, keys: keys, passHash: sha256.Sum256([]byte(opts.Passphrase)), revoked: map[string]bool{}}
+	srv := &Server{opts: opts, log: opts.Logger, store: store, keys: keys, passHash: sha256.Sum256([]byte(opts.Passphrase)), revoked: map[string]bool{}, revokedFams: map[string]bool{}}
 	clients, err := store.Clients()
 	if err != nil {
 		store.Close()
@@ -111,6 +113,10 @@ func Open(path string, opts Options) (*Server, error) {
 		if c.Revoked {
 			srv.revoked[c.ID] = true
 		}
+	}
+	if err := store.revokedFamilies(func(id string) { srv.revokedFams[id] = true }); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("reading the refresh-token families: %w", err)
 	}
 	srv.cimd = newCIMDFetcher(store, opts.CIMDTransportForTests, opts.Logger.Named("cimd"))
 	srv.registrations = addrLimit{per: time.Minute, max: opts.RegistrationsPerMinute}
@@ -132,6 +138,20 @@ func (srv *Server) RevokeClient(id string) error {
 	srv.revMu.Unlock()
 	srv.log.Info("client revoked", "client_id", id)
 	return nil
+}
+
+// familyRevoked notes that a refresh-token family was revoked: the access
+// tokens issued from it are refused from now on (RFC 9700 §4.14.2).
+func (srv *Server) familyRevoked(id string) {
+	srv.revMu.Lock()
+	srv.revokedFams[id] = true
+	srv.revMu.Unlock()
+}
+
+func (srv *Server) isFamilyRevoked(id string) bool {
+	srv.revMu.RLock()
+	defer srv.revMu.RUnlock()
+	return srv.revokedFams[id]
 }
 
 func (srv *Server) isRevoked(id string) bool {
