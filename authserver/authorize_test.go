@@ -77,4 +77,3 @@ func TestUnapprovedClientErrorsShownOnThePage(t *testing.T) {
 		t.Errorf("an error for an approved client: %d %q, want a redirect with error=", rec.Code, rec.Header().Get("Location"))
 	}
 }
-

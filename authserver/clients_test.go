@@ -64,4 +64,3 @@ func TestRegistrationLimitPerAddress(t *testing.T) {
 		t.Errorf("another address meanwhile: %d, want 201", code)
 	}
 }
-
