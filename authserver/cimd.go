@@ -28,7 +28,9 @@ import (
 // did not finish is never kept, so nobody can lock a client out by naming
 // its document. Fetches are bounded at once (cimdMaxConcurrent) and per
 // minute (cimdPerMinute); past them, a document fetched before is served
-// from the cache for up to a day. The requester learns only that the
+// from the cache for up to a day. Clients the operator approved are
+// fetched outside those bounds (in slots of their own), so nobody can keep
+// them out by using the budget up. The requester learns only that the
 // document could not be fetched; the log has why (no oracle on what
 // answers where).
 
@@ -41,6 +43,9 @@ const (
 	cimdMaxCache      = 1000
 	cimdMaxConcurrent = 4
 	cimdPerMinute     = 30
+	// cimdApprovedConcurrent bounds the fetches at once of clients the
+	// operator approved (once per cimdCacheFor each).
+	cimdApprovedConcurrent = 2
 )
 
 // errCIMDBusy: the fetch bounds are reached; nothing was fetched.
@@ -62,9 +67,12 @@ type cimdFetcher struct {
 	store *Store
 	log   hclog.Logger
 	group singleflight.Group
-	// slots bounds the fetches at once; perMinute their rate.
-	slots     chan struct{}
-	perMinute *rate.Limiter
+	// slots bounds the fetches at once; perMinute their rate. Clients the
+	// operator approved have slots of their own (approvedSlots) and no
+	// rate: whoever uses up the budget cannot keep them out.
+	slots         chan struct{}
+	approvedSlots chan struct{}
+	perMinute     *rate.Limiter
 	// mu guards cache.
 	mu    sync.Mutex
 	cache map[string]cimdEntry
@@ -98,8 +106,9 @@ func newCIMDFetcher(store *Store, transport http.RoundTripper, log hclog.Logger)
 		}
 	}
 	return &cimdFetcher{store: store, log: log, cache: map[string]cimdEntry{},
-		slots:     make(chan struct{}, cimdMaxConcurrent),
-		perMinute: rate.NewLimiter(rate.Every(time.Minute/cimdPerMinute), cimdPerMinute),
+		slots:         make(chan struct{}, cimdMaxConcurrent),
+		approvedSlots: make(chan struct{}, cimdApprovedConcurrent),
+		perMinute:     rate.NewLimiter(rate.Every(time.Minute/cimdPerMinute), cimdPerMinute),
 		http: &http.Client{
 			Transport: transport,
 			Timeout:   cimdTimeout,
@@ -144,7 +153,8 @@ func (f *cimdFetcher) client(ctx context.Context, id string) (*Client, error) {
 // fetchAndKeep fetches id within the bounds, on a context of its own, and
 // keeps what it got.
 func (f *cimdFetcher) fetchAndKeep(id string) cimdEntry {
-	if !f.acquire() {
+	release, ok := f.acquire(id)
+	if !ok {
 		f.mu.Lock()
 		old, ok := f.cache[id]
 		f.mu.Unlock()
@@ -155,7 +165,7 @@ func (f *cimdFetcher) fetchAndKeep(id string) cimdEntry {
 			"at_once", cimdMaxConcurrent, "per_minute", cimdPerMinute)
 		return cimdEntry{err: errCIMDBusy, at: time.Now()} // not kept
 	}
-	defer func() { <-f.slots }()
+	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), cimdTimeout)
 	defer cancel()
 	c, err := f.fetch(ctx, id)
@@ -171,18 +181,27 @@ func (f *cimdFetcher) fetchAndKeep(id string) cimdEntry {
 	return e
 }
 
-// acquire takes a fetch slot and a token of the per-minute budget.
-func (f *cimdFetcher) acquire() bool {
+// acquire takes a fetch slot and a token of the per-minute budget, or
+// for a client the operator approved one of its own slots.
+func (f *cimdFetcher) acquire(id string) (release func(), ok bool) {
+	if c, err := f.store.client(id); err == nil && !c.Approved.IsZero() && !c.Revoked {
+		select {
+		case f.approvedSlots <- struct{}{}:
+			return func() { <-f.approvedSlots }, true
+		default:
+			return nil, false
+		}
+	}
 	select {
 	case f.slots <- struct{}{}:
 	default:
-		return false
+		return nil, false
 	}
 	if !f.perMinute.Allow() {
 		<-f.slots
-		return false
+		return nil, false
 	}
-	return true
+	return func() { <-f.slots }, true
 }
 
 // keep stores e; at the cap, entries past use go first, then the oldest.

@@ -208,6 +208,17 @@ func TestCIMDFetchesBounded(t *testing.T) {
 	if got := fetches.Load(); got > 32 {
 		t.Errorf("40 distinct documents asked at once: %d fetched, want at most about 30 a minute", got)
 	}
+	// A client the operator approved is fetched all the same: whoever uses
+	// the budget up cannot keep it out.
+	approved := fast.URL + "/approved.json"
+	if err := srv.store.saveClient(&Client{ID: approved, Source: SourceCIMD, Approved: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	before := fetches.Load()
+	_, _ = srv.cimd.client(context.Background(), approved)
+	if fetches.Load() != before+1 {
+		t.Errorf("with the budget used up, an approved client's document was not fetched")
+	}
 }
 
 // TestCIMDFailureShowsNoDetail: an unauthenticated requester learns only
