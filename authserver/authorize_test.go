@@ -18,6 +18,16 @@ func serve(srv *Server, req *http.Request, remote string) *httptest.ResponseReco
 	return rec
 }
 
+// postForm posts form to path from remote, with cookies.
+func postForm(srv *Server, path, remote string, form url.Values, cookies ...*http.Cookie) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	return serve(srv, req, remote)
+}
+
 // registerFrom registers a client from remote; it returns the status and
 // the client id.
 func registerFrom(srv *Server, remote string) (int, string) {
@@ -37,10 +47,7 @@ func approve(t *testing.T, srv *Server, id, challenge string) string {
 	q := url.Values{"response_type": {"code"}, "client_id": {id}, "redirect_uri": {"https://app.example/cb"}, "state": {"s"},
 		"code_challenge": {challenge}, "code_challenge_method": {"S256"}, "resource": {"https://bridge.example/notes/mcp"}}
 	form := url.Values{"query": {q.Encode()}, "csrf": {"csrf-1"}, "passphrase": {"a long enough passphrase"}, "decision": {"approve"}}
-	req := httptest.NewRequest(http.MethodPost, PathAuthorize, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.AddCookie(&http.Cookie{Name: csrfCookie, Value: "csrf-1"})
-	rec := serve(srv, req, "127.0.0.1:4000")
+	rec := postForm(srv, PathAuthorize, "127.0.0.1:4000", form, &http.Cookie{Name: csrfCookie, Value: "csrf-1"})
 	loc, _ := url.Parse(rec.Header().Get("Location"))
 	if rec.Code != http.StatusFound || loc.Query().Get("code") == "" {
 		t.Fatalf("approval: %d %s", rec.Code, rec.Body)
@@ -51,9 +58,7 @@ func approve(t *testing.T, srv *Server, id, challenge string) string {
 // tokenForm posts to the token endpoint.
 func tokenForm(t *testing.T, srv *Server, form url.Values) (int, map[string]any) {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, PathToken, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	rec := serve(srv, req, "127.0.0.1:4000")
+	rec := postForm(srv, PathToken, "127.0.0.1:4000", form)
 	var out map[string]any
 	_ = json.Unmarshal(rec.Body.Bytes(), &out)
 	return rec.Code, out

@@ -1,7 +1,6 @@
 package authserver
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,21 +10,19 @@ import (
 )
 
 // approvalForm posts the approval form for the configured client "app" from
-// remote with passphrase; cookies are sent as given (the CSRF cookie and
-// form value are "csrf-1").
+// remote with passphrase (and an unlock code when given); cookies are sent
+// besides the CSRF cookie (cookie and form value "csrf-1").
 func approvalForm(t *testing.T, srv *Server, remote, passphrase string, cookies ...*http.Cookie) *httptest.ResponseRecorder {
 	t.Helper()
+	return approvalFormUnlock(srv, remote, passphrase, "", cookies...)
+}
+
+func approvalFormUnlock(srv *Server, remote, passphrase, unlock string, cookies ...*http.Cookie) *httptest.ResponseRecorder {
 	form := url.Values{"query": {authorizeQuery("app", "https://app.example/cb")}, "csrf": {"csrf-1"}, "passphrase": {passphrase}, "decision": {"approve"}}
-	req := httptest.NewRequest(http.MethodPost, PathAuthorize, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.RemoteAddr = remote
-	req.AddCookie(&http.Cookie{Name: csrfCookie, Value: "csrf-1"})
-	for _, c := range cookies {
-		req.AddCookie(c)
+	if unlock != "" {
+		form.Set("unlock", unlock)
 	}
-	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, req.WithContext(WithBase(context.Background(), "https://bridge.example")))
-	return rec
+	return postForm(srv, PathAuthorize, remote, form, append(cookies, &http.Cookie{Name: csrfCookie, Value: "csrf-1"})...)
 }
 
 func lockoutServer(t *testing.T) *Server {
@@ -112,16 +109,7 @@ func TestAuthUnlockLetsTheOperatorIn(t *testing.T) {
 	for range 30 { // the attack goes on
 		approvalForm(t, srv, tunnel, "wrong guess")
 	}
-	withCode := func(pass, code string) *httptest.ResponseRecorder {
-		form := url.Values{"query": {authorizeQuery("app", "https://app.example/cb")}, "csrf": {"csrf-1"}, "passphrase": {pass}, "decision": {"approve"}, "unlock": {code}}
-		req := httptest.NewRequest(http.MethodPost, PathAuthorize, strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.RemoteAddr = tunnel
-		req.AddCookie(&http.Cookie{Name: csrfCookie, Value: "csrf-1"})
-		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, req.WithContext(WithBase(context.Background(), "https://bridge.example")))
-		return rec
-	}
+	withCode := func(pass, code string) *httptest.ResponseRecorder { return approvalFormUnlock(srv, tunnel, pass, code) }
 	if rec := withCode("a long enough passphrase", "not the code"); rec.Code != http.StatusTooManyRequests {
 		t.Errorf("a wrong unlock code: %d, want 429", rec.Code)
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -49,9 +48,7 @@ func TestAccessTokensEndWithTheirFamily(t *testing.T) {
 	// RFC 7009 revocation of the refresh token.
 	at, rt := grant()
 	other, _ := grant()
-	req := httptest.NewRequest(http.MethodPost, PathRevoke, strings.NewReader(url.Values{"token": {rt}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	serve(srv, req, "127.0.0.1:4000")
+	postForm(srv, PathRevoke, "127.0.0.1:4000", url.Values{"token": {rt}})
 	if _, err := v.Verify(ctx, at); err == nil {
 		t.Errorf("an access token whose refresh token was revoked is still accepted")
 	}
