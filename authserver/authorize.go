@@ -3,6 +3,7 @@ package authserver
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -53,6 +54,9 @@ func (srv *Server) parseAuthRequest(r *http.Request, q url.Values) (*authRequest
 		return nil, &pageError{http.StatusBadRequest, "The request names no client (client_id is missing)."}, ""
 	}
 	c, err := srv.lookupClient(r, clientID)
+	if errors.Is(err, errCIMDBusy) {
+		return nil, &pageError{http.StatusServiceUnavailable, "This client's metadata document cannot be fetched now: " + err.Error()}, ""
+	}
 	if err != nil {
 		return nil, &pageError{http.StatusBadRequest, "This client is not known to the bridge: " + err.Error()}, ""
 	}
@@ -97,6 +101,19 @@ func (srv *Server) redirectError(w http.ResponseWriter, r *http.Request, ar *aut
 	redirectBack(w, r, ar, "error", code, "error_description", desc)
 }
 
+// authError answers an authorization request the client got wrong: by a
+// redirect to the client (RFC 6749 §4.1.2.1) once the operator approved
+// it or declared it in the file, on the page before — a self-registered
+// client or a metadata document nobody approved would make the bridge's
+// hostname an open redirector.
+func (srv *Server) authError(w http.ResponseWriter, r *http.Request, ar *authRequest, code string) {
+	if ar.client.Source == SourceConfig || !ar.client.Approved.IsZero() {
+		srv.redirectError(w, r, ar, code, errorDescriptions[code])
+		return
+	}
+	srv.page(w, http.StatusBadRequest, pageData{Error: fmt.Sprintf("The client's request is wrong (%s: %s). It is shown here, not sent back, because this client was never approved; start again from the client.", code, errorDescriptions[code])})
+}
+
 // redirectBack sends the browser to the client's redirect URI with params
 // (name, value pairs), the request's state and the issuer (RFC 9207).
 func redirectBack(w http.ResponseWriter, r *http.Request, ar *authRequest, params ...string) {
@@ -134,7 +151,7 @@ func (srv *Server) authorize(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if code != "" {
-			srv.redirectError(w, r, ar, code, errorDescriptions[code])
+			srv.authError(w, r, ar, code)
 			return
 		}
 		token := newID("", 24)
@@ -179,7 +196,7 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if code != "" {
-		srv.redirectError(w, r, ar, code, errorDescriptions[code])
+		srv.authError(w, r, ar, code)
 		return
 	}
 	cookie, err := r.Cookie(csrfCookie)
@@ -195,19 +212,53 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := clientAddr(r)
-	if wait := srv.lockout.locked(addr); wait > 0 {
+	// A trusted browser's tries and an unlock code's are counted on their
+	// own; everyone else's against the address and the whole server.
+	browser := srv.trustedBrowser(r)
+	unlocked := browser == "" && srv.unlock.valid(r.PostForm.Get("unlock"))
+	var wait time.Duration
+	switch {
+	case browser != "":
+		wait = srv.lockout.lockedBrowser(browser)
+	case !unlocked:
+		wait = srv.lockout.locked(addr)
+	}
+	if wait > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
-		srv.page(w, http.StatusTooManyRequests, srv.pageFor(r, ar, form, fmt.Sprintf("Too many wrong passphrases. Try again in %s.", wait.Round(time.Second))))
+		d := srv.pageFor(r, ar, form, fmt.Sprintf("Too many wrong passphrases. Try again in %s.", wait.Round(time.Second)))
+		d.Locked = browser == ""
+		srv.page(w, http.StatusTooManyRequests, d)
 		return
 	}
 	given := sha256.Sum256([]byte(r.PostForm.Get("passphrase")))
 	if subtle.ConstantTimeCompare(given[:], srv.passHash[:]) != 1 {
-		srv.lockout.failed(addr)
-		srv.log.Warn("wrong passphrase on the approval page", "client_id", ar.client.ID, "remote", addr)
-		srv.page(w, http.StatusUnauthorized, srv.pageFor(r, ar, form, "Wrong passphrase."))
+		switch {
+		case browser != "":
+			srv.lockout.failedBrowser(browser)
+		case unlocked:
+			srv.unlock.failed()
+		default:
+			srv.lockout.failed(addr)
+		}
+		srv.log.Warn("wrong passphrase on the approval page", "client_id", ar.client.ID, "remote", addr, "trusted_browser", browser != "", "unlock_code", unlocked)
+		d := srv.pageFor(r, ar, form, "Wrong passphrase.")
+		d.Locked = unlocked
+		srv.page(w, http.StatusUnauthorized, d)
 		return
 	}
-	srv.lockout.succeeded(addr)
+	// A success forgets only the counts it was charged to: behind a
+	// tunnel the address is everyone's.
+	switch {
+	case browser != "":
+		srv.lockout.succeededBrowser(browser)
+	case unlocked:
+		srv.unlock.used()
+	default:
+		srv.lockout.succeeded(addr)
+	}
+	if browser == "" {
+		srv.trustBrowser(w, r)
+	}
 	codeValue := newID("", 32)
 	pc := pendingCode{ClientID: ar.client.ID, RedirectURI: ar.redirectURI, Challenge: ar.challenge, Resource: ar.resource, Scope: ar.scope, Expires: time.Now().Add(codeTTL)}
 	now := time.Now().UTC()
@@ -245,6 +296,8 @@ type pageData struct {
 	ClientName, ClientID, RedirectHost, Destination string
 	Scope, Query, CSRF, Problem                     string
 	Approved                                        bool
+	// Locked asks for an unlock code ('stelae-bridge auth unlock').
+	Locked bool
 }
 
 func (srv *Server) page(w http.ResponseWriter, status int, d pageData) {
@@ -289,7 +342,10 @@ button{font-size:1rem;padding:.5rem 1.2rem;margin:1rem .5rem 0 0}.problem{color:
 <input type="hidden" name="csrf" value="{{.CSRF}}">
 <label for="passphrase">Bridge passphrase</label>
 <input type="password" id="passphrase" name="passphrase" autocomplete="current-password" autofocus>
-<button type="submit" name="decision" value="approve" id="approve">Approve</button>
+{{if .Locked}}<label for="unlock">Unlock code</label>
+<p>If you are the bridge's operator: run <code>stelae-bridge auth unlock</code> on its host and enter the code it prints.</p>
+<input type="password" id="unlock" name="unlock" autocomplete="off">
+{{end}}<button type="submit" name="decision" value="approve" id="approve">Approve</button>
 <button type="submit" name="decision" value="deny" id="deny">Deny</button>
 </form>
 {{end}}

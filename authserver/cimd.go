@@ -6,31 +6,73 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
 )
 
 // This file is Client ID Metadata Documents: a client whose id is an https
 // URL publishes its metadata there. The server fetches it over https only,
-// follows no redirect, bounds size and time, refuses private, loopback and
-// link-local targets (checked on the connected address, so DNS cannot
-// rebind around it), and keeps documents for a while.
+// follows no redirect, bounds size and time, refuses special-purpose
+// targets (ssrf.go), and keeps documents for a while.
+//
+// A fetch runs on a context of its own with its own timeout, never on the
+// request that asked for it, and concurrent asks for one document share one
+// fetch (singleflight): a requester that hangs up mid-fetch changes
+// nothing. A failure is kept only seconds (cimdErrorFor) and a fetch that
+// did not finish is never kept, so nobody can lock a client out by naming
+// its document. Fetches are bounded at once (cimdMaxConcurrent) and per
+// minute (cimdPerMinute); past them, a document fetched before is served
+// from the cache for up to a day. Clients the operator approved are
+// fetched outside those bounds (in slots of their own), so nobody can keep
+// them out by using the budget up. The requester learns only that the
+// document could not be fetched; the log has why (no oracle on what
+// answers where).
 
 const (
-	cimdMaxBytes = 64 << 10
-	cimdTimeout  = 5 * time.Second
-	cimdCacheFor = 5 * time.Minute
-	cimdMaxCache = 1000
+	cimdMaxBytes      = 64 << 10
+	cimdTimeout       = 5 * time.Second  // one whole fetch
+	cimdCacheFor      = 5 * time.Minute  // a document
+	cimdErrorFor      = 10 * time.Second // a failed fetch
+	cimdStaleFor      = 24 * time.Hour   // a document past cimdCacheFor, used while fetches are refused
+	cimdMaxCache      = 1000
+	cimdMaxConcurrent = 4
+	cimdPerMinute     = 30
+	// cimdApprovedConcurrent bounds the fetches at once of clients the
+	// operator approved (once per cimdCacheFor each).
+	cimdApprovedConcurrent = 2
 )
+
+// errCIMDBusy: the fetch bounds are reached; nothing was fetched.
+var errCIMDBusy = errors.New("the bridge is fetching too many client metadata documents right now; try again in a minute")
+
+// fetchError is a failed fetch: the requester is told only that; Detail is
+// for the log.
+type fetchError struct{ detail error }
+
+func (e *fetchError) Error() string {
+	return "its client metadata document could not be fetched or is not valid (the bridge's log says why)"
+}
+
+func (e *fetchError) Unwrap() error { return ErrUnknownClient }
 
 // cimdFetcher fetches and caches client metadata documents.
 type cimdFetcher struct {
 	http  *http.Client
 	store *Store
+	log   hclog.Logger
+	group singleflight.Group
+	// slots bounds the fetches at once; perMinute their rate. Clients the
+	// operator approved have slots of their own (approvedSlots) and no
+	// rate: whoever uses up the budget cannot keep them out.
+	slots         chan struct{}
+	approvedSlots chan struct{}
+	perMinute     *rate.Limiter
 	// mu guards cache.
 	mu    sync.Mutex
 	cache map[string]cimdEntry
@@ -42,13 +84,20 @@ type cimdEntry struct {
 	at  time.Time
 }
 
+// fresh reports whether e may be used as it is at now.
+func (e cimdEntry) fresh(now time.Time) bool {
+	if e.err != nil {
+		return now.Sub(e.at) <= cimdErrorFor
+	}
+	return now.Sub(e.at) <= cimdCacheFor
+}
+
 // newCIMDFetcher makes the fetcher; transport replaces the guarded one in
 // tests only (Options.CIMDTransportForTests).
-func newCIMDFetcher(store *Store, transport http.RoundTripper) *cimdFetcher {
+func newCIMDFetcher(store *Store, transport http.RoundTripper, log hclog.Logger) *cimdFetcher {
 	if transport == nil {
-		dialer := &net.Dialer{Timeout: cimdTimeout, Control: refusePrivate}
 		transport = &http.Transport{
-			DialContext:           dialer.DialContext,
+			DialContext:           newGuardedDialer().DialContext,
 			TLSHandshakeTimeout:   cimdTimeout,
 			ResponseHeaderTimeout: cimdTimeout,
 			MaxIdleConns:          10,
@@ -56,59 +105,138 @@ func newCIMDFetcher(store *Store, transport http.RoundTripper) *cimdFetcher {
 			Proxy:                 nil, // never through a proxy: the guard checks the real target
 		}
 	}
-	return &cimdFetcher{store: store, cache: map[string]cimdEntry{}, http: &http.Client{
-		Transport: transport,
-		Timeout:   cimdTimeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return errors.New("client metadata documents are not fetched through redirects")
-		},
-	}}
+	return &cimdFetcher{store: store, log: log, cache: map[string]cimdEntry{},
+		slots:         make(chan struct{}, cimdMaxConcurrent),
+		approvedSlots: make(chan struct{}, cimdApprovedConcurrent),
+		perMinute:     rate.NewLimiter(rate.Every(time.Minute/cimdPerMinute), cimdPerMinute),
+		http: &http.Client{
+			Transport: transport,
+			Timeout:   cimdTimeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return errors.New("client metadata documents are not fetched through redirects")
+			},
+		}}
 }
 
-// refusePrivate is the dialer's check of every address it connects to.
-func refusePrivate(network, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
-		return fmt.Errorf("refusing to fetch a client metadata document from %s (private, loopback or link-local address)", host)
-	}
-	return nil
-}
-
-// client returns the client a metadata document at id describes.
+// client returns the client a metadata document at id describes. ctx only
+// bounds the wait: the fetch goes on without it.
 func (f *cimdFetcher) client(ctx context.Context, id string) (*Client, error) {
+	if err := checkCIMDURL(id); err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	e, ok := f.cache[id]
 	f.mu.Unlock()
-	if !ok || time.Since(e.at) > cimdCacheFor {
-		c, err := f.fetch(ctx, id)
-		e = cimdEntry{c: c, err: err, at: time.Now()}
-		f.mu.Lock()
-		if len(f.cache) >= cimdMaxCache {
-			clear(f.cache)
+	if !ok || !e.fresh(time.Now()) {
+		ch := f.group.DoChan(id, func() (any, error) { return f.fetchAndKeep(id), nil })
+		select {
+		case r := <-ch:
+			e = r.Val.(cimdEntry)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("the request ended while its client metadata document was being fetched: %w", ctx.Err())
 		}
-		f.cache[id] = e
-		f.mu.Unlock()
 	}
 	if e.err != nil {
 		return nil, e.err
 	}
-	// The operator may have revoked it.
-	if stored, err := f.store.client(id); err == nil && stored.Revoked {
-		return nil, fmt.Errorf("%w: client %q was revoked", ErrUnknownClient, id)
-	}
+	// The operator may have approved or revoked it.
 	c := *e.c
+	if stored, err := f.store.client(id); err == nil {
+		if stored.Revoked {
+			return nil, fmt.Errorf("%w: client %q was revoked", ErrUnknownClient, id)
+		}
+		c.Approved = stored.Approved
+	}
 	return &c, nil
 }
 
-func (f *cimdFetcher) fetch(ctx context.Context, id string) (*Client, error) {
+// fetchAndKeep fetches id within the bounds, on a context of its own, and
+// keeps what it got.
+func (f *cimdFetcher) fetchAndKeep(id string) cimdEntry {
+	release, ok := f.acquire(id)
+	if !ok {
+		f.mu.Lock()
+		old, ok := f.cache[id]
+		f.mu.Unlock()
+		if ok && old.err == nil && time.Since(old.at) <= cimdStaleFor {
+			return old
+		}
+		f.log.Warn("client metadata document not fetched: the fetch bounds are reached", "client_id", truncate(id, 200),
+			"at_once", cimdMaxConcurrent, "per_minute", cimdPerMinute)
+		return cimdEntry{err: errCIMDBusy, at: time.Now()} // not kept
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(context.Background(), cimdTimeout)
+	defer cancel()
+	c, err := f.fetch(ctx, id)
+	e := cimdEntry{c: c, err: err, at: time.Now()}
+	if err != nil {
+		f.log.Warn("client metadata document could not be fetched", "client_id", truncate(id, 200), "error", err)
+		e.err = &fetchError{detail: err}
+		if errors.Is(err, context.Canceled) {
+			return e // a fetch that did not finish is never kept
+		}
+	}
+	f.keep(id, e)
+	return e
+}
+
+// acquire takes a fetch slot and a token of the per-minute budget, or
+// for a client the operator approved one of its own slots.
+func (f *cimdFetcher) acquire(id string) (release func(), ok bool) {
+	if c, err := f.store.client(id); err == nil && !c.Approved.IsZero() && !c.Revoked {
+		select {
+		case f.approvedSlots <- struct{}{}:
+			return func() { <-f.approvedSlots }, true
+		default:
+			return nil, false
+		}
+	}
+	select {
+	case f.slots <- struct{}{}:
+	default:
+		return nil, false
+	}
+	if !f.perMinute.Allow() {
+		<-f.slots
+		return nil, false
+	}
+	return func() { <-f.slots }, true
+}
+
+// keep stores e; at the cap, entries past use go first, then the oldest.
+func (f *cimdFetcher) keep(id string, e cimdEntry) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.cache[id]; !ok && len(f.cache) >= cimdMaxCache {
+		now := time.Now()
+		oldest := ""
+		for k, v := range f.cache {
+			if (v.err != nil && !v.fresh(now)) || now.Sub(v.at) > cimdStaleFor {
+				delete(f.cache, k)
+			} else if oldest == "" || v.at.Before(f.cache[oldest].at) {
+				oldest = k
+			}
+		}
+		if len(f.cache) >= cimdMaxCache {
+			delete(f.cache, oldest)
+		}
+	}
+	f.cache[id] = e
+}
+
+// checkCIMDURL refuses a client id that cannot be a document's URL.
+func checkCIMDURL(id string) error {
 	u, err := url.Parse(id)
 	if err != nil || u.Scheme != "https" || u.Host == "" || u.Fragment != "" || u.User != nil || u.Path == "" || u.Path == "/" {
-		return nil, fmt.Errorf("%w: client id %q is not an https URL with a path", ErrUnknownClient, truncate(id, 200))
+		return fmt.Errorf("%w: client id %q is not an https URL with a path", ErrUnknownClient, truncate(id, 200))
+	}
+	return nil
+}
+
+func (f *cimdFetcher) fetch(ctx context.Context, id string) (*Client, error) {
+	if err := checkCIMDURL(id); err != nil {
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
 	if err != nil {

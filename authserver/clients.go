@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,16 +80,47 @@ func (s *Store) Clients() ([]Client, error) {
 	return out, err
 }
 
-// countSource counts the stored clients of one source.
-func (s *Store) countSource(source string) int {
+// unapprovedFor is how long a registration the operator never approved is
+// kept.
+const unapprovedFor = 24 * time.Hour
+
+// expired reports whether c is a registration never approved and too old.
+func (c *Client) expired(now time.Time) bool {
+	return c.Source == SourceDCR && c.Approved.IsZero() && now.Sub(c.Created) > unapprovedFor
+}
+
+// registeredSlots drops the registrations that expired and counts those
+// that hold a slot: registered by DCR, not revoked.
+func (s *Store) registeredSlots() (int, error) {
 	n := 0
-	cs, _ := s.Clients()
-	for _, c := range cs {
-		if c.Source == source {
-			n++
+	now := time.Now()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketClients)
+		var gone [][]byte
+		err := b.ForEach(func(k, v []byte) error {
+			var c Client
+			if err := json.Unmarshal(v, &c); err != nil {
+				return err
+			}
+			switch {
+			case c.expired(now):
+				gone = append(gone, append([]byte(nil), k...))
+			case c.Source == SourceDCR && !c.Revoked:
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-	}
-	return n
+		for _, k := range gone {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
 }
 
 // RevokeClient ends a client's access: it is marked revoked (its access
@@ -142,6 +174,8 @@ func checkRedirectURI(s string) string {
 		return "is not an absolute URI"
 	case u.Fragment != "":
 		return "may not have a fragment"
+	case !validPort(u.Port()):
+		return "has an invalid port (1 to 65535)"
 	case u.Scheme == "https" && u.Host != "":
 		return ""
 	case u.Scheme == "http" && isLoopbackHost(u.Hostname()):
@@ -161,9 +195,9 @@ func (srv *Server) register(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusMethodNotAllowed, "invalid_request", "POST the client metadata as JSON")
 		return
 	}
-	if !srv.registrations.allow() {
+	if !srv.registrations.allow(addrKey(clientAddr(r))) {
 		w.Header().Set("Retry-After", "60")
-		oauthError(w, http.StatusTooManyRequests, "invalid_request", "too many registrations; retry in a minute")
+		oauthError(w, http.StatusTooManyRequests, "invalid_request", fmt.Sprintf("too many registrations from this address (%d a minute); retry in a minute", srv.opts.RegistrationsPerMinute))
 		return
 	}
 	var reg registration
@@ -193,8 +227,15 @@ func (srv *Server) register(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if srv.store.countSource(SourceDCR) >= srv.opts.MaxClients {
-		oauthError(w, http.StatusServiceUnavailable, "invalid_request", fmt.Sprintf("this server holds its maximum of %d registered clients; the operator can remove some with 'stelae-bridge auth revoke'", srv.opts.MaxClients))
+	n, err := srv.store.registeredSlots()
+	if err != nil {
+		srv.log.Error("could not count the registered clients", "error", err)
+		oauthError(w, http.StatusInternalServerError, "server_error", "could not read the registered clients")
+		return
+	}
+	if n >= srv.opts.MaxClients {
+		srv.log.Warn("registration refused: the registered clients are at their maximum", "max", srv.opts.MaxClients)
+		oauthError(w, http.StatusServiceUnavailable, "invalid_request", fmt.Sprintf("this server holds its maximum of %d registered clients; the operator can free some with 'stelae-bridge auth revoke' (registrations never approved go after a day)", srv.opts.MaxClients))
 		return
 	}
 	c := &Client{ID: newID("dcr_", 16), Name: truncate(reg.ClientName, 200), RedirectURIs: reg.RedirectURIs, Source: SourceDCR, Created: time.Now().UTC()}
@@ -234,6 +275,9 @@ func (srv *Server) lookupClient(r *http.Request, id string) (*Client, error) {
 	if c.Revoked {
 		return nil, fmt.Errorf("%w: client %q was revoked", ErrUnknownClient, id)
 	}
+	if c.expired(time.Now()) {
+		return nil, fmt.Errorf("%w: client %q registered over a day ago and was never approved; register again", ErrUnknownClient, id)
+	}
 	return c, nil
 }
 
@@ -246,6 +290,15 @@ func (srv *Server) configClient(id string) *Client {
 	c := srv.opts.Clients[i]
 	c.Source = SourceConfig
 	return &c
+}
+
+// validPort reports whether p is absent or a port number 1 to 65535.
+func validPort(p string) bool {
+	if p == "" {
+		return true
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535 && p[0] != '+' && p[0] != '-'
 }
 
 func truncate(s string, n int) string {

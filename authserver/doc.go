@@ -7,18 +7,21 @@
 // It owns:
 //   - the metadata (RFC 8414, also at the OIDC discovery path), the
 //     authorization endpoint and its approval page (CSRF token, passphrase
-//     compared in constant time, lockout with backoff), the token endpoint
+//     compared in constant time, a lockout per address and for the whole
+//     server with the operator's own ways in: lockout.go), the token endpoint
 //     (authorization_code with PKCE S256, refresh_token with rotation and
 //     reuse detection), registration (RFC 7591), revocation (RFC 7009) and
 //     the JWKS;
-//   - client identification: Client ID Metadata Documents (fetched with an
-//     SSRF guard), dynamic registration (rate-limited, capped), clients
-//     pre-registered in the file;
+//   - client identification: Client ID Metadata Documents (fetched on their
+//     own context, deduplicated and bounded, cimd.go, from public addresses
+//     only, ssrf.go), dynamic registration (rate-limited per address,
+//     capped, unapproved ones expire), clients pre-registered in the file;
 //   - its state in one bbolt file: ES256 signing keys (rotated; the
 //     previous one still published), clients, codes and refresh tokens
 //     (stored hashed);
 //   - the Verifier the resource side (package oauth's Policy) checks its
-//     tokens with; a revoked client's tokens are refused at once.
+//     tokens with; a revoked client's tokens, and those of a revoked
+//     refresh-token family, are refused at once.
 //
 // It never sees a client's MCP traffic, never stores a code or refresh
 // token in clear, and never logs a token, code or the passphrase. Its

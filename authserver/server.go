@@ -25,8 +25,10 @@ type Options struct {
 	// refresh token's (default 30 days); KeyRotation how old the signing
 	// key may get before a new one signs (default 30 days).
 	AccessTTL, RefreshTTL, KeyRotation time.Duration
-	// MaxClients caps the clients registered by DCR (default 1000);
-	// RegistrationsPerMinute limits registrations (default 20).
+	// MaxClients caps the clients registered by DCR and not revoked
+	// (default 1000; never-approved ones go after a day);
+	// RegistrationsPerMinute limits registrations from one address (an
+	// IPv6 address by its /64; default 20).
 	MaxClients             int
 	RegistrationsPerMinute int
 	// Clients are pre-registered clients.
@@ -74,13 +76,16 @@ type Server struct {
 	cimd  *cimdFetcher
 	// passHash is the passphrase's SHA-256, compared in constant time.
 	passHash      [32]byte
-	registrations rateLimit
+	registrations addrLimit
 	lockout       lockout
+	unlock        unlockCode
 	// verified remembers access tokens already checked.
 	verified oauth.TokenCache
-	// revMu guards revoked, the clients revoked (as in the store).
-	revMu   sync.RWMutex
-	revoked map[string]bool
+	// revMu guards revoked, the clients revoked, and revokedFams, the
+	// refresh-token families revoked (as in the store).
+	revMu       sync.RWMutex
+	revoked     map[string]bool
+	revokedFams map[string]bool
 }
 
 // Open opens the server's state at path (created if needed).
@@ -98,7 +103,7 @@ func Open(path string, opts Options) (*Server, error) {
 		store.Close()
 		return nil, err
 	}
-	srv := &Server{opts: opts, log: opts.Logger, store: store, keys: keys, passHash: sha256.Sum256([]byte(opts.Passphrase)), revoked: map[string]bool{}}
+	srv := &Server{opts: opts, log: opts.Logger, store: store, keys: keys, passHash: sha256.Sum256([]byte(opts.Passphrase)), revoked: map[string]bool{}, revokedFams: map[string]bool{}}
 	clients, err := store.Clients()
 	if err != nil {
 		store.Close()
@@ -109,8 +114,12 @@ func Open(path string, opts Options) (*Server, error) {
 			srv.revoked[c.ID] = true
 		}
 	}
-	srv.cimd = newCIMDFetcher(store, opts.CIMDTransportForTests)
-	srv.registrations = rateLimit{per: time.Minute, max: opts.RegistrationsPerMinute}
+	if err := store.revokedFamilies(func(id string) { srv.revokedFams[id] = true }); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("reading the refresh-token families: %w", err)
+	}
+	srv.cimd = newCIMDFetcher(store, opts.CIMDTransportForTests, opts.Logger.Named("cimd"))
+	srv.registrations = addrLimit{per: time.Minute, max: opts.RegistrationsPerMinute}
 	return srv, nil
 }
 
@@ -129,6 +138,20 @@ func (srv *Server) RevokeClient(id string) error {
 	srv.revMu.Unlock()
 	srv.log.Info("client revoked", "client_id", id)
 	return nil
+}
+
+// familyRevoked notes that a refresh-token family was revoked: the access
+// tokens issued from it are refused from now on (RFC 9700 §4.14.2).
+func (srv *Server) familyRevoked(id string) {
+	srv.revMu.Lock()
+	srv.revokedFams[id] = true
+	srv.revMu.Unlock()
+}
+
+func (srv *Server) isFamilyRevoked(id string) bool {
+	srv.revMu.RLock()
+	defer srv.revMu.RUnlock()
+	return srv.revokedFams[id]
 }
 
 func (srv *Server) isRevoked(id string) bool {
@@ -228,98 +251,55 @@ func oauthError(w http.ResponseWriter, status int, code, desc string) {
 	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
 }
 
-// rateLimit allows max events per window.
-type rateLimit struct {
+// addrLimit allows max events per window from each address (addrKey).
+// It remembers at most addrLimitKeys addresses: past that, windows that
+// ended go first, then an arbitrary one (which may only be let through
+// sooner).
+type addrLimit struct {
 	per time.Duration
 	max int
-	// mu guards start and n.
+	// mu guards byKey.
 	mu    sync.Mutex
+	byKey map[string]*window
+}
+
+type window struct {
 	start time.Time
 	n     int
 }
 
-func (l *rateLimit) allow() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if time.Since(l.start) > l.per {
-		l.start, l.n = time.Now(), 0
-	}
-	l.n++
-	return l.n <= l.max
-}
+const addrLimitKeys = 10000
 
-// lockout slows passphrase guessing: after 5 failures in a row, each
-// further try waits twice as long as the last (from 2 s, at most 15 min);
-// a success resets it. It is kept per client address and for the whole
-// server, so neither one address nor many can guess quickly.
-type lockout struct {
-	// mu guards byAddr and all.
-	mu     sync.Mutex
-	byAddr map[string]*failures
-	all    failures
-}
-
-type failures struct {
-	n     int
-	until time.Time
-}
-
-const freeFailures = 5
-
-func (f *failures) wait(now time.Time) time.Duration {
-	if now.Before(f.until) {
-		return f.until.Sub(now)
-	}
-	return 0
-}
-
-func (f *failures) fail(now time.Time) {
-	f.n++
-	if f.n > freeFailures {
-		d := min(2*time.Second<<min(f.n-freeFailures-1, 10), 15*time.Minute)
-		f.until = now.Add(d)
-	}
-}
-
-// locked returns how long addr must wait before trying again.
-func (l *lockout) locked(addr string) time.Duration {
+func (l *addrLimit) allow(key string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := time.Now()
-	d := l.all.wait(now)
-	if f := l.byAddr[addr]; f != nil {
-		d = max(d, f.wait(now))
+	if l.byKey == nil {
+		l.byKey = map[string]*window{}
 	}
-	return d
-}
-
-func (l *lockout) failed(addr string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if l.byAddr == nil {
-		l.byAddr = map[string]*failures{}
+	w := l.byKey[key]
+	if w == nil {
+		if len(l.byKey) >= addrLimitKeys {
+			for k, v := range l.byKey {
+				if now.Sub(v.start) > l.per {
+					delete(l.byKey, k)
+				}
+			}
+			for k := range l.byKey {
+				if len(l.byKey) < addrLimitKeys {
+					break
+				}
+				delete(l.byKey, k)
+			}
+		}
+		w = &window{start: now}
+		l.byKey[key] = w
 	}
-	if len(l.byAddr) > 10000 {
-		clear(l.byAddr)
+	if now.Sub(w.start) > l.per {
+		w.start, w.n = now, 0
 	}
-	f := l.byAddr[addr]
-	if f == nil {
-		f = &failures{}
-		l.byAddr[addr] = f
-	}
-	f.fail(now)
-	// The whole server locks more slowly: many addresses together.
-	if f.n%3 == 0 {
-		l.all.fail(now)
-	}
-}
-
-func (l *lockout) succeeded(addr string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.byAddr, addr)
-	l.all = failures{}
+	w.n++
+	return w.n <= l.max
 }
 
 // clientAddr is the request's remote address without the port.

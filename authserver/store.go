@@ -45,7 +45,7 @@ func OpenStore(path string) (*Store, error) {
 		return nil, fmt.Errorf("cannot open %s: %w (set -state-dir to a writable directory)", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketKeys, bucketClients, bucketCodes, bucketRefresh, bucketFamilies, bucketMeta} {
+		for _, b := range [][]byte{bucketKeys, bucketClients, bucketCodes, bucketRefresh, bucketFamilies, bucketMeta, bucketBrowsers} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -63,6 +63,11 @@ func (srv *Server) token(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c, err := srv.lookupClient(r, clientID)
+	if errors.Is(err, errCIMDBusy) {
+		w.Header().Set("Retry-After", "60")
+		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", err.Error())
+		return
+	}
 	if err != nil {
 		// claude.ai registers again on invalid_client.
 		oauthError(w, http.StatusUnauthorized, "invalid_client", "unknown or revoked client; register again")
@@ -146,6 +151,9 @@ func (srv *Server) refresh(w http.ResponseWriter, r *http.Request, c *Client) {
 		rec.Used = true
 		return put(tx, bucketRefresh, key, rec)
 	})
+	if reused {
+		srv.familyRevoked(rec.Family)
+	}
 	switch {
 	case reused:
 		srv.log.Warn("a refresh token was used twice; its family is revoked", "client_id", c.ID)
@@ -170,7 +178,7 @@ func (srv *Server) issue(w http.ResponseWriter, r *http.Request, c *Client, fam,
 		return
 	}
 	claims := map[string]any{"iss": baseOf(r.Context()), "sub": subject, "aud": resource, "client_id": c.ID, "scope": scope,
-		"iat": now.Unix(), "exp": now.Add(srv.opts.AccessTTL).Unix(), "jti": newID("", 12)}
+		"iat": now.Unix(), "exp": now.Add(srv.opts.AccessTTL).Unix(), "jti": newID("", 12), "sid": fam}
 	access, err := jwt.Signed(signer).Claims(claims).Serialize()
 	if err != nil {
 		oauthError(w, http.StatusInternalServerError, "server_error", "could not sign")
@@ -219,14 +227,39 @@ func (srv *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusBadRequest, "invalid_request", "the body is not a form")
 		return
 	}
-	_ = srv.store.db.Update(func(tx *bolt.Tx) error {
-		var rec refreshRecord
-		if ok, err := get(tx, bucketRefresh, hashKey(r.PostForm.Get("token")), &rec); err != nil || !ok {
+	var rec refreshRecord
+	found := false
+	err := srv.store.db.Update(func(tx *bolt.Tx) error {
+		ok, err := get(tx, bucketRefresh, hashKey(r.PostForm.Get("token")), &rec)
+		if err != nil || !ok {
 			return err
 		}
+		found = true
 		return put(tx, bucketFamilies, []byte(rec.Family), family{ClientID: rec.ClientID, Revoked: true})
 	})
+	if err != nil {
+		srv.log.Error("could not revoke a refresh token", "error", err)
+		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the token could not be revoked now; try again")
+		return
+	}
+	if found {
+		srv.familyRevoked(rec.Family)
+		srv.log.Info("a refresh token was revoked (RFC 7009); its family's tokens are refused", "client_id", rec.ClientID)
+	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// revokedFamilies calls f with each revoked family's id.
+func (s *Store) revokedFamilies(f func(id string)) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketFamilies).ForEach(func(k, v []byte) error {
+			var fm family
+			if json.Unmarshal(v, &fm) == nil && fm.Revoked {
+				f(string(k))
+			}
+			return nil
+		})
+	})
 }
 
 // revokeFamiliesOf marks every family of client revoked.
@@ -287,6 +320,9 @@ func (v verifier) Verify(ctx context.Context, raw string) (*oauth.Claims, error)
 	}
 	if v.srv.isRevoked(c.ClientID) {
 		return nil, fmt.Errorf("%w: its client was revoked by the operator", oauth.ErrInvalidToken)
+	}
+	if c.Session != "" && v.srv.isFamilyRevoked(c.Session) {
+		return nil, fmt.Errorf("%w: its grant was revoked (its refresh token was reused or revoked); sign in again", oauth.ErrInvalidToken)
 	}
 	return c, nil
 }

@@ -42,6 +42,9 @@ type Claims struct {
 	Audience []string
 	Scopes   []string
 	Expiry   time.Time
+	// Session is the token's sid claim, when it has one: the grant it was
+	// issued under (the built-in server's refresh-token family).
+	Session string
 	// principal is Principal, computed once.
 	principal *[32]byte
 }
@@ -83,6 +86,7 @@ type extraClaims struct {
 	Scp      json.RawMessage `json:"scp"`
 	ClientID string          `json:"client_id"`
 	Azp      string          `json:"azp"`
+	Sid      string          `json:"sid"`
 }
 
 // verifyWith checks raw against keys (fetching more through refetch when the
@@ -136,7 +140,7 @@ func verifyWith(raw, issuer string, skew time.Duration, keys *jose.JSONWebKeySet
 	if std.Expiry == nil {
 		return nil, fmt.Errorf("%w: it has no expiry (exp)", ErrInvalidToken)
 	}
-	c := &Claims{Issuer: std.Issuer, Subject: std.Subject, Audience: std.Audience, Expiry: std.Expiry.Time(), ClientID: extra.ClientID}
+	c := &Claims{Issuer: std.Issuer, Subject: std.Subject, Audience: std.Audience, Expiry: std.Expiry.Time(), ClientID: extra.ClientID, Session: extra.Sid}
 	if c.ClientID == "" {
 		c.ClientID = extra.Azp
 	}

@@ -45,6 +45,10 @@ func TestApprovalPageInABrowser(t *testing.T) {
 	// native app's would be): the browser must arrive there.
 	arrived := make(chan string, 1)
 	cb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/callback" {
+			http.NotFound(w, r) // the browser's favicon.ico
+			return
+		}
 		select {
 		case arrived <- r.URL.String():
 		default:
@@ -115,5 +119,36 @@ func TestApprovalPageInABrowser(t *testing.T) {
 	u, _ := url.Parse(got)
 	if u.Path != "/callback" || u.Query().Get("code") == "" || u.Query().Get("state") != "st-1" || u.Query().Get("iss") != b.srv.URL {
 		t.Errorf("the browser arrived at %s; want /callback with code, state and iss", got)
+	}
+
+	// Someone else guesses from the same address (as behind a tunnel)
+	// until the page is locked; the browser that approved before still
+	// gets in (its trusted-browser cookie).
+	locked := false
+	for range 30 {
+		if resp, _ := c.approve(authURL, "wrong guess"); resp.StatusCode == http.StatusTooManyRequests {
+			locked = true
+			break
+		}
+	}
+	if !locked {
+		t.Fatal("30 wrong guesses were not locked out")
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(authURL),
+		chromedp.WaitVisible(chromedp.CSS("#passphrase")),
+		chromedp.SendKeys(chromedp.CSS("#passphrase"), testPassphrase),
+		chromedp.Click(chromedp.CSS("#approve")),
+	); err != nil {
+		t.Fatalf("approve during the attack: %v", err)
+	}
+	select {
+	case got = <-arrived:
+	case <-ctx.Done():
+		page, _ := chromedp.Run(browser, chromedp.OuterHTML(chromedp.CSS("html")))
+		t.Fatalf("the operator's browser was held by the others' wrong guesses:\n%s", page)
+	}
+	if u, _ := url.Parse(got); u.Query().Get("code") == "" {
+		t.Errorf("during the attack the browser arrived at %s; want a code", got)
 	}
 }

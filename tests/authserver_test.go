@@ -268,6 +268,17 @@ func TestBuiltinAuthorizationServerRefusals(t *testing.T) {
 			t.Errorf("%s: %d %s", name, resp.StatusCode, resp.Header.Get("Location"))
 		}
 	}
+	// Errors of a client never approved are shown on the page (no open
+	// redirector from the bridge's hostname); once approved, redirected.
+	resp, err := c.http.Get(c.authorizeURL(challenge, notes, "response_type", "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
+		t.Errorf("an error of a client never approved: %d %q, want 400 on the page", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	c.code(challenge, notes)
 	// Errors redirected to the client.
 	for name, tc := range map[string]struct {
 		over []string
@@ -291,7 +302,7 @@ func TestBuiltinAuthorizationServerRefusals(t *testing.T) {
 	}
 	// CSRF: a post without the page's token is refused.
 	form := url.Values{"query": {strings.TrimPrefix(c.authorizeURL(challenge, notes), base+"/oauth/authorize?")}, "passphrase": {testPassphrase}, "decision": {"approve"}}
-	resp, err := http.PostForm(base+"/oauth/authorize", form)
+	resp, err = http.PostForm(base+"/oauth/authorize", form)
 	if err != nil {
 		t.Fatal(err)
 	}

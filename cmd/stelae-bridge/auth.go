@@ -24,7 +24,7 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
-// This file is 'stelae-bridge auth clients|revoke' and the admin socket a
+// This file is 'stelae-bridge auth clients|revoke|unlock' and the admin socket a
 // running bridge answers them on: the database is the bridge's while it
 // runs, so the commands ask the bridge; when none runs they open the
 // database themselves.
@@ -94,6 +94,9 @@ func serveAdmin(as *authserver.Server, path string, log hclog.Logger) (func(), e
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("POST /unlock", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]string{"code": as.Unlock()})
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -152,7 +155,7 @@ func runAuth(ctx context.Context, args []string, getenv func(string) string, std
 	fs.SetOutput(stderr)
 	stateDir := fs.String("state-dir", getenv("STELAE_STATE_DIR"), "the bridge's state directory (as the bridge's -state-dir)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: stelae-bridge auth clients            list the clients of the built-in authorization server and their last use\n       stelae-bridge auth revoke CLIENT_ID   end a client's access at once\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: stelae-bridge auth clients            list the clients of the built-in authorization server and their last use\n       stelae-bridge auth revoke CLIENT_ID   end a client's access at once\n       stelae-bridge auth unlock             clear the approval page's passphrase lockout and print a one-time unlock code\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if len(args) == 0 {
@@ -190,6 +193,14 @@ func runAuth(ctx context.Context, args []string, getenv func(string) string, std
 			return 1
 		}
 		fmt.Fprintf(stdout, "revoked %s: its refresh tokens no longer work and its access tokens are refused from now on\n", fs.Arg(0))
+		return 0
+	case cmd == "unlock" && fs.NArg() == 0:
+		code, err := a.unlock(ctx)
+		if err != nil {
+			fmt.Fprintln(stderr, "stelae-bridge auth:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "the approval page's lockout is cleared. Unlock code (one use, 10 minutes): %s\nEnter it on the page with the passphrase; that browser is then trusted and not held by others' wrong guesses.\n", code)
 		return 0
 	}
 	fs.Usage()
@@ -268,6 +279,29 @@ func (a adminClient) revoke(ctx context.Context, id string) error {
 	}
 	defer st.Close()
 	return st.RevokeClient(id)
+}
+
+// unlock asks the running bridge for an unlock code; the lockout lives in
+// its memory, so without a running bridge there is nothing to unlock.
+func (a adminClient) unlock(ctx context.Context) (string, error) {
+	if !a.viaBridge() {
+		return "", fmt.Errorf("no bridge answers on %s: the lockout lives in a running bridge's memory (a bridge that starts has none)", filepath.Join(a.dir, adminSocket))
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://bridge/unlock", nil)
+	resp, err := a.http().Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var out struct{ Code string }
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return "", errors.New(strings.TrimSpace(string(b)))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Code == "" {
+		return "", fmt.Errorf("the bridge's answer to unlock could not be read: %v", err)
+	}
+	return out.Code, nil
 }
 
 func printClients(w io.Writer, cs []authserver.Client) {

@@ -36,6 +36,9 @@ func TestAuthCommands(t *testing.T) {
 	if code, _, errOut := runCmd(t, []string{"auth", "clients"}, env); code != 1 || !strings.Contains(errOut, "no built-in authorization server state") {
 		t.Errorf("no state: %d %s", code, errOut)
 	}
+	if code, _, errOut := runCmd(t, []string{"auth", "unlock"}, env); code != 1 || !strings.Contains(errOut, "no bridge answers") {
+		t.Errorf("auth unlock with no bridge: %d %s", code, errOut)
+	}
 	as, err := authserver.Open(filepath.Join(dir, "oauth.db"), authserver.Options{Passphrase: "a long enough passphrase"})
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +84,11 @@ func TestAuthCommands(t *testing.T) {
 		if c.ID == id2 && !c.Revoked {
 			t.Error("the running server did not revoke the client")
 		}
+	}
+	// auth unlock: a one-time code from the running bridge.
+	code, out, errOut = runCmd(t, []string{"auth", "unlock"}, env)
+	if code != 0 || !strings.Contains(out, "Unlock code (one use, 10 minutes): ") {
+		t.Errorf("auth unlock through the bridge: %d\n%s%s", code, out, errOut)
 	}
 	if code, _, _ := runCmd(t, []string{"auth"}, env); code != 2 {
 		t.Errorf("auth without a command: %d", code)

@@ -163,7 +163,7 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	str(&s.passphraseFile, "oauth-passphrase-file", "STELAE_OAUTH_PASSPHRASE_FILE", "", "file holding that passphrase (its first line)")
 	boolean(&s.trustProxy, "trust-proxy-headers", "STELAE_TRUST_PROXY_HEADERS", "let X-Forwarded-Proto and X-Forwarded-Host shape absolute URLs (only behind a proxy you control)")
 	fs.Usage = func() {
-		fmt.Fprintf(out, "stelae-bridge serves stdio MCP servers as MCP Streamable HTTP at /{destination}/mcp.\n\nUsage: stelae-bridge [-config FILE] [-listen ADDR] [flags]\n       stelae-bridge -check -config FILE\n       stelae-bridge -version\n       stelae-bridge auth clients|revoke CLIENT_ID [-state-dir DIR]   the built-in authorization server's clients\n\nFlags (an environment variable applies when its flag is not given; children never see these variables):\n")
+		fmt.Fprintf(out, "stelae-bridge serves stdio MCP servers as MCP Streamable HTTP at /{destination}/mcp.\n\nUsage: stelae-bridge [-config FILE] [-listen ADDR] [flags]\n       stelae-bridge -check -config FILE\n       stelae-bridge -version\n       stelae-bridge auth clients|revoke CLIENT_ID|unlock [-state-dir DIR]   the built-in authorization server's clients and lockout\n\nFlags (an environment variable applies when its flag is not given; children never see these variables):\n")
 		fs.PrintDefaults()
 	}
 	return fs, envOf
