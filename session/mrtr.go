@@ -69,8 +69,8 @@ type mrtr struct {
 	n           int
 	byPrincipal map[Principal]int
 	key         []byte
-	prevKey []byte
-	keyAt   time.Time
+	prevKey     []byte
+	keyAt       time.Time
 }
 
 // keys returns the current key (rotated hourly) and the previous one.
