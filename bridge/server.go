@@ -532,11 +532,15 @@ func (c *fastConn) serveRequest(h *fastHead, fr *fastRequest) bool {
 		c.br.Discard(int(fr.body.n))
 		fr.body.n = 0
 	}
-	if !keep || c.cr.gone.Load() {
+	if !keep {
 		w.release()
-		return false // a panic, or the client went
+		return false // a panic
 	}
-	return w.finish() && !w.closeAfter && !c.s.closing.Load()
+	// A client whose watch read its end (EOF, or an error) still gets the
+	// answer, as from net/http: an EOF may be a half-close (CloseWrite)
+	// after the request, whose client waits for the answer. The connection
+	// then closes: nothing more can come from it.
+	return w.finish() && !w.closeAfter && !c.s.closing.Load() && !c.cr.gone.Load()
 }
 
 // request makes the handler's request for the head h, with its body, in

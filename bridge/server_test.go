@@ -780,3 +780,57 @@ func TestServerBodyLimit(t *testing.T) {
 		})
 	}
 }
+
+// stdServer serves h with net/http alone on a loopback port until the test
+// ends: the reference the fast path is held to.
+func stdServer(t testing.TB, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close(); <-done })
+	return ln.Addr().String()
+}
+
+// TestServerHalfClose: a client that sends its request and then closes
+// its side for writing (CloseWrite) gets its answer, as from net/http —
+// even when the request runs long enough to be watched, which reads the
+// client's EOF (and, as net/http's background read, cancels the request's
+// context).
+func TestServerHalfClose(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/slow" {
+			// Until the EOF is seen (the context ends), or long past the
+			// watch's start.
+			select {
+			case <-r.Context().Done():
+			case <-time.After(20 * watchAfter):
+			}
+		}
+		w.Write([]byte("answer"))
+	})
+	_, fast := startTestServer(t, h)
+	std := stdServer(t, h)
+	for _, path := range []string{"/quick", "/slow"} {
+		for _, srv := range []struct{ name, addr string }{{"net/http", std}, {"fast path", fast}} {
+			c := dial(t, srv.addr)
+			io.WriteString(c, post(path, "{}"))
+			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Errorf("%s, %s: no answer after the client's half-close: %v", srv.name, path, err)
+				continue
+			}
+			if got := bodyOf(t, resp); resp.StatusCode != 200 || got != "answer" {
+				t.Errorf("%s, %s: %d %q, want 200 \"answer\"", srv.name, path, resp.StatusCode, got)
+			}
+		}
+	}
+}
