@@ -834,3 +834,70 @@ func TestServerHalfClose(t *testing.T) {
 		}
 	}
 }
+
+// TestServerEmptyLinesAfterPost: after a POST, net/http skips up to four
+// CR or LF bytes before the next request line (RFC 9112 §2.2: a client may
+// send a CRLF after a POST body); the fast path does the same, and a fifth
+// gets the same 400 as from net/http.
+func TestServerEmptyLinesAfterPost(t *testing.T) {
+	rec := &served{}
+	h := echoHandler(rec)
+	_, fast := startTestServer(t, h)
+	std := stdServer(t, h)
+	// statuses writes raw to a new connection and reads answers until the
+	// connection closes.
+	statuses := func(addr, raw string) []int {
+		c := dial(t, addr)
+		io.WriteString(c, raw)
+		br := bufio.NewReader(c)
+		var got []int
+		for {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				return got
+			}
+			io.Copy(io.Discard, resp.Body)
+			got = append(got, resp.StatusCode)
+			if resp.Close {
+				return got
+			}
+		}
+	}
+	p := post("/mcp", `{"a":1}`)
+	for _, tc := range []struct {
+		name string
+		raw  string
+		want []int
+	}{
+		{"CRLF", p + "\r\n" + p + p, []int{200, 200, 200}},
+		{"LF", p + "\n" + p, []int{200, 200}},
+		{"two CRLF", p + "\r\n\r\n" + p, []int{200, 200}},
+		{"five bytes", p + "\r\n\r\n\n" + p, []int{200, 400}},
+		{"CRLF first", "\r\n" + p, []int{400}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, srv := range []struct{ name, addr string }{{"net/http", std}, {"fast path", fast}} {
+				if got := statuses(srv.addr, tc.raw+"GET /close HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"); !reflect.DeepEqual(got[:min(len(got), len(tc.want))], tc.want) {
+					t.Errorf("%s answered %v, want %v first", srv.name, got, tc.want)
+				}
+			}
+		})
+	}
+	// The same when the CRLF comes on its own, after the answer.
+	c := dial(t, fast)
+	br := bufio.NewReader(c)
+	for i := range 3 {
+		io.WriteString(c, p)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+		if got := bodyOf(t, resp); resp.StatusCode != 200 || got != `{"a":1}` {
+			t.Fatalf("request %d: %d %q", i+1, resp.StatusCode, got)
+		}
+		io.WriteString(c, "\r\n")
+	}
+	if got := rec.get(); len(got) == 0 || !got[len(got)-1] {
+		t.Errorf("the requests after a CRLF were not served by the fast path: %v", got)
+	}
+}
