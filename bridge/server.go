@@ -744,6 +744,12 @@ func (b *fastBody) Close() error {
 // fast path had read.
 type replayConn struct {
 	net.Conn
+	// pending is what is left to replay, a copy of the fast path's buffer
+	// (up to 4 KiB) owned by net/http's goroutine for the connection (its
+	// reads). Once replayed it is dropped: an empty slice of it would keep
+	// the whole copy for the connection's life (4 KiB for each idle
+	// keep-alive connection whose first head was too large for the fast
+	// path).
 	pending []byte
 }
 
@@ -751,6 +757,9 @@ func (c *replayConn) Read(p []byte) (int, error) {
 	if len(c.pending) > 0 {
 		n := copy(p, c.pending)
 		c.pending = c.pending[n:]
+		if len(c.pending) == 0 {
+			c.pending = nil
+		}
 		return n, nil
 	}
 	return c.Conn.Read(p)
