@@ -28,12 +28,16 @@ import (
 // the two within the connection's 4 KiB read buffer (maxFastBody). At the
 // first request that is anything else (a GET stream, a large or slow body,
 // a query, chunked, HTTP/1.0, TLS…) it hands the connection, with the
-// bytes it has read, to a net/http server, which serves it from then on
-// exactly as it would have from the start. So every protection net/http
-// and the bridge have for slow, large and odd requests stays where it was,
-// and the fast path only drops net/http's per-request costs: its header
-// parsing, its response buffers and flush, its deadlines, and its
-// background read per request.
+// bytes it has read, to a net/http server, which serves it exactly as it
+// would have from the start. So every protection net/http and the bridge
+// have for slow, large and odd requests stays where it was, and the fast
+// path only drops net/http's per-request costs: its header parsing, its
+// response buffers and flush, its deadlines, and its background read per
+// request. A plain TCP connection net/http has answered and that waits for
+// its next request, with nothing of it read yet, comes back to the fast
+// path (replayConn): an idle connection holds no net/http buffers (their
+// 8 KiB, and a 4 KiB copy, each idle connection kept after a head too large
+// for the fast path), and its next request is served as from the start.
 //
 // What a handler gets on the fast path, as from net/http:
 //   - a request of its own: its header map, values, URL and body are made
@@ -113,7 +117,9 @@ func NewServer(h http.Handler, log hclog.Logger) *Server {
 	s := &Server{handler: h, log: log, headerTimeout: 10 * time.Second, idleTimeout: 2 * time.Minute, conns: map[*fastConn]struct{}{},
 		sweepWake: make(chan struct{}, 1), stop: make(chan struct{}), sweepDone: make(chan struct{})}
 	s.std = &http.Server{
-		Handler:           h,
+		Handler:           http.HandlerFunc(s.serveStd),
+		ConnState:         s.stdConnState,
+		ConnContext:       stdConnContext,
 		ReadHeaderTimeout: s.headerTimeout,
 		// Headers are small in MCP; a JWT or two fits many times over.
 		MaxHeaderBytes: 64 << 10,
@@ -173,17 +179,56 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.hand.give(nc)
 			continue
 		}
-		c := &fastConn{s: s, nc: nc}
-		s.mu.Lock()
-		if s.closing.Load() {
-			s.mu.Unlock()
-			nc.Close()
-			continue
-		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
+		s.start(&fastConn{s: s, nc: nc})
+	}
+}
+
+// start serves c on the fast path, on a goroutine of its own (s.wg's),
+// unless the server is closing: then it closes c.
+func (s *Server) start(c *fastConn) {
+	s.mu.Lock()
+	if s.closing.Load() {
 		s.mu.Unlock()
-		go c.serve()
+		c.nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go c.serve()
+}
+
+// serveStd is net/http's handler: the Server's, after a note of the
+// request's method on a connection the fast path handed over (see
+// replayConn).
+func (s *Server) serveStd(w http.ResponseWriter, r *http.Request) {
+	if rc, ok := r.Context().Value(replayKey{}).(*replayConn); ok {
+		rc.lastPost.Store(r.Method == http.MethodPost)
+	}
+	s.handler.ServeHTTP(w, r)
+}
+
+// replayKey is the context key of a handed-over connection's replayConn
+// in net/http's requests.
+type replayKey struct{}
+
+func stdConnContext(ctx context.Context, nc net.Conn) context.Context {
+	if rc, ok := nc.(*replayConn); ok {
+		return context.WithValue(ctx, replayKey{}, rc)
+	}
+	return ctx
+}
+
+// stdConnState tells a handed-over connection whether net/http waits for
+// its next request (see replayConn).
+func (s *Server) stdConnState(nc net.Conn, st http.ConnState) {
+	if rc, ok := nc.(*replayConn); ok {
+		switch st {
+		case http.StateIdle:
+			rc.idle.Store(true)
+		case http.StateActive:
+			rc.idle.Store(false)
+		}
 	}
 }
 
@@ -329,8 +374,11 @@ type fastConn struct {
 	s     *Server
 	nc    net.Conn
 	state atomic.Int32
-	cr    connReader
-	br    connBuf
+	// resumed: the connection comes back from net/http, which answered its
+	// last request (a POST when afterPost).
+	resumed, afterPost bool
+	cr                 connReader
+	br                 connBuf
 
 	remote string
 	// ctx is the connection's requests' base context: it carries the
@@ -378,8 +426,10 @@ func (c *fastConn) serve() {
 	c.br.init(&c.cr)
 	c.remote = c.nc.RemoteAddr().String()
 	c.ctx = context.WithValue(context.WithValue(context.Background(), http.ServerContextKey, c.s.std), http.LocalAddrContextKey, c.nc.LocalAddr())
-	first := true
-	firstRequest := true // (first is the wait's: it is cleared before the wait)
+	// The first wait is the header timeout's (the idle timeout's for a
+	// connection net/http has served); empty lines are skipped after a POST.
+	first := !c.resumed
+	afterPost := c.afterPost
 	for {
 		// Wait for a request: the header timeout for the first, the idle
 		// timeout between requests (net/http's).
@@ -406,10 +456,10 @@ func (c *fastConn) serve() {
 		if !c.state.CompareAndSwap(connIdle, connActive) {
 			return // closed by Shutdown
 		}
-		if !firstRequest && !c.skipEmptyLines() {
+		if afterPost && !c.skipEmptyLines() {
 			return
 		}
-		firstRequest = false
+		afterPost = true // every request served here is a POST
 		head, ok := c.readHead()
 		if !ok {
 			return
@@ -516,7 +566,7 @@ func (c *fastConn) readHead() ([]byte, bool) {
 // which owns it from then on.
 func (c *fastConn) handOff() {
 	buf := c.br.bytes()
-	rc := &replayConn{Conn: c.nc, pending: append([]byte(nil), buf...)}
+	rc := &replayConn{Conn: c.nc, s: c.s, pending: append([]byte(nil), buf...)}
 	if c.cr.hasPending {
 		// A byte a watch read comes after what the buffer holds (the
 		// buffer's next fill normally takes it before a head is parsed).
@@ -741,9 +791,25 @@ func (b *fastBody) Close() error {
 }
 
 // replayConn is a connection handed to net/http: it reads first what the
-// fast path had read.
+// fast path had read. When net/http has answered a request and waits for
+// the next one with nothing of it buffered, the connection goes back to the
+// fast path: that read (a whole bufio buffer's, stdBufSize, while net/http
+// reports the connection idle) gets io.EOF, on which net/http gives its
+// buffers back to its pools and closes the connection, and that close
+// serves the socket on the fast path again instead (Close). A read of less
+// means net/http holds bytes of the next request already: it serves it.
+// A hijacked connection (a GET stream) never goes idle: its handler's
+// Close closes it.
 type replayConn struct {
 	net.Conn
+	s *Server
+	// idle: net/http waits for the next request (its ConnState hook);
+	// lastPost: the last request net/http served was a POST (its handler).
+	idle, lastPost atomic.Bool
+	// back: a read returned the EOF that sends the connection back, so
+	// Close serves it on the fast path; closed: Close ran (net/http's
+	// goroutine for the connection, or its Shutdown's, may close it).
+	back, closed atomic.Bool
 	// pending is what is left to replay, a copy of the fast path's buffer
 	// (up to 4 KiB) owned by net/http's goroutine for the connection (its
 	// reads). Once replayed it is dropped: an empty slice of it would keep
@@ -762,7 +828,29 @@ func (c *replayConn) Read(p []byte) (int, error) {
 		}
 		return n, nil
 	}
+	if len(p) == stdBufSize && c.idle.Load() && !c.s.closing.Load() {
+		c.back.Store(true)
+		return 0, io.EOF
+	}
 	return c.Conn.Read(p)
+}
+
+// stdBufSize is the size of net/http's connection read buffer: a read of
+// it all means the buffer holds nothing.
+const stdBufSize = 4 << 10
+
+// Close closes the connection, or, after the read that sends it back,
+// serves it on the fast path again (unless the server is closing).
+func (c *replayConn) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return net.ErrClosed
+	}
+	if c.back.Load() {
+		_ = c.Conn.SetReadDeadline(time.Time{})
+		c.s.start(&fastConn{s: c.s, nc: c.Conn, resumed: true, afterPost: c.lastPost.Load()})
+		return nil
+	}
+	return c.Conn.Close()
 }
 
 // handoff is the listener net/http serves: it accepts the connections the

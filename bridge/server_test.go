@@ -884,22 +884,47 @@ func TestServerEmptyLinesAfterPost(t *testing.T) {
 			}
 		})
 	}
-	// The same when the CRLF comes on its own, after the answer.
-	c := dial(t, fast)
-	br := bufio.NewReader(c)
-	for i := range 3 {
-		io.WriteString(c, p)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("request %d: %v", i+1, err)
+	// The same when the CRLF comes on its own, after the answer: after a
+	// POST the fast path served, and after one net/http served (a query),
+	// whose connection came back to the fast path idle.
+	rec2 := &served{}
+	_, fast2 := startTestServer(t, echoHandler(rec2))
+	for _, p := range []string{p, post("/mcp?q", `{"a":1}`)} {
+		c := dial(t, fast2)
+		br := bufio.NewReader(c)
+		for i := range 3 {
+			io.WriteString(c, p)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("%q, request %d: %v", p[:12], i+1, err)
+			}
+			if got := bodyOf(t, resp); resp.StatusCode != 200 || got != `{"a":1}` {
+				t.Fatalf("%q, request %d: %d %q", p[:12], i+1, resp.StatusCode, got)
+			}
+			io.WriteString(c, "\r\n")
 		}
-		if got := bodyOf(t, resp); resp.StatusCode != 200 || got != `{"a":1}` {
-			t.Fatalf("request %d: %d %q", i+1, resp.StatusCode, got)
-		}
-		io.WriteString(c, "\r\n")
 	}
-	if got := rec.get(); len(got) == 0 || !got[len(got)-1] {
-		t.Errorf("the requests after a CRLF were not served by the fast path: %v", got)
+	if got := rec2.get(); !reflect.DeepEqual(got, []bool{true, true, true, false, false, false}) {
+		t.Errorf("served by the fast path: %v, want the three plain POSTs (not those with a query)", got)
+	}
+	// After a GET net/http skips nothing: neither does a connection back
+	// from it.
+	for _, srv := range []struct{ name, addr string }{{"net/http", std}, {"fast path", fast}} {
+		c := dial(t, srv.addr)
+		br := bufio.NewReader(c)
+		var got []int
+		for _, req := range []string{"GET /g HTTP/1.1\r\nHost: a\r\n\r\n", "\r\n" + p} {
+			io.WriteString(c, req)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				break
+			}
+			io.Copy(io.Discard, resp.Body)
+			got = append(got, resp.StatusCode)
+		}
+		if want := []int{200, 400}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: GET, then CRLF and a POST: %v, want %v", srv.name, got, want)
+		}
 	}
 }
 
@@ -950,6 +975,7 @@ func TestServerIdleHoldsNoRequest(t *testing.T) {
 		return ms.HeapAlloc
 	}
 	idle(post("/mcp", "{}")) // the pools, goroutines and test's structures warm
+	fastLight := int64(-1)
 	for _, tc := range []struct{ name, light, heavy string }{
 		{"fast path", post("/mcp", "{}"), post("/mcp", "{}", fields(200))},
 		// A query sends a light request to net/http; 2,000 fields (24 KiB) a heavy one.
@@ -962,6 +988,13 @@ func TestServerIdleHoldsNoRequest(t *testing.T) {
 		t.Logf("%s: an idle connection holds %d bytes after a light request, %d after a header-heavy one", tc.name, lightConn, heavyConn)
 		if heavyConn-lightConn > 1<<10 {
 			t.Errorf("%s: an idle connection holds %d bytes more after a header-heavy request than after a light one; want under 1 KiB", tc.name, heavyConn-lightConn)
+		}
+		if fastLight < 0 {
+			fastLight = lightConn
+		} else if lightConn-fastLight > 1<<10 {
+			// net/http's buffers (8 KiB) went back to its pools, with the
+			// connection to the fast path.
+			t.Errorf("%s: an idle connection net/http answered holds %d bytes more than one the fast path answered; want under 1 KiB", tc.name, lightConn-fastLight)
 		}
 	}
 }
