@@ -928,6 +928,53 @@ func TestServerEmptyLinesAfterPost(t *testing.T) {
 	}
 }
 
+// FuzzBetweenRequests holds the fast path to net/http on what may come
+// between two POSTs on a connection (empty lines, spaces, stray bytes):
+// the same answers, in the same order, until the connection closes.
+func FuzzBetweenRequests(f *testing.F) {
+	for _, seed := range []string{"", "\r\n", "\n", "\r\n\r\n", "\r\n\r\n\r\n", "\r", " \r\n", "\r\nX", "\n\n\n\n\n"} {
+		f.Add([]byte(seed))
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Write([]byte(r.Method))
+	})
+	_, fast := startTestServer(f, h)
+	std := stdServer(f, h)
+	p := post("/mcp", `{"a":1}`)
+	f.Fuzz(func(t *testing.T, between []byte) {
+		if len(between) > 8 {
+			return
+		}
+		for _, b := range between {
+			if !strings.ContainsRune("\r\n \tX", rune(b)) {
+				return
+			}
+		}
+		raw := p + string(between) + p + "GET /close HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+		answers := func(addr string) []string {
+			c := dial(t, addr)
+			io.WriteString(c, raw)
+			br := bufio.NewReader(c)
+			var got []string
+			for {
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					return got
+				}
+				b, _ := io.ReadAll(resp.Body)
+				got = append(got, fmt.Sprintf("%d %s", resp.StatusCode, b))
+				if resp.Close {
+					return got
+				}
+			}
+		}
+		if f, s := answers(fast), answers(std); !reflect.DeepEqual(f, s) {
+			t.Fatalf("%q between two POSTs: the fast path answers %q, net/http %q", between, f, s)
+		}
+	})
+}
+
 // TestServerIdleHoldsNoRequest: a connection waiting for its next request
 // keeps nothing of the last one: many idle keep-alive connections after
 // header-heavy requests cost what they cost after light ones — on the fast
