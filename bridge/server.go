@@ -223,11 +223,10 @@ func stdConnContext(ctx context.Context, nc net.Conn) context.Context {
 // its next request (see replayConn).
 func (s *Server) stdConnState(nc net.Conn, st http.ConnState) {
 	if rc, ok := nc.(*replayConn); ok {
-		switch st {
-		case http.StateIdle:
-			rc.idle.Store(true)
-		case http.StateActive:
-			rc.idle.Store(false)
+		if st == http.StateIdle {
+			rc.wait.Store(waitIdle)
+		} else {
+			rc.wait.Store(waitNone)
 		}
 	}
 }
@@ -793,19 +792,29 @@ func (b *fastBody) Close() error {
 // replayConn is a connection handed to net/http: it reads first what the
 // fast path had read. When net/http has answered a request and waits for
 // the next one with nothing of it buffered, the connection goes back to the
-// fast path: that read (a whole bufio buffer's, stdBufSize, while net/http
-// reports the connection idle) gets io.EOF, on which net/http gives its
-// buffers back to its pools and closes the connection, and that close
-// serves the socket on the fast path again instead (Close). A read of less
-// means net/http holds bytes of the next request already: it serves it.
-// A hijacked connection (a GET stream) never goes idle: its handler's
-// Close closes it.
+// fast path: that read gets io.EOF, on which net/http gives its buffers
+// back to its pools and closes the connection, and that close serves the
+// socket on the fast path again instead (Close). A hijacked connection (a
+// GET stream) never goes idle: its handler's Close closes it.
+//
+// Which read that is follows net/http's keep-alive loop (Go 1.26's
+// conn.serve): it reports the connection idle (ConnState), sets the idle
+// read deadline, waits for the next request's first bytes (bufr.Peek(4)),
+// then sets the header deadline and reads the request. A read between
+// those two deadlines of a whole bufio buffer (stdBufSize) is the wait
+// with nothing buffered; a shorter one, or none (four bytes buffered
+// already), means bytes of the next request are in net/http's buffer: it
+// serves it, and no read of that request is taken for the wait.
 type replayConn struct {
 	net.Conn
 	s *Server
-	// idle: net/http waits for the next request (its ConnState hook);
+	// wait is where net/http is in its wait for the next request: waitNone,
+	// waitIdle (reported idle), waitPeek (the idle deadline set: its next
+	// read is the wait's). Set by net/http's hook and its calls on the
+	// connection, from its goroutine for the connection.
+	wait atomic.Int32
 	// lastPost: the last request net/http served was a POST (its handler).
-	idle, lastPost atomic.Bool
+	lastPost atomic.Bool
 	// back: a read returned the EOF that sends the connection back, so
 	// Close serves it on the fast path; closed: Close ran (net/http's
 	// goroutine for the connection, or its Shutdown's, may close it).
@@ -828,11 +837,29 @@ func (c *replayConn) Read(p []byte) (int, error) {
 		}
 		return n, nil
 	}
-	if len(p) == stdBufSize && c.idle.Load() && !c.s.closing.Load() {
+	if c.wait.Swap(waitNone) == waitPeek && len(p) == stdBufSize && !c.s.closing.Load() {
 		c.back.Store(true)
 		return 0, io.EOF
 	}
 	return c.Conn.Read(p)
+}
+
+// Where net/http is in its wait for the next request (replayConn.wait).
+const (
+	waitNone int32 = iota
+	waitIdle
+	waitPeek
+)
+
+// SetReadDeadline sets the connection's, and follows net/http's wait: the
+// first after it reports the connection idle is the idle deadline (the
+// wait's read comes next), the second the header deadline (the wait is
+// over).
+func (c *replayConn) SetReadDeadline(t time.Time) error {
+	if !c.wait.CompareAndSwap(waitIdle, waitPeek) {
+		c.wait.Store(waitNone)
+	}
+	return c.Conn.SetReadDeadline(t)
 }
 
 // stdBufSize is the size of net/http's connection read buffer: a read of

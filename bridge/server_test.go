@@ -1045,3 +1045,53 @@ func TestServerIdleHoldsNoRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestServerBackFromNetHTTP: a connection net/http answered comes back to
+// the fast path only when nothing of its next request has been read; a
+// next request begun in the same segment as the last (pipelined, its head
+// cut at a line's end or not, or one byte of it) is read on by net/http,
+// whatever comes later.
+func TestServerBackFromNetHTTP(t *testing.T) {
+	rec := &served{}
+	_, addr := startTestServer(t, echoHandler(rec))
+	viaStd := post("/mcp?q", `{"n":1}`)
+	next := post("/mcp", `{"n":2}`)
+	for _, cut := range []int{1, 3, 4, strings.Index(next, "\r\n") + 2, strings.Index(next, "Content-Type"), len(next) - 3} {
+		c := dial(t, addr)
+		br := bufio.NewReader(c)
+		io.WriteString(c, viaStd+next[:cut])
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("cut %d: first answer: %v", cut, err)
+		}
+		if got := bodyOf(t, resp); got != `{"n":1}` {
+			t.Fatalf("cut %d: first answer %q", cut, got)
+		}
+		time.Sleep(20 * time.Millisecond) // net/http waits, with part of the next request read
+		io.WriteString(c, next[cut:])
+		resp, err = http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("cut %d: the next request, begun with the first and ended later, got no answer: %v", cut, err)
+		}
+		if got := bodyOf(t, resp); resp.StatusCode != 200 || got != `{"n":2}` {
+			t.Errorf("cut %d: the next request got %d %q", cut, resp.StatusCode, got)
+		}
+		c.Close()
+	}
+	// Nothing of the next request read: the connection comes back, and
+	// the next POST is the fast path's.
+	before := len(rec.get())
+	c := dial(t, addr)
+	br := bufio.NewReader(c)
+	for _, req := range []string{viaStd, next} {
+		io.WriteString(c, req)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+	}
+	if got := rec.get()[before:]; !reflect.DeepEqual(got, []bool{false, true}) {
+		t.Errorf("served by the fast path: %v, want [false true] (the connection back from net/http)", got)
+	}
+}
