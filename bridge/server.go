@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,9 @@ type Server struct {
 	log     hclog.Logger
 
 	headerTimeout, idleTimeout time.Duration
+	// backAfter is how long a connection net/http answered may wait for
+	// its next request before it comes back to the fast path (replayConn).
+	backAfter time.Duration
 
 	closing atomic.Bool
 	// The sweeper (sweep) ticks while fast-path requests run and starts
@@ -114,7 +118,7 @@ const watchAfter = 100 * time.Millisecond
 
 // NewServer returns a Server for h; log gets what net/http would print.
 func NewServer(h http.Handler, log hclog.Logger) *Server {
-	s := &Server{handler: h, log: log, headerTimeout: 10 * time.Second, idleTimeout: 2 * time.Minute, conns: map[*fastConn]struct{}{},
+	s := &Server{handler: h, log: log, headerTimeout: 10 * time.Second, idleTimeout: 2 * time.Minute, backAfter: time.Second, conns: map[*fastConn]struct{}{},
 		sweepWake: make(chan struct{}, 1), stop: make(chan struct{}), sweepDone: make(chan struct{})}
 	s.std = &http.Server{
 		Handler:           http.HandlerFunc(s.serveStd),
@@ -791,10 +795,12 @@ func (b *fastBody) Close() error {
 
 // replayConn is a connection handed to net/http: it reads first what the
 // fast path had read. When net/http has answered a request and waits for
-// the next one with nothing of it buffered, the connection goes back to the
-// fast path: that read gets io.EOF, on which net/http gives its buffers
-// back to its pools and closes the connection, and that close serves the
-// socket on the fast path again instead (Close). A hijacked connection (a
+// the next one with nothing of it buffered, for a second (backAfter: a
+// keep-alive client's next request, if it follows at once, net/http
+// serves), the connection goes back to the fast path: that read gets
+// io.EOF, on which net/http gives its buffers back to its pools and closes
+// the connection, and that close serves the socket on the fast path again
+// instead (Close). A hijacked connection (a
 // GET stream) never goes idle: its handler's Close closes it.
 //
 // Which read that is follows net/http's keep-alive loop (Go 1.26's
@@ -815,6 +821,8 @@ type replayConn struct {
 	wait atomic.Int32
 	// lastPost: the last request net/http served was a POST (its handler).
 	lastPost atomic.Bool
+	// deadline is the read deadline net/http last set (its goroutine's).
+	deadline time.Time
 	// back: a read returned the EOF that sends the connection back, so
 	// Close serves it on the fast path; closed: Close ran (net/http's
 	// goroutine for the connection, or its Shutdown's, may close it).
@@ -838,8 +846,28 @@ func (c *replayConn) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	if c.wait.Swap(waitNone) == waitPeek && len(p) == stdBufSize && !c.s.closing.Load() {
-		c.back.Store(true)
-		return 0, io.EOF
+		return c.readOrBack(p)
+	}
+	return c.Conn.Read(p)
+}
+
+// readOrBack is net/http's wait for the next request, with nothing of it
+// buffered: a keep-alive client's next request often follows at once (a
+// client of GETs, of large POSTs), and net/http serves it; a connection
+// that waits for s.backAfter comes back to the fast path (io.EOF).
+func (c *replayConn) readOrBack(p []byte) (int, error) {
+	idleDeadline := c.deadline
+	if d := time.Now().Add(c.s.backAfter); idleDeadline.IsZero() || d.Before(idleDeadline) {
+		_ = c.Conn.SetReadDeadline(d)
+		n, err := c.Conn.Read(p)
+		if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) && !c.s.closing.Load() {
+			c.back.Store(true)
+			return 0, io.EOF
+		}
+		_ = c.Conn.SetReadDeadline(idleDeadline)
+		if n > 0 || err != nil {
+			return n, err
+		}
 	}
 	return c.Conn.Read(p)
 }
@@ -856,7 +884,9 @@ const (
 // wait's read comes next), the second the header deadline (the wait is
 // over).
 func (c *replayConn) SetReadDeadline(t time.Time) error {
-	if !c.wait.CompareAndSwap(waitIdle, waitPeek) {
+	if c.wait.CompareAndSwap(waitIdle, waitPeek) {
+		c.deadline = t
+	} else {
 		c.wait.Store(waitNone)
 	}
 	return c.Conn.SetReadDeadline(t)

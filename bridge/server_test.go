@@ -986,8 +986,9 @@ func TestServerIdleHoldsNoRequest(t *testing.T) {
 		w.Header().Set("Content-Length", "2")
 		w.Write([]byte("ok"))
 	})
-	_, addr := startTestServer(t, h)
+	srv, addr := startTestServer(t, h)
 	const conns = 200
+	open := 0 // connections open
 	fields := func(n int) string {
 		var b strings.Builder
 		for i := range n {
@@ -1000,10 +1001,12 @@ func TestServerIdleHoldsNoRequest(t *testing.T) {
 	}
 	var buf [1024]byte
 	// idle opens conns connections, sends req on each and reads its
-	// answer; then they are idle, and the heap is measured (with req
-	// empty, only measured).
+	// answer; then they are idle (those net/http answered back on the fast
+	// path, after its backAfter), and the heap is measured (with req empty,
+	// only measured).
 	idle := func(req string) uint64 {
 		for i := 0; i < conns && req != ""; i++ {
+			open++
 			c := dial(t, addr)
 			io.WriteString(c, req)
 			n := 0
@@ -1015,6 +1018,7 @@ func TestServerIdleHoldsNoRequest(t *testing.T) {
 				n += m
 			}
 		}
+		waitFast(t, srv, open)
 		var ms runtime.MemStats
 		runtime.GC()
 		runtime.GC()
@@ -1078,12 +1082,17 @@ func TestServerBackFromNetHTTP(t *testing.T) {
 		}
 		c.Close()
 	}
-	// Nothing of the next request read: the connection comes back, and
-	// the next POST is the fast path's.
-	before := len(rec.get())
+	// Nothing of the next request read: a next request that follows at
+	// once net/http serves; once the connection waited for backAfter, it
+	// is back on the fast path, which serves the next POST.
+	rec = &served{}
+	srv, addr := startTestServer(t, echoHandler(rec))
 	c := dial(t, addr)
 	br := bufio.NewReader(c)
-	for _, req := range []string{viaStd, next} {
+	for i, req := range []string{viaStd, viaStd, next} {
+		if i == 2 {
+			waitFast(t, srv, 1)
+		}
 		io.WriteString(c, req)
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
@@ -1091,7 +1100,52 @@ func TestServerBackFromNetHTTP(t *testing.T) {
 		}
 		io.Copy(io.Discard, resp.Body)
 	}
-	if got := rec.get()[before:]; !reflect.DeepEqual(got, []bool{false, true}) {
-		t.Errorf("served by the fast path: %v, want [false true] (the connection back from net/http)", got)
+	if got := rec.get(); !reflect.DeepEqual(got, []bool{false, false, true}) {
+		t.Errorf("served by the fast path: %v, want [false false true] (the connection back from net/http)", got)
+	}
+	// Back from net/http, the connection skips empty lines after a POST
+	// net/http served, and not after a GET, as net/http would have.
+	for _, tc := range []struct {
+		first string
+		want  int
+	}{{viaStd, 200}, {"GET /g HTTP/1.1\r\nHost: a\r\n\r\n", 400}} {
+		srv, addr := startTestServer(t, echoHandler(&served{}))
+		c := dial(t, addr)
+		br := bufio.NewReader(c)
+		var got []int
+		for i, req := range []string{tc.first, "\r\n" + next} {
+			if i == 1 {
+				waitFast(t, srv, 1)
+			}
+			io.WriteString(c, req)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			got = append(got, resp.StatusCode)
+		}
+		if got[1] != tc.want {
+			t.Errorf("%q, back on the fast path, then CRLF and a POST: %v, want %d last", tc.first[:10], got, tc.want)
+		}
+	}
+}
+
+// waitFast waits until s serves n connections on the fast path (those
+// net/http answered come back after backAfter).
+func waitFast(t testing.TB, s *Server, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		got := len(s.conns)
+		s.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections on the fast path after 10 s, want %d", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
