@@ -9,7 +9,7 @@
 //     answered by the bridge's own fast path (fasthead.go, fastresponse.go);
 //     another request goes, with the connection and the bytes read, to
 //     net/http, and the connection comes back once net/http has answered
-//     and waits for its next request. Server's doc states the contract:
+//     and waited a second for its next request. Server's doc states the contract:
 //     which requests the fast path takes, which of net/http's guarantees it
 //     keeps;
 //   - the router: /{destination}/mcp, /mcp and POST / for the default
