@@ -34,9 +34,9 @@ import (
 // have for slow, large and odd requests stays where it was, and the fast
 // path only drops net/http's per-request costs: its header parsing, its
 // response buffers and flush, its deadlines, and its background read per
-// request. A plain TCP connection net/http has answered and that waits for
-// its next request, with nothing of it read yet, comes back to the fast
-// path (replayConn): an idle connection holds no net/http buffers (their
+// request. A plain TCP connection net/http has answered and that has
+// waited a second for its next request, with nothing of it read, comes
+// back to the fast path (replayConn): an idle connection holds no net/http buffers (their
 // 8 KiB, and a 4 KiB copy, each idle connection kept after a head too large
 // for the fast path), and its next request is served as from the start.
 //
