@@ -7,9 +7,11 @@
 //   - the HTTP/1.1 server (Server, server.go): the hot request — a strict
 //     POST whose Content-Length body came with its head — is read and
 //     answered by the bridge's own fast path (fasthead.go, fastresponse.go);
-//     at the first other request a connection goes, with the bytes read, to
-//     net/http for good. Server's doc states the contract: which requests
-//     the fast path takes, which of net/http's guarantees it keeps;
+//     another request goes, with the connection and the bytes read, to
+//     net/http, and the connection comes back once net/http has answered
+//     and waited a second for its next request. Server's doc states the contract:
+//     which requests the fast path takes, which of net/http's guarantees it
+//     keeps;
 //   - the router: /{destination}/mcp, /mcp and POST / for the default
 //     destination, the legacy HTTP+SSE routes (410 Gone), and the
 //     operator's routes (/, /healthz, /version, /metrics, /tools/list,

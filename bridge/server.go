@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -28,12 +29,16 @@ import (
 // the two within the connection's 4 KiB read buffer (maxFastBody). At the
 // first request that is anything else (a GET stream, a large or slow body,
 // a query, chunked, HTTP/1.0, TLS…) it hands the connection, with the
-// bytes it has read, to a net/http server, which serves it from then on
-// exactly as it would have from the start. So every protection net/http
-// and the bridge have for slow, large and odd requests stays where it was,
-// and the fast path only drops net/http's per-request costs: its header
-// parsing, its response buffers and flush, its deadlines, and its
-// background read per request.
+// bytes it has read, to a net/http server, which serves it exactly as it
+// would have from the start. So every protection net/http and the bridge
+// have for slow, large and odd requests stays where it was, and the fast
+// path only drops net/http's per-request costs: its header parsing, its
+// response buffers and flush, its deadlines, and its background read per
+// request. A plain TCP connection net/http has answered and that has
+// waited a second for its next request, with nothing of it read, comes
+// back to the fast path (replayConn): an idle connection holds no net/http buffers (their
+// 8 KiB, and a 4 KiB copy, each idle connection kept after a head too large
+// for the fast path), and its next request is served as from the start.
 //
 // What a handler gets on the fast path, as from net/http:
 //   - a request of its own: its header map, values, URL and body are made
@@ -82,6 +87,9 @@ type Server struct {
 	log     hclog.Logger
 
 	headerTimeout, idleTimeout time.Duration
+	// backAfter is how long a connection net/http answered may wait for
+	// its next request before it comes back to the fast path (replayConn).
+	backAfter time.Duration
 
 	closing atomic.Bool
 	// The sweeper (sweep) ticks while fast-path requests run and starts
@@ -110,10 +118,12 @@ const watchAfter = 100 * time.Millisecond
 
 // NewServer returns a Server for h; log gets what net/http would print.
 func NewServer(h http.Handler, log hclog.Logger) *Server {
-	s := &Server{handler: h, log: log, headerTimeout: 10 * time.Second, idleTimeout: 2 * time.Minute, conns: map[*fastConn]struct{}{},
+	s := &Server{handler: h, log: log, headerTimeout: 10 * time.Second, idleTimeout: 2 * time.Minute, backAfter: time.Second, conns: map[*fastConn]struct{}{},
 		sweepWake: make(chan struct{}, 1), stop: make(chan struct{}), sweepDone: make(chan struct{})}
 	s.std = &http.Server{
-		Handler:           h,
+		Handler:           http.HandlerFunc(s.serveStd),
+		ConnState:         s.stdConnState,
+		ConnContext:       stdConnContext,
 		ReadHeaderTimeout: s.headerTimeout,
 		// Headers are small in MCP; a JWT or two fits many times over.
 		MaxHeaderBytes: 64 << 10,
@@ -173,17 +183,55 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.hand.give(nc)
 			continue
 		}
-		c := &fastConn{s: s, nc: nc}
-		s.mu.Lock()
-		if s.closing.Load() {
-			s.mu.Unlock()
-			nc.Close()
-			continue
-		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
+		s.start(&fastConn{s: s, nc: nc})
+	}
+}
+
+// start serves c on the fast path, on a goroutine of its own (s.wg's),
+// unless the server is closing: then it closes c.
+func (s *Server) start(c *fastConn) {
+	s.mu.Lock()
+	if s.closing.Load() {
 		s.mu.Unlock()
-		go c.serve()
+		c.nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go c.serve()
+}
+
+// serveStd is net/http's handler: the Server's, after a note of the
+// request's method on a connection the fast path handed over (see
+// replayConn).
+func (s *Server) serveStd(w http.ResponseWriter, r *http.Request) {
+	if rc, ok := r.Context().Value(replayKey{}).(*replayConn); ok {
+		rc.lastPost.Store(r.Method == http.MethodPost)
+	}
+	s.handler.ServeHTTP(w, r)
+}
+
+// replayKey is the context key of a handed-over connection's replayConn
+// in net/http's requests.
+type replayKey struct{}
+
+func stdConnContext(ctx context.Context, nc net.Conn) context.Context {
+	if rc, ok := nc.(*replayConn); ok {
+		return context.WithValue(ctx, replayKey{}, rc)
+	}
+	return ctx
+}
+
+// stdConnState tells a handed-over connection whether net/http waits for
+// its next request (see replayConn).
+func (s *Server) stdConnState(nc net.Conn, st http.ConnState) {
+	if rc, ok := nc.(*replayConn); ok {
+		if st == http.StateIdle {
+			rc.wait.Store(waitIdle)
+		} else {
+			rc.wait.Store(waitNone)
+		}
 	}
 }
 
@@ -329,8 +377,11 @@ type fastConn struct {
 	s     *Server
 	nc    net.Conn
 	state atomic.Int32
-	cr    connReader
-	br    connBuf
+	// resumed: the connection comes back from net/http, which answered its
+	// last request (a POST when afterPost).
+	resumed, afterPost bool
+	cr                 connReader
+	br                 connBuf
 
 	remote string
 	// ctx is the connection's requests' base context: it carries the
@@ -378,7 +429,10 @@ func (c *fastConn) serve() {
 	c.br.init(&c.cr)
 	c.remote = c.nc.RemoteAddr().String()
 	c.ctx = context.WithValue(context.WithValue(context.Background(), http.ServerContextKey, c.s.std), http.LocalAddrContextKey, c.nc.LocalAddr())
-	first := true
+	// The first wait is the header timeout's (the idle timeout's for a
+	// connection net/http has served); empty lines are skipped after a POST.
+	first := !c.resumed
+	afterPost := c.afterPost
 	for {
 		// Wait for a request: the header timeout for the first, the idle
 		// timeout between requests (net/http's).
@@ -405,6 +459,10 @@ func (c *fastConn) serve() {
 		if !c.state.CompareAndSwap(connIdle, connActive) {
 			return // closed by Shutdown
 		}
+		if afterPost && !c.skipEmptyLines() {
+			return
+		}
+		afterPost = true // every request served here is a POST
 		head, ok := c.readHead()
 		if !ok {
 			return
@@ -430,6 +488,43 @@ func (c *fastConn) serve() {
 		if !c.serveRequest(&h, fr) {
 			return
 		}
+	}
+}
+
+// maxEmptyLines is how many CR or LF bytes after a POST are skipped
+// before the next request line, as net/http skips them (RFC 9112 §2.2: a
+// client may send a CRLF after a POST body).
+const maxEmptyLines = 4
+
+// skipEmptyLines drops up to maxEmptyLines CR or LF bytes before the next
+// request (every request the fast path served was a POST), as net/http
+// does: it looks at the next four bytes, waiting (within the idle timeout)
+// for them; false when the connection is to close.
+func (c *fastConn) skipEmptyLines() bool {
+	for range maxEmptyLines {
+		b, err := c.br.Peek(1)
+		if err != nil {
+			return false
+		}
+		if b[0] != '\r' && b[0] != '\n' {
+			return true
+		}
+		c.br.Discard(1)
+		if c.br.Buffered() == 0 {
+			// What follows comes within the header timeout, as the rest
+			// of a head (net/http's deadline for these bytes).
+			c.headDeadline()
+		}
+	}
+	return true
+}
+
+// headDeadline moves the read deadline to the header timeout from now,
+// unless it is sooner already.
+func (c *fastConn) headDeadline() {
+	if d := time.Now().Add(c.s.headerTimeout); c.readDeadline.IsZero() || d.Before(c.readDeadline) {
+		c.readDeadline = d
+		_ = c.nc.SetReadDeadline(d)
 	}
 }
 
@@ -459,10 +554,7 @@ func (c *fastConn) readHead() ([]byte, bool) {
 			// The rest of the head within the header timeout (or sooner,
 			// for a connection's first request, whose timeout runs from
 			// its accept).
-			if d := time.Now().Add(c.s.headerTimeout); c.readDeadline.IsZero() || d.Before(c.readDeadline) {
-				c.readDeadline = d
-				_ = c.nc.SetReadDeadline(d)
-			}
+			c.headDeadline()
 			deadlineSet = true
 		}
 		if _, err := c.br.Peek(len(buf) + 1); err != nil {
@@ -477,7 +569,7 @@ func (c *fastConn) readHead() ([]byte, bool) {
 // which owns it from then on.
 func (c *fastConn) handOff() {
 	buf := c.br.bytes()
-	rc := &replayConn{Conn: c.nc, pending: append([]byte(nil), buf...)}
+	rc := &replayConn{Conn: c.nc, s: c.s, pending: append([]byte(nil), buf...)}
 	if c.cr.hasPending {
 		// A byte a watch read comes after what the buffer holds (the
 		// buffer's next fill normally takes it before a head is parsed).
@@ -532,11 +624,15 @@ func (c *fastConn) serveRequest(h *fastHead, fr *fastRequest) bool {
 		c.br.Discard(int(fr.body.n))
 		fr.body.n = 0
 	}
-	if !keep || c.cr.gone.Load() {
+	if !keep {
 		w.release()
-		return false // a panic, or the client went
+		return false // a panic
 	}
-	return w.finish() && !w.closeAfter && !c.s.closing.Load()
+	// A client whose watch read its end (EOF, or an error) still gets the
+	// answer, as from net/http: an EOF may be a half-close (CloseWrite)
+	// after the request, whose client waits for the answer. The connection
+	// then closes: nothing more can come from it.
+	return w.finish() && !w.closeAfter && !c.s.closing.Load() && !c.cr.gone.Load()
 }
 
 // request makes the handler's request for the head h, with its body, in
@@ -698,9 +794,45 @@ func (b *fastBody) Close() error {
 }
 
 // replayConn is a connection handed to net/http: it reads first what the
-// fast path had read.
+// fast path had read. When net/http has answered a request and waits for
+// the next one with nothing of it buffered, for a second (backAfter: a
+// keep-alive client's next request, if it follows at once, net/http
+// serves), the connection goes back to the fast path: that read gets
+// io.EOF, on which net/http gives its buffers back to its pools and closes
+// the connection, and that close serves the socket on the fast path again
+// instead (Close). A hijacked connection (a
+// GET stream) never goes idle: its handler's Close closes it.
+//
+// Which read that is follows net/http's keep-alive loop (Go 1.26's
+// conn.serve): it reports the connection idle (ConnState), sets the idle
+// read deadline, waits for the next request's first bytes (bufr.Peek(4)),
+// then sets the header deadline and reads the request. A read between
+// those two deadlines of a whole bufio buffer (stdBufSize) is the wait
+// with nothing buffered; a shorter one, or none (four bytes buffered
+// already), means bytes of the next request are in net/http's buffer: it
+// serves it, and no read of that request is taken for the wait.
 type replayConn struct {
 	net.Conn
+	s *Server
+	// wait is where net/http is in its wait for the next request: waitNone,
+	// waitIdle (reported idle), waitPeek (the idle deadline set: its next
+	// read is the wait's). Set by net/http's hook and its calls on the
+	// connection, from its goroutine for the connection.
+	wait atomic.Int32
+	// lastPost: the last request net/http served was a POST (its handler).
+	lastPost atomic.Bool
+	// deadline is the read deadline net/http last set (its goroutine's).
+	deadline time.Time
+	// back: a read returned the EOF that sends the connection back, so
+	// Close serves it on the fast path; closed: Close ran (net/http's
+	// goroutine for the connection, or its Shutdown's, may close it).
+	back, closed atomic.Bool
+	// pending is what is left to replay, a copy of the fast path's buffer
+	// (up to 4 KiB) owned by net/http's goroutine for the connection (its
+	// reads). Once replayed it is dropped: an empty slice of it would keep
+	// the whole copy for the connection's life (4 KiB for each idle
+	// keep-alive connection whose first head was too large for the fast
+	// path).
 	pending []byte
 }
 
@@ -708,9 +840,74 @@ func (c *replayConn) Read(p []byte) (int, error) {
 	if len(c.pending) > 0 {
 		n := copy(p, c.pending)
 		c.pending = c.pending[n:]
+		if len(c.pending) == 0 {
+			c.pending = nil
+		}
 		return n, nil
 	}
+	if c.wait.Swap(waitNone) == waitPeek && len(p) == stdBufSize && !c.s.closing.Load() {
+		return c.readOrBack(p)
+	}
 	return c.Conn.Read(p)
+}
+
+// readOrBack is net/http's wait for the next request, with nothing of it
+// buffered: a keep-alive client's next request often follows at once (a
+// client of GETs, of large POSTs), and net/http serves it; a connection
+// that waits for s.backAfter comes back to the fast path (io.EOF).
+func (c *replayConn) readOrBack(p []byte) (int, error) {
+	idleDeadline := c.deadline
+	if d := time.Now().Add(c.s.backAfter); idleDeadline.IsZero() || d.Before(idleDeadline) {
+		_ = c.Conn.SetReadDeadline(d)
+		n, err := c.Conn.Read(p)
+		if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) && !c.s.closing.Load() {
+			c.back.Store(true)
+			return 0, io.EOF
+		}
+		_ = c.Conn.SetReadDeadline(idleDeadline)
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
+	return c.Conn.Read(p)
+}
+
+// Where net/http is in its wait for the next request (replayConn.wait).
+const (
+	waitNone int32 = iota
+	waitIdle
+	waitPeek
+)
+
+// SetReadDeadline sets the connection's, and follows net/http's wait: the
+// first after it reports the connection idle is the idle deadline (the
+// wait's read comes next), the second the header deadline (the wait is
+// over).
+func (c *replayConn) SetReadDeadline(t time.Time) error {
+	if c.wait.CompareAndSwap(waitIdle, waitPeek) {
+		c.deadline = t
+	} else {
+		c.wait.Store(waitNone)
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// stdBufSize is the size of net/http's connection read buffer: a read of
+// it all means the buffer holds nothing.
+const stdBufSize = 4 << 10
+
+// Close closes the connection, or, after the read that sends it back,
+// serves it on the fast path again (unless the server is closing).
+func (c *replayConn) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return net.ErrClosed
+	}
+	if c.back.Load() {
+		_ = c.Conn.SetReadDeadline(time.Time{})
+		c.s.start(&fastConn{s: c.s, nc: c.Conn, resumed: true, afterPost: c.lastPost.Load()})
+		return nil
+	}
+	return c.Conn.Close()
 }
 
 // handoff is the listener net/http serves: it accepts the connections the

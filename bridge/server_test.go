@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -778,5 +779,373 @@ func TestServerBodyLimit(t *testing.T) {
 				t.Errorf("served by the fast path: %v, want %v", got, tc.fast)
 			}
 		})
+	}
+}
+
+// stdServer serves h with net/http alone on a loopback port until the test
+// ends: the reference the fast path is held to.
+func stdServer(t testing.TB, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close(); <-done })
+	return ln.Addr().String()
+}
+
+// TestServerHalfClose: a client that sends its request and then closes
+// its side for writing (CloseWrite) gets its answer, as from net/http —
+// even when the request runs long enough to be watched, which reads the
+// client's EOF (and, as net/http's background read, cancels the request's
+// context).
+func TestServerHalfClose(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/slow" {
+			// Until the EOF is seen (the context ends), or long past the
+			// watch's start.
+			select {
+			case <-r.Context().Done():
+			case <-time.After(20 * watchAfter):
+			}
+		}
+		w.Write([]byte("answer"))
+	})
+	_, fast := startTestServer(t, h)
+	std := stdServer(t, h)
+	for _, path := range []string{"/quick", "/slow"} {
+		for _, srv := range []struct{ name, addr string }{{"net/http", std}, {"fast path", fast}} {
+			c := dial(t, srv.addr)
+			io.WriteString(c, post(path, "{}"))
+			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Errorf("%s, %s: no answer after the client's half-close: %v", srv.name, path, err)
+				continue
+			}
+			if got := bodyOf(t, resp); resp.StatusCode != 200 || got != "answer" {
+				t.Errorf("%s, %s: %d %q, want 200 \"answer\"", srv.name, path, resp.StatusCode, got)
+			}
+		}
+	}
+}
+
+// TestServerEmptyLinesAfterPost: after a POST, net/http skips up to four
+// CR or LF bytes before the next request line (RFC 9112 §2.2: a client may
+// send a CRLF after a POST body); the fast path does the same, and a fifth
+// gets the same 400 as from net/http.
+func TestServerEmptyLinesAfterPost(t *testing.T) {
+	rec := &served{}
+	h := echoHandler(rec)
+	_, fast := startTestServer(t, h)
+	std := stdServer(t, h)
+	// statuses writes raw to a new connection and reads answers until the
+	// connection closes.
+	statuses := func(addr, raw string) []int {
+		c := dial(t, addr)
+		io.WriteString(c, raw)
+		br := bufio.NewReader(c)
+		var got []int
+		for {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				return got
+			}
+			io.Copy(io.Discard, resp.Body)
+			got = append(got, resp.StatusCode)
+			if resp.Close {
+				return got
+			}
+		}
+	}
+	p := post("/mcp", `{"a":1}`)
+	for _, tc := range []struct {
+		name string
+		raw  string
+		want []int
+	}{
+		{"CRLF", p + "\r\n" + p + p, []int{200, 200, 200}},
+		{"LF", p + "\n" + p, []int{200, 200}},
+		{"two CRLF", p + "\r\n\r\n" + p, []int{200, 200}},
+		{"five bytes", p + "\r\n\r\n\n" + p, []int{200, 400}},
+		{"CRLF first", "\r\n" + p, []int{400}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, srv := range []struct{ name, addr string }{{"net/http", std}, {"fast path", fast}} {
+				if got := statuses(srv.addr, tc.raw+"GET /close HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"); !reflect.DeepEqual(got[:min(len(got), len(tc.want))], tc.want) {
+					t.Errorf("%s answered %v, want %v first", srv.name, got, tc.want)
+				}
+			}
+		})
+	}
+	// The same when the CRLF comes on its own, after the answer: after a
+	// POST the fast path served, and after one net/http served (a query),
+	// whose connection came back to the fast path idle.
+	rec2 := &served{}
+	_, fast2 := startTestServer(t, echoHandler(rec2))
+	for _, p := range []string{p, post("/mcp?q", `{"a":1}`)} {
+		c := dial(t, fast2)
+		br := bufio.NewReader(c)
+		for i := range 3 {
+			io.WriteString(c, p)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("%q, request %d: %v", p[:12], i+1, err)
+			}
+			if got := bodyOf(t, resp); resp.StatusCode != 200 || got != `{"a":1}` {
+				t.Fatalf("%q, request %d: %d %q", p[:12], i+1, resp.StatusCode, got)
+			}
+			io.WriteString(c, "\r\n")
+		}
+	}
+	if got := rec2.get(); !reflect.DeepEqual(got, []bool{true, true, true, false, false, false}) {
+		t.Errorf("served by the fast path: %v, want the three plain POSTs (not those with a query)", got)
+	}
+	// After a GET net/http skips nothing: neither does a connection back
+	// from it.
+	for _, srv := range []struct{ name, addr string }{{"net/http", std}, {"fast path", fast}} {
+		c := dial(t, srv.addr)
+		br := bufio.NewReader(c)
+		var got []int
+		for _, req := range []string{"GET /g HTTP/1.1\r\nHost: a\r\n\r\n", "\r\n" + p} {
+			io.WriteString(c, req)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				break
+			}
+			io.Copy(io.Discard, resp.Body)
+			got = append(got, resp.StatusCode)
+		}
+		if want := []int{200, 400}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: GET, then CRLF and a POST: %v, want %v", srv.name, got, want)
+		}
+	}
+}
+
+// FuzzBetweenRequests holds the fast path to net/http on what may come
+// between two POSTs on a connection (empty lines, spaces, stray bytes):
+// the same answers, in the same order, until the connection closes.
+func FuzzBetweenRequests(f *testing.F) {
+	for _, seed := range []string{"", "\r\n", "\n", "\r\n\r\n", "\r\n\r\n\r\n", "\r", " \r\n", "\r\nX", "\n\n\n\n\n"} {
+		f.Add([]byte(seed))
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Write([]byte(r.Method))
+	})
+	_, fast := startTestServer(f, h)
+	std := stdServer(f, h)
+	p := post("/mcp", `{"a":1}`)
+	f.Fuzz(func(t *testing.T, between []byte) {
+		if len(between) > 8 {
+			return
+		}
+		for _, b := range between {
+			if !strings.ContainsRune("\r\n \tX", rune(b)) {
+				return
+			}
+		}
+		raw := p + string(between) + p + "GET /close HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+		answers := func(addr string) []string {
+			c := dial(t, addr)
+			io.WriteString(c, raw)
+			br := bufio.NewReader(c)
+			var got []string
+			for {
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					return got
+				}
+				b, _ := io.ReadAll(resp.Body)
+				got = append(got, fmt.Sprintf("%d %s", resp.StatusCode, b))
+				if resp.Close {
+					return got
+				}
+			}
+		}
+		if f, s := answers(fast), answers(std); !reflect.DeepEqual(f, s) {
+			t.Fatalf("%q between two POSTs: the fast path answers %q, net/http %q", between, f, s)
+		}
+	})
+}
+
+// TestServerIdleHoldsNoRequest: a connection waiting for its next request
+// keeps nothing of the last one: many idle keep-alive connections after
+// header-heavy requests cost what they cost after light ones — on the fast
+// path (a head of 200 fields that fits its buffer), and after a head too
+// large for it went, with the bytes read, to net/http (whose idle
+// connections hold their own buffers either way).
+func TestServerIdleHoldsNoRequest(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "2")
+		w.Write([]byte("ok"))
+	})
+	srv, addr := startTestServer(t, h)
+	const conns = 200
+	open := 0 // connections open
+	fields := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "X-F%04d: v\r\n", i)
+		}
+		return b.String()
+	}
+	if n := len(post("/mcp", "{}", fields(200))); n > connBufSize {
+		t.Fatalf("the fast path's header-heavy request (%d bytes) would not take the fast path", n)
+	}
+	var buf [1024]byte
+	// idle opens conns connections, sends req on each and reads its
+	// answer; then they are idle (those net/http answered back on the fast
+	// path, after its backAfter), and the heap is measured (with req empty,
+	// only measured).
+	idle := func(req string) uint64 {
+		for i := 0; i < conns && req != ""; i++ {
+			open++
+			c := dial(t, addr)
+			io.WriteString(c, req)
+			n := 0
+			for !bytes.HasSuffix(buf[:n], []byte("\r\n\r\nok")) {
+				m, err := c.Read(buf[n:])
+				if err != nil {
+					t.Fatalf("reading the answer: %v (%q)", err, buf[:n])
+				}
+				n += m
+			}
+		}
+		waitFast(t, srv, open)
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	idle(post("/mcp", "{}")) // the pools, goroutines and test's structures warm
+	fastLight := int64(-1)
+	for _, tc := range []struct{ name, light, heavy string }{
+		{"fast path", post("/mcp", "{}"), post("/mcp", "{}", fields(200))},
+		// A query sends a light request to net/http; 2,000 fields (24 KiB) a heavy one.
+		{"handed to net/http", post("/mcp?q", "{}"), post("/mcp", "{}", fields(2000))},
+	} {
+		before := idle("")
+		light := idle(tc.light)
+		heavy := idle(tc.heavy)
+		lightConn, heavyConn := (int64(light)-int64(before))/conns, (int64(heavy)-int64(light))/conns
+		t.Logf("%s: an idle connection holds %d bytes after a light request, %d after a header-heavy one", tc.name, lightConn, heavyConn)
+		if heavyConn-lightConn > 1<<10 {
+			t.Errorf("%s: an idle connection holds %d bytes more after a header-heavy request than after a light one; want under 1 KiB", tc.name, heavyConn-lightConn)
+		}
+		if fastLight < 0 {
+			fastLight = lightConn
+		} else if lightConn-fastLight > 1<<10 {
+			// net/http's buffers (8 KiB) went back to its pools, with the
+			// connection to the fast path.
+			t.Errorf("%s: an idle connection net/http answered holds %d bytes more than one the fast path answered; want under 1 KiB", tc.name, lightConn-fastLight)
+		}
+	}
+}
+
+// TestServerBackFromNetHTTP: a connection net/http answered comes back to
+// the fast path only when nothing of its next request has been read; a
+// next request begun in the same segment as the last (pipelined, its head
+// cut at a line's end or not, or one byte of it) is read on by net/http,
+// whatever comes later.
+func TestServerBackFromNetHTTP(t *testing.T) {
+	rec := &served{}
+	_, addr := startTestServer(t, echoHandler(rec))
+	viaStd := post("/mcp?q", `{"n":1}`)
+	next := post("/mcp", `{"n":2}`)
+	for _, cut := range []int{1, 3, 4, strings.Index(next, "\r\n") + 2, strings.Index(next, "Content-Type"), len(next) - 3} {
+		c := dial(t, addr)
+		br := bufio.NewReader(c)
+		io.WriteString(c, viaStd+next[:cut])
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("cut %d: first answer: %v", cut, err)
+		}
+		if got := bodyOf(t, resp); got != `{"n":1}` {
+			t.Fatalf("cut %d: first answer %q", cut, got)
+		}
+		time.Sleep(20 * time.Millisecond) // net/http waits, with part of the next request read
+		io.WriteString(c, next[cut:])
+		resp, err = http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("cut %d: the next request, begun with the first and ended later, got no answer: %v", cut, err)
+		}
+		if got := bodyOf(t, resp); resp.StatusCode != 200 || got != `{"n":2}` {
+			t.Errorf("cut %d: the next request got %d %q", cut, resp.StatusCode, got)
+		}
+		c.Close()
+	}
+	// Nothing of the next request read: a next request that follows at
+	// once net/http serves; once the connection waited for backAfter, it
+	// is back on the fast path, which serves the next POST.
+	rec = &served{}
+	srv, addr := startTestServer(t, echoHandler(rec))
+	c := dial(t, addr)
+	br := bufio.NewReader(c)
+	for i, req := range []string{viaStd, viaStd, next} {
+		if i == 2 {
+			waitFast(t, srv, 1)
+		}
+		io.WriteString(c, req)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+	}
+	if got := rec.get(); !reflect.DeepEqual(got, []bool{false, false, true}) {
+		t.Errorf("served by the fast path: %v, want [false false true] (the connection back from net/http)", got)
+	}
+	// Back from net/http, the connection skips empty lines after a POST
+	// net/http served, and not after a GET, as net/http would have.
+	for _, tc := range []struct {
+		first string
+		want  int
+	}{{viaStd, 200}, {"GET /g HTTP/1.1\r\nHost: a\r\n\r\n", 400}} {
+		srv, addr := startTestServer(t, echoHandler(&served{}))
+		c := dial(t, addr)
+		br := bufio.NewReader(c)
+		var got []int
+		for i, req := range []string{tc.first, "\r\n" + next} {
+			if i == 1 {
+				waitFast(t, srv, 1)
+			}
+			io.WriteString(c, req)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			got = append(got, resp.StatusCode)
+		}
+		if got[1] != tc.want {
+			t.Errorf("%q, back on the fast path, then CRLF and a POST: %v, want %d last", tc.first[:10], got, tc.want)
+		}
+	}
+}
+
+// waitFast waits until s serves n connections on the fast path (those
+// net/http answered come back after backAfter).
+func waitFast(t testing.TB, s *Server, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		got := len(s.conns)
+		s.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections on the fast path after 10 s, want %d", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -121,6 +121,7 @@ func (o *Options) setDefaults() {
 // subscriptions/listen streams), and each principal's listen streams.
 type Limits struct {
 	bodies  budget
+	dropped dropped // body buffers dropped since the last collection
 	streams budget
 	// MaxStreams is the streams' cap, for messages.
 	MaxStreams int
@@ -170,6 +171,7 @@ func (l *Limits) giveListen(p Principal) {
 func NewLimits(maxBodyMemory, maxBody int64, maxStreams int) *Limits {
 	l := &Limits{MaxStreams: maxStreams}
 	l.bodies.max = max(maxBodyMemory, maxBody+1)
+	l.dropped.threshold = l.bodies.max / 8
 	l.streams.max = int64(maxStreams)
 	return l
 }
