@@ -87,11 +87,22 @@ func fakeDestinations(t testing.TB, modes map[string]string) string {
 // "    interactive: [sample]\n").
 func fakeDestinationsWith(t testing.TB, modes map[string]string, keys string) string {
 	t.Helper()
+	each := map[string]string{}
+	for name := range modes {
+		each[name] = keys
+	}
+	return destinationsFile(t, modes, each)
+}
+
+// destinationsFile writes a destinations file of fake children: name →
+// mode, with extra keys (YAML lines of a destination's keys) per name.
+func destinationsFile(t testing.TB, modes map[string]string, keys map[string]string) string {
+	t.Helper()
 	var b strings.Builder
 	b.WriteString("destinations:\n")
 	for name, mode := range modes {
 		command, args, env := fakemcp.Command(mode)
-		fmt.Fprintf(&b, "  %s:\n    command: %s\n    args: [%s]\n%s    env:\n", name, strconv.Quote(command), strconv.Quote(args[0]), keys)
+		fmt.Fprintf(&b, "  %s:\n    command: %s\n    args: [%s]\n%s    env:\n", name, strconv.Quote(command), strconv.Quote(args[0]), keys[name])
 		for k, v := range env {
 			fmt.Fprintf(&b, "      %s: %s\n", k, strconv.Quote(v))
 		}

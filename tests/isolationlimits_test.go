@@ -1,12 +1,8 @@
 package tests
 
 import (
-	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,26 +10,6 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
-
-// destinationsFile writes a destinations file of fake children: name →
-// mode, with extra keys (YAML lines of a destination's keys) per name.
-func destinationsFile(t testing.TB, modes map[string]string, keys map[string]string) string {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString("destinations:\n")
-	for name, mode := range modes {
-		command, args, env := fakemcp.Command(mode)
-		fmt.Fprintf(&b, "  %s:\n    command: %s\n    args: [%s]\n%s    env:\n", name, strconv.Quote(command), strconv.Quote(args[0]), keys[name])
-		for k, v := range env {
-			fmt.Fprintf(&b, "      %s: %s\n", k, strconv.Quote(v))
-		}
-	}
-	path := filepath.Join(t.TempDir(), "destinations.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // TestIsolatedChildrenStayWithinTheCap: on an 'isolation: session'
 // destination whose server is slow to stop, clients that initialize in a
