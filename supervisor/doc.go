@@ -20,6 +20,13 @@
 //   - the child's environment: the bridge's own, minus the bridge's
 //     settings and secrets (ChildEnviron).
 //
+// What differs by platform lives in one file per platform and concern,
+// under one contract each: spawn_*.go (the process group, and how a reaper
+// learns of the bridge's death: Linux's parent-death signal, macOS's
+// kqueue) and proc_*.go (process look-ups for the records and the reaper:
+// /proc, sysctl kern.proc; the platform's state directory). Windows is not
+// built yet.
+//
 // It never reads the JSON-RPC inside a line and knows nothing of sessions
 // or HTTP: its user (package dispatch) does the handshake in Ready and
 // routes the lines.

@@ -173,13 +173,10 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 	}
 	cmd.Env = childEnv(d, ChildEnviron(base, specVars))
 	// Own process group so the whole tree (npx → node, sh -c → …) can be
-	// signalled at once. Without a reaper, Pdeathsig takes the leader down
-	// if the bridge dies without running its shutdown; a reaper catches its
-	// parent-death signal and takes the whole group down.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if report != nil {
-		cmd.SysProcAttr.Pdeathsig = reaperDeathSignal
-	}
+	// signalled at once. A reaper notices the bridge's death (spawn_*.go:
+	// a parent-death signal on Linux, kqueue on macOS) and takes the
+	// whole group down; on Linux a child without one gets SIGKILL.
+	cmd.SysProcAttr = groupAttr(report != nil)
 	cmd.WaitDelay = opts.StopGrace
 
 	var files []*os.File

@@ -21,7 +21,9 @@ import (
 // re-executed in a hidden mode, which leads the child's process group, asks
 // for a parent-death signal it can catch (SIGUSR2), starts the real command
 // as its child with the bridge's pipes as its stdio (the reaper is not in the
-// data path), tells the bridge the command's pid, and:
+// data path), tells the bridge the command's pid, and (where the platform
+// has no parent-death signal, macOS, it watches its parent's exit instead:
+// spawn_darwin.go):
 //   - when the command exits, exits the same way (exit code N, or the same
 //     signal), so the bridge sees the command's status; the bridge then kills
 //     what is left of the group, as without a reaper;
@@ -80,6 +82,8 @@ func reap(path string, argv []string) int {
 	report.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	died := make(chan struct{}) // the bridge is gone (spawn_*.go)
+	watchParent(died)
 	for {
 		select {
 		case sig := <-signals:
@@ -87,6 +91,8 @@ func reap(path string, argv []string) int {
 				// The bridge is gone: so is everything it started.
 				_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
 			}
+		case <-died:
+			_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
 		case <-exited:
 			// What the command left in the group goes with it. The
 			// bridge does this too once the reaper has exited, but the
@@ -110,10 +116,8 @@ func reap(path string, argv []string) int {
 // killGroupButSelf kills every other process of the reaper's group.
 func killGroupButSelf() {
 	self, group := os.Getpid(), syscall.Getpgrp()
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
+	for _, pid := range allPIDs() {
+		if pid == self {
 			continue
 		}
 		if st, ok := procStat(pid); ok && st.pgrp == group {

@@ -125,12 +125,7 @@ func groupMembers(rec record) []int {
 		return nil
 	}
 	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range allPIDs() {
 		st, ok := procStat(pid)
 		if ok && st.pgrp == rec.PGID && st.sid == rec.SID && st.start >= rec.LeaderStart && st.state != 'Z' {
 			out = append(out, pid)
@@ -139,58 +134,36 @@ func groupMembers(rec record) []int {
 	return out
 }
 
-// stat is what /proc/PID/stat says of a process.
+// stat is what the system says of a process (proc_linux.go: /proc/PID/stat;
+// proc_darwin.go: sysctl kern.proc.pid).
 type stat struct {
-	state byte
+	state byte // 'Z': a zombie
 	pgrp  int
 	sid   int
-	start uint64 // clock ticks after boot
+	// start is when the process started, in a unit of the platform's
+	// (Linux: clock ticks after boot; macOS: microseconds since the
+	// epoch): compared only with other starts of the same boot.
+	start uint64
 }
 
-func procStat(pid int) (stat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return stat{}, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return stat{}, false
-	}
-	// After "pid (comm) ": state(3) ppid(4) pgrp(5) session(6) … starttime(22).
-	f := strings.Fields(s[i+2:])
-	if len(f) < 20 {
-		return stat{}, false
-	}
-	var st stat
-	st.state = f[0][0]
-	st.pgrp, _ = strconv.Atoi(f[2])
-	st.sid, _ = strconv.Atoi(f[3])
-	st.start, _ = strconv.ParseUint(f[19], 10, 64)
-	return st, true
-}
-
-func bootID() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
+// The platform files hold, each under one contract:
+//
+//	procStat(pid) (stat, bool)  what the system says of process pid (false: no such process)
+//	allPIDs() []int             the pids of every process running
+//	bootID() string             a name of the current boot ("" when unknown)
+//	stateHome(getenv, home)     the platform's place for a user's state
 
 // DefaultStateDir is where the bridge keeps its state when -state-dir is
-// not given: $XDG_STATE_HOME/stelae-bridge, else
-// ~/.local/state/stelae-bridge, else (no home) a directory of the user's in
-// the temporary directory.
+// not given: the platform's place for a user's state (Linux:
+// $XDG_STATE_HOME/stelae-bridge, else ~/.local/state/stelae-bridge; macOS:
+// ~/Library/Application Support/stelae-bridge), else (no home) a directory
+// of the user's in the temporary directory.
 func DefaultStateDir(getenv func(string) string) (string, error) {
-	if x := getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
-		return filepath.Join(x, "stelae-bridge"), nil
-	}
 	home := getenv("HOME")
-	if home == "" || !filepath.IsAbs(home) {
-		// No home (a bare service): the records matter only until the
-		// next boot, so the temporary directory serves.
-		return filepath.Join(os.TempDir(), "stelae-bridge-"+strconv.Itoa(os.Getuid())), nil
+	if dir := stateHome(getenv, home); dir != "" {
+		return filepath.Join(dir, "stelae-bridge"), nil
 	}
-	return filepath.Join(home, ".local", "state", "stelae-bridge"), nil
+	// No home (a bare service): the records matter only until the next
+	// boot, so the temporary directory serves.
+	return filepath.Join(os.TempDir(), "stelae-bridge-"+strconv.Itoa(os.Getuid())), nil
 }

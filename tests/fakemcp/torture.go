@@ -14,7 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 )
 
 // The torture child: the stdio server of the cross-user torture test
@@ -500,13 +499,4 @@ func tortureSequential() {
 			return
 		}
 	}
-}
-
-// stdinWaiting is how many bytes wait in stdin's pipe (FIONREAD).
-func stdinWaiting() int {
-	var n int32
-	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, 0, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n))); errno != 0 {
-		return 0
-	}
-	return int(n)
 }
