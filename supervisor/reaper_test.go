@@ -1,9 +1,13 @@
 package supervisor
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +17,16 @@ import (
 func TestMain(m *testing.M) {
 	// This test binary is also the reaper of the children it starts.
 	RunReaperIfAsked()
+	if marker := os.Getenv("STELAE_TEST_WATCH_PARENT"); marker != "" {
+		// TestParentWatchByPolling's watcher: says it watches, and
+		// writes marker once its parent is gone.
+		died := make(chan struct{})
+		watchParentByPolling(os.Getppid(), died)
+		fmt.Println("watching")
+		<-died
+		_ = os.WriteFile(marker, []byte("parent gone"), 0o600)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
@@ -118,5 +132,47 @@ func BenchmarkStart(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestParentWatchByPolling: the parent watch a reaper falls back to where
+// the platform's own cannot be set up (macOS, spawn_darwin.go) notices its
+// parent's death: a watcher started by a shell that is then killed
+// outright writes its marker within seconds.
+func TestParentWatchByPolling(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "gone")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := exec.Command("sh", "-c", `"$0" -test.run '^$' & wait`, exe)
+	sh.Env = append(os.Environ(), "STELAE_TEST_WATCH_PARENT="+marker)
+	out, err := sh.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The watcher ends once its parent is gone: killing the shell ends
+	// both, whatever happens below.
+	t.Cleanup(func() { _ = sh.Process.Kill(); _ = sh.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "watching" {
+		t.Fatalf("the watcher said %q, %v", line, err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the watcher saw its parent gone while it lived")
+	}
+	_ = sh.Process.Kill()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher did not notice its parent's death within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
