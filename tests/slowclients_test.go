@@ -405,16 +405,20 @@ func TestCombinedSlowAttack(t *testing.T) {
 			t.Errorf("%s: %d of %d connections were not closed by the bridge, or their writers still blocked, %s after they opened", cl.name, late[cl.name], cl.n, cl.bound)
 		}
 	}
-	// The Go heap: what it held at rest, the body budget, and each hostile
-	// connection's own (net/http's connection and buffers, its request and
-	// the POST's state: 20 KiB measured, 24 allowed), with 8 MiB of slack.
-	// Before the bridge collected dropped body buffers it peaked at 60–69
-	// MiB (over a rest of 2), after at 39–42.
-	heapLimit := int64(baseHeap) + budget + 640*24<<10 + 8<<20
+	// The Go heap: what it held at rest, twice the body budget (the bodies
+	// held, and the dropped ones not yet collected: on a busy machine the
+	// collection they start lags), and each hostile connection's own
+	// (net/http's connection and buffers, its request and the POST's
+	// state: 20 KiB measured, 24 allowed), with 8 MiB of slack. Measured:
+	// 39–42 MiB on a quiet machine, 55 with two CPU hogs; before the
+	// bridge collected dropped body buffers, 60–69 MiB on a quiet one.
+	// That the collection runs is TestDroppedBodiesCollect's to hold; this
+	// bound holds the heap to the budget's order whatever the load.
+	heapLimit := int64(baseHeap) + 2*budget + 640*24<<10 + 8<<20
 	t.Logf("bridge heap in use %d MiB at rest, peak %d MiB (bodies held at most %d MiB of the %d MiB budget); RSS %d MiB at rest, peak %d MiB; fds %d at rest, peak %d",
 		int64(baseHeap)>>20, peakHeap.Load()>>20, peakBodies.Load()>>20, budget>>20, baseRSS>>20, peakRSS.Load()>>20, baseFDs, peakFDs.Load())
 	if peakHeap.Load() > heapLimit {
-		t.Errorf("the bridge's Go heap in use peaked at %d MiB; want at most %d MiB (at rest, the %d MiB body budget, 24 KiB per connection, 8 MiB)", peakHeap.Load()>>20, heapLimit>>20, budget>>20)
+		t.Errorf("the bridge's Go heap in use peaked at %d MiB; want at most %d MiB (at rest, twice the %d MiB body budget, 24 KiB per connection, 8 MiB)", peakHeap.Load()>>20, heapLimit>>20, budget>>20)
 	}
 	if limit := baseRSS + 2*heapLimit; peakRSS.Load() > limit {
 		t.Errorf("bridge RSS peaked at %d MiB; want under %d MiB", peakRSS.Load()>>20, limit>>20)
