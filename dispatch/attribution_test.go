@@ -550,3 +550,55 @@ func TestAbandonedParkedCallHoldsNewCalls(t *testing.T) {
 		t.Errorf("turns %+v; want no parked call left", st)
 	}
 }
+
+// TestTwoParkedCallsResume: two parked calls whose retries come at once
+// while another call runs take their turns back one after the other (each
+// waited for the other's place among those resuming, until both timed out
+// and were abandoned).
+func TestTwoParkedCallsResume(t *testing.T) {
+	w := newWired(t, Options{Interactive: true})
+	w.d.grace = 50 * time.Millisecond // b's call waits that long behind a's park
+	a, b := &testSession{id: "a"}, &testSession{id: "b"}
+	c := w.attach(t, a, samplingCaps)
+	w.d.Attach(b, json.RawMessage(`{"capabilities":`+samplingCaps+`}`))
+	askA, upA := beginTool(t, w, c, a, "1", "ask", 10*time.Second)
+	askA.Park()
+	askB, upB := beginTool(t, w, c, b, "1", "ask", 10*time.Second)
+	askB.Park()
+	// A third call runs meanwhile: both retries come while it does.
+	echo, upEcho := beginTool(t, w, c, b, "2", "echo", 10*time.Second)
+	resumed := make(chan *Call, 2)
+	for _, call := range []*Call{askA, askB} {
+		go func() {
+			if call.Unpark() {
+				resumed <- call
+			} else {
+				resumed <- nil
+			}
+		}()
+	}
+	waitUntil(t, "both retries waiting", func() bool { return w.turnsState().aloneWaiting == 2 })
+	c.emit(`{"jsonrpc":"2.0","id":` + upEcho + `,"result":{}}`)
+	nextEvent(t, echo)
+	echo.Release()
+	for range 2 {
+		var first *Call
+		select {
+		case first = <-resumed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no parked call took its turn back within 5 s")
+		}
+		if first == nil {
+			t.Fatal("a parked call could not take its turn back")
+		}
+		up := upA
+		if first == askB {
+			up = upB
+		}
+		c.emit(`{"jsonrpc":"2.0","id":` + up + `,"result":{}}`)
+		if ev := nextEvent(t, first); !ev.Done || ev.Err != nil {
+			t.Fatalf("the resumed call: %+v", ev)
+		}
+		first.Release()
+	}
+}

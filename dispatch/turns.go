@@ -70,12 +70,14 @@ type turns struct {
 	changed chan struct{}
 }
 
-// take takes a turn of kind k, if it is free at now; unheld: for a call
-// that parked calls do not hold back (one resuming, or one that waited for
-// them long enough).
-func (t *turns) take(k turn, now time.Time, unheld bool) bool {
+// take takes a turn of kind k, if it is free at now. A new call that runs
+// alone also waits for the parked calls taking their turns back, and for
+// parked calls until the hold passes (pastHold: it waited long enough); a
+// parked call taking its turn back (resuming) waits only for the turns in
+// use.
+func (t *turns) take(k turn, now time.Time, resuming, pastHold bool) bool {
 	switch {
-	case k == alone && !t.alone && t.together == 0 && t.unparking == 0 && (unheld || !t.held(now)):
+	case k == alone && !t.alone && t.together == 0 && (resuming || t.unparking == 0 && (pastHold || !t.held(now))):
 		t.alone = true
 	case k == together && !t.alone && t.aloneWaiting == 0:
 		t.together++
@@ -152,7 +154,7 @@ func (call *Call) hold(k turn) bool {
 		return true
 	}
 	return call.waitTurn(k == alone, func(t *turns, now time.Time) bool {
-		if !t.take(k, now, !now.Before(call.heldBy)) {
+		if !t.take(k, now, false, !now.Before(call.heldBy)) {
 			return false
 		}
 		call.turn = k
@@ -249,13 +251,12 @@ func (d *Dispatcher) stopWaitingLocked(forAlone bool) {
 // an abandoned park that ends) does not make a new asking call's requests
 // ambiguous, new calls that run alone wait for parked calls up to the
 // abandoned calls' grace after the latest park (and at most a third of
-// their own timeout); past it they go, and
-// their requests are refused while a parked call of another user is
-// still in flight. Unpark takes the
-// turn back (waiting its turn like any call) before the client's answers
-// are written to the child, so what the child sends after them is exact
-// again. Both are for the call's owner (the request that parks it, the one
-// that resumes it).
+// their own timeout); past it they go, and their requests are refused
+// while a parked call of another user is still in flight. Unpark takes
+// the turn back (before new calls that run alone) before the client's
+// answers are written to the child, so what the child sends after them is
+// exact again. Both are for the call's owner (the request that parks it,
+// the one that resumes it).
 func (call *Call) Park() {
 	d := call.d
 	if !d.scheduled() {
@@ -294,13 +295,12 @@ func (call *Call) Unpark() bool {
 		return true
 	}
 	ok := call.waitTurn(k == alone, func(t *turns, now time.Time) bool {
-		t.unparking-- // its own, to take its turn
-		if t.take(k, now, true) {
-			call.turn = k
-			return true
+		if !t.take(k, now, true, true) {
+			return false
 		}
-		t.unparking++
-		return false
+		t.unparking--
+		call.turn = k
+		return true
 	})
 	if ok {
 		return true
