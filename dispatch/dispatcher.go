@@ -235,6 +235,11 @@ type Status struct {
 	// still be working on: until it answers them or abandonGrace passes,
 	// what it sends is not attributed to another user (abandoned.go).
 	Abandoned int
+	// GoesOn: the child answered a call after reading its cancellation
+	// (it does not stop working on cancelled calls); until it exits, an
+	// abandoned call counts until the child answers it, up to strictGrace
+	// (abandoned.go).
+	GoesOn bool
 }
 
 // Status reports the destination's current state.
@@ -248,9 +253,9 @@ func (d *Dispatcher) Status() Status {
 	}
 	d.pmu.Lock()
 	d.expireAbandoned(time.Now())
-	abandoned := len(d.abandoned)
+	abandoned, goesOn := len(d.abandoned), d.goesOn
 	d.pmu.Unlock()
-	return Status{Status: d.sup.Status(), Sessions: n, LogsDropped: d.logsDropped.Load(), Refused: refused, Abandoned: abandoned}
+	return Status{Status: d.sup.Status(), Sessions: n, LogsDropped: d.logsDropped.Load(), Refused: refused, Abandoned: abandoned, GoesOn: goesOn}
 }
 
 // current is the running child, or nil.

@@ -39,11 +39,19 @@ func (d *Dispatcher) attach(s Session, caps clientCaps) {
 
 // Detach removes a session: its in-flight calls end with cause (ErrCanceled
 // when nil) and are cancelled at the child, requests the child sent it are
-// answered with an error, its subscriptions are released, and the child is
-// stopped when no session is left. It can safely be called more than once.
+// answered with an error (saying cause, when given) — written after the
+// cancellations, so that a child that looks, when its request is answered,
+// whether the call was cancelled, sees that it was and stops (else it
+// would finish the call after reading the cancellation, and be taken for a
+// child that goes on with cancelled calls: abandoned.go) — its
+// subscriptions are released, and the child is stopped when no session is
+// left. It can safely be called more than once.
 func (d *Dispatcher) Detach(s Session, cause error) {
+	orphanWhy := "the client session that received this request has ended"
 	if cause == nil {
 		cause = ErrCanceled
+	} else {
+		orphanWhy = cause.Error()
 	}
 	d.mu.Lock()
 	if _, ok := d.sessions[s]; !ok {
@@ -88,7 +96,7 @@ func (d *Dispatcher) Detach(s Session, cause error) {
 		}
 		d.cancelsWritten(c, cancelled...)
 		for _, id := range orphaned {
-			d.writeTo(c, jsonrpc.ErrorResponse(json.RawMessage(id), jsonrpc.CodeInternalError, "the client session that received this request has ended"))
+			d.writeTo(c, jsonrpc.ErrorResponse(json.RawMessage(id), jsonrpc.CodeInternalError, orphanWhy))
 		}
 		for _, uri := range release {
 			d.fireAndForget(c, "resources/unsubscribe", uriParams(uri))

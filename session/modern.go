@@ -439,6 +439,10 @@ type flight struct {
 	// messages the request takes on its stream; -1 takes none (a modern
 	// request takes them only when its _meta names a level).
 	logLevel int
+	// endCause, when set, is why the call is ended before its answer
+	// (end): the child's requests still waiting are answered with it,
+	// after the call's cancellation (dispatch.Dispatcher.Detach).
+	endCause error
 }
 
 // startFlight begins forwarding m, a request of principal's; with
@@ -467,7 +471,7 @@ func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, principal Principal, m *
 // end releases the flight.
 func (f *flight) end() {
 	f.call.Release()
-	f.d.Detach(f.caller, nil)
+	f.d.Detach(f.caller, f.endCause)
 	f.cancel(nil)
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 )
 
@@ -154,15 +155,23 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 	inputs := map[string]json.RawMessage{}
 	keys := map[string]json.RawMessage{}
 	var missing []string
+	// refused are the child's requests this client cannot be asked, with
+	// why: answered at once if the call goes on; if it ends, its end
+	// answers them after the cancellation (flight.endCause).
+	type refusal struct {
+		req []byte
+		why string
+	}
+	var refused []refusal
 	for _, req := range reqs {
 		method := jsonrpc.String(jsonrpc.Member(req, "method"))
 		need, ok := inputMethods[method]
 		if !ok {
-			f.refuse(req, method+" is not a request a "+eraModern+" client can be asked")
+			refused = append(refused, refusal{req, method + " is not a request a " + eraModern + " client can be asked"})
 			continue
 		}
 		if caps[need] == nil {
-			f.refuse(req, "the client did not declare the "+need+" capability")
+			refused = append(refused, refusal{req, "the client did not declare the " + need + " capability"})
 			if !ambientInputs[need] {
 				missing = append(missing, need)
 			}
@@ -176,11 +185,15 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 	}
 	if len(missing) > 0 && len(inputs) == 0 {
 		// Nothing it needs can be asked of this client.
-		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeMissingCapability,
-			"the tool needs client capabilities this request did not declare: "+strings.Join(missing, ", "), map[string]any{"requiredCapabilities": capsObject(missing)})
+		why := "the tool needs client capabilities this request did not declare: " + strings.Join(missing, ", ")
+		f.endCause = fmt.Errorf("%w: %s", dispatch.ErrCanceled, why)
+		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeMissingCapability, why, map[string]any{"requiredCapabilities": capsObject(missing)})
 		return false
 	}
 	if len(inputs) == 0 {
+		for _, rf := range refused {
+			f.refuse(rf.req, rf.why)
+		}
 		return ep.keepDriving(w, r, f, m, rec)
 	}
 	principal := PrincipalFrom(r)
@@ -195,9 +208,8 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 	}
 	ep.mrtr.mu.Unlock()
 	if full || mine {
-		for _, childID := range keys {
-			f.refuse(append(append([]byte(`{"id":`), childID...), '}'), "too many calls are waiting for their clients' input")
-		}
+		// The call ends; its end answers the child's requests.
+		f.endCause = fmt.Errorf("%w: too many calls are waiting for their clients' input", dispatch.ErrCanceled)
 		why := fmt.Sprintf("%d calls of destination %q are waiting for their clients' input, its maximum; try again shortly", maxParked, ep.name)
 		if mine {
 			why = fmt.Sprintf("this client already has %d calls waiting for its input, its maximum: answer or drop those (their requestState) first", maxParkedPerPrincipal)
@@ -209,6 +221,9 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 	// The call outlives this request, whose body's buffer is reused when
 	// it ends: the call keeps copies of what it refers to. While it waits
 	// for the retry, calls that run together may go (dispatch.Call.Park).
+	for _, rf := range refused {
+		f.refuse(rf.req, rf.why) // the call goes on
+	}
 	f.call.Keep()
 	f.call.Park()
 	// The park's own timer (InputWait) bounds the wait, not the request
@@ -264,8 +279,11 @@ func newParkID() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// expire ends a call whose retry did not come: the child's requests get an
-// error, and the call is cancelled.
+// errNoRetry ends a parked call whose retry did not come.
+var errNoRetry = fmt.Errorf("%w: the client did not answer in time", dispatch.ErrCanceled)
+
+// expire ends a call whose retry did not come: the call is cancelled, and
+// then the child's requests get an error (flight.endCause).
 func (ep *Endpoint) expire(id string) {
 	ep.mrtr.mu.Lock()
 	pc := ep.unparkLocked(id)
@@ -273,9 +291,7 @@ func (ep *Endpoint) expire(id string) {
 	if pc == nil {
 		return
 	}
-	for _, childID := range pc.keys {
-		pc.f.refuse(append(append([]byte(`{"id":`), childID...), '}'), "the client did not answer in time")
-	}
+	pc.f.endCause = errNoRetry
 	pc.f.end()
 }
 

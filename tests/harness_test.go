@@ -78,6 +78,8 @@ type bridgeConfig struct {
 	cacheScope string
 	// taskAfter and taskTTL are every destination's 'tasks:'.
 	taskAfter, taskTTL time.Duration
+	// inputWait is every destination's 'input_wait:'.
+	inputWait time.Duration
 	// auth is the top-level 'auth:' block (every destination's);
 	// destAuth replaces it for some destinations.
 	auth     *config.Auth
@@ -138,7 +140,7 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 		}
 		d.Interactive, d.Logs = cfg.interactive, cfg.logs
 		d.CacheTTL, d.CacheScope = cfg.cacheTTL, cfg.cacheScope
-		d.TaskAfter, d.TaskTTL = cfg.taskAfter, cfg.taskTTL
+		d.TaskAfter, d.TaskTTL, d.InputWait = cfg.taskAfter, cfg.taskTTL, cfg.inputWait
 		d.Auth = cfg.auth
 		if a, ok := cfg.destAuth[name]; ok {
 			d.Auth = a

@@ -433,6 +433,53 @@ func TestUnretriedInputDoesNotHoldAnInteractiveDestination(t *testing.T) {
 	}
 }
 
+// TestUnretriedInputCancelsBeforeItRefuses: when a parked call's retry
+// never comes, the child reads the call's cancellation before the error
+// that answers its request, so a careful server — one that, when its
+// request is answered, stops if the call was cancelled by then — stops,
+// and is not taken for a child that goes on with cancelled calls. (Before,
+// the error came first: the careful server finished the call and answered
+// it after the bridge's ping had shown it read the cancellation, the
+// bridge judged that it goes on, and from then on every abandoned call
+// held new calls up to 30 s — the 2026 conformance run's two last
+// scenarios timed out under load.) Also for a call ended because the
+// client lacks a capability the child asks for.
+func TestUnretriedInputCancelsBeforeItRefuses(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{interactive: true, inputWait: 300 * time.Millisecond})
+	url := b.url("fake")
+	waitFor(t, 20*time.Second, "the child to be up", func() bool {
+		return modernCall(t, url, "0", "tools/list", "{"+modernMeta+"}").status == http.StatusOK
+	})
+	stopped := func() int {
+		n := 0
+		for _, e := range b.journal() {
+			if e.kind == "stopped" {
+				n++
+			}
+		}
+		return n
+	}
+	args := `"arguments":{"method":"elicitation/create","params":"{\"message\":\"name?\",\"requestedSchema\":{\"type\":\"object\"}}","careful":true,"work_ms":300}`
+	withCaps := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	for i, tc := range []struct {
+		name, meta string
+		status     int
+	}{
+		{"never retried", withCaps, http.StatusOK},
+		{"capability missing", modernMeta, http.StatusBadRequest},
+	} {
+		r := modernCall(t, url, strconv.Itoa(i+1), "tools/call", `{"name":"ask",`+args+`,`+tc.meta+`}`)
+		if r.status != tc.status {
+			t.Fatalf("%s: %d %s", tc.name, r.status, r.body)
+		}
+		waitFor(t, 10*time.Second, tc.name+": the child to stop the call", func() bool { return stopped() == i+1 })
+		waitFor(t, 10*time.Second, tc.name+": the abandoned call to go", func() bool { return b.status("fake").Abandoned == 0 })
+		if b.status("fake").GoesOn {
+			t.Fatalf("%s: the child that stopped was judged to go on with cancelled calls", tc.name)
+		}
+	}
+}
+
 // TestMRTRRetryReadByOneScanner: a retry is read as the bridge reads every
 // request — member names exactly, each once — so one whose "name" differs
 // from the parked call's, hidden behind a case-variant duplicate that

@@ -352,7 +352,7 @@ type server struct {
 	cancelled   []json.RawMessage
 	subscribes  map[string]int
 	nextID      int
-	waiting     map[string]chan message
+	waiting     map[string]waiter
 	notifsSeen  []string
 	grandchilds []int
 	// initVersions are the protocolVersions of every initialize received.
@@ -366,7 +366,7 @@ type server struct {
 }
 
 func newServer(w io.Writer) *server {
-	return &server{out: bufio.NewWriter(w), subscribes: map[string]int{}, waiting: map[string]chan message{}}
+	return &server{out: bufio.NewWriter(w), subscribes: map[string]int{}, waiting: map[string]waiter{}}
 }
 
 func (s *server) send(v any) {
@@ -409,11 +409,15 @@ func (s *server) handle(m message) {
 	case m.Method == "" && len(m.ID) > 0:
 		// A response to one of our requests.
 		s.mu.Lock()
-		ch := s.waiting[string(m.ID)]
+		w, ok := s.waiting[string(m.ID)]
 		delete(s.waiting, string(m.ID))
+		// Whether the call that asked was cancelled before this answer
+		// came, in the order the bridge wrote them (this loop reads
+		// stdin in order).
+		stopped := w.call != nil && s.cancelledLocked(w.call)
 		s.mu.Unlock()
-		if ch != nil {
-			ch <- m
+		if ok {
+			w.ch <- answer{message: m, stopped: stopped}
 		}
 	case len(m.ID) == 0:
 		if m.Method == "notifications/initialized" && os.Getenv(EnvRootsOnInit) != "" {
@@ -502,15 +506,39 @@ func (s *server) request(m message) {
 type answer struct {
 	message
 	requestID json.RawMessage // the id the server gave its request
+	// stopped: the call that asked (askFor) had been cancelled when the
+	// answer came.
+	stopped bool
+}
+
+// waiter is a request the server sent, waiting for its answer: ch gets
+// it; call is the id of the client call it was sent for (nil: none).
+type waiter struct {
+	ch   chan answer
+	call json.RawMessage
+}
+
+// cancelledLocked reports whether the client cancelled its request id.
+// s.mu must be held.
+func (s *server) cancelledLocked(id json.RawMessage) bool {
+	for _, c := range s.cancelled {
+		if string(c) == string(id) {
+			return true
+		}
+	}
+	return false
 }
 
 // ask sends a request to the client and waits (20 s at most) for its answer.
-func (s *server) ask(method string, params any) answer {
+func (s *server) ask(method string, params any) answer { return s.askFor(nil, method, params) }
+
+// askFor is ask for the client call call.
+func (s *server) askFor(call json.RawMessage, method string, params any) answer {
 	s.mu.Lock()
 	s.nextID++
 	id := json.RawMessage(fmt.Sprintf(`"fake-%d"`, s.nextID))
-	ch := make(chan message, 1)
-	s.waiting[string(id)] = ch
+	ch := make(chan answer, 1)
+	s.waiting[string(id)] = waiter{ch: ch, call: call}
 	s.mu.Unlock()
 	req := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
 	if params != nil {
@@ -519,9 +547,10 @@ func (s *server) ask(method string, params any) answer {
 	s.send(req)
 	select {
 	case r := <-ch:
-		return answer{r, id}
+		r.requestID = id
+		return r
 	case <-time.After(20 * time.Second):
-		return answer{message{Error: json.RawMessage(`{"code":-1,"message":"no answer within 20s"}`)}, id}
+		return answer{message: message{Error: json.RawMessage(`{"code":-1,"message":"no answer within 20s"}`)}, requestID: id}
 	}
 }
 
@@ -639,11 +668,22 @@ func (s *server) call(m message) {
 			journal("asking") // a test can start another call meanwhile
 			time.Sleep(time.Duration(ms) * time.Millisecond)
 		}
+		// With "careful", it stops as a careful server does: when the
+		// answer comes, it looks whether the call was cancelled by then
+		// and if so does not answer; else it finishes its work ("work_ms"
+		// milliseconds) and answers.
 		var params any
 		if p := arg("params"); p != "" {
 			params = json.RawMessage(p)
 		}
-		r := s.ask(arg("method"), params)
+		r := s.askFor(m.ID, arg("method"), params)
+		if careful, _ := p.Arguments["careful"].(bool); careful {
+			if r.stopped {
+				journal("stopped")
+				return
+			}
+			time.Sleep(time.Duration(num("work_ms")) * time.Millisecond)
+		}
 		if p.Meta.ProgressToken != nil {
 			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": 1, "message": "answered"}})
 		}
