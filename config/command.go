@@ -8,17 +8,43 @@ import (
 )
 
 // ResolveCommand finds the program d runs, the way Start does: a command with
-// a slash is taken as a path (relative to d.Cwd when it is relative); a bare
-// name is looked up in the destination's own 'env: PATH' when it sets one,
-// else in pathList (the bridge's PATH). It returns the program's path, or an
-// error that says where it looked and what to do.
+// a path separator is taken as a path (relative to d.Cwd when it is
+// relative); a bare name is looked up in the destination's own 'env: PATH'
+// when it sets one, else in pathList (the bridge's PATH). On Windows a name
+// without an extension is found with the extensions of PATHEXT, as Windows
+// finds it (npx is npx.cmd). It returns the program's path, or an error that
+// says where it looked and what to do.
 func (d *Destination) ResolveCommand(pathList string) (string, error) {
-	if strings.Contains(d.Command, "/") {
+	return platformCommands.resolve(d, pathList)
+}
+
+// CommandIsPath reports whether command names a path (it has a path
+// separator) rather than a program to look up on PATH.
+func CommandIsPath(command string) bool { return platformCommands.isPath(command) }
+
+// commandRules are how a platform finds programs (command_unix.go,
+// command_windows.go hold platformCommands).
+type commandRules struct {
+	// separators are the characters that make a command a path.
+	separators string
+	// exts lists the extensions a program may be named without (nil: a
+	// program is found by its name as written).
+	exts func() []string
+	// runnable reports why the file p, which exists and is no directory,
+	// cannot be run, or nil.
+	runnable func(p string, st os.FileInfo) error
+}
+
+func (r commandRules) isPath(command string) bool { return strings.ContainsAny(command, r.separators) }
+
+func (r commandRules) resolve(d *Destination, pathList string) (string, error) {
+	if r.isPath(d.Command) {
 		p := d.Command
 		if !filepath.IsAbs(p) && d.Cwd != "" {
 			p = filepath.Join(d.Cwd, p)
 		}
-		if err := executable(p); err != nil {
+		found, err := r.find(p)
+		if err != nil {
 			where := "relative to the bridge's working directory"
 			if filepath.IsAbs(d.Command) {
 				where = "an absolute path"
@@ -27,7 +53,7 @@ func (d *Destination) ResolveCommand(pathList string) (string, error) {
 			}
 			return "", fmt.Errorf("command %q (%s) %v: fix 'command:' or install the program there", d.Command, where, err)
 		}
-		return p, nil
+		return found, nil
 	}
 	which := "the bridge's PATH"
 	if p, ok := d.Env["PATH"]; ok {
@@ -39,7 +65,7 @@ func (d *Destination) ResolveCommand(pathList string) (string, error) {
 		if dir == "" || !filepath.IsAbs(dir) {
 			continue
 		}
-		if p := filepath.Join(dir, d.Command); executable(p) == nil {
+		if p, err := r.find(filepath.Join(dir, d.Command)); err == nil {
 			return p, nil
 		}
 	}
@@ -50,16 +76,39 @@ func (d *Destination) ResolveCommand(pathList string) (string, error) {
 	return "", fmt.Errorf("command %q is not found on %s (%s): install it, set 'command:' to its absolute path, or add its directory to PATH", d.Command, which, shown)
 }
 
+// find returns the program p names: p itself, or (where programs are
+// named without their extensions) p with one of them; else why not.
+func (r commandRules) find(p string) (string, error) {
+	err := r.executable(p)
+	if err == nil || r.exts == nil || r.hasExt(p) {
+		return p, err // found, or named with its extension
+	}
+	for _, ext := range r.exts() {
+		if r.executable(p+ext) == nil {
+			return p + ext, nil
+		}
+	}
+	return "", err
+}
+
+// hasExt reports whether p is named with one of the program extensions.
+func (r commandRules) hasExt(p string) bool {
+	for _, ext := range r.exts() {
+		if strings.EqualFold(filepath.Ext(p), ext) {
+			return true
+		}
+	}
+	return false
+}
+
 // executable reports why p cannot be run, or nil.
-func executable(p string) error {
+func (r commandRules) executable(p string) error {
 	st, err := os.Stat(p)
 	switch {
 	case err != nil:
 		return fmt.Errorf("does not exist")
 	case st.IsDir():
 		return fmt.Errorf("is a directory")
-	case st.Mode()&0o111 == 0:
-		return fmt.Errorf("is not executable (chmod +x it)")
 	}
-	return nil
+	return r.runnable(p, st)
 }

@@ -69,3 +69,44 @@ func TestResolveCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowsCommandRules: Windows's ways of finding programs (run here on
+// every platform): a name without an extension is found with PATHEXT's
+// (npx is npx.cmd), a file is a program by its extension, and a backslash
+// or a drive's colon makes a command a path.
+func TestWindowsCommandRules(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"npx.cmd", "tool.exe", "UPPER.EXE", "readme.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATHEXT", ".COM;.EXE;.BAT;.CMD")
+	for _, tc := range []struct {
+		command, want, err string
+	}{
+		{"npx", filepath.Join(dir, "npx.cmd"), ""},
+		{"npx.cmd", filepath.Join(dir, "npx.cmd"), ""},
+		{"tool", filepath.Join(dir, "tool.exe"), ""},
+		{"UPPER.EXE", filepath.Join(dir, "UPPER.EXE"), ""},
+		{"readme.txt", "", "not found"},
+		{"readme", "", "not found"},
+		{filepath.Join(dir, "npx"), filepath.Join(dir, "npx.cmd"), ""},
+		{filepath.Join(dir, "readme.txt"), "", "is not a program"},
+	} {
+		d := &Destination{Command: tc.command, Env: map[string]string{"PATH": dir}}
+		got, err := windowsCommands.resolve(d, "")
+		if tc.err == "" && (err != nil || got != tc.want) || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: %q, %v; want %q, an error with %q", tc.command, got, err, tc.want, tc.err)
+		}
+	}
+	t.Setenv("PATHEXT", ".EXE")
+	if got, err := windowsCommands.resolve(&Destination{Command: "npx", Env: map[string]string{"PATH": dir}}, ""); err == nil {
+		t.Errorf("npx found as %q with PATHEXT .EXE", got)
+	}
+	for command, want := range map[string]bool{`C:\tools\x.exe`: true, `sub\x`: true, "C:x": true, "./x": true, "npx": false} {
+		if windowsCommands.isPath(command) != want {
+			t.Errorf("isPath(%q) = %v", command, !want)
+		}
+	}
+}

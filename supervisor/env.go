@@ -83,7 +83,7 @@ func childEnv(d *config.Destination, base []string) []string {
 // have), else in the bridge's PATH by exec itself; argv[0] stays as written
 // in the file.
 func command(d *config.Destination) (*exec.Cmd, error) {
-	if _, ok := d.Env["PATH"]; ok && !strings.Contains(d.Command, "/") {
+	if _, ok := d.Env["PATH"]; ok && !config.CommandIsPath(d.Command) {
 		path, err := d.ResolveCommand("")
 		if err != nil {
 			return nil, err

@@ -53,7 +53,8 @@ func bootID() string {
 }
 
 // stateHome is ~/Library/Application Support ("" without a home).
-func stateHome(_ func(string) string, home string) string {
+func stateHome(getenv func(string) string) string {
+	home := getenv("HOME")
 	if home == "" || !filepath.IsAbs(home) {
 		return ""
 	}

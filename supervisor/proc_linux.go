@@ -52,7 +52,8 @@ func bootID() string {
 }
 
 // stateHome is $XDG_STATE_HOME, else ~/.local/state ("" without a home).
-func stateHome(getenv func(string) string, home string) string {
+func stateHome(getenv func(string) string) string {
+	home := getenv("HOME")
 	if x := getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
 		return x
 	}

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -119,6 +118,12 @@ type Process struct {
 	killTimer  atomic.Pointer[time.Timer]
 	// record is the group's entry in ProcessOptions.Records ("" when none).
 	record string
+	// tree holds the child's processes together (tree_*.go).
+	tree *tree
+	// watchWrites: stdin takes no write deadline (Windows's anonymous
+	// pipes), so a timer stops a child that does not take a write in time
+	// (writeWatched).
+	watchWrites bool
 }
 
 // startError is a command that could not be started. Its text, for the
@@ -155,6 +160,9 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 	if cmd.Err != nil {
 		return nil, startError{fmt.Errorf("destination %q: cannot start %q: %w (check 'command:' in the destinations file and that the program is installed and on PATH)", d.Name, d.Command, cmd.Err)}
 	}
+	if err := checkCommand(cmd); err != nil {
+		return nil, startError{fmt.Errorf("destination %q: cannot start %q: %w", d.Name, d.Command, err)}
+	}
 	var report, reportW *os.File
 	if len(opts.Reaper) > 0 {
 		// The reaper leads the group and starts the command itself.
@@ -172,10 +180,12 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 		base = os.Environ()
 	}
 	cmd.Env = childEnv(d, ChildEnviron(base, specVars))
-	// Own process group so the whole tree (npx → node, sh -c → …) can be
-	// signalled at once. A reaper notices the bridge's death (spawn_*.go:
-	// a parent-death signal on Linux, kqueue on macOS) and takes the
-	// whole group down; on Linux a child without one gets SIGKILL.
+	// Own process group (a job on Windows) so the whole tree (npx → node,
+	// sh -c → …) can be signalled at once. A reaper notices the bridge's
+	// death (spawn_*.go: a parent-death signal on Linux, kqueue on macOS)
+	// and takes the whole group down; on Linux a child without one gets
+	// SIGKILL; on Windows the job's processes die with the bridge's
+	// handles (tree_windows.go).
 	cmd.SysProcAttr = groupAttr(report != nil)
 	cmd.WaitDelay = opts.StopGrace
 
@@ -222,13 +232,25 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 	inR.Close()
 	outW.Close()
 	errW.Close()
-	pid := cmd.Process.Pid
 	if reportW != nil {
 		reportW.Close()
+	}
+	tr, err := newTree(cmd)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("destination %q: cannot start %q: %w", d.Name, d.Command, err)
+	}
+	pid := cmd.Process.Pid
+	if reportW != nil {
 		var rerr error
 		if pid, rerr = readReport(report, 10*time.Second); rerr != nil {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			tr.kill()
 			_ = cmd.Wait()
+			tr.release()
 			inW.Close()
 			outR.Close()
 			errR.Close()
@@ -248,6 +270,9 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		drain:      make(chan struct{}, 1),
+		tree:       tr,
+		// A pipe that takes no deadline says so at once.
+		watchWrites: errors.Is(inW.SetWriteDeadline(time.Time{}), os.ErrNoDeadline),
 	}
 	p.queue.Keep = keepBuf
 	if opts.Records != nil {
@@ -270,7 +295,8 @@ func (p *Process) wait() {
 		p.status = err.Error()
 	}
 	// Descendants that stayed in the group die with the leader: no orphans.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	p.tree.kill()
+	p.tree.release()
 	if t := p.killTimer.Load(); t != nil {
 		t.Stop()
 	}
@@ -470,13 +496,37 @@ func (p *Process) write(buf []byte) error {
 	// The deadline is moved only when less than half of WriteTimeout is
 	// left (a write gets between half and all of it): setting it costs a
 	// runtime timer update, which every write used to pay.
-	if now := time.Now(); p.deadline.Sub(now) < p.opts.WriteTimeout/2 {
+	if now := time.Now(); !p.watchWrites && p.deadline.Sub(now) < p.opts.WriteTimeout/2 {
 		p.deadline = now.Add(p.opts.WriteTimeout)
 		if err := p.stdin.SetWriteDeadline(p.deadline); err != nil {
 			return p.writeError(err, true)
 		}
 	}
+	if p.watchWrites {
+		return p.writeWatched(buf)
+	}
 	if _, err := p.stdin.Write(buf); err != nil {
+		return p.writeError(err, false)
+	}
+	return nil
+}
+
+// writeWatched is write for a stdin that takes no deadline: a timer gives
+// the child up (giveUp: its processes are ended, which ends the write)
+// when the write has not returned within WriteTimeout. The write waits for
+// the timer's function when it fired.
+func (p *Process) writeWatched(buf []byte) error {
+	fired := make(chan struct{})
+	t := time.AfterFunc(p.opts.WriteTimeout, func() {
+		defer close(fired)
+		p.giveUp()
+	})
+	_, err := p.stdin.Write(buf)
+	if !t.Stop() {
+		<-fired
+		return p.writeError(os.ErrDeadlineExceeded, false)
+	}
+	if err != nil {
 		return p.writeError(err, false)
 	}
 	return nil
@@ -506,9 +556,8 @@ func (p *Process) giveUp() {
 	p.giveUpOnce.Do(func() {
 		p.log.Error("child did not read its stdin within the write timeout; stopping it so that it restarts", "pid", p.pid, "write_timeout", p.opts.WriteTimeout)
 		p.closeOnce.Do(func() { p.stdin.Close() })
-		pgid := p.cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		p.killTimer.Store(time.AfterFunc(p.opts.StopGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }))
+		p.tree.stage(0)
+		p.killTimer.Store(time.AfterFunc(p.opts.StopGrace, p.tree.kill))
 		select {
 		case <-p.exited:
 			// wait may have missed the timer: stop it here.
@@ -518,16 +567,12 @@ func (p *Process) giveUp() {
 	})
 }
 
-// Stop implements Child: close stdin, then SIGTERM, then SIGKILL to
-// the process group, each stage waiting StopGrace.
+// Stop implements Child: close stdin, then the platform's stop stages
+// (stopStages: SIGTERM, then SIGKILL to the process group; on Windows,
+// terminating the job), each stage waiting StopGrace.
 func (p *Process) Stop(ctx context.Context) error {
 	p.closeOnce.Do(func() { p.stdin.Close() })
-	pid := p.cmd.Process.Pid
-	stages := []struct {
-		sig  syscall.Signal
-		name string
-	}{{syscall.SIGTERM, "SIGTERM"}, {syscall.SIGKILL, "SIGKILL"}}
-	for _, st := range stages {
+	for i, name := range stopStages {
 		t := time.NewTimer(p.opts.StopGrace)
 		select {
 		case <-p.exited:
@@ -535,12 +580,12 @@ func (p *Process) Stop(ctx context.Context) error {
 			return nil
 		case <-ctx.Done():
 			t.Stop()
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			p.tree.kill()
 			return ctx.Err()
 		case <-t.C:
 		}
-		p.log.Warn("child did not exit in time; signalling its process group", "pid", pid, "signal", st.name)
-		_ = syscall.Kill(-pid, st.sig)
+		p.log.Warn("child did not exit in time; signalling its process group", "pid", p.pid, "signal", name)
+		p.tree.stage(i)
 	}
 	select {
 	case <-p.exited:

@@ -1,3 +1,5 @@
+//go:build unix
+
 package supervisor
 
 import (
@@ -726,4 +728,67 @@ func TestProcessStoppedWhenStdinStalls(t *testing.T) {
 	if err := p.WriteMessage([]byte(`{}`)); err == nil {
 		t.Errorf("a write after the timeout succeeded")
 	}
+}
+
+// TestProcessStdinWithoutDeadline: a stdin that takes no write deadline
+// (Windows's anonymous pipes; here a pipe in blocking mode, which Go cannot
+// poll) is told apart at start, and then a timer does the deadline's work:
+// messages pass as usual, and a child that stops reading is stopped and
+// the write fails with the same error, within the timeout.
+func TestProcessStdinWithoutDeadline(t *testing.T) {
+	var fds [2]int
+	if err := syscall.Pipe(fds[:]); err != nil {
+		t.Fatal(err)
+	}
+	r, w := os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
+	defer r.Close()
+	defer w.Close()
+	if err := w.SetWriteDeadline(time.Time{}); !errors.Is(err, os.ErrNoDeadline) {
+		t.Fatalf("a blocking pipe's SetWriteDeadline: %v; want os.ErrNoDeadline (what Start looks for)", err)
+	}
+	if pr, pw, err := os.Pipe(); err == nil {
+		if err := pw.SetWriteDeadline(time.Time{}); err != nil {
+			t.Errorf("os.Pipe's SetWriteDeadline: %v; want it to take deadlines", err)
+		}
+		pr.Close()
+		pw.Close()
+	}
+
+	cat := startProcess(t, &config.Destination{Command: "cat"}, ProcessOptions{WriteTimeout: 300 * time.Millisecond, StopGrace: 200 * time.Millisecond})
+	if cat.watchWrites {
+		t.Fatal("os.Pipe's stdin taken for one without deadlines")
+	}
+	cat.watchWrites = true // as on Windows
+	big := bytes.Repeat([]byte("b"), 300<<10)
+	for _, msg := range [][]byte{[]byte(`{"n":1}`), big} {
+		// cat echoes as it reads: the echo is read while the write goes.
+		echoed := make(chan string, 1)
+		go func() {
+			line, _ := cat.ReadMessage()
+			echoed <- string(line)
+		}()
+		if err := cat.WriteMessage(msg); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-echoed:
+			if got != string(msg) {
+				t.Fatalf("echoed %d bytes; want the %d written", len(got), len(msg))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no echo within 10 s")
+		}
+	}
+
+	sleeper := startProcess(t, &config.Destination{Command: "sleep", Args: []string{"60"}}, ProcessOptions{WriteTimeout: 300 * time.Millisecond, StopGrace: 200 * time.Millisecond})
+	sleeper.watchWrites = true
+	start := time.Now()
+	err := sleeper.WriteMessage(make([]byte, 1<<20))
+	if err == nil || !strings.Contains(err.Error(), "did not read its stdin") {
+		t.Fatalf("WriteMessage = %v; want the stdin timeout", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the write failed after %s with a 300 ms timeout", took)
+	}
+	waitExited(t, sleeper, 10*time.Second)
 }

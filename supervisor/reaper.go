@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -30,26 +27,14 @@ import (
 //   - when the bridge dies, kills the whole group, itself included.
 // It ignores SIGTERM and SIGINT (the bridge's stop sends SIGTERM to the whole
 // group: the command gets it; the reaper waits to report its exit) and dies
-// with SIGKILL like the rest of the group.
+// with SIGKILL like the rest of the group. The reaper is Unix's
+// (reaper_unix.go): on Windows a job object does its work (tree_windows.go),
+// and ReaperCommand returns none.
 
 // reaperMode is the first argument that makes the binary a reaper: the
 // program's main (and the test binaries' TestMain) call RunReaperIfAsked
 // before anything else. It is not a flag and appears in no help.
 const reaperMode = "__stelae_reaper"
-
-// reaperDeathSignal is what the kernel sends the reaper when the bridge
-// dies: not SIGTERM, which the bridge's stop sends to the whole group.
-const reaperDeathSignal = syscall.SIGUSR2
-
-// ReaperCommand is what starts a reaper: this executable and reaperMode.
-// The error says why the executable cannot be found.
-func ReaperCommand() ([]string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("cannot find the bridge's own executable to start child reapers: %w", err)
-	}
-	return []string{exe, reaperMode}, nil
-}
 
 // RunReaperIfAsked runs the reaper and exits when the process was started
 // as one (os.Args[1] is the reaper mode); otherwise it returns at once.
@@ -58,72 +43,6 @@ func RunReaperIfAsked() {
 		return
 	}
 	os.Exit(reap(os.Args[2], os.Args[3:]))
-}
-
-// reap starts path with argv (argv[0] is its name), reports its pid on fd
-// 3, waits for it and returns the exit code to exit with (after re-raising
-// a signal that killed it).
-func reap(path string, argv []string) int {
-	report := os.NewFile(3, "pid")
-	// Caught, not ignored: an ignored signal would stay ignored in the
-	// command across exec.
-	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, reaperDeathSignal, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	// Had the bridge died before this point, the death signal's default
-	// action would have ended the reaper before it started anything (and
-	// os/exec checks for a parent that died before the signal was set).
-	cmd := &exec.Cmd{Path: path, Args: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(report, "error: %v\n", err)
-		report.Close()
-		return 127
-	}
-	fmt.Fprintf(report, "%d\n", cmd.Process.Pid)
-	report.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	died := make(chan struct{}) // the bridge is gone (spawn_*.go)
-	watchParent(died)
-	for {
-		select {
-		case sig := <-signals:
-			if sig == reaperDeathSignal {
-				// The bridge is gone: so is everything it started.
-				_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
-			}
-		case <-died:
-			_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
-		case <-exited:
-			// What the command left in the group goes with it. The
-			// bridge does this too once the reaper has exited, but the
-			// command may have ended because the bridge died (its stdin
-			// closed before the death signal came), and then nobody else
-			// would.
-			killGroupButSelf()
-			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-			if ws.Signaled() {
-				sig := ws.Signal()
-				signal.Reset(sig)
-				_ = syscall.Kill(os.Getpid(), sig)
-				time.Sleep(time.Second) // the signal ends the process
-				return 128 + int(sig)
-			}
-			return ws.ExitStatus()
-		}
-	}
-}
-
-// killGroupButSelf kills every other process of the reaper's group.
-func killGroupButSelf() {
-	self, group := os.Getpid(), syscall.Getpgrp()
-	for _, pid := range allPIDs() {
-		if pid == self {
-			continue
-		}
-		if st, ok := procStat(pid); ok && st.pgrp == group {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
 }
 
 // readReport reads the pid a reaper reported, or the error it met.

@@ -1,3 +1,5 @@
+//go:build unix
+
 package supervisor
 
 import (
@@ -14,9 +16,9 @@ import (
 	"time"
 )
 
-func TestMain(m *testing.M) {
-	// This test binary is also the reaper of the children it starts.
-	RunReaperIfAsked()
+// runHelperIfAsked runs this test binary as a helper process of the Unix
+// tests when asked (TestMain, main_test.go).
+func runHelperIfAsked() {
 	if marker := os.Getenv("STELAE_TEST_WATCH_PARENT"); marker != "" {
 		// TestParentWatchByPolling's watcher: says it watches, and
 		// writes marker once its parent is gone.
@@ -27,7 +29,6 @@ func TestMain(m *testing.M) {
 		_ = os.WriteFile(marker, []byte("parent gone"), 0o600)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
 }
 
 func reaperOptions(t *testing.T) ProcessOptions {

@@ -1,8 +1,9 @@
+//go:build unix
+
 package supervisor
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,7 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// Records is the second line of defence against orphans. The reaper takes a
+// Records is the second line of defence against orphans (on Unix; on
+// Windows a child's job object is the whole defence: records_windows.go). The reaper takes a
 // child's group down when the bridge dies, but a reaper can die too (the
 // OOM killer, kill -9 of the whole tree). So each running child's process
 // group is recorded in a file of the bridge's state directory, and the next
@@ -37,14 +39,9 @@ type record struct {
 
 // OpenRecords keeps records in dir, which it creates (0700) when missing.
 func OpenRecords(dir string) (*Records, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("cannot create the state directory %s: %w (pass -state-dir DIR or set STELAE_STATE_DIR to a writable directory)", dir, err)
+	if err := prepareDir(dir); err != nil {
+		return nil, err
 	}
-	probe := filepath.Join(dir, ".probe")
-	if err := os.WriteFile(probe, nil, 0o600); err != nil {
-		return nil, fmt.Errorf("cannot write in the state directory %s: %w (pass -state-dir DIR or set STELAE_STATE_DIR to a writable directory)", dir, err)
-	}
-	os.Remove(probe)
 	self := os.Getpid()
 	st, _ := procStat(self)
 	return &Records{dir: dir, self: record{BridgePID: self, BridgeStart: st.start, SID: st.sid, BootID: bootID()}}, nil
@@ -146,24 +143,12 @@ type stat struct {
 	start uint64
 }
 
-// The platform files hold, each under one contract:
+// The Unix platform files (proc_linux.go, proc_darwin.go) hold, each under
+// one contract:
 //
 //	procStat(pid) (stat, bool)  what the system says of process pid (false: no such process)
 //	allPIDs() []int             the pids of every process running
 //	bootID() string             a name of the current boot ("" when unknown)
-//	stateHome(getenv, home)     the platform's place for a user's state
-
-// DefaultStateDir is where the bridge keeps its state when -state-dir is
-// not given: the platform's place for a user's state (Linux:
-// $XDG_STATE_HOME/stelae-bridge, else ~/.local/state/stelae-bridge; macOS:
-// ~/Library/Application Support/stelae-bridge), else (no home) a directory
-// of the user's in the temporary directory.
-func DefaultStateDir(getenv func(string) string) (string, error) {
-	home := getenv("HOME")
-	if dir := stateHome(getenv, home); dir != "" {
-		return filepath.Join(dir, "stelae-bridge"), nil
-	}
-	// No home (a bare service): the records matter only until the next
-	// boot, so the temporary directory serves.
-	return filepath.Join(os.TempDir(), "stelae-bridge-"+strconv.Itoa(os.Getuid())), nil
-}
+//
+// and every platform's (proc_windows.go too) stateHome(getenv), the
+// platform's place for a user's state (statedir.go).

@@ -1,0 +1,4 @@
+package config
+
+// platformCommands are Windows's (command_pathext.go).
+var platformCommands = windowsCommands

@@ -1,0 +1,40 @@
+//go:build unix
+
+package supervisor
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// A child's processes on Unix: its process group, led by the child (or its
+// reaper), which groupAttr (spawn_*.go) made it lead. The contract, which
+// tree_windows.go holds too:
+//
+//	newTree(cmd) (*tree, error)  the processes of cmd, just started, held together
+//	stopStages                   what Stop does after closing stdin, one stage per StopGrace; the last kills
+//	(*tree).stage(i)             does stage i to every process of the tree
+//	(*tree).kill()               kills every process of the tree at once
+//	(*tree).release()            lets go of the tree once its leader is reaped and the rest killed
+//	checkCommand(cmd) error      refuses a command the platform could not start as written
+type tree struct{ pgid int }
+
+func newTree(cmd *exec.Cmd) (*tree, error) { return &tree{pgid: cmd.Process.Pid}, nil }
+
+// stopStages: SIGTERM to the group, then SIGKILL.
+var stopStages = []string{"SIGTERM", "SIGKILL"}
+
+func (t *tree) stage(i int) {
+	sig := syscall.SIGTERM
+	if i == len(stopStages)-1 {
+		sig = syscall.SIGKILL
+	}
+	_ = syscall.Kill(-t.pgid, sig)
+}
+
+func (t *tree) kill() { _ = syscall.Kill(-t.pgid, syscall.SIGKILL) }
+
+func (t *tree) release() {}
+
+// checkCommand: every command Unix can start can be given any argument.
+func checkCommand(*exec.Cmd) error { return nil }
