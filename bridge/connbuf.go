@@ -33,7 +33,8 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, connBufSize); return
 // request, or for its answer once its request has been read, holds none
 // (with 512 calls in flight the buffers were a third of the bridge's live
 // heap). When the connection offers a syscall.RawConn (TCP and Unix
-// sockets do), the wait for the next bytes holds no buffer either: the
+// sockets do) and the platform reads sockets with read(2) (rawReads: Unix,
+// connbuf_unix.go), the wait for the next bytes holds no buffer either: the
 // buffer is taken once the socket is readable, for the same read a held
 // buffer would have made.
 //
@@ -53,7 +54,7 @@ type connBuf struct {
 // init readies b to read cr's connection; b must not move afterwards.
 func (b *connBuf) init(cr *connReader) {
 	b.cr = cr
-	if sc, ok := cr.nc.(syscall.Conn); ok {
+	if sc, ok := cr.nc.(syscall.Conn); ok && rawReads {
 		if raw, err := sc.SyscallConn(); err == nil {
 			b.raw, b.readRaw = raw, b.readFD
 		}
@@ -176,32 +177,6 @@ func (b *connBuf) fillRaw() error {
 		return io.EOF
 	}
 	return nil
-}
-
-// readFD is fillRaw's read of the socket: false (wait for the poller) when
-// it has nothing to read yet.
-func (b *connBuf) readFD(fd uintptr) bool {
-	p := bufPool.Get().(*[]byte)
-	var n int
-	var err error
-	for {
-		n, err = syscall.Read(int(fd), *p)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err == syscall.EAGAIN {
-		putBuf(p)
-		return false
-	}
-	if n > 0 {
-		b.buf, b.r, b.w = p, 0, n
-	} else {
-		putBuf(p)
-		n = 0
-	}
-	b.rn, b.rerr = n, err
-	return true
 }
 
 var errBufferFull = errors.New("connection buffer full")

@@ -66,8 +66,8 @@ func TestConnBuf(t *testing.T) {
 			cr := &connReader{nc: server}
 			var b connBuf
 			b.init(cr)
-			if (b.raw != nil) != tc.tcp {
-				t.Fatalf("raw conn: %v, want %v", b.raw != nil, tc.tcp)
+			if (b.raw != nil) != (tc.tcp && rawReads) {
+				t.Fatalf("raw conn: %v, want %v", b.raw != nil, tc.tcp && rawReads)
 			}
 			if b.buf != nil || b.Buffered() != 0 {
 				t.Fatal("a new connection holds a buffer")

@@ -19,7 +19,7 @@ import (
 // The Windows process tests: a child and what it starts live in the child's
 // job, which ends with the bridge however the bridge ends, and which Stop
 // terminates once closing stdin did not end the child. They are vetted in
-// CI (GOOS=windows go vet) and run only on a Windows machine.
+// CI and run there under Wine (.ci/run), and on a Windows machine.
 
 // envJobHelper makes this test binary a helper process: "sleeper" sleeps;
 // "spawner" starts a sleeper, prints its pid, and ignores its stdin's end;
@@ -77,6 +77,22 @@ func helperDestination() *config.Destination {
 	return &config.Destination{Name: "job", Command: exe, Args: []string{"-test.run=^$"}, Env: map[string]string{envJobHelper: "spawner"}}
 }
 
+// tempDir is t.TempDir, removed as well as the system lets: Wine (where CI
+// runs these tests) cannot delete a file the way os.RemoveAll asks it to.
+func tempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "stelae-job-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Logf("left %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
 // openWait opens process pid to wait for its end (before anything kills
 // it, so that its pid cannot be reused meanwhile).
 func openWait(t *testing.T, pid int) windows.Handle {
@@ -101,7 +117,7 @@ func waitEnded(t *testing.T, h windows.Handle, what string, d time.Duration) {
 // Task Manager's End task) takes its child and the child's own child with
 // it: the job's last handle was the bridge's.
 func TestJobEndsWithTheBridge(t *testing.T) {
-	pids := filepath.Join(t.TempDir(), "pids")
+	pids := filepath.Join(tempDir(t), "pids")
 	bridge := helperCommand("bridge:" + pids)
 	if err := bridge.Start(); err != nil {
 		t.Fatal(err)
@@ -162,7 +178,7 @@ func TestStopTerminatesTheJob(t *testing.T) {
 // as Windows finds it (PATHEXT: npx is npx.cmd), in the destination's own
 // PATH too, and a batch file runs.
 func TestCmdScriptsResolve(t *testing.T) {
-	dir := t.TempDir()
+	dir := tempDir(t)
 	script := filepath.Join(dir, "tool.cmd")
 	if err := os.WriteFile(script, []byte("@echo off\r\necho {\"ok\":1}\r\n"), 0o600); err != nil {
 		t.Fatal(err)

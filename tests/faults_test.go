@@ -1,3 +1,5 @@
+//go:build unix
+
 package tests
 
 // Fault and lifecycle tests: children that hang, crash, exit at start, write

@@ -1,3 +1,5 @@
+//go:build unix
+
 package tests
 
 // Hostile clients, hard kills and long runs (issue 8's campaign), as tests

@@ -1,3 +1,5 @@
+//go:build unix
+
 package tests
 
 // kill -9 of the bridge leaves nothing behind: each child's process group

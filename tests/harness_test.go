@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package tests holds the end-to-end tests: the bridge's HTTP handler, wired
 // as cmd/stelae-bridge wires it, against real child processes (this test
 // binary re-executed as a scripted MCP server) over real HTTP.

@@ -1,3 +1,5 @@
+//go:build unix
+
 package tests
 
 // End-to-end tests of the HTTP surface of /{destination}/mcp: sessions,

@@ -1,3 +1,5 @@
+//go:build unix
+
 package tests
 
 // isolation: session gives every session a child of its own: started by its

@@ -1,3 +1,5 @@
+//go:build unix
+
 package tests
 
 // Real clients and real servers from npm, the way users run them: sessions

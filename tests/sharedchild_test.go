@@ -1,3 +1,5 @@
+//go:build unix
+
 package tests
 
 // The shared child belongs to no client: its handshake is the bridge's own,

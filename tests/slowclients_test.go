@@ -1,3 +1,5 @@
+//go:build unix
+
 package tests
 
 // Slow and large request bodies: bounded in time, memory and connections.

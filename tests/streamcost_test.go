@@ -1,3 +1,5 @@
+//go:build unix
+
 package tests
 
 // What many sessions with idle GET streams cost the bridge, how fast one

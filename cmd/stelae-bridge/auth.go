@@ -114,40 +114,6 @@ func serveAdmin(as *authserver.Server, path string, log hclog.Logger) (func(), e
 	}, nil
 }
 
-// socketBound, when set (tests), is called with the socket's path once it
-// is bound, before it is moved into place.
-var socketBound func(bound string)
-
-// listenPrivate opens a unix socket at path that no one but the bridge's
-// user can connect to from its first moment: it is bound in a fresh 0700
-// directory beside path, made 0600 and only then moved to path. (Bound at
-// path and chmod'ed after, it had the process umask's mode meanwhile.)
-func listenPrivate(path string) (net.Listener, error) {
-	tmp, err := os.MkdirTemp(filepath.Dir(path), ".admin-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	bound := filepath.Join(tmp, "s")
-	ln, err := net.Listen("unix", bound)
-	if err != nil {
-		return nil, err
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false) // stop removes path
-	if socketBound != nil {
-		socketBound(bound)
-	}
-	if err := os.Chmod(bound, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	if err := os.Rename(bound, path); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	return ln, nil
-}
-
 // runAuth is 'stelae-bridge auth clients' and 'stelae-bridge auth revoke
 // CLIENT'.
 func runAuth(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {

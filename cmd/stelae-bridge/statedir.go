@@ -10,6 +10,12 @@ import (
 // bridgeEntries are the names the bridge keeps in its state directory.
 var bridgeEntries = map[string]bool{"children": true, "oauth.db": true, adminSocket: true}
 
+// The platform files (private_unix.go, private_windows.go) hold, each
+// under one contract:
+//
+//	listenPrivate(path) (net.Listener, error)  the admin socket at path, that no one but the bridge's user can reach
+//	openToOthers(st) bool                      whether the state directory st is open to other users
+
 // prepareStateDir makes the state directory (0700) when it is missing. One
 // that exists open to others (0755, as a package or a hand-made directory
 // often is) is tightened to 0700 when it holds nothing but the bridge's
@@ -29,7 +35,7 @@ func prepareStateDir(dir string, log hclog.Logger) error {
 		return fmt.Errorf("the state directory %s is not a directory (pass -state-dir DIR)", dir)
 	}
 	mode := st.Mode().Perm()
-	if mode&0o077 == 0 {
+	if !openToOthers(st) {
 		return nil
 	}
 	entries, err := os.ReadDir(dir)

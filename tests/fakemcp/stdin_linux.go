@@ -1,6 +1,10 @@
 package fakemcp
 
-import "golang.org/x/sys/unix"
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // stdinWaiting is how many bytes wait in stdin's pipe (FIONREAD, which
 // Linux calls TIOCINQ).
@@ -11,3 +15,6 @@ func stdinWaiting() int {
 	}
 	return n
 }
+
+// shrinkStdin makes stdin's pipe one page (F_SETPIPE_SZ).
+func shrinkStdin() { _, _, _ = syscall.Syscall(syscall.SYS_FCNTL, 0, unix.F_SETPIPE_SZ, 4096) }

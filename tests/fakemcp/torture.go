@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -446,8 +445,8 @@ func tortureAnswer(id json.RawMessage, res TortureResult, text string) []byte {
 
 // tortureSequential serves ModeTortureSequential until stdin ends.
 func tortureSequential() {
-	// One page of pipe (F_SETPIPE_SZ): one request fills it.
-	_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, 0, 1031, 4096)
+	// One page of pipe: one request fills it.
+	shrinkStdin()
 	br := bufio.NewReaderSize(os.Stdin, 64<<10)
 	out := os.Stdout
 	send := func(b []byte) { _, _ = out.Write(append(b, '\n')) }
