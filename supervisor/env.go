@@ -18,20 +18,34 @@ const BridgeVarPrefix = "STELAE_"
 // even when ProcessOptions.Environ is nil.
 var specVars = []string{"MAX_STDIO_CONNECTIONS", "AUDIT_LOG_BODIES"}
 
-// minimalVars are what 'base_env: minimal' keeps of the bridge's environment,
-// besides every LC_* variable: what a program needs to find other programs,
-// its home and temporary directory, its locale and its time zone.
-var minimalVars = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TMPDIR", "TERM"}
+// envRules are how a platform names environment variables (env_unix.go
+// and env_windows.go hold platformEnv; windowsEnv, in env_windowsrules.go,
+// is Windows's, here for every platform so that its test runs everywhere).
+type envRules struct {
+	// key is a variable's name as the platform compares names: the name
+	// on Unix, its upper case on Windows (where PATH and Path, STELAE_X
+	// and stelae_x, are one variable).
+	key func(string) string
+	// minimal are the names (keys) 'base_env: minimal' keeps of the
+	// bridge's environment, and minimalPrefixes the prefixes.
+	minimal         []string
+	minimalPrefixes []string
+}
 
 // ChildEnviron returns environ (KEY=VALUE entries, as from os.Environ)
 // without the bridge's own variables: every STELAE_* variable, whether or not
 // the bridge reads it today, and every name in bridgeVars. The result is a
 // new slice; environ is not modified.
 func ChildEnviron(environ []string, bridgeVars []string) []string {
+	return platformEnv.childEnviron(environ, bridgeVars)
+}
+
+func (r envRules) childEnviron(environ []string, bridgeVars []string) []string {
 	out := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, BridgeVarPrefix) || slices.Contains(bridgeVars, name) {
+		key := r.key(name)
+		if strings.HasPrefix(key, BridgeVarPrefix) || slices.ContainsFunc(bridgeVars, func(v string) bool { return r.key(v) == key }) {
 			continue
 		}
 		out = append(out, kv)
@@ -39,13 +53,14 @@ func ChildEnviron(environ []string, bridgeVars []string) []string {
 	return out
 }
 
-// minimalEnviron keeps only the entries of environ that minimalVars names and
-// the LC_* ones.
-func minimalEnviron(environ []string) []string {
+// minimalEnviron keeps only the entries of environ that r.minimal names,
+// and those with one of r.minimalPrefixes.
+func (r envRules) minimalEnviron(environ []string) []string {
 	var out []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if slices.Contains(minimalVars, name) || strings.HasPrefix(name, "LC_") {
+		key := r.key(name)
+		if slices.Contains(r.minimal, key) || slices.ContainsFunc(r.minimalPrefixes, func(p string) bool { return strings.HasPrefix(key, p) }) {
 			out = append(out, kv)
 		}
 	}
@@ -56,14 +71,20 @@ func minimalEnviron(environ []string) []string {
 // environment already stripped of its own variables), reduced to the minimal
 // set when d asks for it, then d's 'env:' entries, which win over inherited
 // ones of the same name.
-func childEnv(d *config.Destination, base []string) []string {
+func childEnv(d *config.Destination, base []string) []string { return platformEnv.childEnv(d, base) }
+
+func (r envRules) childEnv(d *config.Destination, base []string) []string {
 	if d.BaseEnv == config.BaseEnvMinimal {
-		base = minimalEnviron(base)
+		base = r.minimalEnviron(base)
+	}
+	set := make(map[string]bool, len(d.Env))
+	for k := range d.Env {
+		set[r.key(k)] = true
 	}
 	env := make([]string, 0, len(base)+len(d.Env))
 	for _, kv := range base {
 		name, _, _ := strings.Cut(kv, "=")
-		if _, set := d.Env[name]; !set {
+		if !set[r.key(name)] {
 			env = append(env, kv)
 		}
 	}

@@ -1,0 +1,4 @@
+package supervisor
+
+// platformEnv is Windows's (env_windowsrules.go).
+var platformEnv = windowsEnv
