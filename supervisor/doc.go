@@ -7,25 +7,34 @@
 //     with backoff after a crash, the stable-run reset, the failed state,
 //     linger after the last session, Status, and Close, which waits for
 //     every goroutine and timer it started;
-//   - Process: the child itself — its own process group, bridge-owned
-//     pipes, stderr lines logged, stop escalation (close stdin, SIGTERM,
-//     SIGKILL to the group), the line reader with its size limit (a line
-//     lent until the next read), the stdin queue (one writer at a time,
-//     batches in a recycle.Batch; Enqueue for the stdout reader, which
-//     must never wait on stdin), write deadlines, and the stop of a child
-//     that stops reading its stdin;
+//   - Process: the child itself — its own process group (a job object on
+//     Windows), bridge-owned pipes, stderr lines logged, stop escalation
+//     (close stdin, SIGTERM, SIGKILL to the group; on Windows, close stdin,
+//     terminate the job), the line reader with its size limit (a line lent
+//     until the next read), the stdin queue (one writer at a time, batches
+//     in a recycle.Batch; Enqueue for the stdout reader, which must never
+//     wait on stdin), write deadlines (a timer where stdin takes none), and
+//     the stop of a child that stops reading its stdin;
 //   - the reaper (this binary in a hidden mode) that kills a child's group
 //     when the bridge dies outright, and the records that let the next
-//     bridge kill what a killed one left;
+//     bridge kill what a killed one left (Unix; a job object needs neither);
 //   - the child's environment: the bridge's own, minus the bridge's
-//     settings and secrets (ChildEnviron).
+//     settings and secrets (ChildEnviron), by the platform's rules for
+//     names (case-insensitive on Windows).
 //
 // What differs by platform lives in one file per platform and concern,
-// under one contract each: spawn_*.go (the process group, and how a reaper
-// learns of the bridge's death: Linux's parent-death signal, macOS's
-// kqueue) and proc_*.go (process look-ups for the records and the reaper:
-// /proc, sysctl kern.proc; the platform's state directory). Windows is not
-// built yet.
+// under one contract each (written in the first file named):
+// tree_{unix,windows}.go (a child's processes held together: a process
+// group, or a job object), spawn_{linux,darwin,windows}.go (how a child is
+// created, and how a reaper learns of the bridge's death: Linux's
+// parent-death signal, macOS's kqueue), reaper{,_unix,_windows}.go,
+// records.go and records_windows.go, proc_{linux,darwin,windows}.go
+// (process look-ups for the records and the reaper: /proc, sysctl
+// kern.proc; the platform's state directory, statedir.go) and
+// env_{unix,windows}.go. Windows's rules for names and arguments
+// (env_windowsrules.go, batchargs.go) are built on every platform so that
+// their tests run everywhere; config holds the rules for finding commands
+// (PATHEXT) the same way.
 //
 // It never reads the JSON-RPC inside a line and knows nothing of sessions
 // or HTTP: its user (package dispatch) does the handshake in Ready and
