@@ -194,3 +194,15 @@ func TestCmdScriptsResolve(t *testing.T) {
 		t.Errorf("the batch file said %q (%v)", line, err)
 	}
 }
+
+// TestDefaultStateDirWindows: the state lives in %LocalAppData%, else in
+// the user's temporary directory.
+func TestDefaultStateDirWindows(t *testing.T) {
+	env := map[string]string{"LOCALAPPDATA": `C:\Users\ann\AppData\Local`}
+	if dir, err := DefaultStateDir(func(k string) string { return env[k] }); err != nil || dir != `C:\Users\ann\AppData\Local\stelae-bridge` {
+		t.Errorf("DefaultStateDir = %q, %v", dir, err)
+	}
+	if dir, err := DefaultStateDir(func(string) string { return "" }); err != nil || dir != filepath.Join(os.TempDir(), "stelae-bridge") {
+		t.Errorf("DefaultStateDir without LOCALAPPDATA = %q, %v", dir, err)
+	}
+}
