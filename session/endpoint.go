@@ -296,6 +296,7 @@ func (ep *Endpoint) Shutdown(ctx context.Context) {
 	for _, s := range ep.reg.all() {
 		ep.endSession(s, errShutdown)
 	}
+	ep.endParked()
 	ep.closeTasks(ctx)
 	select {
 	case <-ep.janitorDone:

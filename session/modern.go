@@ -570,10 +570,14 @@ func (ep *Endpoint) drive(w http.ResponseWriter, r *http.Request, f *flight, m *
 					f.refuse(rel, method+" cannot be relayed to this client")
 					continue
 				}
-				if ep.park(w, r, f, m, rel, rec) {
+				switch ep.park(w, r, f, m, rel, rec) {
+				case parkedForInput:
 					parked = true
+					return
+				case parkEnded:
+					return
 				}
-				return
+				continue // parkGoOn: nothing could be asked; the call goes on
 			}
 			if !sseOK || (method != "notifications/progress" && !f.wantsLog(method, rel)) {
 				continue

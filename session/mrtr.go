@@ -72,6 +72,8 @@ type mrtr struct {
 	key         []byte
 	prevKey     []byte
 	keyAt       time.Time
+	// closed: the endpoint shut down (endParked); nothing parks any more.
+	closed bool
 }
 
 // keys returns the current key (rotated hourly) and the previous one.
@@ -128,10 +130,24 @@ func paramsDigest(method string, params json.RawMessage) [32]byte {
 	return sha256.Sum256(append([]byte(method+"\x00"), b...))
 }
 
+// parkOutcome is what park made of a call.
+type parkOutcome uint8
+
+const (
+	// parkedForInput: m was answered input_required; the call waits for
+	// the retry (the parked calls own it).
+	parkedForInput parkOutcome = iota
+	// parkEnded: m was answered (the call's own answer came, or an
+	// error): the flight ends with the drive.
+	parkEnded
+	// parkGoOn: nothing the child asked can be asked of this client; its
+	// requests were refused and the drive goes on.
+	parkGoOn
+)
+
 // park answers m with input_required for the child's request first (and any
-// others it sent with it), and keeps the call for the retry. It reports
-// whether the call was parked (false: it was ended with an error).
-func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *jsonrpc.Message, first []byte, rec *postLog) bool {
+// others it sent with it), and keeps the call for the retry.
+func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *jsonrpc.Message, first []byte, rec *postLog) parkOutcome {
 	reqs := [][]byte{first}
 	// The child may ask several things at once: take what follows at once.
 	for settle := time.NewTimer(20 * time.Millisecond); ; {
@@ -141,7 +157,7 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 			settle.Stop()
 			resp, err := f.answer(ev, m)
 			ep.writeResult(w, resp, err, rec)
-			return false
+			return parkEnded
 		}
 		if ev.Tick {
 			break
@@ -188,13 +204,13 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 		why := "the tool needs client capabilities this request did not declare: " + strings.Join(missing, ", ")
 		f.endCause = fmt.Errorf("%w: %s", dispatch.ErrCanceled, why)
 		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeMissingCapability, why, map[string]any{"requiredCapabilities": capsObject(missing)})
-		return false
+		return parkEnded
 	}
 	if len(inputs) == 0 {
 		for _, rf := range refused {
 			f.refuse(rf.req, rf.why)
 		}
-		return ep.keepDriving(w, r, f, m, rec)
+		return parkGoOn
 	}
 	principal := PrincipalFrom(r)
 	ep.mrtr.mu.Lock()
@@ -216,7 +232,7 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 		}
 		w.Header().Set("Retry-After", "5")
 		rec.status = modernError(w, http.StatusServiceUnavailable, m.ID, jsonrpc.CodeServerError, why, nil)
-		return false
+		return parkEnded
 	}
 	// The call outlives this request, whose body's buffer is reused when
 	// it ends: the call keeps copies of what it refers to. While it waits
@@ -233,6 +249,18 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 	id := newParkID()
 	pc := &parkedCall{f: f, keys: keys, principal: principal, digest: paramsDigest(m.Method, m.Params)}
 	ep.mrtr.mu.Lock()
+	if ep.mrtr.closed {
+		// The endpoint shut down since this call took its place.
+		ep.mrtr.n--
+		if ep.mrtr.byPrincipal[principal]--; ep.mrtr.byPrincipal[principal] <= 0 {
+			delete(ep.mrtr.byPrincipal, principal)
+		}
+		ep.mrtr.mu.Unlock()
+		f.endCause = errShutdownParked
+		w.Header().Set("Retry-After", "5")
+		rec.status = modernError(w, http.StatusServiceUnavailable, m.ID, jsonrpc.CodeServerError, "the bridge is shutting down; try again shortly", nil)
+		return parkEnded
+	}
 	key, _ := ep.mrtr.keys()
 	ep.mrtr.parked[id] = pc
 	ep.mrtr.mu.Unlock()
@@ -245,7 +273,7 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 	state := base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(sign(key, body))
 	result, _ := json.Marshal(map[string]any{"resultType": "input_required", "inputRequests": inputs, "requestState": state})
 	ep.writeResult(w, jsonrpc.AppendResponse(nil, m.ID, result, nil), nil, rec)
-	return true
+	return parkedForInput
 }
 
 // unparkLocked takes parked call id (nil: none) out of the parked calls
@@ -265,12 +293,6 @@ func (ep *Endpoint) unparkLocked(id string) *parkedCall {
 	return pc
 }
 
-// keepDriving goes on with a call whose child requests were all refused.
-func (ep *Endpoint) keepDriving(w http.ResponseWriter, r *http.Request, f *flight, m *jsonrpc.Message, rec *postLog) bool {
-	ep.drive(w, r, f, m, rec)
-	return true // drive ended (or parked) the flight itself
-}
-
 func newParkID() string {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
@@ -279,8 +301,29 @@ func newParkID() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// errNoRetry ends a parked call whose retry did not come.
-var errNoRetry = fmt.Errorf("%w: the client did not answer in time", dispatch.ErrCanceled)
+// errNoRetry ends a parked call whose retry did not come; errShutdownParked
+// one the bridge's shutdown ends.
+var (
+	errNoRetry        = fmt.Errorf("%w: the client did not answer in time", dispatch.ErrCanceled)
+	errShutdownParked = fmt.Errorf("%w: the bridge is shutting down", dispatch.ErrCanceled)
+)
+
+// endParked ends every parked call (the endpoint shuts down: the parked
+// calls are the endpoint's, and their timers with them), and parks no more.
+func (ep *Endpoint) endParked() {
+	ep.mrtr.mu.Lock()
+	ep.mrtr.closed = true
+	var ended []*parkedCall
+	for id := range ep.mrtr.parked {
+		ended = append(ended, ep.unparkLocked(id))
+	}
+	ep.mrtr.mu.Unlock()
+	for _, pc := range ended {
+		pc.timer.Stop()
+		pc.f.endCause = errShutdownParked
+		pc.f.end()
+	}
+}
 
 // expire ends a call whose retry did not come: the call is cancelled, and
 // then the child's requests get an error (flight.endCause).
@@ -353,6 +396,10 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 			pc.f.inputs[k] = v // answers ahead for later rounds
 		}
 	}
+	// The retry's capabilities are the call's from now on: a later round
+	// asks only what this request declared (park copies them if it parks
+	// again, as they alias this request's body).
+	pc.f.caps = caps
 	// The rest of the call has the request timeout, from the retry; it
 	// runs alone again (on an interactive destination) before the child
 	// gets its answers and goes on.

@@ -482,6 +482,64 @@ func TestUnretriedInputCancelsBeforeItRefuses(t *testing.T) {
 	}
 }
 
+// TestMRTRRetryCapabilitiesCount: the capabilities a retry declares are the
+// call's from then on: a second round asks only what the retry declared.
+// (Before, the first request's were kept: a retry that no longer declared
+// elicitation was asked for one anyway.)
+func TestMRTRRetryCapabilitiesCount(t *testing.T) {
+	b := hxFake(t, bridge.Options{})
+	url := b.url("fake")
+	both := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{}}}`
+	samplingOnly := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	args := `"arguments":{"method":"sampling/createMessage","params":"{\"messages\":[],\"maxTokens\":5}","then":"elicitation/create","then_params":"{\"message\":\"name?\",\"requestedSchema\":{\"type\":\"object\"}}"}`
+	r := modernCall(t, url, "1", "tools/call", `{"name":"ask",`+args+`,`+both+`}`)
+	var first struct {
+		Result struct {
+			ResultType    string                     `json:"resultType"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  string                     `json:"requestState"`
+		} `json:"result"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &first) != nil || first.Result.ResultType != "input_required" || len(first.Result.InputRequests) != 1 {
+		t.Fatalf("first request: %d %s", r.status, r.body)
+	}
+	var key string
+	for k := range first.Result.InputRequests {
+		key = k
+	}
+	retry := fmt.Sprintf(`{"name":"ask",%s,"inputResponses":{%q:{"role":"assistant","content":{"type":"text","text":"answered"},"model":"m"}},"requestState":%q,%s}`,
+		args, key, first.Result.RequestState, samplingOnly)
+	r = modernCall(t, url, "2", "tools/call", retry)
+	modernError(t, "the second round's elicitation", r, 400, -32021, "2")
+	if !strings.Contains(string(r.body), `"requiredCapabilities":{"elicitation":{}}`) {
+		t.Errorf("the retry's answer %s; want elicitation named as missing", r.body)
+	}
+}
+
+// TestShutdownEndsParkedCalls: a call parked for its client's input is the
+// endpoint's, and ends with it: the bridge's shutdown cancels it at the
+// child (before, it was left to its input_wait timer, minutes, after the
+// bridge had stopped).
+func TestShutdownEndsParkedCalls(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{inputWait: 5 * time.Minute})
+	url := b.url("fake")
+	waitFor(t, 20*time.Second, "the child to be up", func() bool {
+		return modernCall(t, url, "0", "tools/list", "{"+modernMeta+"}").status == http.StatusOK
+	})
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	args := `"arguments":{"method":"sampling/createMessage","params":"{\"messages\":[],\"maxTokens\":5}"}`
+	if r := modernCall(t, url, `"parked-call"`, "tools/call", `{"name":"ask",`+args+`,`+meta+`}`); r.status != 200 || !strings.Contains(string(r.body), "input_required") {
+		t.Fatalf("park: %d %s", r.status, r.body)
+	}
+	b.close()
+	for _, e := range b.journal() {
+		if e.kind == "cancelled" {
+			return // its upstream id is the bridge's; the only call cancelled is the parked one
+		}
+	}
+	t.Fatalf("the child never read the parked call's cancellation; journal: %+v", b.journal())
+}
+
 // TestMRTRRetryReadByOneScanner: a retry is read as the bridge reads every
 // request — member names exactly, each once — so one whose "name" differs
 // from the parked call's, hidden behind a case-variant duplicate that

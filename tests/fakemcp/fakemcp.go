@@ -436,6 +436,7 @@ func (s *server) handle(m message) {
 			}
 			json.Unmarshal(m.Params, &p)
 			s.cancelled = append(s.cancelled, p.RequestID)
+			journalNote("cancelled", string(p.RequestID))
 		}
 		s.mu.Unlock()
 	default:
@@ -552,6 +553,14 @@ func (s *server) askFor(call json.RawMessage, method string, params any) answer 
 	case <-time.After(20 * time.Second):
 		return answer{message: message{Error: json.RawMessage(`{"code":-1,"message":"no answer within 20s"}`)}, requestID: id}
 	}
+}
+
+// orNull is raw, or null when empty.
+func orNull(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	return raw
 }
 
 func text(t string) map[string]any {
@@ -683,6 +692,13 @@ func (s *server) call(m message) {
 				return
 			}
 			time.Sleep(time.Duration(num("work_ms")) * time.Millisecond)
+		}
+		// With "then", it asks a second time, that method (a second
+		// round), once the first is answered, and answers with both.
+		if then := arg("then"); then != "" && r.Error == nil {
+			first := r
+			r = s.askFor(m.ID, then, json.RawMessage(arg("then_params")))
+			r.Result = json.RawMessage(fmt.Sprintf(`{"first":%s,"second":%s}`, first.Result, orNull(r.Result)))
 		}
 		if p.Meta.ProgressToken != nil {
 			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": 1, "message": "answered"}})
