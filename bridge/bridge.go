@@ -101,31 +101,33 @@ type Options struct {
 
 // Defaults are the options a bridge runs with when none are given.
 func Defaults() Options {
+	ep, sup, proc, iss := session.DefaultOptions(), supervisor.DefaultOptions(), supervisor.DefaultProcessOptions(), oauth.DefaultIssuerOptions()
 	return Options{
-		MaxSessions:          10,
-		RequestTimeout:       30 * time.Second,
-		SessionTTL:           30 * time.Minute,
-		KeepAlive:            15 * time.Second,
-		ResponseMode:         session.ModeAuto,
-		EventLogSize:         512,
-		MaxStreamsPerSession: 8,
-		StreamQueue:          256,
-		WriteTimeout:         30 * time.Second,
-		MaxStreams:           10000,
-		MaxBodyBytes:         10 << 20,
-		MaxBodyMemory:        64 << 20,
-		BodyTimeout:          30 * time.Second,
-		BodyIdleTimeout:      10 * time.Second,
-		MaxMessage:           10 << 20,
-		StopGrace:            2 * time.Second,
+		MaxSessions:          ep.MaxSessions,
+		RequestTimeout:       ep.RequestTimeout,
+		SessionTTL:           ep.SessionTTL,
+		KeepAlive:            ep.KeepAlive,
+		ResponseMode:         ep.ResponseMode,
+		EventLogSize:         ep.EventLogSize,
+		MaxStreamsPerSession: ep.MaxStreamsPerSession,
+		StreamQueue:          ep.StreamQueue,
+		WriteTimeout:         ep.WriteTimeout,
+		MaxBodyBytes:         int64(ep.MaxBodyBytes),
+		BodyTimeout:          ep.BodyTimeout,
+		BodyIdleTimeout:      ep.BodyIdleTimeout,
+		MaxMessage:           proc.MaxMessage,
+		StopGrace:            proc.StopGrace,
 		Restart:              supervisor.DefaultRestartPolicy,
-		RestartPatience:      3 * time.Second,
-		UnclaimedLinger:      time.Minute,
-		ShutdownTimeout:      10 * time.Second,
-		OAuthSkew:            time.Minute,
-		OAuthKeysTTL:         15 * time.Minute,
-		OAuthMinRefresh:      30 * time.Second,
-		Version:              "unknown",
+		RestartPatience:      sup.RestartPatience,
+		UnclaimedLinger:      sup.UnclaimedLinger,
+		OAuthSkew:            iss.Skew,
+		OAuthKeysTTL:         iss.KeysTTL,
+		OAuthMinRefresh:      iss.MinRefresh,
+		// The bridge's own.
+		MaxStreams:      10000,
+		MaxBodyMemory:   64 << 20,
+		ShutdownTimeout: 10 * time.Second,
+		Version:         "unknown",
 	}
 }
 
@@ -181,9 +183,8 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// stopTimeout bounds stopping one child: its stop escalation (stdin closed,
-// SIGTERM, SIGKILL, each StopGrace apart) and a second to be reaped.
-func (o *Options) stopTimeout() time.Duration { return 3*o.StopGrace + time.Second }
+// stopTimeout bounds stopping one child (supervisor.StopTimeout).
+func (o *Options) stopTimeout() time.Duration { return supervisor.StopTimeout(o.StopGrace) }
 
 // Bridge serves every destination of a configuration: one supervisor,
 // dispatcher and endpoint each (or, with 'isolation: session', a dispatcher

@@ -187,7 +187,7 @@ func New(opts Options) *Dispatcher {
 	// Every line names its destination.
 	opts.Logger = opts.Logger.With("destination", opts.Name)
 	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 5 * time.Minute
+		opts.StartTimeout = supervisor.DefaultOptions().StartTimeout
 	}
 	d := &Dispatcher{
 		opts:      opts,

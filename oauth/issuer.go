@@ -40,18 +40,25 @@ type IssuerOptions struct {
 	Client *http.Client
 }
 
+// DefaultIssuerOptions are the issuer defaults, written here once (the
+// bridge's come from them).
+func DefaultIssuerOptions() IssuerOptions {
+	return IssuerOptions{KeysTTL: 15 * time.Minute, MinRefresh: 30 * time.Second, Timeout: 10 * time.Second, Skew: time.Minute}
+}
+
 func (o *IssuerOptions) setDefaults() {
+	d := DefaultIssuerOptions()
 	if o.KeysTTL <= 0 {
-		o.KeysTTL = 15 * time.Minute
+		o.KeysTTL = d.KeysTTL
 	}
 	if o.MinRefresh <= 0 {
-		o.MinRefresh = 30 * time.Second
+		o.MinRefresh = d.MinRefresh
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
+		o.Timeout = d.Timeout
 	}
 	if o.Skew <= 0 {
-		o.Skew = 60 * time.Second
+		o.Skew = d.Skew
 	}
 	if o.Client == nil {
 		o.Client = &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
 // Options configure an endpoint. The zero value of a field takes its
@@ -77,39 +78,61 @@ type Options struct {
 	LogJSON   bool
 }
 
+// DefaultOptions are the endpoint's defaults, written here once: the
+// bridge's (bridge.Defaults) and its flags' come from them.
+func DefaultOptions() Options {
+	return Options{
+		MaxSessions:          10,
+		RequestTimeout:       30 * time.Second,
+		MaxBodyBytes:         10 << 20,
+		BodyTimeout:          30 * time.Second,
+		BodyIdleTimeout:      10 * time.Second,
+		SessionTTL:           30 * time.Minute,
+		StopTimeout:          supervisor.DefaultOptions().StopTimeout,
+		TaskAfter:            time.Second,
+		TaskTTL:              time.Hour,
+		InputWait:            2 * time.Minute,
+		KeepAlive:            15 * time.Second,
+		WriteTimeout:         30 * time.Second,
+		StreamQueue:          256,
+		MaxStreamsPerSession: 8,
+		EventLogSize:         512,
+		ResponseMode:         ModeAuto,
+	}
+}
+
+// setDefaults fills every zero field from DefaultOptions.
 func (o *Options) setDefaults() {
+	d := DefaultOptions()
 	def := func(v *time.Duration, d time.Duration) {
 		if *v <= 0 {
 			*v = d
 		}
 	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = 10
+	defInt := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
 	}
-	def(&o.RequestTimeout, 30*time.Second)
+	defInt(&o.MaxSessions, d.MaxSessions)
+	def(&o.RequestTimeout, d.RequestTimeout)
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = 10 << 20
+		o.MaxBodyBytes = d.MaxBodyBytes
 	}
-	def(&o.BodyTimeout, 30*time.Second)
-	def(&o.BodyIdleTimeout, 10*time.Second)
-	def(&o.SessionTTL, 30*time.Minute)
-	def(&o.StopTimeout, 10*time.Second)
-	def(&o.TaskAfter, time.Second)
-	def(&o.TaskTTL, time.Hour)
-	def(&o.InputWait, 2*time.Minute)
-	def(&o.KeepAlive, 15*time.Second)
-	def(&o.WriteTimeout, 30*time.Second)
-	if o.StreamQueue <= 0 {
-		o.StreamQueue = 256
-	}
-	if o.MaxStreamsPerSession <= 0 {
-		o.MaxStreamsPerSession = 8
-	}
-	if o.EventLogSize <= 0 {
-		o.EventLogSize = 512
-	}
+	def(&o.BodyTimeout, d.BodyTimeout)
+	def(&o.BodyIdleTimeout, d.BodyIdleTimeout)
+	def(&o.SessionTTL, d.SessionTTL)
+	def(&o.StopTimeout, d.StopTimeout)
+	def(&o.TaskAfter, d.TaskAfter)
+	def(&o.TaskTTL, d.TaskTTL)
+	def(&o.InputWait, d.InputWait)
+	def(&o.KeepAlive, d.KeepAlive)
+	def(&o.WriteTimeout, d.WriteTimeout)
+	defInt(&o.StreamQueue, d.StreamQueue)
+	defInt(&o.MaxStreamsPerSession, d.MaxStreamsPerSession)
+	defInt(&o.EventLogSize, d.EventLogSize)
 	if o.ResponseMode == "" {
-		o.ResponseMode = ModeAuto
+		o.ResponseMode = d.ResponseMode
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()

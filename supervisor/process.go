@@ -48,15 +48,22 @@ type ProcessOptions struct {
 	Records *Records
 }
 
+// DefaultProcessOptions are a child process's defaults, written here once
+// (the bridge's come from them).
+func DefaultProcessOptions() ProcessOptions {
+	return ProcessOptions{MaxMessage: 10 << 20, StopGrace: 2 * time.Second, WriteTimeout: 30 * time.Second}
+}
+
 func (o *ProcessOptions) setDefaults() {
+	d := DefaultProcessOptions()
 	if o.MaxMessage <= 0 {
-		o.MaxMessage = 10 << 20
+		o.MaxMessage = d.MaxMessage
 	}
 	if o.StopGrace <= 0 {
-		o.StopGrace = 2 * time.Second
+		o.StopGrace = d.StopGrace
 	}
 	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = 30 * time.Second
+		o.WriteTimeout = d.WriteTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()

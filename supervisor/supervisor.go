@@ -74,21 +74,39 @@ type Options struct {
 	Logger hclog.Logger
 }
 
+// DefaultOptions are a supervisor's defaults, written here once (the
+// bridge's come from them).
+func DefaultOptions() Options {
+	return Options{
+		// The first start of an npx or uvx package downloads it.
+		StartTimeout:    5 * time.Minute,
+		StopTimeout:     StopTimeout(DefaultProcessOptions().StopGrace),
+		RestartPatience: 3 * time.Second,
+		UnclaimedLinger: time.Minute,
+	}
+}
+
+// StopTimeout bounds stopping one child whose stop stages are grace apart:
+// its stop escalation (stdin closed, SIGTERM, SIGKILL) and a second to be
+// reaped.
+func StopTimeout(grace time.Duration) time.Duration { return 3*grace + time.Second }
+
 func (o *Options) setDefaults() {
+	d := DefaultOptions()
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
 	if o.StartTimeout <= 0 {
-		o.StartTimeout = 5 * time.Minute
+		o.StartTimeout = d.StartTimeout
 	}
 	if o.StopTimeout <= 0 {
-		o.StopTimeout = 10 * time.Second
+		o.StopTimeout = d.StopTimeout
 	}
 	if o.RestartPatience <= 0 {
-		o.RestartPatience = 3 * time.Second
+		o.RestartPatience = d.RestartPatience
 	}
 	if o.UnclaimedLinger <= 0 {
-		o.UnclaimedLinger = time.Minute
+		o.UnclaimedLinger = d.UnclaimedLinger
 	}
 	o.UnclaimedLinger = max(o.UnclaimedLinger, o.Linger)
 	if o.NewBackOff == nil {

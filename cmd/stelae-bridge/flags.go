@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"io"
 	"math"
@@ -68,7 +69,20 @@ type settings struct {
 // byteSize is a flag value such as 10MiB, 512KiB or 1048576.
 type byteSize int64
 
-func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+// String is the size in the largest binary unit that writes it exactly
+// (10MiB), as -help shows a default.
+func (b *byteSize) String() string {
+	n := int64(*b)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
 
 func (b *byteSize) Set(s string) error {
 	s = strings.TrimSpace(s)
@@ -97,6 +111,9 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	fs := flag.NewFlagSet("stelae-bridge", flag.ContinueOnError)
 	fs.SetOutput(out)
 	envOf := map[string]string{}
+	// Every default is the bridge's (bridge.Defaults, which takes each
+	// from the package that owns it): none is written here.
+	d := bridge.Defaults()
 	str := func(p *string, name, env, def, usage string) {
 		fs.StringVar(p, name, def, usage+envNote(env))
 		envOf[name] = env
@@ -113,7 +130,8 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 		fs.BoolVar(p, name, false, usage+envNote(env))
 		envOf[name] = env
 	}
-	size := func(p *byteSize, name, env, usage string) {
+	size := func(p *byteSize, name, env string, def int64, usage string) {
+		*p = byteSize(def)
 		fs.Var(p, name, usage+envNote(env))
 		envOf[name] = env
 	}
@@ -123,40 +141,40 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	fs.BoolVar(&s.version, "version", false, "print the version and exit")
 	// The two names the project's specification fixes keep them; every other
 	// variable starts with STELAE_, so none collides with what children read.
-	integer(&s.maxSessions, "max-sessions", "MAX_STDIO_CONNECTIONS", 10, "sessions per destination; at the cap the least recently used session with no stream and no call in flight is evicted at once, else 503")
-	integer(&s.maxStreams, "max-streams", "STELAE_MAX_STREAMS", 10000, "open streams (GET streams and 2026-07-28 subscriptions/listen streams) the whole bridge holds at most; past it a stream gets 503 with Retry-After")
-	integer(&s.maxSessStreams, "max-streams-per-session", "STELAE_MAX_STREAMS_PER_SESSION", 8, "open GET streams one session may hold (past it a GET gets 429), and with auth the subscriptions/listen streams of one token (past it 503)")
-	dur(&s.requestTimeout, "request-timeout", "STELAE_REQUEST_TIMEOUT", 30*time.Second, "longest wait for a child's answer to one request (504 after it, and the request is cancelled at the child)")
+	integer(&s.maxSessions, "max-sessions", "MAX_STDIO_CONNECTIONS", d.MaxSessions, "sessions per destination; at the cap the least recently used session with no stream and no call in flight is evicted at once, else 503")
+	integer(&s.maxStreams, "max-streams", "STELAE_MAX_STREAMS", d.MaxStreams, "open streams (GET streams and 2026-07-28 subscriptions/listen streams) the whole bridge holds at most; past it a stream gets 503 with Retry-After")
+	integer(&s.maxSessStreams, "max-streams-per-session", "STELAE_MAX_STREAMS_PER_SESSION", d.MaxStreamsPerSession, "open GET streams one session may hold (past it a GET gets 429), and with auth the subscriptions/listen streams of one token (past it 503)")
+	dur(&s.requestTimeout, "request-timeout", "STELAE_REQUEST_TIMEOUT", d.RequestTimeout, "longest wait for a child's answer to one request (504 after it, and the request is cancelled at the child)")
 	boolean(&s.auditBodies, "audit-log-bodies", "AUDIT_LOG_BODIES", "log request and response bodies, with secret-looking values redacted")
-	size(&s.maxMessage, "max-message-size", "STELAE_MAX_MESSAGE_SIZE", "longest line accepted from a child (default 10MiB); longer lines are discarded")
-	size(&s.maxBody, "max-body-size", "STELAE_MAX_BODY_SIZE", "largest POST body (default 10MiB, at least 5MiB); larger bodies get 413")
-	size(&s.maxBodyMemory, "max-body-memory", "STELAE_MAX_BODY_MEMORY", "memory all POST bodies being read or served may hold together (default 64MiB, at least -max-body-size); past it a POST gets 503 with Retry-After")
-	dur(&s.bodyTimeout, "body-timeout", "STELAE_BODY_TIMEOUT", 30*time.Second, "longest time a POST body may take to arrive (408 after it)")
-	dur(&s.bodyIdle, "body-idle-timeout", "STELAE_BODY_IDLE_TIMEOUT", 10*time.Second, "longest pause within a POST body (408 after it); a body must also average 1KiB/s after 5s")
+	size(&s.maxMessage, "max-message-size", "STELAE_MAX_MESSAGE_SIZE", int64(d.MaxMessage), "longest line accepted from a child; longer lines are discarded")
+	size(&s.maxBody, "max-body-size", "STELAE_MAX_BODY_SIZE", d.MaxBodyBytes, "largest POST body (at least 5MiB); larger bodies get 413")
+	size(&s.maxBodyMemory, "max-body-memory", "STELAE_MAX_BODY_MEMORY", d.MaxBodyMemory, "memory all POST bodies being read or served may hold together (at least -max-body-size); past it a POST gets 503 with Retry-After")
+	dur(&s.bodyTimeout, "body-timeout", "STELAE_BODY_TIMEOUT", d.BodyTimeout, "longest time a POST body may take to arrive (408 after it)")
+	dur(&s.bodyIdle, "body-idle-timeout", "STELAE_BODY_IDLE_TIMEOUT", d.BodyIdleTimeout, "longest pause within a POST body (408 after it); a body must also average 1KiB/s after 5s")
 	str(&s.logLevel, "log-level", "STELAE_LOG_LEVEL", "info", "log level: trace, debug, info, warn, error")
 	str(&s.logFormat, "log-format", "STELAE_LOG_FORMAT", "text", "log format: text or json")
-	dur(&s.sessionTTL, "session-ttl", "STELAE_SESSION_TTL", 30*time.Minute, "idle sessions (no stream, nothing in flight) expire after this")
-	dur(&s.keepAlive, "keepalive", "STELAE_KEEPALIVE_INTERVAL", 15*time.Second, "interval of SSE keepalive comments (at most 15s is safe behind proxies)")
+	dur(&s.sessionTTL, "session-ttl", "STELAE_SESSION_TTL", d.SessionTTL, "idle sessions (no stream, nothing in flight) expire after this")
+	dur(&s.keepAlive, "keepalive", "STELAE_KEEPALIVE_INTERVAL", d.KeepAlive, "interval of SSE keepalive comments (at most 15s is safe behind proxies)")
 	dur(&s.linger, "child-linger", "STELAE_CHILD_LINGER", 0, "keep a child running this long after its last session ends")
-	dur(&s.stopGrace, "stop-grace", "STELAE_STOP_GRACE", 2*time.Second, "wait after closing a child's stdin, and again after SIGTERM, before escalating")
-	dur(&s.shutdownTimeout, "shutdown-timeout", "STELAE_SHUTDOWN_TIMEOUT", 10*time.Second, "longest clean shutdown on SIGINT/SIGTERM")
-	integer(&s.restartMax, "restart-max", "STELAE_RESTART_MAX", 3, "restarts of a crashed child before its destination is marked failed")
-	dur(&s.restartDelay, "restart-delay", "STELAE_RESTART_DELAY", 500*time.Millisecond, "first restart delay; each next one doubles")
-	dur(&s.restartMaxDelay, "restart-max-delay", "STELAE_RESTART_MAX_DELAY", 30*time.Second, "longest delay between restarts (the doubling stops there)")
-	dur(&s.restartStable, "restart-reset-after", "STELAE_RESTART_RESET_AFTER", 30*time.Second, "a child that ran this long has its restart count reset")
-	str(&s.responseMode, "response-mode", "STELAE_RESPONSE_MODE", "auto", "answer POSTed requests with: auto (JSON, switching to an SSE stream when the call sends progress or requests, or runs past -keepalive), json, or sse")
+	dur(&s.stopGrace, "stop-grace", "STELAE_STOP_GRACE", d.StopGrace, "wait after closing a child's stdin, and again after SIGTERM, before escalating")
+	dur(&s.shutdownTimeout, "shutdown-timeout", "STELAE_SHUTDOWN_TIMEOUT", d.ShutdownTimeout, "longest clean shutdown on SIGINT/SIGTERM")
+	integer(&s.restartMax, "restart-max", "STELAE_RESTART_MAX", d.Restart.MaxRestarts, "restarts of a crashed child before its destination is marked failed")
+	dur(&s.restartDelay, "restart-delay", "STELAE_RESTART_DELAY", d.Restart.Initial, "first restart delay; each next one doubles")
+	dur(&s.restartMaxDelay, "restart-max-delay", "STELAE_RESTART_MAX_DELAY", d.Restart.MaxDelay, "longest delay between restarts (the doubling stops there)")
+	dur(&s.restartStable, "restart-reset-after", "STELAE_RESTART_RESET_AFTER", d.Restart.StableAfter, "a child that ran this long has its restart count reset")
+	str(&s.responseMode, "response-mode", "STELAE_RESPONSE_MODE", string(d.ResponseMode), "answer POSTed requests with: auto (JSON, switching to an SSE stream when the call sends progress or requests, or runs past -keepalive), json, or sse")
 	str(&s.protocolEras, "protocol-eras", "STELAE_PROTOCOL_ERAS", "both", "which MCP eras every endpoint serves: both (2025 sessions and 2026-07-28 requests) or 2025 (modern requests are told -32601, so clients fall back to initialize)")
 	str(&s.sessionless, "sessionless", "STELAE_SESSIONLESS", "serve", "a 2025-style request without Mcp-Session-Id: serve (on the destination's child, statelessly) or reject (400)")
-	integer(&s.eventLogSize, "event-log-size", "STELAE_EVENT_LOG_SIZE", 512, "SSE events kept per session so a client can resume a dropped stream with Last-Event-ID")
+	integer(&s.eventLogSize, "event-log-size", "STELAE_EVENT_LOG_SIZE", d.EventLogSize, "SSE events kept per session so a client can resume a dropped stream with Last-Event-ID")
 	str(&s.allowedHosts, "allowed-hosts", "STELAE_ALLOWED_HOSTS", "", "comma-separated Host names accepted besides loopback ones (the public name of a tunnel, e.g. mcp.example.com); * accepts any")
 	str(&s.allowedOrigins, "allowed-origins", "STELAE_ALLOWED_ORIGINS", "", "comma-separated browser origins accepted besides loopback ones (e.g. https://app.example.com); setting any turns CORS on; * allows every origin")
 	str(&s.authTokensFile, "auth-tokens-file", "STELAE_AUTH_TOKENS_FILE", "", "file of bearer tokens, one per line (# comments allowed); when set, every route but /healthz requires Authorization: Bearer <token>")
 	str(&s.authTokens, "auth-tokens", "STELAE_AUTH_TOKENS", "", "comma-separated bearer tokens (prefer the file or STELAE_AUTH_TOKENS: flags show in ps)")
-	str(&s.stateDir, "state-dir", "STELAE_STATE_DIR", "", "directory for the bridge's state (created 0700): the process groups of running children, so that a restart can kill what a bridge killed outright left behind; default $XDG_STATE_HOME/stelae-bridge or ~/.local/state/stelae-bridge (macOS: ~/Library/Application Support/stelae-bridge)")
+	str(&s.stateDir, "state-dir", "STELAE_STATE_DIR", "", "directory for the bridge's state (created 0700): the process groups of running children, so that a restart can kill what a bridge killed outright left behind; default $XDG_STATE_HOME/stelae-bridge or ~/.local/state/stelae-bridge (macOS: ~/Library/Application Support/stelae-bridge; Windows: %LocalAppData%\\stelae-bridge)")
 	str(&s.publicURL, "public-url", "STELAE_PUBLIC_URL", "", "base of absolute URLs in discovery documents (e.g. https://mcp.example.com); default: the request's Host")
-	dur(&s.oauthSkew, "oauth-clock-skew", "STELAE_OAUTH_CLOCK_SKEW", time.Minute, "clock difference tolerated on an access token's exp, nbf and iat")
-	dur(&s.oauthKeysTTL, "oauth-keys-ttl", "STELAE_OAUTH_KEYS_TTL", 15*time.Minute, "how long an issuer's metadata and signing keys (JWKS) are kept before they are fetched again")
-	dur(&s.oauthRefetch, "oauth-key-refetch", "STELAE_OAUTH_KEY_REFETCH", 30*time.Second, "least time between fetches of an issuer's keys caused by tokens naming an unknown key (rotation), and between retries when the issuer cannot be reached")
+	dur(&s.oauthSkew, "oauth-clock-skew", "STELAE_OAUTH_CLOCK_SKEW", d.OAuthSkew, "clock difference tolerated on an access token's exp, nbf and iat")
+	dur(&s.oauthKeysTTL, "oauth-keys-ttl", "STELAE_OAUTH_KEYS_TTL", d.OAuthKeysTTL, "how long an issuer's metadata and signing keys (JWKS) are kept before they are fetched again")
+	dur(&s.oauthRefetch, "oauth-key-refetch", "STELAE_OAUTH_KEY_REFETCH", d.OAuthMinRefresh, "least time between fetches of an issuer's keys caused by tokens naming an unknown key (rotation), and between retries when the issuer cannot be reached")
 	str(&s.introspectID, "oauth-introspection-client-id", "STELAE_OAUTH_INTROSPECTION_CLIENT_ID", "", "the bridge's client id at the issuers' introspection endpoints (RFC 7662), for opaque (non-JWT) access tokens")
 	str(&s.introspectKey, "oauth-introspection-secret", "STELAE_OAUTH_INTROSPECTION_SECRET", "", "that client's secret (prefer the environment variable: flags show in ps)")
 	str(&s.passphrase, "oauth-passphrase", "STELAE_OAUTH_PASSPHRASE", "", "passphrase of the built-in authorization server's approval page ('auth: {issuer: builtin}'); prefer the environment variable or the file: flags show in ps")
@@ -181,10 +199,47 @@ func bridgeEnvVars() []string {
 	return out
 }
 
+// options are the bridge's options the settings give (what run adds, it
+// knows at run time: the children's environment, reaper and records, host
+// checks, tokens, the authorization server, version and logger).
+func (s *settings) options() bridge.Options {
+	return bridge.Options{
+		MaxSessions:                s.maxSessions,
+		RequestTimeout:             s.requestTimeout,
+		SessionTTL:                 s.sessionTTL,
+		KeepAlive:                  s.keepAlive,
+		ResponseMode:               s.responseMode,
+		EventLogSize:               s.eventLogSize,
+		ProtocolEras:               s.protocolEras,
+		Sessionless:                s.sessionless,
+		MaxStreamsPerSession:       s.maxSessStreams,
+		AuditBodies:                s.auditBodies,
+		MaxStreams:                 s.maxStreams,
+		MaxBodyBytes:               int64(s.maxBody),
+		MaxBodyMemory:              int64(s.maxBodyMemory),
+		BodyTimeout:                s.bodyTimeout,
+		BodyIdleTimeout:            s.bodyIdle,
+		MaxMessage:                 int(s.maxMessage),
+		StopGrace:                  s.stopGrace,
+		Linger:                     s.linger,
+		Restart:                    supervisor.RestartPolicy{MaxRestarts: s.restartMax, Initial: s.restartDelay, StableAfter: s.restartStable, MaxDelay: s.restartMaxDelay},
+		AllowedOrigins:             list(s.allowedOrigins),
+		PublicURL:                  s.publicURL,
+		TrustProxyHeaders:          s.trustProxy,
+		ShutdownTimeout:            s.shutdownTimeout,
+		OAuthSkew:                  s.oauthSkew,
+		OAuthKeysTTL:               s.oauthKeysTTL,
+		OAuthMinRefresh:            s.oauthRefetch,
+		OAuthIntrospectionClientID: s.introspectID,
+		OAuthIntrospectionSecret:   s.introspectKey,
+		LogJSON:                    s.logFormat == "json",
+	}
+}
+
 // parseSettings reads flags from args, then environment variables for the
 // flags not given.
 func parseSettings(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
-	s := &settings{maxMessage: 10 << 20, maxBody: 10 << 20, maxBodyMemory: 64 << 20}
+	s := &settings{}
 	fs, envOf := newFlagSet(s, out)
 	if err := fs.Parse(args); err != nil {
 		return nil, err

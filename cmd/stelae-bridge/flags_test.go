@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"io"
 	"strings"
 	"testing"
@@ -407,5 +408,55 @@ func TestByteSize(t *testing.T) {
 	b := byteSize(12345)
 	if b.String() != "12345" {
 		t.Errorf("String() = %q", b.String())
+	}
+}
+
+// TestFlagDefaultsAreTheBridges: with no flag and no variable, the options
+// the settings give are bridge.Defaults (every tunable one), so the flag
+// table, -help and a library user of bridge.New agree; and -help shows each
+// size's default once, in the unit it is written in.
+func TestFlagDefaultsAreTheBridges(t *testing.T) {
+	got, want := mustParse(t, nil, nil).options(), bridge.Defaults()
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"MaxSessions", got.MaxSessions, want.MaxSessions},
+		{"RequestTimeout", got.RequestTimeout, want.RequestTimeout},
+		{"SessionTTL", got.SessionTTL, want.SessionTTL},
+		{"KeepAlive", got.KeepAlive, want.KeepAlive},
+		{"ResponseMode", got.ResponseMode, want.ResponseMode},
+		{"EventLogSize", got.EventLogSize, want.EventLogSize},
+		{"MaxStreamsPerSession", got.MaxStreamsPerSession, want.MaxStreamsPerSession},
+		{"MaxStreams", got.MaxStreams, want.MaxStreams},
+		{"MaxBodyBytes", got.MaxBodyBytes, want.MaxBodyBytes},
+		{"MaxBodyMemory", got.MaxBodyMemory, want.MaxBodyMemory},
+		{"BodyTimeout", got.BodyTimeout, want.BodyTimeout},
+		{"BodyIdleTimeout", got.BodyIdleTimeout, want.BodyIdleTimeout},
+		{"MaxMessage", got.MaxMessage, want.MaxMessage},
+		{"StopGrace", got.StopGrace, want.StopGrace},
+		{"Restart", got.Restart, want.Restart},
+		{"ShutdownTimeout", got.ShutdownTimeout, want.ShutdownTimeout},
+		{"OAuthSkew", got.OAuthSkew, want.OAuthSkew},
+		{"OAuthKeysTTL", got.OAuthKeysTTL, want.OAuthKeysTTL},
+		{"OAuthMinRefresh", got.OAuthMinRefresh, want.OAuthMinRefresh},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: the flags' default %v; bridge.Defaults %v", c.name, c.got, c.want)
+		}
+	}
+	_, _, help := parse(t, []string{"-help"}, nil)
+	for _, flagName := range []string{"max-message-size", "max-body-size", "max-body-memory"} {
+		i := strings.Index(help, "-"+flagName+" ")
+		if i < 0 {
+			t.Fatalf("-help lacks -%s", flagName)
+		}
+		entry := help[i:]
+		if j := strings.Index(entry[1:], "\n  -"); j >= 0 {
+			entry = entry[:j+1]
+		}
+		if n := strings.Count(entry, "default"); n != 1 || !strings.Contains(entry, "iB)") {
+			t.Errorf("-%s's help says its default %d times, or not in a unit: %q", flagName, n, entry)
+		}
 	}
 }

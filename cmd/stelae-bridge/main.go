@@ -137,47 +137,11 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		}
 		defer stopAdmin()
 	}
-	b, err := bridge.New(cfg, bridge.Options{
-		MaxSessions:                s.maxSessions,
-		RequestTimeout:             s.requestTimeout,
-		SessionTTL:                 s.sessionTTL,
-		KeepAlive:                  s.keepAlive,
-		ResponseMode:               s.responseMode,
-		EventLogSize:               s.eventLogSize,
-		ProtocolEras:               s.protocolEras,
-		Sessionless:                s.sessionless,
-		MaxStreamsPerSession:       s.maxSessStreams,
-		AuditBodies:                s.auditBodies,
-		MaxStreams:                 s.maxStreams,
-		MaxBodyBytes:               int64(s.maxBody),
-		MaxBodyMemory:              int64(s.maxBodyMemory),
-		BodyTimeout:                s.bodyTimeout,
-		BodyIdleTimeout:            s.bodyIdle,
-		MaxMessage:                 int(s.maxMessage),
-		StopGrace:                  s.stopGrace,
-		Linger:                     s.linger,
-		Restart:                    supervisor.RestartPolicy{MaxRestarts: s.restartMax, Initial: s.restartDelay, StableAfter: s.restartStable, MaxDelay: s.restartMaxDelay},
-		Environ:                    run.environ,
-		Reaper:                     run.reaper,
-		Records:                    run.records,
-		CheckHost:                  checkHost,
-		AllowedHosts:               allowedHosts,
-		AllowedOrigins:             list(s.allowedOrigins),
-		AuthTokens:                 tokens,
-		PublicURL:                  s.publicURL,
-		TrustProxyHeaders:          s.trustProxy,
-		ShutdownTimeout:            s.shutdownTimeout,
-		OAuthSkew:                  s.oauthSkew,
-		OAuthKeysTTL:               s.oauthKeysTTL,
-		OAuthMinRefresh:            s.oauthRefetch,
-		OAuthIntrospectionClientID: s.introspectID,
-		OAuthIntrospectionSecret:   s.introspectKey,
-		AuthServer:                 as,
-		Version:                    version,
-		Logger:                     log,
-		LogOutput:                  logOut,
-		LogJSON:                    s.logFormat == "json",
-	})
+	opts := s.options()
+	opts.Environ, opts.Reaper, opts.Records = run.environ, run.reaper, run.records
+	opts.CheckHost, opts.AllowedHosts, opts.AuthTokens, opts.AuthServer = checkHost, allowedHosts, tokens, as
+	opts.Version, opts.Logger, opts.LogOutput = version, log, logOut
+	b, err := bridge.New(cfg, opts)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
