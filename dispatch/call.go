@@ -389,7 +389,7 @@ func (call *Call) childExited(d *Dispatcher, c *child) {
 		call.finish2(<-call.reply)
 		return
 	}
-	call.finish(nil, fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, exitStatus(c.conn)))
+	call.finish(nil, fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, supervisor.ExitStatus(c.conn)))
 }
 
 // nextRelated takes the oldest message of related, after Next took the
@@ -477,19 +477,6 @@ func (d *Dispatcher) takeAbandoned(call *Call) bool {
 	delete(d.pending, call.up)
 	d.abandonLocked(call, time.Now())
 	return true
-}
-
-func exitStatus(c supervisor.Child) string {
-	t := time.NewTimer(time.Second)
-	defer t.Stop()
-	select {
-	case <-c.Exited():
-	case <-t.C:
-	}
-	if s := c.ExitStatus(); s != "" {
-		return s
-	}
-	return "closed its stdout"
 }
 
 // cancelParams builds the params of a notifications/cancelled for upstream

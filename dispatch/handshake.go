@@ -31,7 +31,7 @@ func (d *Dispatcher) handshake(ctx context.Context, c *child) error {
 		}
 		if err != nil {
 			if errors.Is(err, ErrChildExited) {
-				return fmt.Errorf("the child exited during initialize (%s)", exitStatus(c.conn))
+				return fmt.Errorf("the child exited during initialize (%s)", supervisor.ExitStatus(c.conn))
 			}
 			return fmt.Errorf("initialize handshake failed: %w", err)
 		}

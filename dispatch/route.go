@@ -161,8 +161,9 @@ func (d *Dispatcher) routeProgress(m *jsonrpc.Message) {
 	d.pmu.Unlock()
 }
 
-// toCaller queues msg for the call's watcher. d.pmu must be held, so that p
-// is still the call it was when looked up. It never blocks.
+// toCaller queues msg among the call's related messages, which its caller
+// reads with Call.Next. d.pmu must be held, so that p is still the call it
+// was when looked up. It never blocks.
 func (d *Dispatcher) toCaller(p *Call, msg []byte) bool {
 	if !p.follow || len(p.related) >= relatedQueue {
 		return false

@@ -15,19 +15,6 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
-// Destination describes one destination for NewHandler: either one shared
-// child for every session (Shared), or one child per session (PerSession,
-// the destination's 'isolation: session').
-type Destination struct {
-	Name string
-	// Shared is the dispatcher of the destination's one child.
-	Shared *dispatch.Dispatcher
-	// PerSession, when set instead, makes a fresh dispatcher for each new
-	// session; its child starts with the session's initialize and stops when
-	// the session ends (DELETE, expiry, eviction, shutdown).
-	PerSession func() *dispatch.Dispatcher
-}
-
 // children tracks the per-session dispatchers of an isolated destination.
 type children struct {
 	// mu guards every field below but closing and stopTimeout.

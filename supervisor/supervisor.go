@@ -389,7 +389,7 @@ func (s *Supervisor[H]) supervise(life *lifetime) {
 			if s.opts.StableAfter > 0 && time.Since(started) >= s.opts.StableAfter {
 				bo.Reset()
 			}
-			status := exitStatus(c)
+			status := ExitStatus(c)
 			err = fmt.Errorf("the child exited (%s)", status)
 			s.mu.Lock()
 			s.lastExit = status
@@ -429,7 +429,10 @@ func (s *Supervisor[H]) supervise(life *lifetime) {
 	}
 }
 
-func exitStatus(c Child) string {
+// ExitStatus is how child c ended, for messages: its exit status once it
+// has exited (waiting a second for it: its stdout may close just before),
+// else "closed its stdout".
+func ExitStatus(c Child) string {
 	t := time.NewTimer(time.Second)
 	defer t.Stop()
 	select {
@@ -490,7 +493,7 @@ func (s *Supervisor[H]) launch(life *lifetime) (H, Child, <-chan struct{}, error
 	h, done, err := s.ready(ctx, c)
 	if err != nil {
 		s.stopChild(c)
-		status := exitStatus(c)
+		status := ExitStatus(c)
 		s.mu.Lock()
 		s.lastExit = status
 		s.mu.Unlock()
