@@ -26,15 +26,25 @@
 // child's notifications come back through Session.Deliver into the
 // session's event log and out on its GET stream.
 //
-// MCP 2026-07-28 requests (a POST whose params._meta carries the protocol
-// version) are served beside the sessions, on the same child, without a
-// session (modern.go): the validation ladder, server/discover, stateless
-// forwarding with the result marked complete; a child's requests during a
-// call become input_required results (MRTR, mrtr.go: a requestState the
-// bridge signs); subscriptions/listen streams (listen.go); and the tasks
-// extension (tasks.go), whose tasks the bridge keeps itself. From SEP-2663:
+// The 2026-07-28 era has its rooms here, beside the sessions and on the
+// same child (a POST whose params._meta carries the protocol version; such a
+// request has no session):
+//   - stateless.go: telling the eras apart, the validation ladder,
+//     server/discover, the flight of a stateless request (statelessCaller,
+//     flight) and its drive, which answers it in JSON or on a stream scoped
+//     to it;
+//   - mrtr.go: a child's requests during a call become input_required
+//     results (MRTR, with a requestState the bridge signs); parked calls
+//     are the endpoint's and end at its Shutdown;
+//   - listen.go: subscriptions/listen streams;
+//   - tasks.go: the tasks extension, whose tasks the bridge keeps itself;
+//   - keeper.go: holding the shared child for stateless callers.
+//
+// Translating between the eras (params as the child gets them, results
+// marked complete, caching hints, server/discover from the handshake) is
+// dispatch's, in one file: dispatch/translate.go. From SEP-2663:
 //   - "A server MUST NOT return CreateTaskResult to a client that did not
-//     include the extension capability on its request" (modern.go: only
+//     include the extension capability on its request" (stateless.go: only
 //     with the extension is a call given a grace period to become a task);
 //   - "A server MUST NOT return CreateTaskResult until the task is durably
 //     created" (adoptTask registers the task before answering);

@@ -23,7 +23,7 @@ type keeper struct {
 	attached bool
 	closed   bool
 	timer    *time.Timer
-	caller   modernCaller
+	caller   statelessCaller
 }
 
 // touch keeps d's child for keeperIdle more.
@@ -34,7 +34,7 @@ func (k *keeper) touch(d *dispatch.Dispatcher) {
 		return
 	}
 	if !k.attached {
-		k.caller = modernCaller{kind: "stateless-keeper", cancel: func(error) {}}
+		k.caller = statelessCaller{kind: "stateless-keeper", cancel: func(error) {}}
 		d.AttachCaller(&k.caller, false)
 		k.attached = true
 	}

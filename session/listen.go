@@ -45,7 +45,7 @@ func (f *listenFilter) wants(method string) bool {
 
 // listener is a listen stream as the dispatcher sees a session.
 type listener struct {
-	modernCaller
+	statelessCaller
 	// queue carries what the child sends to sessions, to the stream's
 	// goroutine; Deliver never blocks: when the queue is full the stream
 	// has fallen behind, and it is closed (behind, once closed), as a GET
@@ -118,7 +118,7 @@ func (ep *Endpoint) serveListen(w http.ResponseWriter, r *http.Request, m *jsonr
 	defer ep.m.Streams.Dec()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	sw := ep.newSSEWriter(w)
-	l := &listener{modernCaller: modernCaller{kind: "listen", seq: modernSeq.Add(1), cancel: cancel, principal: principal}, queue: make(chan []byte, 64), behind: make(chan struct{}), abort: sw.abort}
+	l := &listener{statelessCaller: statelessCaller{kind: "listen", seq: modernSeq.Add(1), cancel: cancel, principal: principal}, queue: make(chan []byte, 64), behind: make(chan struct{}), abort: sw.abort}
 	d.Attach(l, json.RawMessage(`{"capabilities":`+string(caps)+`}`))
 	// On the way out: cancel, wait for the subscriber, then detach.
 	var subscriber sync.WaitGroup

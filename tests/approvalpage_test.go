@@ -18,9 +18,13 @@ import (
 )
 
 // chromium finds Debian's Chromium. In CI (CI set) a missing browser fails
-// the test; elsewhere it is skipped, saying how to install it.
+// the test; elsewhere it is skipped, saying how to install it; with -short
+// it is skipped.
 func chromium(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short skips the browser tests")
+	}
 	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
 		if _, err := os.Stat(p); err == nil {
 			return p

@@ -1034,7 +1034,7 @@ func (tt *torture) checkAnswer(c *tortureCall, raw json.RawMessage, res fakemcp.
 		case res.Asked == "refused" && c.era == eraModern && c.args.Logs > 0:
 			// Its log lines made its answer an SSE stream before the
 			// child asked: an input_required result cannot follow them
-			// (session/modern.go), so the child is refused whoever
+			// (session/stateless.go), so the child is refused whoever
 			// else is in flight.
 			tt.count(key+" asked refused after streaming", 1)
 		case res.Asked != "":

@@ -10,10 +10,14 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 )
 
-// This file is what dispatch does for MCP 2026-07-28 ("modern") requests:
-// they carry no session and no initialize, so the bridge answers
-// server/discover from the child's cached handshake, and forwards the rest
-// like any request, with a result marked complete.
+// This file is the translation between the eras, in one place: what
+// dispatch does for MCP 2026-07-28 ("modern") requests, which carry no
+// session and no initialize, for a child of the 2025 era. The bridge
+// answers server/discover from the child's cached handshake, gives the
+// child a request's params without the 2026 envelope (ModernParams), and
+// marks its results complete with the destination's caching hints
+// (MarkComplete). What session does with such requests (validation, MRTR,
+// listen, tasks) is in session/stateless.go and its neighbours.
 
 // Discover answers server/discover (id id): the child's capabilities,
 // instructions and server info from its handshake (starting it when none

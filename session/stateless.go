@@ -302,9 +302,9 @@ func cacheable(method string) bool {
 	return false
 }
 
-// modernCaller is a modern request as the dispatcher sees a session: it
+// statelessCaller is a modern request as the dispatcher sees a session: it
 // lives as long as the request.
-type modernCaller struct {
+type statelessCaller struct {
 	// kind and seq name it in logs ("stateless-12", "listen-3").
 	kind   string
 	seq    uint64
@@ -315,7 +315,7 @@ type modernCaller struct {
 
 var modernSeq atomic.Uint64
 
-func (c *modernCaller) SessionID() string {
+func (c *statelessCaller) SessionID() string {
 	if c.seq == 0 {
 		return c.kind
 	}
@@ -324,16 +324,16 @@ func (c *modernCaller) SessionID() string {
 
 // User implements dispatch.Session: the request's principal when auth is
 // on, else the request itself.
-func (c *modernCaller) User() any { return userOf(c.principal, c) }
+func (c *statelessCaller) User() any { return userOf(c.principal, c) }
 
 // Transient: it has no stream of its own for what the child sends to
 // sessions (dispatch.Transient).
-func (c *modernCaller) Transient() bool { return true }
+func (c *statelessCaller) Transient() bool { return true }
 
 // Deliver drops what the child sends to sessions: a modern request has no
 // stream for unrelated notifications.
-func (c *modernCaller) Deliver([]byte) bool { return false }
-func (c *modernCaller) End(reason error)    { c.cancel(reason) }
+func (c *statelessCaller) Deliver([]byte) bool { return false }
+func (c *statelessCaller) End(reason error)    { c.cancel(reason) }
 
 // serveModern answers a modern request.
 func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, env *envelope, rec *postLog) {
@@ -419,7 +419,7 @@ func (ep *Endpoint) serveSessionless(w http.ResponseWriter, r *http.Request, m *
 // is parked for input (MRTR).
 type flight struct {
 	d      *dispatch.Dispatcher
-	caller *modernCaller
+	caller *statelessCaller
 	call   *dispatch.Call
 	cancel context.CancelCauseFunc
 	method string
@@ -454,7 +454,7 @@ func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, principal Principal, m *
 	// outlives that, and copies what it keeps (park).
 	ctx, cancel := context.WithCancelCause(context.Background())
 	f := &flight{d: d, cancel: cancel, method: m.Method, caps: caps, modern: modern, logLevel: -1, cache: ep.cache()}
-	f.caller = &modernCaller{kind: "stateless", seq: modernSeq.Add(1), cancel: cancel, principal: principal}
+	f.caller = &statelessCaller{kind: "stateless", seq: modernSeq.Add(1), cancel: cancel, principal: principal}
 	// To the dispatcher a modern caller can answer anything, so that the
 	// child's requests reach it; what this request declared is enforced
 	// per request (park: -32021, or the child gets an error). A
