@@ -248,18 +248,19 @@ func TestOAuthSessionBinding(t *testing.T) {
 	iss := newIssuer(t)
 	b := oauthBridge(t, iss, bridge.Options{})
 	notes := b.url("notes")
-	token := func(sub, client string) string {
-		return iss.Token(testissuer.Claims{Subject: sub, Audience: []string{notes}, Scope: "mcp", ClientID: client})
+	tokenAt := func(sub, client string, at time.Time) string {
+		return iss.Token(testissuer.Claims{Subject: sub, Audience: []string{notes}, Scope: "mcp", ClientID: client, IssuedAt: at})
 	}
+	token := func(sub, client string) string { return tokenAt(sub, client, time.Time{}) }
 	c := newClient(t, notes)
-	r := c.post(initBody, "Authorization", "Bearer "+token("alice", "claude"))
+	// The first token was issued two seconds ago (the issuer's clock).
+	r := c.post(initBody, "Authorization", "Bearer "+tokenAt("alice", "claude", time.Now().Add(-2*time.Second)))
 	if r.status != 200 {
 		t.Fatalf("initialize: %d %s", r.status, r.body)
 	}
 	c.sid = r.header.Get("Mcp-Session-Id")
-	// A refreshed token (same issuer, subject and client; a new jti and
-	// exp) keeps the session.
-	time.Sleep(1100 * time.Millisecond) // a different iat and exp
+	// A refreshed token (same issuer, subject and client; a new jti, a
+	// later iat and exp) keeps the session.
 	if r := c.callToolWith(`"e1"`, "echo", map[string]any{"text": "hi"}, "Authorization", "Bearer "+token("alice", "claude")); r.status != 200 {
 		t.Fatalf("refreshed token on the session: %d %s", r.status, r.body)
 	}
