@@ -331,12 +331,17 @@ func (d *Dispatcher) send(call *Call, c *child, clientID json.RawMessage, method
 // stack of every call's write.)
 func (call *Call) writeFailed(err error) *Call {
 	if call.d.takeCall(call.up) == nil {
-		return call.finish2(<-call.reply)
+		return call.finishFromReply()
 	}
 	return call.finish(nil, fmt.Errorf("%w: %w: %v", ErrChildExited, errWriteFailed, err))
 }
 
-func (call *Call) finish2(r reply) *Call { return call.finish(r.msg, r.err) }
+// finishFromReply finishes a call that another path took out of the
+// pending calls: that path sends (or sent) its end on call.reply.
+func (call *Call) finishFromReply() *Call {
+	r := <-call.reply
+	return call.finish(r.msg, r.err)
+}
 
 // Next waits for the call's next event: a related message (only when the
 // caller follows the call), the caller's tick (nil: none), or the end.
@@ -386,7 +391,7 @@ func (call *Call) Next(tick <-chan time.Time) Event {
 // waiting call keeps.)
 func (call *Call) childExited(d *Dispatcher, c *child) {
 	if d.takeCall(call.up) == nil {
-		call.finish2(<-call.reply)
+		call.finishFromReply()
 		return
 	}
 	call.finish(nil, fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, supervisor.ExitStatus(c.conn)))
@@ -427,7 +432,7 @@ func (call *Call) wait() ([]byte, error) {
 // just arrived.
 func (call *Call) abandon(err error, reason string) {
 	if !call.d.takeAbandoned(call) {
-		call.finish2(<-call.reply)
+		call.finishFromReply()
 		return
 	}
 	if call.childTask != "" {

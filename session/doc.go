@@ -60,7 +60,7 @@
 //   - "If the input is a JSON-RPC request, the server MUST either return
 //     Content-Type: text/event-stream, to initiate an SSE stream, or
 //     Content-Type: application/json, to return one JSON object." (the
-//     response modes in post.go and watcher.go)
+//     response modes in post.go and postanswer.go)
 //   - "The server MUST NOT send a JSON-RPC response on the stream unless
 //     resuming a stream associated with a previous client request." (a GET
 //     stream carries only notifications and the child's requests)

@@ -190,8 +190,8 @@ func (ep *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, p *post)
 	defer ep.m.Inflight.Dec()
 	// A dropped connection does not cancel the call: its answer stays in the
 	// session's event log for a client that resumes the stream.
-	pw := ep.newWatcher(w, s, p.sseOK, p.jsonOK)
-	defer putWatcher(pw)
+	pw := ep.newPostAnswer(w, s, p.sseOK, p.jsonOK)
+	defer putPostAnswer(pw)
 	if pw.sseOK && (ep.opts.ResponseMode == ModeSSE || !p.jsonOK) {
 		pw.switchSSE()
 	}
@@ -267,7 +267,7 @@ func (ep *Endpoint) forward(w http.ResponseWriter, s *Session, p *post) {
 
 // answerPost writes a session call's answer: as JSON, or as the last event
 // of the stream the call switched to.
-func (ep *Endpoint) answerPost(w http.ResponseWriter, s *Session, p *post, pw *postWatcher, resp []byte, err error) {
+func (ep *Endpoint) answerPost(w http.ResponseWriter, s *Session, p *post, pw *postAnswer, resp []byte, err error) {
 	if pw.sw == nil {
 		ep.writeResult(w, resp, err, &p.rec)
 		return

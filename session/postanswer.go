@@ -18,10 +18,11 @@ const (
 	ModeSSE = "sse"
 )
 
-// postWatcher follows one POSTed call for the handler that waits on it, and
-// switches its answer to an SSE stream when the call needs one. It runs on
+// postAnswer is the form of a 2025 session POST's answer: JSON until the
+// call needs a stream (progress or a request for it, or a keepalive), then
+// an SSE stream of the session's, resumable. It runs on
 // the POST handler's goroutine, the only one that writes the response.
-type postWatcher struct {
+type postAnswer struct {
 	ep            *Endpoint
 	s             *Session
 	w             http.ResponseWriter
@@ -31,28 +32,28 @@ type postWatcher struct {
 	timer         *time.Timer
 }
 
-// watcherPool holds postWatchers. Owner: sessionPost, from newWatcher until
-// putWatcher, which clears what it refers to (its timer, stopped, is kept).
-var watcherPool = sync.Pool{New: func() any { return new(postWatcher) }}
+// postAnswerPool holds postAnswers. Owner: sessionPost, from newPostAnswer until
+// putPostAnswer, which clears what it refers to (its timer, stopped, is kept).
+var postAnswerPool = sync.Pool{New: func() any { return new(postAnswer) }}
 
-func (ep *Endpoint) newWatcher(w http.ResponseWriter, s *Session, sseOK, jsonOK bool) *postWatcher {
-	pw := watcherPool.Get().(*postWatcher)
+func (ep *Endpoint) newPostAnswer(w http.ResponseWriter, s *Session, sseOK, jsonOK bool) *postAnswer {
+	pw := postAnswerPool.Get().(*postAnswer)
 	timer := pw.timer
-	*pw = postWatcher{ep: ep, s: s, w: w, sseOK: sseOK, jsonOK: jsonOK, timer: timer}
+	*pw = postAnswer{ep: ep, s: s, w: w, sseOK: sseOK, jsonOK: jsonOK, timer: timer}
 	return pw
 }
 
-func putWatcher(pw *postWatcher) {
+func putPostAnswer(pw *postAnswer) {
 	if pw.timer != nil {
 		pw.timer.Stop()
 	}
 	pw.ep, pw.s, pw.w, pw.sw = nil, nil, nil, nil
-	watcherPool.Put(pw)
+	postAnswerPool.Put(pw)
 }
 
 // related sends a message that belongs to the call on its stream; a client
 // that takes only JSON gets it on its GET stream instead.
-func (pw *postWatcher) related(msg []byte) {
+func (pw *postAnswer) related(msg []byte) {
 	if !pw.sseOK || (pw.ep.opts.ResponseMode == ModeJSON && pw.jsonOK) {
 		pw.s.Deliver(msg)
 		return
@@ -64,7 +65,7 @@ func (pw *postWatcher) related(msg []byte) {
 // tick returns the keepalive ticks of the call (nil for none), which in
 // auto mode also switch a slow call to a stream so that proxies do not cut
 // it for silence.
-func (pw *postWatcher) tick() <-chan time.Time {
+func (pw *postAnswer) tick() <-chan time.Time {
 	if !pw.sseOK || (pw.ep.opts.ResponseMode == ModeJSON && pw.jsonOK) {
 		return nil
 	}
@@ -77,7 +78,7 @@ func (pw *postWatcher) tick() <-chan time.Time {
 }
 
 // ticked sends a keepalive, switching to a stream first.
-func (pw *postWatcher) ticked() {
+func (pw *postAnswer) ticked() {
 	pw.switchSSE()
 	pw.sw.comment()
 	pw.timer.Reset(pw.ep.opts.KeepAlive)
@@ -85,7 +86,7 @@ func (pw *postWatcher) ticked() {
 
 // switchSSE turns the answer into an SSE stream: headers now, then a priming
 // event for sessions that negotiated 2025-11-25 or later.
-func (pw *postWatcher) switchSSE() {
+func (pw *postAnswer) switchSSE() {
 	if pw.sw != nil {
 		return
 	}
