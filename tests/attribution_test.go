@@ -242,10 +242,10 @@ func TestChildRequestAttribution(t *testing.T) {
 				break
 			}
 		}
-		r, _ := c2.do(http.MethodPost, ftToolBody("2", "slow", map[string]any{"ms": 1000, "text": "c2"}))
+		r, _ := c2.do(http.MethodPost, toolCallBody("2", "slow", map[string]any{"ms": 1000, "text": "c2"}))
 		done <- r
 	}()
-	s := openSSE(t, http.MethodPost, c1.url, c1.sid, ftToolBody("1", "ask", map[string]any{"method": "sampling/createMessage", "ms": 500,
+	s := openSSE(t, http.MethodPost, c1.url, c1.sid, toolCallBody("1", "ask", map[string]any{"method": "sampling/createMessage", "ms": 500,
 		"params": `{"messages":[{"role":"user","content":{"type":"text","text":"c1"}}],"maxTokens":5}`}))
 	req := s.next(t, "sampling/createMessage", 10*time.Second)
 	if r := c1.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"from c1"},"model":"m"}}`, req.ID)); r.status != http.StatusAccepted {

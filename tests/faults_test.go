@@ -34,33 +34,16 @@ import (
 
 // ---- helpers (prefixed "ft" to stay clear of the other test files) ----
 
-// ftErr asserts a transport error: status, JSON content type, a JSON-RPC
-// error with a null id, and a message holding every word.
+// ftErr is checkTransportError, fatal: it stops the test at the first
+// thing wrong with the answer.
 func ftErr(t testing.TB, what string, r response, status int, words ...string) string {
 	t.Helper()
-	if r.status != status {
-		t.Fatalf("%s: status %d, want %d: %s", what, r.status, status, r.body)
+	before := t.Failed()
+	msg := checkTransportError(t, what, r, status, 0, words...)
+	if t.Failed() && !before {
+		t.FailNow()
 	}
-	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Fatalf("%s: Content-Type %q, want application/json: %s", what, ct, r.body)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(r.body, &m); err != nil {
-		t.Fatalf("%s: body is not JSON: %v: %s", what, err, r.body)
-	}
-	if id, ok := m["id"]; !ok || string(id) != "null" {
-		t.Fatalf(`%s: error body must carry "id": null: %s`, what, r.body)
-	}
-	rp := decode(t, r.body)
-	if rp.Error == nil || rp.Error.Message == "" {
-		t.Fatalf("%s: no JSON-RPC error in the body: %s", what, r.body)
-	}
-	for _, w := range words {
-		if !strings.Contains(rp.Error.Message, w) {
-			t.Fatalf("%s: error message %q does not mention %q", what, rp.Error.Message, w)
-		}
-	}
-	return rp.Error.Message
+	return msg
 }
 
 // ftOK asserts a 200 JSON-RPC result and returns it.
@@ -103,11 +86,6 @@ func ftWhoami(t testing.TB, c *client) ftWho {
 		t.Fatalf("whoami: %v: %s", err, res)
 	}
 	return w
-}
-
-func ftToolBody(id, name string, args any) string {
-	a, _ := json.Marshal(args)
-	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, a)
 }
 
 func ftDelete(t testing.TB, c *client) {
@@ -547,7 +525,7 @@ func TestFaultCrashFailsInFlightCalls(t *testing.T) {
 	}
 	done := make(chan res, 1)
 	go func() {
-		r, err := a.do(http.MethodPost, ftToolBody(`"n1"`, "never", nil))
+		r, err := a.do(http.MethodPost, toolCallBody(`"n1"`, "never", nil))
 		done <- res{r, err, time.Now()}
 	}()
 	waitCalled(t, bb, "never")
@@ -630,7 +608,7 @@ func TestFaultStalledStreamDoesNotDelayOthers(t *testing.T) {
 			default:
 			}
 			start := time.Now()
-			r, err := cc.do(http.MethodPost, ftToolBody(strconv.Itoa(i), "echo", map[string]string{"text": "c"}))
+			r, err := cc.do(http.MethodPost, toolCallBody(strconv.Itoa(i), "echo", map[string]string{"text": "c"}))
 			lat := time.Since(start)
 			if err != nil || r.status != http.StatusOK || !bytes.Contains(r.body, []byte(`"text":"c"`)) {
 				cErr = fmt.Errorf("C's echo %d: %v %d %s", i, err, r.status, r.body)
@@ -882,7 +860,7 @@ func TestFaultBridgeCloseWithStreamAndCallInFlight(t *testing.T) {
 	}
 	done := make(chan res, 1)
 	go func() {
-		r, err := c.do(http.MethodPost, ftToolBody(`"n"`, "never", nil))
+		r, err := c.do(http.MethodPost, toolCallBody(`"n"`, "never", nil))
 		done <- res{r, err}
 	}()
 	waitCalled(t, c, "never")

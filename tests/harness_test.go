@@ -419,8 +419,15 @@ func (c *client) initialize() json.RawMessage {
 // callTool calls a tool and returns the response; id is raw JSON.
 func (c *client) callTool(id, name string, args any) response {
 	c.t.Helper()
+	return c.post(toolCallBody(id, name, args))
+}
+
+// toolCallBody is the body of a tools/call; id is raw JSON. (The one
+// builder of tools/call bodies: the hx and ft helper families had a copy
+// each.)
+func toolCallBody(id, name string, args any) string {
 	a, _ := json.Marshal(args)
-	return c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, a))
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, a)
 }
 
 // rpc is a decoded JSON-RPC response.

@@ -33,17 +33,12 @@ var hxUUIDv4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][
 // hxUnknownSID is a well-formed UUID v4 that the bridge never handed out.
 const hxUnknownSID = "0b6f3c1e-9d2a-4c51-8e7f-2a9b4c6d8e10"
 
-// hxToolCall is the body of a tools/call; id is raw JSON.
-func hxToolCall(id, name string, args any) string {
-	a, _ := json.Marshal(args)
-	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, a)
-}
-
 // hxCheckTransportError checks a transport error answer: the status, a JSON
 // content type, and a JSON-RPC error body with "id": null, the given code
 // (when non-zero) and a human-readable message containing every want.
-// It returns the message. Safe for goroutines (uses Errorf only).
-func hxCheckTransportError(t *testing.T, what string, r response, status, code int, want ...string) string {
+// It returns the message. Safe for goroutines (uses Errorf only). The one
+// transport-error check (ftErr is it, fatal).
+func checkTransportError(t testing.TB, what string, r response, status, code int, want ...string) string {
 	t.Helper()
 	if r.status != status {
 		t.Errorf("%s: status %d, want %d; body %s", what, r.status, status, r.body)
@@ -250,7 +245,7 @@ func TestHTTPInitializeCreatesSession(t *testing.T) {
 			// The session works.
 			r = mustRequest(t, http.MethodPost, b.url("fake"), sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 			hxCheckEmpty(t, "notifications/initialized", r, http.StatusAccepted)
-			r = mustRequest(t, http.MethodPost, b.url("fake"), sid, hxToolCall(`1`, "echo", map[string]string{"text": sid}))
+			r = mustRequest(t, http.MethodPost, b.url("fake"), sid, toolCallBody(`1`, "echo", map[string]string{"text": sid}))
 			if res, ok := hxResultOK(t, "echo", r, sid, `1`); ok && hxText(res) != sid {
 				t.Fatalf("echo answered %q, want %q", hxText(res), sid)
 			}
@@ -271,7 +266,7 @@ func TestHTTPSessionIDErrors(t *testing.T) {
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	valid := c.sid
-	call := hxToolCall(`1`, "echo", map[string]string{"text": "x"})
+	call := toolCallBody(`1`, "echo", map[string]string{"text": "x"})
 	for _, tc := range []struct {
 		name   string
 		method string
@@ -297,7 +292,7 @@ func TestHTTPSessionIDErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := mustRequest(t, tc.method, b.url("fake"), tc.sid, tc.body)
-			hxCheckTransportError(t, tc.name, r, tc.status, tc.code, tc.want)
+			checkTransportError(t, tc.name, r, tc.status, tc.code, tc.want)
 			if got := r.header.Get("Mcp-Session-Id"); got != "" {
 				t.Errorf("error answer carries Mcp-Session-Id %q", got)
 			}
@@ -333,10 +328,10 @@ func TestHTTPPostMessageKinds(t *testing.T) {
 		{name: "notification with params", body: `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`, status: 202},
 		{name: "response to nothing", body: `{"jsonrpc":"2.0","id":"no-such-request","result":{}}`, status: 202},
 		{name: "error response to nothing", body: `{"jsonrpc":"2.0","id":41,"error":{"code":-1,"message":"no"}}`, status: 202},
-		{name: "request", body: hxToolCall(`"r-1"`, "echo", map[string]string{"text": "hi there"}), status: 200, id: `"r-1"`, wantText: "hi there"},
+		{name: "request", body: toolCallBody(`"r-1"`, "echo", map[string]string{"text": "hi there"}), status: 200, id: `"r-1"`, wantText: "hi there"},
 		{name: "ping", body: `{"jsonrpc":"2.0","id":3,"method":"ping"}`, status: 200, id: `3`, wantResult: `{}`},
 		{name: "unknown method", body: `{"jsonrpc":"2.0","id":5,"method":"nope/nope"}`, status: 200, id: `5`, errCode: -32601, errWant: "nope/nope"},
-		{name: "unknown tool", body: hxToolCall(`"u"`, "no_such_tool", map[string]string{}), status: 200, id: `"u"`, errCode: -32602, errWant: "unknown tool"},
+		{name: "unknown tool", body: toolCallBody(`"u"`, "no_such_tool", map[string]string{}), status: 200, id: `"u"`, errCode: -32602, errWant: "unknown tool"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := c.post(tc.body)
@@ -390,7 +385,7 @@ func TestHTTPSessionCap(t *testing.T) {
 	st1 := c1.openStream()
 	c2.openStream()
 	r := mustRequest(t, http.MethodPost, b.url("fake"), "", initBody)
-	hxCheckTransportError(t, "third initialize", r, http.StatusServiceUnavailable, 0, "fake", "maximum", "busy")
+	checkTransportError(t, "third initialize", r, http.StatusServiceUnavailable, 0, "fake", "maximum", "busy")
 	ra := r.header.Get("Retry-After")
 	if n, err := strconv.Atoi(ra); err != nil || n <= 0 {
 		t.Errorf("Retry-After %q, want a positive number of seconds", ra)
@@ -420,7 +415,7 @@ func TestHTTPSessionCap(t *testing.T) {
 		return r.status == http.StatusOK
 	})
 	r = c1.callTool(`2`, "echo", map[string]string{"text": "x"})
-	hxCheckTransportError(t, "POST on the evicted session", r, http.StatusNotFound, -32001, "evicted")
+	checkTransportError(t, "POST on the evicted session", r, http.StatusNotFound, -32001, "evicted")
 }
 
 // Many clients never send DELETE (claude.ai opens a session per
@@ -438,7 +433,7 @@ func TestHTTPSessionEvictLRU(t *testing.T) {
 	if r := a.callTool(`1`, "echo", map[string]string{"text": "recent"}); r.status != http.StatusOK {
 		t.Fatalf("echo on a: %d %s", r.status, r.body)
 	}
-	slow := hxGo(b.url("fake"), c.sid, hxToolCall(`7`, "slow", map[string]any{"ms": 3000, "text": "slow"}))
+	slow := hxGo(b.url("fake"), c.sid, toolCallBody(`7`, "slow", map[string]any{"ms": 3000, "text": "slow"}))
 	waitFor(t, 10*time.Second, "c's call in flight", func() bool {
 		return scrape(t, b)[`stelae_inflight_calls{destination="fake"}`] == 1
 	})
@@ -450,7 +445,7 @@ func TestHTTPSessionEvictLRU(t *testing.T) {
 		t.FailNow()
 	}
 	r = bb.callTool(`1`, "echo", map[string]string{"text": "x"})
-	hxCheckTransportError(t, "POST on the evicted session", r, http.StatusNotFound, -32001, "not found")
+	checkTransportError(t, "POST on the evicted session", r, http.StatusNotFound, -32001, "not found")
 	for _, cl := range []*client{a, nc} {
 		r := cl.callTool(`2`, "echo", map[string]string{"text": "still here"})
 		if res, ok := hxResultOK(t, "echo on a surviving session", r, cl.sid, `2`); ok && hxText(res) != "still here" {
@@ -479,11 +474,11 @@ func TestHTTPSessionTTL(t *testing.T) {
 	// No request in between: any request would keep the session alive.
 	waitFor(t, 10*time.Second, "the janitor to expire the session", func() bool { return b.bridge.SessionCount("fake") == 0 })
 	r = c.callTool(`2`, "echo", map[string]string{"text": "expired?"})
-	hxCheckTransportError(t, "POST after TTL", r, http.StatusNotFound, -32001, "not found")
+	checkTransportError(t, "POST after TTL", r, http.StatusNotFound, -32001, "not found")
 	r = mustRequest(t, http.MethodGet, b.url("fake"), c.sid, "")
-	hxCheckTransportError(t, "GET after TTL", r, http.StatusNotFound, -32001)
+	checkTransportError(t, "GET after TTL", r, http.StatusNotFound, -32001)
 	r = mustRequest(t, http.MethodDelete, b.url("fake"), c.sid, "")
-	hxCheckTransportError(t, "DELETE after TTL", r, http.StatusNotFound, -32001)
+	checkTransportError(t, "DELETE after TTL", r, http.StatusNotFound, -32001)
 	if n := b.bridge.SessionCount("fake"); n != 0 {
 		t.Errorf("SessionCount = %d, want 0", n)
 	}
@@ -509,8 +504,8 @@ func TestHTTPBadBodies(t *testing.T) {
 		{name: "not an object", body: `"just a string"`, status: 400, code: -32700},
 		{name: "batch", body: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, status: 400, want: "batching is not supported"},
 		{name: "batch with leading space", body: ` [{"jsonrpc":"2.0","id":1,"method":"ping"}]`, status: 400, want: "batching is not supported"},
-		{name: "too large", body: hxToolCall(`1`, "echo", map[string]string{"text": bigText}), status: 413, want: "1024"},
-		{name: "text/plain", body: hxToolCall(`1`, "echo", map[string]string{"text": "x"}), ct: "text/plain", status: 415, want: "text/plain"},
+		{name: "too large", body: toolCallBody(`1`, "echo", map[string]string{"text": bigText}), status: 413, want: "1024"},
+		{name: "text/plain", body: toolCallBody(`1`, "echo", map[string]string{"text": "x"}), ct: "text/plain", status: 415, want: "text/plain"},
 		{name: "form", body: `a=b`, ct: "application/x-www-form-urlencoded", status: 415},
 	} {
 		for _, withSession := range []bool{true, false} {
@@ -525,13 +520,13 @@ func TestHTTPBadBodies(t *testing.T) {
 					hdr = []string{"Content-Type", tc.ct}
 				}
 				r := mustRequest(t, http.MethodPost, b.url("fake"), sid, tc.body, hdr...)
-				hxCheckTransportError(t, name, r, tc.status, tc.code, tc.want)
+				checkTransportError(t, name, r, tc.status, tc.code, tc.want)
 			})
 		}
 	}
 	// Just under the limit is fine, and the session survived all of that.
 	text := strings.Repeat("y", 900)
-	body := hxToolCall(`"fits"`, "echo", map[string]string{"text": text})
+	body := toolCallBody(`"fits"`, "echo", map[string]string{"text": text})
 	if len(body) > 1024 {
 		t.Fatalf("test bug: body of %d bytes", len(body))
 	}
@@ -711,13 +706,13 @@ func TestHTTPDeleteEndsSession(t *testing.T) {
 		}
 	})
 	for _, tc := range []struct{ method, body string }{
-		{http.MethodPost, hxToolCall(`1`, "echo", map[string]string{"text": "x"})},
+		{http.MethodPost, toolCallBody(`1`, "echo", map[string]string{"text": "x"})},
 		{http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
 		{http.MethodGet, ""},
 		{http.MethodDelete, ""},
 	} {
 		r := mustRequest(t, tc.method, b.url("fake"), c.sid, tc.body)
-		hxCheckTransportError(t, tc.method+" after DELETE", r, http.StatusNotFound, -32001, "not found")
+		checkTransportError(t, tc.method+" after DELETE", r, http.StatusNotFound, -32001, "not found")
 	}
 	if n := b.bridge.SessionCount("fake"); n != 1 {
 		t.Errorf("SessionCount = %d, want 1", n)
@@ -738,7 +733,7 @@ func TestHTTPDeleteCancelsInFlight(t *testing.T) {
 	if n := len(other.stats().Cancelled); n != 0 {
 		t.Fatalf("child saw %d cancellations before the test", n)
 	}
-	pending := hxGo(b.url("fake"), c.sid, hxToolCall(`"never-1"`, "never", map[string]any{}))
+	pending := hxGo(b.url("fake"), c.sid, toolCallBody(`"never-1"`, "never", map[string]any{}))
 	waitCalled(t, other, "never")
 	select {
 	case res := <-pending:
@@ -750,7 +745,7 @@ func TestHTTPDeleteCancelsInFlight(t *testing.T) {
 	hxCheckEmpty(t, "DELETE", r, http.StatusNoContent)
 	pr := hxWait(t, "the in-flight POST after DELETE", pending, 5*time.Second)
 	t.Logf("in-flight POST ended %s after the DELETE began: %d %s", time.Since(start), pr.status, pr.body)
-	hxCheckTransportError(t, "in-flight POST", pr, http.StatusNotFound, 0, "session")
+	checkTransportError(t, "in-flight POST", pr, http.StatusNotFound, 0, "session")
 	var st childStats
 	waitFor(t, 10*time.Second, "the child to receive notifications/cancelled", func() bool {
 		st = other.stats()
@@ -795,7 +790,7 @@ func TestHTTPRoutes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := mustRequest(t, tc.method, base+tc.path, "", tc.body)
-			hxCheckTransportError(t, tc.name, r, tc.status, 0, tc.want...)
+			checkTransportError(t, tc.name, r, tc.status, 0, tc.want...)
 			if loc := r.header.Get("Location"); loc != "" {
 				t.Errorf("Location %q on a %d", loc, r.status)
 			}
@@ -809,7 +804,7 @@ func TestHTTPRoutes(t *testing.T) {
 		if _, ok := hxResultOK(t, "initialize at /fake/mcp/", r, sid, `0`); !ok || !hxUUIDv4.MatchString(sid) {
 			t.Fatalf("initialize at /fake/mcp/: %d %q %s", r.status, sid, r.body)
 		}
-		r = mustRequest(t, http.MethodPost, url, sid, hxToolCall(`1`, "echo", map[string]string{"text": "slash"}))
+		r = mustRequest(t, http.MethodPost, url, sid, toolCallBody(`1`, "echo", map[string]string{"text": "slash"}))
 		if res, ok := hxResultOK(t, "echo at /fake/mcp/", r, sid, `1`); ok && hxText(res) != "slash" {
 			t.Errorf("echo: %s", r.body)
 		}
@@ -834,7 +829,7 @@ func TestHTTPRoutes(t *testing.T) {
 					t.Errorf("%s %s: %d body is not JSON-RPC: %q", method, path, r.status, r.body)
 				}
 				if r.status >= 400 {
-					hxCheckTransportError(t, method+" "+path, r, r.status, 0)
+					checkTransportError(t, method+" "+path, r, r.status, 0)
 				}
 				if sid := r.header.Get("Mcp-Session-Id"); sid != "" && r.status == http.StatusOK {
 					mustRequest(t, http.MethodDelete, b.url("fake"), sid, "")
@@ -885,7 +880,7 @@ func TestHTTPMultiplexSameIDsAcrossSessions(t *testing.T) {
 				go func(sid, id, text string) {
 					defer wg.Done()
 					<-start
-					r, err := request(http.MethodPost, b.url("fake"), sid, hxToolCall(id, "echo", map[string]string{"text": text}))
+					r, err := request(http.MethodPost, b.url("fake"), sid, toolCallBody(id, "echo", map[string]string{"text": text}))
 					if err != nil {
 						t.Errorf("%s: %v", text, err)
 						return
@@ -929,7 +924,7 @@ func TestHTTPIDsByteExact(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := "id " + tc.id
-			r := c.post(hxToolCall(tc.id, "echo", map[string]string{"text": text}))
+			r := c.post(toolCallBody(tc.id, "echo", map[string]string{"text": text}))
 			if res, ok := hxResultOK(t, tc.name, r, c.sid, tc.id); ok && hxText(res) != text {
 				t.Errorf("echo text %q, want %q", hxText(res), text)
 			}
@@ -941,7 +936,7 @@ func TestHTTPSameIDReusedWhileInFlight(t *testing.T) {
 	b := hxFake(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	first := hxGo(c.url, c.sid, hxToolCall(`7`, "slow", map[string]any{"ms": 300, "text": "first"}))
+	first := hxGo(c.url, c.sid, toolCallBody(`7`, "slow", map[string]any{"ms": 300, "text": "first"}))
 	time.Sleep(50 * time.Millisecond) // the first is in flight
 	r := c.callTool(`7`, "echo", map[string]string{"text": "second"})
 	secondAt := time.Now()
@@ -1086,7 +1081,7 @@ func TestHTTPChildRequestRoutedToCaller(t *testing.T) {
 	a.initialize()
 	other.initialize()
 	stA, stOther := a.openStream(), other.openStream()
-	call := hxGo(a.url, a.sid, hxToolCall(`"s-1"`, "sample", map[string]string{"prompt": "hi"}), "Accept", "application/json")
+	call := hxGo(a.url, a.sid, toolCallBody(`"s-1"`, "sample", map[string]string{"prompt": "hi"}), "Accept", "application/json")
 	req := stA.next(t, "sampling/createMessage", 5*time.Second)
 	if len(req.ID) == 0 || string(req.ID) == "null" {
 		t.Fatalf("sampling/createMessage without an id")
@@ -1189,7 +1184,7 @@ func TestLargeAnswerHasContentLength(t *testing.T) {
 	}
 	defer rc.c.Close()
 	for _, n := range []int{100, 100_000} {
-		status, err := rc.post("/fake/mcp", c.sid, []byte(hxToolCall("1", "big", map[string]int{"bytes": n})))
+		status, err := rc.post("/fake/mcp", c.sid, []byte(toolCallBody("1", "big", map[string]int{"bytes": n})))
 		if err != nil || status != http.StatusOK {
 			t.Errorf("a %d-byte answer: status %d, %v", n, status, err)
 		}

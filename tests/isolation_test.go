@@ -62,7 +62,7 @@ func TestIsolationOneChildPerSession(t *testing.T) {
 	n2 := newClient(t, b.url("fake"))
 	n2.initialize() // evicts c, the least recently used
 	childC.waitGone(t, 10*time.Second, "the evicted session's child")
-	hxCheckTransportError(t, "the evicted session", c.callTool(`2`, "echo", map[string]string{"text": "x"}), http.StatusNotFound, -32001)
+	checkTransportError(t, "the evicted session", c.callTool(`2`, "echo", map[string]string{"text": "x"}), http.StatusNotFound, -32001)
 
 	// A crash restarts only that session's child, and the session goes on.
 	w := ftWhoami(t, n1)

@@ -118,7 +118,7 @@ func TestBothErasAtOnce(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 20; i++ {
 				text := fmt.Sprintf("s%d-%d", w, i)
-				r, err := c.do(http.MethodPost, ftToolBody(fmt.Sprint(i), "echo", map[string]string{"text": text}))
+				r, err := c.do(http.MethodPost, toolCallBody(fmt.Sprint(i), "echo", map[string]string{"text": text}))
 				if err != nil || r.status != 200 || !strings.Contains(string(r.body), text) {
 					t.Errorf("2025 session %d call %d: %v %d %s", w, i, err, r.status, r.body)
 					return
@@ -190,7 +190,7 @@ func TestModernListen(t *testing.T) {
 // its progress on its own POST stream; with reject it gets 400.
 func TestSessionlessRequests(t *testing.T) {
 	b := hxFake(t, bridge.Options{})
-	r := mustRequest(t, http.MethodPost, b.url("fake"), "", hxToolCall(`"s1"`, "echo", map[string]string{"text": "no session"}))
+	r := mustRequest(t, http.MethodPost, b.url("fake"), "", toolCallBody(`"s1"`, "echo", map[string]string{"text": "no session"}))
 	if _, ok := hxResultOK(t, "sessionless call", r, "", `"s1"`); !ok || !strings.Contains(string(r.body), "no session") || strings.Contains(string(r.body), "resultType") {
 		t.Errorf("sessionless call: %d %s", r.status, r.body)
 	}
@@ -202,7 +202,7 @@ func TestSessionlessRequests(t *testing.T) {
 		t.Errorf("progress of a sessionless call: %s", p.Params)
 	}
 	rej := hxFake(t, bridge.Options{Sessionless: "reject"})
-	if r := mustRequest(t, http.MethodPost, rej.url("fake"), "", hxToolCall(`1`, "echo", map[string]string{"text": "x"})); r.status != 400 {
+	if r := mustRequest(t, http.MethodPost, rej.url("fake"), "", toolCallBody(`1`, "echo", map[string]string{"text": "x"})); r.status != 400 {
 		t.Errorf("-sessionless reject: %d", r.status)
 	}
 }

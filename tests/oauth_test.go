@@ -97,7 +97,7 @@ func TestOAuthRefusals(t *testing.T) {
 			if r.status != tc.status {
 				t.Fatalf("status %d, want %d: %s", r.status, tc.status, r.body)
 			}
-			hxCheckTransportError(t, tc.name, r, tc.status, 0, tc.words)
+			checkTransportError(t, tc.name, r, tc.status, 0, tc.words)
 			ch := challenge(t, r)
 			wantPRM := prmNotes
 			if tc.url == files {
@@ -165,7 +165,7 @@ func TestOAuthIssuerDown(t *testing.T) {
 	tok := iss.Token(testissuer.Claims{Subject: "alice", Audience: []string{b.url("notes")}, Scope: "mcp"})
 	for i := 0; i < 5; i++ {
 		r := mustRequest(t, http.MethodPost, b.url("notes"), "", initBody, "Authorization", "Bearer "+tok)
-		hxCheckTransportError(t, "issuer down", r, 503, 0, "cannot validate access tokens", iss.URL)
+		checkTransportError(t, "issuer down", r, 503, 0, "cannot validate access tokens", iss.URL)
 		if r.header.Get("Retry-After") == "" || r.header.Get("WWW-Authenticate") != "" {
 			t.Errorf("503 headers: %v", r.header)
 		}

@@ -129,7 +129,7 @@ func TestTSClientsThatNeverDelete(t *testing.T) {
 	}
 	// The first client's session was evicted: it gets 404, so a spec client
 	// initializes again.
-	r, err := request(http.MethodPost, url, first, hxToolCall(`1`, "echo", map[string]string{"text": "x"}))
+	r, err := request(http.MethodPost, url, first, toolCallBody(`1`, "echo", map[string]string{"text": "x"}))
 	if err != nil || r.status != http.StatusNotFound {
 		t.Errorf("the evicted session: %v %d %s, want 404", err, r.status, r.body)
 	}

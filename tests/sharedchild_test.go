@@ -92,7 +92,7 @@ func TestHandshakeFallsBackToAnOlderVersion(t *testing.T) {
 func TestHandshakeRefusedIsNotACrashLoop(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{extraEnv: map[string]string{fakemcp.EnvInitVersions: "none"}})
 	r := newClient(t, b.url("fake")).post(initBody)
-	hxCheckTransportError(t, "initialize of a child that refuses every handshake", r, http.StatusServiceUnavailable, 0, "refused", "unsupported protocol version")
+	checkTransportError(t, "initialize of a child that refuses every handshake", r, http.StatusServiceUnavailable, 0, "refused", "unsupported protocol version")
 	st := b.dispatchers["fake"].Status()
 	if st.State != "failed" || st.RestartsTotal != 0 {
 		t.Errorf("status %+v; want failed at once, without restarting with the same handshake", st)
@@ -139,7 +139,7 @@ func TestSessionsKeepTheirOwnVersionAndCapabilities(t *testing.T) {
 	}
 
 	// The modern client is asked, on its own POST stream.
-	st := openSSE(t, http.MethodPost, modern.url, modern.sid, hxToolCall(`7`, "sample", map[string]string{"prompt": "from modern"}))
+	st := openSSE(t, http.MethodPost, modern.url, modern.sid, toolCallBody(`7`, "sample", map[string]string{"prompt": "from modern"}))
 	var req rpc
 	for req.Method == "" {
 		ev := st.event(t, 10*time.Second)
@@ -249,7 +249,7 @@ func TestSlowStartSurvivesItsFirstClient(t *testing.T) {
 		opts:     bridge.Options{RequestTimeout: 300 * time.Millisecond},
 	})
 	r := newClient(t, b.url("fake")).post(initBody)
-	hxCheckTransportError(t, "initialize while the child starts", r, http.StatusServiceUnavailable, 0, "still starting", "retry")
+	checkTransportError(t, "initialize while the child starts", r, http.StatusServiceUnavailable, 0, "still starting", "retry")
 	if r.header.Get("Retry-After") == "" {
 		t.Errorf("no Retry-After on a 503 for a start in progress")
 	}
@@ -283,7 +283,7 @@ func TestStartTimeout(t *testing.T) {
 		startTimeout: 300 * time.Millisecond,
 	})
 	r := newClient(t, b.url("fake")).post(initBody)
-	hxCheckTransportError(t, "initialize of a child that never starts", r, http.StatusServiceUnavailable, 0, "start_timeout")
+	checkTransportError(t, "initialize of a child that never starts", r, http.StatusServiceUnavailable, 0, "start_timeout")
 }
 
 // TestFailedStartMessageSaysEachThingOnce: the 503 of a destination that
@@ -291,7 +291,7 @@ func TestStartTimeout(t *testing.T) {
 func TestFailedStartMessageSaysEachThingOnce(t *testing.T) {
 	b := newBridge(t, map[string]string{"dead": fakemcp.ModeExitAtStart}, bridgeConfig{restart: supervisor.RestartPolicy{MaxRestarts: 1, Initial: 20 * time.Millisecond}})
 	r := newClient(t, b.url("dead")).post(initBody)
-	msg := hxCheckTransportError(t, "initialize of a child that exits at start", r, http.StatusServiceUnavailable, 0, `"dead"`, "after 1 restart(s)", "next initialize")
+	msg := checkTransportError(t, "initialize of a child that exits at start", r, http.StatusServiceUnavailable, 0, `"dead"`, "after 1 restart(s)", "next initialize")
 	if n := strings.Count(msg, "exit status 3"); n != 1 {
 		t.Errorf("the message names the exit status %d times: %s", n, msg)
 	}

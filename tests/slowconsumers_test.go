@@ -54,7 +54,7 @@ func floodRound(t *testing.T, good []*client, flood *client, d time.Duration) []
 				default:
 				}
 				start := time.Now()
-				r, err := c.do(http.MethodPost, ftToolBody(strconv.Itoa(i), "echo", map[string]string{"text": "ok"}))
+				r, err := c.do(http.MethodPost, toolCallBody(strconv.Itoa(i), "echo", map[string]string{"text": "ok"}))
 				if err != nil || r.status != http.StatusOK {
 					mu.Lock()
 					failure = fmt.Errorf("echo: %v %d %s", err, r.status, r.body)
@@ -77,7 +77,7 @@ func floodRound(t *testing.T, good []*client, flood *client, d time.Duration) []
 				return
 			default:
 			}
-			if r, err := flood.do(http.MethodPost, ftToolBody(strconv.Itoa(i), "notify", map[string]string{"method": "notifications/resources/list_changed", "uri": payload})); err != nil || r.status != http.StatusOK {
+			if r, err := flood.do(http.MethodPost, toolCallBody(strconv.Itoa(i), "notify", map[string]string{"method": "notifications/resources/list_changed", "uri": payload})); err != nil || r.status != http.StatusOK {
 				mu.Lock()
 				failure = fmt.Errorf("notify: %v %d", err, r.status)
 				mu.Unlock()
@@ -156,7 +156,7 @@ func TestManySlowConsumers(t *testing.T) {
 				return true
 			}
 			for i := range 20 {
-				if r, err := flood.do(http.MethodPost, ftToolBody(strconv.Itoa(i), "notify", map[string]string{"method": "notifications/resources/list_changed", "uri": payload})); err != nil || r.status != http.StatusOK {
+				if r, err := flood.do(http.MethodPost, toolCallBody(strconv.Itoa(i), "notify", map[string]string{"method": "notifications/resources/list_changed", "uri": payload})); err != nil || r.status != http.StatusOK {
 					t.Fatalf("notify: %v %d", err, r.status)
 				}
 			}

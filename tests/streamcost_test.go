@@ -258,13 +258,13 @@ func TestStreamsOfOneSession(t *testing.T) {
 	// A sixth stream of this session (4 open and the resumed one) is over
 	// its cap...
 	r := mustRequest(t, http.MethodGet, c.url, c.sid, "", "Accept", "text/event-stream")
-	hxCheckTransportError(t, "a stream over the per-session cap", r, http.StatusTooManyRequests, 0, "maximum", "streams")
+	checkTransportError(t, "a stream over the per-session cap", r, http.StatusTooManyRequests, 0, "maximum", "streams")
 	// ...and another session's second stream is over the bridge's: 6 open.
 	other := newClient(t, b.url("fake"))
 	other.initialize()
 	other.openStream()
 	r = mustRequest(t, http.MethodGet, other.url, other.sid, "", "Accept", "text/event-stream")
-	hxCheckTransportError(t, "a stream over the bridge's cap", r, http.StatusServiceUnavailable, 0, "maximum", "streams")
+	checkTransportError(t, "a stream over the bridge's cap", r, http.StatusServiceUnavailable, 0, "maximum", "streams")
 	if r.header.Get("Retry-After") == "" {
 		t.Errorf("503 without Retry-After")
 	}
