@@ -36,6 +36,22 @@ var (
 	ErrRestarting = supervisor.ErrRestarting
 )
 
+// What the HTTP layer needs of the supervisor, said by dispatch (session
+// imports dispatch only): the states it reports for a destination whose
+// sessions have children of their own, the stop timeout of such a child,
+// and the reason of a failure a client may read.
+const (
+	StateIdle    = supervisor.StateIdle
+	StateRunning = supervisor.StateRunning
+)
+
+// DefaultStopTimeout bounds stopping a child with the default stop grace
+// (supervisor.StopTimeout).
+func DefaultStopTimeout() time.Duration { return supervisor.DefaultOptions().StopTimeout }
+
+// PublicReason is err's text as a client may read it (supervisor.PublicReason).
+func PublicReason(err error) string { return supervisor.PublicReason(err) }
+
 // Session is what the dispatcher needs of one client session.
 type Session interface {
 	// SessionID names the session in logs.

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
-	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
 // Options configure an endpoint. The zero value of a field takes its
@@ -88,7 +87,7 @@ func DefaultOptions() Options {
 		BodyTimeout:          30 * time.Second,
 		BodyIdleTimeout:      10 * time.Second,
 		SessionTTL:           30 * time.Minute,
-		StopTimeout:          supervisor.DefaultOptions().StopTimeout,
+		StopTimeout:          dispatch.DefaultStopTimeout(),
 		TaskAfter:            time.Second,
 		TaskTTL:              time.Hour,
 		InputWait:            2 * time.Minute,

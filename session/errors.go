@@ -9,7 +9,6 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
-	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
 // Header names, in canonical form: http.Header.Get canonicalizes (and
@@ -68,13 +67,13 @@ func statusFor(dest string, err error) (int, string) {
 	case errors.Is(err, dispatch.ErrTooLarge):
 		return http.StatusBadGateway, fmt.Sprintf("destination %q answered with a message over the maximum message size; it was discarded (raise -max-message-size)", dest)
 	case errors.Is(err, dispatch.ErrChildExited), errors.Is(err, dispatch.ErrUnavailable), errors.Is(err, dispatch.ErrStarting), errors.Is(err, dispatch.ErrRestarting):
-		return http.StatusServiceUnavailable, supervisor.PublicReason(err)
+		return http.StatusServiceUnavailable, dispatch.PublicReason(err)
 	case errors.Is(err, dispatch.ErrCanceled):
 		return http.StatusNotFound, "the session ended while the request was in flight (" + err.Error() + "); send initialize to start a new session"
 	case errors.Is(err, dispatch.ErrNotInitialized):
 		return http.StatusBadRequest, err.Error()
 	}
-	return http.StatusBadGateway, fmt.Sprintf("destination %q: %s", dest, supervisor.PublicReason(err))
+	return http.StatusBadGateway, fmt.Sprintf("destination %q: %s", dest, dispatch.PublicReason(err))
 }
 
 // validSessionID accepts the canonical UUID form the bridge hands out.

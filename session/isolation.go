@@ -12,7 +12,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
-	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
 // children tracks the per-session dispatchers of an isolated destination.
@@ -157,7 +156,7 @@ func (ep *Endpoint) Status() dispatch.Status {
 	ep.kids.mu.Lock()
 	defer ep.kids.mu.Unlock()
 	st := dispatch.Status{}
-	st.State, st.RestartsTotal, st.LogsDropped = supervisor.StateIdle, ep.kids.restarts, ep.kids.logsDropped
+	st.State, st.RestartsTotal, st.LogsDropped = dispatch.StateIdle, ep.kids.restarts, ep.kids.logsDropped
 	st.Refused = maps.Clone(ep.kids.refused)
 	if st.Refused == nil {
 		st.Refused = map[string]uint64{}
@@ -173,8 +172,8 @@ func (ep *Endpoint) Status() dispatch.Status {
 		if ds.LastExit != "" {
 			st.LastExit = ds.LastExit
 		}
-		if ds.State == supervisor.StateRunning {
-			st.State = supervisor.StateRunning
+		if ds.State == dispatch.StateRunning {
+			st.State = dispatch.StateRunning
 			st.Children++
 		}
 	}
