@@ -155,7 +155,7 @@ func TestRequestStateLadder(t *testing.T) {
 		want  string
 	}{
 		{"malformed", alice, answer + state("not a state"), "is malformed"},
-		{"altered", alice, answer + state(body + "." + string(flipped)), "was not issued by this bridge or was altered"},
+		{"altered", alice, answer + state(body+"."+string(flipped)), "was not issued by this bridge or was altered"},
 		{"another principal", bob, answer + state(res.RequestState), "belongs to another client"},
 	} {
 		status, out := statelessCall(ep, tc.p, "2", caps, tc.extra)
