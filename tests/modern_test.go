@@ -482,6 +482,26 @@ func TestUnretriedInputCancelsBeforeItRefuses(t *testing.T) {
 	}
 }
 
+// inputRequired reads an input_required answer asking one thing: the
+// thing's key and the requestState.
+func inputRequired(t *testing.T, r response) (key, state string) {
+	t.Helper()
+	var first struct {
+		Result struct {
+			ResultType    string                     `json:"resultType"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  string                     `json:"requestState"`
+		} `json:"result"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &first) != nil || first.Result.ResultType != "input_required" || len(first.Result.InputRequests) != 1 {
+		t.Fatalf("want input_required asking one thing: %d %s", r.status, r.body)
+	}
+	for k := range first.Result.InputRequests {
+		key = k
+	}
+	return key, first.Result.RequestState
+}
+
 // TestMRTRRetryCapabilitiesCount: the capabilities a retry declares are the
 // call's from then on: a second round asks only what the retry declared.
 // (Before, the first request's were kept: a retry that no longer declared
@@ -492,24 +512,10 @@ func TestMRTRRetryCapabilitiesCount(t *testing.T) {
 	both := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{}}}`
 	samplingOnly := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
 	args := `"arguments":{"method":"sampling/createMessage","params":"{\"messages\":[],\"maxTokens\":5}","then":"elicitation/create","then_params":"{\"message\":\"name?\",\"requestedSchema\":{\"type\":\"object\"}}"}`
-	r := modernCall(t, url, "1", "tools/call", `{"name":"ask",`+args+`,`+both+`}`)
-	var first struct {
-		Result struct {
-			ResultType    string                     `json:"resultType"`
-			InputRequests map[string]json.RawMessage `json:"inputRequests"`
-			RequestState  string                     `json:"requestState"`
-		} `json:"result"`
-	}
-	if r.status != 200 || json.Unmarshal(r.body, &first) != nil || first.Result.ResultType != "input_required" || len(first.Result.InputRequests) != 1 {
-		t.Fatalf("first request: %d %s", r.status, r.body)
-	}
-	var key string
-	for k := range first.Result.InputRequests {
-		key = k
-	}
+	key, state := inputRequired(t, modernCall(t, url, "1", "tools/call", `{"name":"ask",`+args+`,`+both+`}`))
 	retry := fmt.Sprintf(`{"name":"ask",%s,"inputResponses":{%q:{"role":"assistant","content":{"type":"text","text":"answered"},"model":"m"}},"requestState":%q,%s}`,
-		args, key, first.Result.RequestState, samplingOnly)
-	r = modernCall(t, url, "2", "tools/call", retry)
+		args, key, state, samplingOnly)
+	r := modernCall(t, url, "2", "tools/call", retry)
 	modernError(t, "the second round's elicitation", r, 400, -32021, "2")
 	if !strings.Contains(string(r.body), `"requiredCapabilities":{"elicitation":{}}`) {
 		t.Errorf("the retry's answer %s; want elicitation named as missing", r.body)
