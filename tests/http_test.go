@@ -665,7 +665,8 @@ func TestHTTPGetBuffersUntilStreamAttaches(t *testing.T) {
 	if res, ok := hxResultOK(t, "list_changed", r, c.sid, `1`); !ok || hxText(res) != "sent" {
 		t.Fatalf("list_changed: %s", r.body)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// The child sent the notification before the call's answer, and the
+	// bridge reads the child's output in order: it is in the backlog now.
 	st := c.openStream()
 	hxCheckSSEHeaders(t, "GET", st.resp.Header)
 	select {
@@ -937,7 +938,7 @@ func TestHTTPSameIDReusedWhileInFlight(t *testing.T) {
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	first := hxGo(c.url, c.sid, toolCallBody(`7`, "slow", map[string]any{"ms": 300, "text": "first"}))
-	time.Sleep(50 * time.Millisecond) // the first is in flight
+	waitCalled(t, c, "slow") // the first is in flight
 	r := c.callTool(`7`, "echo", map[string]string{"text": "second"})
 	secondAt := time.Now()
 	if res, ok := hxResultOK(t, "second call with id 7", r, c.sid, `7`); ok && hxText(res) != "second" {

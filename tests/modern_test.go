@@ -288,17 +288,7 @@ func TestMRTRKeepsItsRequest(t *testing.T) {
 	const token = `"token-of-the-first-request-0123456789"`
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"progressToken":` + token + `}`
 	args := `"arguments":{"method":"sampling/createMessage","params":"{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"hi\"}}],\"maxTokens\":5}"}`
-	r := modernCall(t, url, `"first-request-id-0123456789"`, "tools/call", `{"name":"ask",`+args+`,`+meta+`}`)
-	var first struct {
-		Result struct {
-			ResultType    string                     `json:"resultType"`
-			InputRequests map[string]json.RawMessage `json:"inputRequests"`
-			RequestState  string                     `json:"requestState"`
-		} `json:"result"`
-	}
-	if r.status != 200 || json.Unmarshal(r.body, &first) != nil || first.Result.ResultType != "input_required" || len(first.Result.InputRequests) != 1 {
-		t.Fatalf("first request: %d %s", r.status, r.body)
-	}
+	key, state := inputRequired(t, modernCall(t, url, `"first-request-id-0123456789"`, "tools/call", `{"name":"ask",`+args+`,`+meta+`}`))
 	// Other requests, with bodies as long, take the pooled buffers.
 	for i := range 20 {
 		text := strings.Repeat("Z", 300)
@@ -306,12 +296,8 @@ func TestMRTRKeepsItsRequest(t *testing.T) {
 			t.Fatalf("echo %d: %d %s", i, r.status, r.body)
 		}
 	}
-	var key string
-	for k := range first.Result.InputRequests {
-		key = k
-	}
 	retry := fmt.Sprintf(`{"name":"ask",%s,"inputResponses":{%q:{"role":"assistant","content":{"type":"text","text":"answered"},"model":"m"}},"requestState":%q,%s}`,
-		args, key, first.Result.RequestState, meta)
+		args, key, state, meta)
 	s := openSSE(t, http.MethodPost, url, "", fmt.Sprintf(`{"jsonrpc":"2.0","id":"retry","method":"tools/call","params":%s}`, retry),
 		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "ask")
 	p := s.next(t, "notifications/progress", 10*time.Second)
@@ -388,25 +374,11 @@ func TestMRTRRetryAfterTheRequestTimeout(t *testing.T) {
 	})
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
 	args := `"arguments":{"method":"sampling/createMessage","params":"{\"messages\":[],\"maxTokens\":5}"}`
-	r := modernCall(t, url, "1", "tools/call", `{"name":"ask",`+args+`,`+meta+`}`)
-	var first struct {
-		Result struct {
-			ResultType    string                     `json:"resultType"`
-			InputRequests map[string]json.RawMessage `json:"inputRequests"`
-			RequestState  string                     `json:"requestState"`
-		} `json:"result"`
-	}
-	if r.status != 200 || json.Unmarshal(r.body, &first) != nil || first.Result.ResultType != "input_required" {
-		t.Fatalf("first request: %d %s", r.status, r.body)
-	}
-	var key string
-	for k := range first.Result.InputRequests {
-		key = k
-	}
+	key, state := inputRequired(t, modernCall(t, url, "1", "tools/call", `{"name":"ask",`+args+`,`+meta+`}`))
 	time.Sleep(time.Second) // the person thinks: longer than the request timeout
 	retry := fmt.Sprintf(`{"name":"ask",%s,"inputResponses":{%q:{"role":"assistant","content":{"type":"text","text":"late answer"},"model":"m"}},"requestState":%q,%s}`,
-		args, key, first.Result.RequestState, meta)
-	r = modernCall(t, url, "2", "tools/call", retry)
+		args, key, state, meta)
+	r := modernCall(t, url, "2", "tools/call", retry)
 	if r.status != 200 || !strings.Contains(string(r.body), "late answer") {
 		t.Errorf("the retry after the request timeout: %d %s; want the call's answer", r.status, r.body)
 	}
