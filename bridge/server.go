@@ -358,11 +358,17 @@ func (s *Server) closeIdle() {
 	}
 }
 
+// forget ends c's serving goroutine's time: c is no fast connection.
 func (s *Server) forget(c *fastConn) {
+	s.untrack(c)
+	s.wg.Done()
+}
+
+// untrack takes c out of the fast connections (again: a no-op).
+func (s *Server) untrack(c *fastConn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
-	s.wg.Done()
 }
 
 // Connection states (fastConn.state).
@@ -480,6 +486,10 @@ func (c *fastConn) serve() {
 			fast = false // the body is not all here: net/http reads it, with its limits
 		}
 		if !fast {
+			// Not the fast path's any more before net/http has it: a
+			// count of the fast connections (waitFast in the tests) must
+			// not see one net/http may already be serving.
+			c.s.untrack(c)
 			c.handOff()
 			handed = true
 			return

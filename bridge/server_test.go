@@ -1087,19 +1087,7 @@ func TestServerBackFromNetHTTP(t *testing.T) {
 	// is back on the fast path, which serves the next POST.
 	rec = &served{}
 	srv, addr := startTestServer(t, echoHandler(rec))
-	c := dial(t, addr)
-	br := bufio.NewReader(c)
-	for i, req := range []string{viaStd, viaStd, next} {
-		if i == 2 {
-			waitFast(t, srv, 1)
-		}
-		io.WriteString(c, req)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-	}
+	roundTrips(t, srv, addr, []string{viaStd, viaStd, next}, 2)
 	if got := rec.get(); !reflect.DeepEqual(got, []bool{false, false, true}) {
 		t.Errorf("served by the fast path: %v, want [false false true] (the connection back from net/http)", got)
 	}
@@ -1110,25 +1098,34 @@ func TestServerBackFromNetHTTP(t *testing.T) {
 		want  int
 	}{{viaStd, 200}, {"GET /g HTTP/1.1\r\nHost: a\r\n\r\n", 400}} {
 		srv, addr := startTestServer(t, echoHandler(&served{}))
-		c := dial(t, addr)
-		br := bufio.NewReader(c)
-		var got []int
-		for i, req := range []string{tc.first, "\r\n" + next} {
-			if i == 1 {
-				waitFast(t, srv, 1)
-			}
-			io.WriteString(c, req)
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			got = append(got, resp.StatusCode)
-		}
+		got := roundTrips(t, srv, addr, []string{tc.first, "\r\n" + next}, 1)
 		if got[1] != tc.want {
 			t.Errorf("%q, back on the fast path, then CRLF and a POST: %v, want %d last", tc.first[:10], got, tc.want)
 		}
 	}
+}
+
+// roundTrips writes reqs on one connection to addr, each once the answer
+// to the one before is read, first waiting for the connection to be back
+// on srv's fast path before request fastAt; it returns the statuses.
+func roundTrips(t *testing.T, srv *Server, addr string, reqs []string, fastAt int) []int {
+	t.Helper()
+	c := dial(t, addr)
+	br := bufio.NewReader(c)
+	var got []int
+	for i, req := range reqs {
+		if i == fastAt {
+			waitFast(t, srv, 1)
+		}
+		io.WriteString(c, req)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		got = append(got, resp.StatusCode)
+	}
+	return got
 }
 
 // waitFast waits until s serves n connections on the fast path (those
