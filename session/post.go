@@ -190,30 +190,15 @@ func (ep *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, p *post)
 	defer ep.m.Inflight.Dec()
 	// A dropped connection does not cancel the call: its answer stays in the
 	// session's event log for a client that resumes the stream.
-	pw := ep.newPostAnswer(w, s, p.sseOK, p.jsonOK)
+	pw := ep.newPostAnswer(w, s, p)
 	defer putPostAnswer(pw)
-	if pw.sseOK && (ep.opts.ResponseMode == ModeSSE || !p.jsonOK) {
-		pw.switchSSE()
-	}
 	// The call ends with the session (its cause is the call's error), not
 	// with the connection: a client that lost it resumes the stream. This
 	// handler owns the wait: it streams what belongs to the call and sends
 	// keepalives, which switch a slow call to a stream.
 	call := s.d.Begin(s.ctx, s, &p.m, ep.opts.RequestTimeout, true)
 	defer call.Release()
-	tick := pw.tick()
-	for {
-		ev := call.Next(tick)
-		if ev.Done {
-			ep.answerPost(w, s, p, pw, ev.Answer, ev.Err)
-			return
-		}
-		if ev.Related != nil {
-			pw.related(ev.Related)
-		} else {
-			pw.ticked()
-		}
-	}
+	await(call, pw)
 }
 
 // enterSession resolves the session of a POST and counts the POST in
@@ -263,23 +248,6 @@ func (ep *Endpoint) forward(w http.ResponseWriter, s *Session, p *post) {
 	}
 	p.rec.status = http.StatusAccepted
 	w.WriteHeader(http.StatusAccepted)
-}
-
-// answerPost writes a session call's answer: as JSON, or as the last event
-// of the stream the call switched to.
-func (ep *Endpoint) answerPost(w http.ResponseWriter, s *Session, p *post, pw *postAnswer, resp []byte, err error) {
-	if pw.sw == nil {
-		ep.writeResult(w, resp, err, &p.rec)
-		return
-	}
-	if err != nil {
-		_, text := statusFor(ep.name, err)
-		resp = jsonrpc.ErrorResponse(p.m.ID, codeServer, text)
-	}
-	pw.sw.event(s.emitPost(pw.stream, resp, true))
-	if ep.opts.AuditBodies {
-		p.rec.respBody = resp
-	}
 }
 
 // initialize creates a session and answers from the child's cached

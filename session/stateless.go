@@ -479,122 +479,153 @@ func (f *flight) end() {
 var errClientGone = fmt.Errorf("%w: the client closed the response stream", dispatch.ErrCanceled)
 
 // drive answers request m (the one that started f, or a retry resuming it)
-// from f's events: JSON, or — once the call sends progress and the client
-// accepts a stream — an SSE stream scoped to the request, carrying its
-// progress and then its answer. A client that closes the response cancels
-// the call (the child gets notifications/cancelled). A request the child
-// sends during the call parks it and answers m with input_required (MRTR).
+// from f's events (requestAnswer): JSON, or — once the call sends progress
+// and the client accepts a stream — an SSE stream scoped to the request,
+// carrying its progress and then its answer. A client that closes the
+// response cancels the call (the child gets notifications/cancelled). A
+// request the child sends during the call parks it and answers m with
+// input_required (MRTR).
 func (ep *Endpoint) drive(w http.ResponseWriter, r *http.Request, f *flight, m *jsonrpc.Message, rec *postLog) {
 	accept := Header(r.Header, "Accept")
-	sseOK := accept != "" && accepts(accept, "text/event-stream")
+	ra := &requestAnswer{ep: ep, w: w, r: r, f: f, m: m, rec: rec, sseOK: accept != "" && accepts(accept, "text/event-stream")}
 	// The client's going away cancels the call, unless it was parked.
-	parked := false
 	stop := context.AfterFunc(r.Context(), func() { f.cancel(errClientGone) })
 	defer func() {
 		stop()
-		if !parked {
+		if ra.ticker != nil {
+			ra.ticker.Stop()
+		}
+		if ra.grace != nil {
+			ra.grace.Stop()
+		}
+		if !ra.handedOver {
 			f.end()
 		}
 	}()
-	var sw *sseWriter
-	var tick <-chan time.Time
-	var ticker *time.Ticker
-	// grace runs while the call may still become a task: its tick is the
-	// moment it does.
-	var grace *time.Timer
 	if f.taskAfter > 0 {
-		grace = time.NewTimer(f.taskAfter)
-		tick = grace.C
+		// The grace runs while the call may still become a task: its tick
+		// is the moment it does.
+		ra.grace = time.NewTimer(f.taskAfter)
+		ra.tick = ra.grace.C
 	}
-	defer func() {
-		if ticker != nil {
-			ticker.Stop()
-		}
-		if grace != nil {
-			grace.Stop()
-		}
-	}()
-	for {
-		ev := f.call.Next(tick)
-		switch {
-		case ev.Done:
-			resp, err := f.answer(ev, m)
-			if sw == nil {
-				ep.writeResult(w, resp, err, rec)
-				return
-			}
-			if err != nil {
-				_, msg := statusFor(ep.name, err)
-				resp = jsonrpc.ErrorResponse(m.ID, codeServer, msg)
-			}
-			sw.write(modernEvent(resp))
-			return
-		case ev.Tick && grace != nil:
-			grace = nil
-			// The catalogue is read again: it may not have been known when
-			// the call came (a child just started).
-			if support, _ := f.d.ToolTaskSupport(f.tool); support != "" {
-				if resp := ep.adoptTask(f, m, PrincipalFrom(r)); resp != nil {
-					parked = true // the task has the call now
-					if sw == nil {
-						ep.writeResult(w, resp, nil, rec)
-					} else {
-						sw.write(modernEvent(resp))
-					}
-					return
-				}
-			}
-			// Not a task: the call goes on here.
-			tick = nil
-			if sw != nil {
-				ticker = time.NewTicker(ep.opts.KeepAlive)
-				tick = ticker.C
-			}
-		case ev.Tick:
-			sw.comment()
-		case ev.Related != nil:
-			rel := ev.Related
-			method := jsonrpc.String(jsonrpc.Member(rel, "method"))
-			if jsonrpc.Member(rel, "id") != nil {
-				if res, ok := f.inputs[inputKey(jsonrpc.Member(rel, "id"))]; ok && f.modern {
-					// Answered ahead by the client.
-					delete(f.inputs, inputKey(jsonrpc.Member(rel, "id")))
-					if reply, err := jsonrpc.Parse(jsonrpc.AppendResponse(nil, jsonrpc.Member(rel, "id"), res, nil)); err == nil {
-						_ = f.d.Respond(f.caller, reply)
-					}
-					continue
-				}
-				if sw != nil || !f.modern || !canAskInput(f.method) {
-					// No way to ask this client now: the child gets an
-					// error at once.
-					f.refuse(rel, method+" cannot be relayed to this client")
-					continue
-				}
-				switch ep.park(w, r, f, m, rel, rec) {
-				case parkedForInput:
-					parked = true
-					return
-				case parkEnded:
-					return
-				}
-				continue // parkGoOn: nothing could be asked; the call goes on
-			}
-			if !sseOK || (method != "notifications/progress" && !f.wantsLog(method, rel)) {
-				continue
-			}
-			if sw == nil {
-				sw = ep.newSSEWriter(w)
-				setSSEHeaders(w.Header())
-				w.WriteHeader(http.StatusOK)
-				rec.status = http.StatusOK
-				if grace == nil { // until then, grace has the tick
-					ticker = time.NewTicker(ep.opts.KeepAlive)
-					tick = ticker.C
-				}
-			}
-			sw.write(modernEvent(rel))
+	await(f.call, ra)
+}
+
+// requestAnswer is the form of the answer of a request without a session
+// (answering): JSON until the call sends something the client takes on a
+// stream, then an SSE stream scoped to the request (not resumable).
+type requestAnswer struct {
+	ep    *Endpoint
+	w     http.ResponseWriter
+	r     *http.Request
+	f     *flight
+	m     *jsonrpc.Message
+	rec   *postLog
+	sseOK bool
+	sw    *sseWriter // set once the answer is a stream
+	// tick is grace's channel while the call may become a task, then the
+	// keepalive ticker's once the answer is a stream.
+	tick   <-chan time.Time
+	ticker *time.Ticker
+	grace  *time.Timer
+	// handedOver: the call is no longer the request's (parked for input,
+	// or a task): the flight does not end with it.
+	handedOver bool
+}
+
+func (ra *requestAnswer) ticks() <-chan time.Time { return ra.tick }
+
+// ticked sends a keepalive, or ends the grace: the call becomes a task if
+// its tool supports tasks, else it goes on here.
+func (ra *requestAnswer) ticked() bool {
+	if ra.grace == nil {
+		ra.sw.comment()
+		return true
+	}
+	ra.grace = nil
+	// The catalogue is read again: it may not have been known when the
+	// call came (a child just started).
+	f := ra.f
+	if support, _ := f.d.ToolTaskSupport(f.tool); support != "" {
+		if resp := ra.ep.adoptTask(f, ra.m, PrincipalFrom(ra.r)); resp != nil {
+			ra.handedOver = true // the task has the call now
+			ra.write(resp, nil)
+			return false
 		}
 	}
+	ra.tick = nil
+	if ra.sw != nil {
+		ra.keepAlive()
+	}
+	return true
+}
+
+// keepAlive starts the stream's keepalives.
+func (ra *requestAnswer) keepAlive() {
+	ra.ticker = time.NewTicker(ra.ep.opts.KeepAlive)
+	ra.tick = ra.ticker.C
+}
+
+// related takes a message the child sent for the call: a request of its
+// own is answered from the client's inputResponses, parks the call
+// (MRTR) or is refused; progress, and the log lines the request asked
+// for, go on the request's stream.
+func (ra *requestAnswer) related(rel []byte) bool {
+	f := ra.f
+	method := jsonrpc.String(jsonrpc.Member(rel, "method"))
+	if id := jsonrpc.Member(rel, "id"); id != nil {
+		if res, ok := f.inputs[inputKey(id)]; ok && f.modern {
+			// Answered ahead by the client.
+			delete(f.inputs, inputKey(id))
+			if reply, err := jsonrpc.Parse(jsonrpc.AppendResponse(nil, id, res, nil)); err == nil {
+				_ = f.d.Respond(f.caller, reply)
+			}
+			return true
+		}
+		if ra.sw != nil || !f.modern || !canAskInput(f.method) {
+			// No way to ask this client now: the child gets an error at
+			// once.
+			f.refuse(rel, method+" cannot be relayed to this client")
+			return true
+		}
+		switch ra.ep.park(ra.w, ra.r, f, ra.m, rel, ra.rec) {
+		case parkedForInput:
+			ra.handedOver = true
+			return false
+		case parkEnded:
+			return false
+		}
+		return true // parkGoOn: nothing could be asked; the call goes on
+	}
+	if !ra.sseOK || (method != "notifications/progress" && !f.wantsLog(method, rel)) {
+		return true
+	}
+	if ra.sw == nil {
+		ra.sw = ra.ep.newSSEWriter(ra.w)
+		setSSEHeaders(ra.w.Header())
+		ra.w.WriteHeader(http.StatusOK)
+		ra.rec.status = http.StatusOK
+		if ra.grace == nil { // until then, grace has the tick
+			ra.keepAlive()
+		}
+	}
+	ra.sw.write(modernEvent(rel))
+	return true
+}
+
+// done writes the call's answer.
+func (ra *requestAnswer) done(ev dispatch.Event) {
+	ra.write(ra.f.answer(ev, ra.m))
+}
+
+// write writes the request's answer: as JSON, or as the last event of its
+// stream.
+func (ra *requestAnswer) write(resp []byte, err error) {
+	if ra.sw == nil {
+		ra.ep.writeResult(ra.w, resp, err, ra.rec)
+		return
+	}
+	ra.sw.write(modernEvent(ra.ep.streamedAnswer(ra.m.ID, resp, err)))
 }
 
 // answer is the final answer to m (the request, or the retry, being
