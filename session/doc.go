@@ -26,13 +26,19 @@
 // child's notifications come back through Session.Deliver into the
 // session's event log and out on its GET stream.
 //
+// Every POSTed call, of either era, is waited for by one loop (await.go):
+// the handler's goroutine takes the call's events and hands them to the
+// form of its answer (postAnswer for a session's call, requestAnswer for a
+// request without a session), which decides JSON or SSE and keepalives.
+//
 // The 2026-07-28 era has its rooms here, beside the sessions and on the
 // same child (a POST whose params._meta carries the protocol version; such a
 // request has no session):
-//   - stateless.go: telling the eras apart, the validation ladder,
-//     server/discover, the flight of a stateless request (statelessCaller,
-//     flight) and its drive, which answers it in JSON or on a stream scoped
-//     to it;
+//   - stateless.go: the era's state (type stateless, the endpoint's sl:
+//     parked calls, tasks, the keeper), telling the eras apart, the
+//     validation ladder, server/discover, the flight of a stateless
+//     request (statelessCaller, flight) and the form of its answer
+//     (requestAnswer), in JSON or on a stream scoped to it;
 //   - mrtr.go: a child's requests during a call become input_required
 //     results (MRTR, with a requestState the bridge signs); parked calls
 //     are the endpoint's and end at its Shutdown;

@@ -225,12 +225,8 @@ type Endpoint struct {
 	janitorDone  chan struct{}
 	// pumps counts the GET streams' goroutines; Shutdown waits for them.
 	pumps sync.WaitGroup
-	// mrtr holds the modern calls parked for their client's input.
-	mrtr mrtr
-	// tasks are the calls kept as tasks (tasks extension).
-	tasks taskStore
-	// keeper keeps the shared child up between stateless requests.
-	keeper keeper
+	// sl is what the endpoint keeps for requests without a session.
+	sl stateless
 }
 
 // NewEndpoint serves destination name: with shared, one child for every
@@ -313,7 +309,7 @@ func (ep *Endpoint) endSession(s *Session, reason error) {
 func (ep *Endpoint) Shutdown(ctx context.Context) {
 	ep.shutdownOnce.Do(func() { close(ep.shutdown) })
 	if ep.shared != nil {
-		ep.keeper.close(ep.shared)
+		ep.sl.keeper.close(ep.shared)
 	}
 	for _, s := range ep.reg.all() {
 		ep.endSession(s, errShutdown)

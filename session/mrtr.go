@@ -213,16 +213,16 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 		return parkGoOn
 	}
 	principal := PrincipalFrom(r)
-	ep.mrtr.mu.Lock()
-	full, mine := ep.mrtr.n >= maxParked, ep.mrtr.byPrincipal[principal] >= maxParkedPerPrincipal
+	ep.sl.mrtr.mu.Lock()
+	full, mine := ep.sl.mrtr.n >= maxParked, ep.sl.mrtr.byPrincipal[principal] >= maxParkedPerPrincipal
 	if !full && !mine {
-		if ep.mrtr.parked == nil {
-			ep.mrtr.parked, ep.mrtr.byPrincipal = map[string]*parkedCall{}, map[Principal]int{}
+		if ep.sl.mrtr.parked == nil {
+			ep.sl.mrtr.parked, ep.sl.mrtr.byPrincipal = map[string]*parkedCall{}, map[Principal]int{}
 		}
-		ep.mrtr.n++ // its place, taken before it parks
-		ep.mrtr.byPrincipal[principal]++
+		ep.sl.mrtr.n++ // its place, taken before it parks
+		ep.sl.mrtr.byPrincipal[principal]++
 	}
-	ep.mrtr.mu.Unlock()
+	ep.sl.mrtr.mu.Unlock()
 	if full || mine {
 		// The call ends; its end answers the child's requests.
 		f.endCause = fmt.Errorf("%w: too many calls are waiting for their clients' input", dispatch.ErrCanceled)
@@ -248,22 +248,22 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 	f.caps = bytes.Clone(f.caps)
 	id := newParkID()
 	pc := &parkedCall{f: f, keys: keys, principal: principal, digest: paramsDigest(m.Method, m.Params)}
-	ep.mrtr.mu.Lock()
-	if ep.mrtr.closed {
+	ep.sl.mrtr.mu.Lock()
+	if ep.sl.mrtr.closed {
 		// The endpoint shut down since this call took its place.
-		ep.mrtr.n--
-		if ep.mrtr.byPrincipal[principal]--; ep.mrtr.byPrincipal[principal] <= 0 {
-			delete(ep.mrtr.byPrincipal, principal)
+		ep.sl.mrtr.n--
+		if ep.sl.mrtr.byPrincipal[principal]--; ep.sl.mrtr.byPrincipal[principal] <= 0 {
+			delete(ep.sl.mrtr.byPrincipal, principal)
 		}
-		ep.mrtr.mu.Unlock()
+		ep.sl.mrtr.mu.Unlock()
 		f.endCause = errShutdownParked
 		w.Header().Set("Retry-After", "5")
 		rec.status = modernError(w, http.StatusServiceUnavailable, m.ID, jsonrpc.CodeServerError, "the bridge is shutting down; try again shortly", nil)
 		return parkEnded
 	}
-	key, _ := ep.mrtr.keys()
-	ep.mrtr.parked[id] = pc
-	ep.mrtr.mu.Unlock()
+	key, _ := ep.sl.mrtr.keys()
+	ep.sl.mrtr.parked[id] = pc
+	ep.sl.mrtr.mu.Unlock()
 	// A parked call is in flight on the child: counted as one, and as
 	// parked, until unparkLocked.
 	ep.m.Inflight.Inc()
@@ -277,16 +277,16 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 }
 
 // unparkLocked takes parked call id (nil: none) out of the parked calls
-// and their counts. ep.mrtr.mu must be held.
+// and their counts. ep.sl.mrtr.mu must be held.
 func (ep *Endpoint) unparkLocked(id string) *parkedCall {
-	pc := ep.mrtr.parked[id]
+	pc := ep.sl.mrtr.parked[id]
 	if pc == nil {
 		return nil
 	}
-	delete(ep.mrtr.parked, id)
-	ep.mrtr.n--
-	if ep.mrtr.byPrincipal[pc.principal]--; ep.mrtr.byPrincipal[pc.principal] <= 0 {
-		delete(ep.mrtr.byPrincipal, pc.principal)
+	delete(ep.sl.mrtr.parked, id)
+	ep.sl.mrtr.n--
+	if ep.sl.mrtr.byPrincipal[pc.principal]--; ep.sl.mrtr.byPrincipal[pc.principal] <= 0 {
+		delete(ep.sl.mrtr.byPrincipal, pc.principal)
 	}
 	ep.m.Inflight.Dec()
 	ep.m.Parked.Dec()
@@ -311,13 +311,13 @@ var (
 // endParked ends every parked call (the endpoint shuts down: the parked
 // calls are the endpoint's, and their timers with them), and parks no more.
 func (ep *Endpoint) endParked() {
-	ep.mrtr.mu.Lock()
-	ep.mrtr.closed = true
+	ep.sl.mrtr.mu.Lock()
+	ep.sl.mrtr.closed = true
 	var ended []*parkedCall
-	for id := range ep.mrtr.parked {
+	for id := range ep.sl.mrtr.parked {
 		ended = append(ended, ep.unparkLocked(id))
 	}
-	ep.mrtr.mu.Unlock()
+	ep.sl.mrtr.mu.Unlock()
 	for _, pc := range ended {
 		pc.timer.Stop()
 		pc.f.endCause = errShutdownParked
@@ -328,9 +328,9 @@ func (ep *Endpoint) endParked() {
 // expire ends a call whose retry did not come: the call is cancelled, and
 // then the child's requests get an error (flight.endCause).
 func (ep *Endpoint) expire(id string) {
-	ep.mrtr.mu.Lock()
+	ep.sl.mrtr.mu.Lock()
 	pc := ep.unparkLocked(id)
-	ep.mrtr.mu.Unlock()
+	ep.sl.mrtr.mu.Unlock()
 	if pc == nil {
 		return
 	}
@@ -351,9 +351,9 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 		invalid("is malformed")
 		return
 	}
-	ep.mrtr.mu.Lock()
-	cur, prev := ep.mrtr.keys()
-	ep.mrtr.mu.Unlock()
+	ep.sl.mrtr.mu.Lock()
+	cur, prev := ep.sl.mrtr.keys()
+	ep.sl.mrtr.mu.Unlock()
 	if !hmac.Equal(mac, sign(cur, body)) && (prev == nil || !hmac.Equal(mac, sign(prev, body))) {
 		invalid("was not issued by this bridge or was altered")
 		return
@@ -380,9 +380,9 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 		invalid("was issued for another request (method or params differ)")
 		return
 	}
-	ep.mrtr.mu.Lock()
+	ep.sl.mrtr.mu.Lock()
 	pc := ep.unparkLocked(sb.ID)
-	ep.mrtr.mu.Unlock()
+	ep.sl.mrtr.mu.Unlock()
 	if pc == nil {
 		invalid("was already used, or its call ended")
 		return

@@ -302,6 +302,19 @@ func cacheable(method string) bool {
 	return false
 }
 
+// stateless is what an endpoint keeps for the requests that have no
+// session (the 2026-07-28 era, and 2025 requests sent without one): the
+// rooms of that era (package doc) keep their state here, apart from the
+// sessions', and Endpoint.Shutdown ends it.
+type stateless struct {
+	// mrtr holds the calls parked for their client's input (mrtr.go).
+	mrtr mrtr
+	// tasks are the calls kept as tasks (tasks.go).
+	tasks taskStore
+	// keeper keeps the shared child up between requests (keeper.go).
+	keeper keeper
+}
+
 // statelessCaller is a modern request as the dispatcher sees a session: it
 // lives as long as the request.
 type statelessCaller struct {
@@ -352,7 +365,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 		return
 	}
 	if m.Method == "server/discover" {
-		ep.keeper.touch(d)
+		ep.sl.keeper.touch(d)
 		resp, err := d.Discover(r.Context(), m.ID, ep.opts.RequestTimeout, ep.cache())
 		ep.writeResult(w, resp, err, rec)
 		return
@@ -448,7 +461,7 @@ type flight struct {
 // startFlight begins forwarding m, a request of principal's; with
 // childTask, as a task the child runs (dispatch.BeginChildTask).
 func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, principal Principal, m *jsonrpc.Message, caps json.RawMessage, modern, childTask bool) *flight {
-	ep.keeper.touch(d)
+	ep.sl.keeper.touch(d)
 	// The request's bytes (m, caps) alias its body's buffer, which goes
 	// back to the pool when its HTTP request ends: a call parked for input
 	// outlives that, and copies what it keeps (park).

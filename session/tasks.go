@@ -137,7 +137,7 @@ func missingTasksExtension(w http.ResponseWriter, id json.RawMessage, why string
 // goes on synchronously). The caller is f's driver, which hands the call
 // over.
 func (ep *Endpoint) adoptTask(f *flight, m *jsonrpc.Message, principal Principal) []byte {
-	ts := &ep.tasks
+	ts := &ep.sl.tasks
 	now := time.Now()
 	t := &task{id: uuid.NewString(), principal: principal, f: f, created: now, ttl: ep.opts.TaskTTL,
 		status: taskWorking, updated: now, used: map[string]bool{}}
@@ -179,7 +179,7 @@ func (ep *Endpoint) adoptTask(f *flight, m *jsonrpc.Message, principal Principal
 
 // runTask waits on a task's call until it ends.
 func (ep *Endpoint) runTask(t *task) {
-	defer ep.tasks.running.Done()
+	defer ep.sl.tasks.running.Done()
 	defer t.f.end()
 	for {
 		ev := t.f.call.Next(nil)
@@ -218,7 +218,7 @@ func (ep *Endpoint) taskAsks(t *task, id json.RawMessage, req []byte) {
 		return
 	}
 	body, _ := json.Marshal(map[string]json.RawMessage{"method": jsonrpc.AppendString(nil, method), "params": clientParams(jsonrpc.Member(req, "params"))})
-	ts := &ep.tasks
+	ts := &ep.sl.tasks
 	ts.mu.Lock()
 	if t.terminal() {
 		ts.mu.Unlock()
@@ -269,7 +269,7 @@ const relatedTaskKey = "io.modelcontextprotocol/related-task"
 
 // settleTask records the end of a task's call.
 func (ep *Endpoint) settleTask(t *task, ev dispatch.Event) {
-	ts := &ep.tasks
+	ts := &ep.sl.tasks
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	t.pending = nil
@@ -302,7 +302,7 @@ func (ep *Endpoint) settleTask(t *task, ev dispatch.Event) {
 // expireTask forgets a task at the end of its ttl, cancelling its call if
 // it still runs.
 func (ep *Endpoint) expireTask(t *task) {
-	ts := &ep.tasks
+	ts := &ep.sl.tasks
 	ts.mu.Lock()
 	ts.forgetLocked(t)
 	ts.mu.Unlock()
@@ -338,7 +338,7 @@ func (ts *taskStore) forgetOldestEndedLocked(principal Principal) {
 // closeTasks cancels every task (the bridge is shutting down) and waits,
 // until ctx ends, for their calls to end.
 func (ep *Endpoint) closeTasks(ctx context.Context) {
-	ts := &ep.tasks
+	ts := &ep.sl.tasks
 	ts.mu.Lock()
 	ts.closed = true
 	all := make([]*task, 0, len(ts.live))
@@ -405,7 +405,7 @@ func (ep *Endpoint) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *j
 			return
 		}
 	}
-	ts := &ep.tasks
+	ts := &ep.sl.tasks
 	ts.mu.Lock()
 	t := ts.live[id]
 	if t == nil || t.principal != PrincipalFrom(r) {
