@@ -522,7 +522,9 @@ func TestPrestart(t *testing.T) {
 		t.Errorf("prestart handshake params = %q; want [%s]", inits, wantInit)
 	}
 
-	// No session has come: the child keeps running.
+	// No session has come: the child keeps running. (Nothing would tell
+	// of a stop that does not come: this is a window to see one in, not a
+	// wait for an event.)
 	time.Sleep(30 * time.Millisecond)
 	if st := d.Status().State; st != "running" || len(l.started()) != 1 {
 		t.Fatalf("state %s with %d starts; want the prestarted child still running", st, len(l.started()))
@@ -587,10 +589,13 @@ func TestInitializeWhileStoppingStartsAnew(t *testing.T) {
 		resp, _ := d.Do(context.Background(), s, m, 5*time.Second)
 		done <- resp
 	}()
-	time.Sleep(20 * time.Millisecond) // the call now waits for the stop
+	waitUntil(t, "the call to wait for the stop", func() bool { return d.Status().Waiting == 1 })
 	close(gate)
 	if resp := <-done; !bytes.Contains(resp, []byte(`"result"`)) {
 		t.Fatalf("initialize: %s", resp)
+	}
+	if n := d.Status().Waiting; n != 0 {
+		t.Errorf("Status().Waiting = %d after the call was answered; want 0", n)
 	}
 	if _, _, inits, _ := l.started()[1].snapshot(); len(inits) != 1 || inits[0] != bridgeInit("unknown") {
 		t.Errorf("the new child's params = %q; want the bridge's %s", inits, bridgeInit("unknown"))
@@ -603,7 +608,11 @@ func TestPrestartAfterCloseDoesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Prestart()
-	time.Sleep(20 * time.Millisecond)
+	// Prestart decides under the supervisor's lock: a start would show at
+	// once as "starting".
+	if st := d.Status().State; st != supervisor.StateIdle {
+		t.Errorf("state %s after Prestart on a closed dispatcher; want idle", st)
+	}
 	if n := len(l.started()); n != 0 {
 		t.Errorf("%d children started after Close", n)
 	}

@@ -132,6 +132,8 @@ type Supervisor[H any] struct {
 	failed func(failure uint64, err error)
 	// restartsTotal counts every restart since the bridge started.
 	restartsTotal atomic.Uint64
+	// waiting counts the callers of Running waiting for a child (Status).
+	waiting atomic.Int64
 
 	// mu guards every field below. Invariants: cur is set exactly in
 	// stateRunning; life is nil exactly in stateIdle and stateFailed;
@@ -198,13 +200,16 @@ type Status struct {
 	// Stopping: the child is being stopped (State says idle: the next
 	// caller starts a fresh one once it is gone).
 	Stopping bool
+	// Waiting is how many calls wait for the child: to start, to restart,
+	// or to finish stopping before the next one starts.
+	Waiting int
 }
 
 // Status reports the current state.
 func (s *Supervisor[H]) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{State: s.state.String(), Restarts: s.restarts, RestartsTotal: s.restartsTotal.Load(), LastExit: s.lastExit}
+	st := Status{State: s.state.String(), Restarts: s.restarts, RestartsTotal: s.restartsTotal.Load(), LastExit: s.lastExit, Waiting: int(s.waiting.Load())}
 	if s.state == stateStopping {
 		st.State, st.Stopping = StateIdle, true
 	}
@@ -239,7 +244,19 @@ func (s *Supervisor[H]) setStateLocked(st state) {
 // errors, else ErrCanceled), and after RestartPatience of a restart.
 func (s *Supervisor[H]) Running(ctx context.Context, timeout <-chan time.Time, mayStart bool) (H, error) {
 	var zero H
-	first := true
+	first, counted := true, false
+	// waits counts this caller as waiting (Status.Waiting) until it returns.
+	waits := func() {
+		if !counted {
+			counted = true
+			s.waiting.Add(1)
+		}
+	}
+	defer func() {
+		if counted {
+			s.waiting.Add(-1)
+		}
+	}()
 	for {
 		s.mu.Lock()
 		switch s.state {
@@ -249,6 +266,7 @@ func (s *Supervisor[H]) Running(ctx context.Context, timeout <-chan time.Time, m
 			return h, nil
 		case stateStopping:
 			done := s.life.done
+			waits()
 			s.mu.Unlock()
 			select {
 			case <-done:
@@ -289,6 +307,7 @@ func (s *Supervisor[H]) Running(ctx context.Context, timeout <-chan time.Time, m
 			defer t.Stop()
 			patience = t.C
 		}
+		waits()
 		s.mu.Unlock()
 		first = false
 		select {
