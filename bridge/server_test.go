@@ -316,13 +316,13 @@ func TestServerClientGoes(t *testing.T) {
 			w.Write([]byte("next"))
 		}
 	})
-	_, addr := startTestServer(t, h)
+	s, addr := startTestServer(t, h)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	io.WriteString(c, post("/wait", ""))
-	time.Sleep(3 * watchAfter) // the watch starts
+	waitConn(t, s, "the request to be watched", func(c *fastConn) bool { return c.watching })
 	c.Close()
 	select {
 	case <-cancelled:
@@ -337,9 +337,10 @@ func TestServerClientGoes(t *testing.T) {
 	}
 	defer c2.Close()
 	io.WriteString(c2, post("/slow", ""))
-	time.Sleep(3 * watchAfter)
+	waitConn(t, s, "the slow request to be watched", func(c *fastConn) bool { return c.watching })
 	io.WriteString(c2, post("/next", ""))
-	time.Sleep(3 * watchAfter)
+	// The watch reads the next request's first byte, keeps it and ends.
+	waitConn(t, s, "the watch to keep the next request's first byte", func(c *fastConn) bool { return c.watched && !c.watching && c.cr.hasPending })
 	close(release)
 	_ = c2.SetDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c2)
@@ -1130,6 +1131,30 @@ func roundTrips(t *testing.T, srv *Server, addr string, reqs []string, fastAt in
 
 // waitFast waits until s serves n connections on the fast path (those
 // net/http answered come back after backAfter).
+// waitConn waits until a fast-path connection of s is in the state ok
+// reports (read under the connection's wmu), for up to 10 s.
+func waitConn(t testing.TB, s *Server, what string, ok func(*fastConn) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		found := false
+		s.mu.Lock()
+		for c := range s.conns {
+			c.wmu.Lock()
+			found = found || ok(c)
+			c.wmu.Unlock()
+		}
+		s.mu.Unlock()
+		if found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func waitFast(t testing.TB, s *Server, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
