@@ -7,6 +7,10 @@
 // Data path: a file → Load/Parse → *Config, which the bridge turns into
 // supervisors, dispatchers and endpoints.
 //
+// A new key: a field of Destination (or Config) with its yaml tag, its
+// checks in the reader (with the line and what to do), then its use in
+// package bridge, which turns a Destination into options.
+//
 // It never starts processes and knows nothing of HTTP: the names the
 // bridge's own routes take are handed in (Parse's reserved).
 package config
