@@ -300,7 +300,7 @@ func (ep *Endpoint) endSession(s *Session, reason error) {
 	ep.reg.remove(s)
 	s.close(reason)
 	s.d.Detach(s, reason)
-	ep.release(s.d)
+	ep.closeOwnChild(s.d)
 }
 
 // Shutdown ends every session and its streams, and waits (until ctx ends)
@@ -320,7 +320,7 @@ func (ep *Endpoint) Shutdown(ctx context.Context) {
 	case <-ep.janitorDone:
 	case <-ctx.Done():
 	}
-	ep.waitReleased(ctx)
+	ep.waitOwnChildren(ctx)
 	waitGroup(ctx, &ep.pumps)
 }
 

@@ -100,9 +100,9 @@ func (ep *Endpoint) dispatcherFor() *dispatch.Dispatcher {
 	return d
 }
 
-// release closes a session's own dispatcher in the background; Shutdown
+// closeOwnChild closes a session's own dispatcher in the background; Shutdown
 // waits for every such close. The shared dispatcher is closed by its owner.
-func (ep *Endpoint) release(d *dispatch.Dispatcher) {
+func (ep *Endpoint) closeOwnChild(d *dispatch.Dispatcher) {
 	if ep.perSession == nil {
 		return
 	}
@@ -145,7 +145,7 @@ func (ep *Endpoint) release(d *dispatch.Dispatcher) {
 }
 
 // waitReleased waits until the children being closed are gone or ctx ends.
-func (ep *Endpoint) waitReleased(ctx context.Context) { waitGroup(ctx, &ep.kids.closing) }
+func (ep *Endpoint) waitOwnChildren(ctx context.Context) { waitGroup(ctx, &ep.kids.closing) }
 
 // Status reports the destination's state: its shared child's, or for an
 // isolated destination a summary of its children (running when any runs).

@@ -39,14 +39,14 @@ func (k *keeper) touch(d *dispatch.Dispatcher) {
 		k.attached = true
 	}
 	if k.timer == nil {
-		k.timer = time.AfterFunc(keeperIdle, func() { k.release(d) })
+		k.timer = time.AfterFunc(keeperIdle, func() { k.letGo(d) })
 	} else {
 		k.timer.Reset(keeperIdle)
 	}
 }
 
-// release lets the child go.
-func (k *keeper) release(d *dispatch.Dispatcher) {
+// letGo lets the child go.
+func (k *keeper) letGo(d *dispatch.Dispatcher) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.attached {
@@ -55,7 +55,7 @@ func (k *keeper) release(d *dispatch.Dispatcher) {
 	}
 }
 
-// close releases the child for good (the endpoint is shutting down).
+// close lets the child go for good (the endpoint is shutting down).
 func (k *keeper) close(d *dispatch.Dispatcher) {
 	k.mu.Lock()
 	k.closed = true
@@ -63,5 +63,5 @@ func (k *keeper) close(d *dispatch.Dispatcher) {
 		k.timer.Stop()
 	}
 	k.mu.Unlock()
-	k.release(d)
+	k.letGo(d)
 }

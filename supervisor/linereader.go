@@ -60,7 +60,7 @@ func (r *lineReader) read() ([]byte, error) {
 			chunk = line[:len(line)-1]
 		}
 		if n == 0 && complete && len(chunk) <= r.max {
-			r.release(len(chunk))
+			r.dropBig(len(chunk))
 			return trimCR(chunk), nil // the common case: no copy
 		}
 		if tooLong == nil && n+len(chunk) > r.max {
@@ -80,7 +80,7 @@ func (r *lineReader) read() ([]byte, error) {
 				return nil, tooLong
 			}
 			line := r.buf
-			r.release(n)
+			r.dropBig(n)
 			return trimCR(line), nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
@@ -90,10 +90,10 @@ func (r *lineReader) read() ([]byte, error) {
 	}
 }
 
-// release drops a big assembly buffer after a line of n bytes that did not
+// dropBig drops a big assembly buffer after a line of n bytes that did not
 // need it. The line returned may still be in it: the caller's slice keeps
 // it alive until the next call.
-func (r *lineReader) release(n int) {
+func (r *lineReader) dropBig(n int) {
 	if n <= keepBuf && cap(r.buf) > keepBuf {
 		r.buf = nil
 	}

@@ -257,7 +257,7 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 		if pid, rerr = readReport(report, 10*time.Second); rerr != nil {
 			tr.kill()
 			_ = cmd.Wait()
-			tr.release()
+			tr.closeHandles()
 			inW.Close()
 			outR.Close()
 			errR.Close()
@@ -303,7 +303,7 @@ func (p *Process) wait() {
 	}
 	// Descendants that stayed in the group die with the leader: no orphans.
 	p.tree.kill()
-	p.tree.release()
+	p.tree.closeHandles()
 	if t := p.killTimer.Load(); t != nil {
 		t.Stop()
 	}

@@ -15,7 +15,7 @@ import (
 //	stopStages                   what Stop does after closing stdin, one stage per StopGrace; the last kills
 //	(*tree).stage(i)             does stage i to every process of the tree
 //	(*tree).kill()               kills every process of the tree at once
-//	(*tree).release()            lets go of the tree once its leader is reaped and the rest killed
+//	(*tree).closeHandles()       lets go of the tree once its leader is reaped and the rest killed
 //	checkCommand(cmd) error      refuses a command the platform could not start as written
 type tree struct{ pgid int }
 
@@ -34,7 +34,7 @@ func (t *tree) stage(i int) {
 
 func (t *tree) kill() { _ = syscall.Kill(-t.pgid, syscall.SIGKILL) }
 
-func (t *tree) release() {}
+func (t *tree) closeHandles() {}
 
 // checkCommand: every command Unix can start can be given any argument.
 func checkCommand(*exec.Cmd) error { return nil }

@@ -19,7 +19,7 @@ import (
 // program without a console of its own: a child is stopped by closing its
 // stdin, then by terminating the job.
 type tree struct {
-	// mu guards job, which release closes while a Stop may still kill.
+	// mu guards job, which closeHandles closes while a Stop may still kill.
 	mu  sync.Mutex
 	job windows.Handle
 }
@@ -100,7 +100,7 @@ func (t *tree) kill() {
 	}
 }
 
-func (t *tree) release() {
+func (t *tree) closeHandles() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.job != 0 {
