@@ -201,7 +201,7 @@ func attrLoad(t *testing.T, b *testBridge, calls, lines int) (got int, dropped u
 // either received by its own caller or dropped and counted (not
 // attributable to one caller).
 func TestLogsAndProgressStayWithTheirCaller(t *testing.T) {
-	b := hxFake(t, bridge.Options{MaxSessions: 8})
+	b := fakeBridge(t, bridge.Options{MaxSessions: 8})
 	const calls, lines = 15, 5
 	got, dropped := attrLoad(t, b, calls, lines)
 	t.Logf("%d log lines received by their callers, %d not attributable and dropped", got, dropped)
@@ -338,7 +338,7 @@ func TestLogPolicies(t *testing.T) {
 // TestModernLogLevel: a modern request gets the child's log lines only when
 // its _meta names a level, and only at that level or above.
 func TestModernLogLevel(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	url := b.url("fake")
 	for _, tc := range []struct {
 		asked, sent string

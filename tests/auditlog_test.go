@@ -42,10 +42,10 @@ func TestAuditLogKeepsSecretsOut(t *testing.T) {
 	}
 	args, _ := json.Marshal(secrets)
 	// In a request (params) and, through echo, in a response.
-	ftOK(t, "echo", c.callTool(`1`, "echo", map[string]string{"text": string(args)}))
-	ftOK(t, "whoami with secret arguments", c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":`+string(args)+`}}`))
+	resultOK(t, "echo", c.callTool(`1`, "echo", map[string]string{"text": string(args)}))
+	resultOK(t, "whoami with secret arguments", c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":`+string(args)+`}}`))
 	// In the child's stderr.
-	ftOK(t, "stderr", c.callTool(`3`, "stderr", map[string]string{"text": "connecting to postgres://app:secret-stderr-0019@db/app with token=secret-stderr-0020\n-----BEGIN PRIVATE KEY-----\nsecret-pem-0021\n-----END PRIVATE KEY-----\nready"}))
+	resultOK(t, "stderr", c.callTool(`3`, "stderr", map[string]string{"text": "connecting to postgres://app:secret-stderr-0019@db/app with token=secret-stderr-0020\n-----BEGIN PRIVATE KEY-----\nsecret-pem-0021\n-----END PRIVATE KEY-----\nready"}))
 	// A 1 MiB method name.
 	c.post(`{"jsonrpc":"2.0","id":4,"method":"` + strings.Repeat("m", 1<<20) + `"}`)
 	waitFor(t, 10*time.Second, "the child's stderr in the log", func() bool { return strings.Contains(b.logs.String(), "ready") })

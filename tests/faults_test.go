@@ -32,72 +32,18 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
-// ---- helpers (prefixed "ft" to stay clear of the other test files) ----
+// ---- helpers of these tests (the shared ones are in harness_test.go) ----
 
-// ftErr is checkTransportError, fatal: it stops the test at the first
-// thing wrong with the answer.
-func ftErr(t testing.TB, what string, r response, status int, words ...string) string {
-	t.Helper()
-	before := t.Failed()
-	msg := checkTransportError(t, what, r, status, 0, words...)
-	if t.Failed() && !before {
-		t.FailNow()
-	}
-	return msg
-}
-
-// ftOK asserts a 200 JSON-RPC result and returns it.
-func ftOK(t testing.TB, what string, r response) json.RawMessage {
-	t.Helper()
-	if r.status != http.StatusOK {
-		t.Fatalf("%s: status %d: %s", what, r.status, r.body)
-	}
-	m := decode(t, r.body)
-	if m.Error != nil || len(m.Result) == 0 {
-		t.Fatalf("%s: no result: %s", what, r.body)
-	}
-	return m.Result
-}
-
-func ftEcho(t testing.TB, c *client, id, text string) {
-	t.Helper()
-	r := c.callTool(id, "echo", map[string]string{"text": text})
-	res := ftOK(t, "echo "+text, r)
-	want := fmt.Sprintf(`{"content":[{"text":%q,"type":"text"}]}`, text)
-	if string(res) != want {
-		t.Fatalf("echo %s: result %s, want %s", text, res, want)
-	}
-	if got := string(decode(t, r.body).ID); got != id {
-		t.Fatalf("echo %s: id %s, want %s", text, got, id)
-	}
-}
-
-type ftWho struct {
-	PID        int             `json:"pid"`
-	Inits      int             `json:"inits"`
-	UpstreamID json.RawMessage `json:"upstream_id"`
-}
-
-func ftWhoami(t testing.TB, c *client) ftWho {
-	t.Helper()
-	var w ftWho
-	res := ftOK(t, "whoami", c.callTool(`"who"`, "whoami", nil))
-	if err := json.Unmarshal(res, &w); err != nil || w.PID == 0 {
-		t.Fatalf("whoami: %v: %s", err, res)
-	}
-	return w
-}
-
-func ftDelete(t testing.TB, c *client) {
+func deleteSession(t testing.TB, c *client) {
 	t.Helper()
 	if r := c.must(http.MethodDelete, ""); r.status != http.StatusNoContent {
 		t.Fatalf("DELETE: status %d: %s", r.status, r.body)
 	}
 }
 
-// ftRunning waits until the destination runs a child other than notPID,
+// waitRunning waits until the destination runs a child other than notPID,
 // as its Status reports it, and returns its pid.
-func ftRunning(t testing.TB, b *testBridge, dest string, notPID int, within time.Duration) int {
+func waitRunning(t testing.TB, b *testBridge, dest string, notPID int, within time.Duration) int {
 	t.Helper()
 	var pid int
 	waitFor(t, within, fmt.Sprintf("%s to run a child other than pid %d", dest, notPID), func() bool {
@@ -108,8 +54,8 @@ func ftRunning(t testing.TB, b *testBridge, dest string, notPID int, within time
 	return pid
 }
 
-// ftJSONEqual compares two JSON texts by value.
-func ftJSONEqual(a, b []byte) bool {
+// jsonEqual compares two JSON texts by value.
+func jsonEqual(a, b []byte) bool {
 	var x, y any
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
 		return false
@@ -119,9 +65,9 @@ func ftJSONEqual(a, b []byte) bool {
 	return bytes.Equal(xa, ya)
 }
 
-// ftInitRetry initializes, retrying while the answer is the request timeout
+// initializeRetry initializes, retrying while the answer is the request timeout
 // (the child is still starting).
-func ftInitRetry(t testing.TB, c *client, within time.Duration) {
+func initializeRetry(t testing.TB, c *client, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -143,12 +89,12 @@ func ftInitRetry(t testing.TB, c *client, within time.Duration) {
 	}
 }
 
-// ftStarts counts the children that started, from their journal.
-func ftStarts(b *testBridge) int { return len(ftStartedPIDs(b)) }
+// childStarts counts the children that started, from their journal.
+func childStarts(b *testBridge) int { return len(startedPIDs(b)) }
 
-// ftStartedPIDs are the pids of every child that started, from their
+// startedPIDs are the pids of every child that started, from their
 // journal.
-func ftStartedPIDs(b *testBridge) []int {
+func startedPIDs(b *testBridge) []int {
 	var out []int
 	for _, e := range b.journal() {
 		if e.kind == "start" {
@@ -158,14 +104,14 @@ func ftStartedPIDs(b *testBridge) []int {
 	return out
 }
 
-// ftCheckRestartTimeline checks one initialize against a child that exits at
+// checkRestartTimeline checks one initialize against a child that exits at
 // start, from the children's own journal (events since journal index from):
 // one start per try, each restart no sooner than the policy's delay after
 // the exit before it (and not much later), and an answer within maxTotal.
 // When the answer took longer, the time the child processes themselves
 // took (exec, start-up and exit of a -race binary on a loaded machine) is
 // not held against the bridge, but the rest must stay under maxTotal-0.5 s.
-func ftCheckRestartTimeline(t testing.TB, events []childEvent, reqAt, respAt time.Time, delays []time.Duration, maxTotal time.Duration) {
+func checkRestartTimeline(t testing.TB, events []childEvent, reqAt, respAt time.Time, delays []time.Duration, maxTotal time.Duration) {
 	t.Helper()
 	var starts, exits []childEvent
 	for _, e := range events {
@@ -218,11 +164,11 @@ func TestFaultTimeoutCancelsAtChild(t *testing.T) {
 	// initialize is retried (bounded) until the child is up.
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{RequestTimeout: 300 * time.Millisecond}, linger: 20 * time.Second})
 	c := newClient(t, b.url("fake"))
-	ftInitRetry(t, c, 20*time.Second)
+	initializeRetry(t, c, 20*time.Second)
 	start := time.Now()
 	r := c.callTool(`"never-1"`, "never", nil)
 	elapsed := time.Since(start)
-	ftErr(t, "never", r, http.StatusGatewayTimeout, `"fake"`, "timeout")
+	mustTransportError(t, "never", r, http.StatusGatewayTimeout, `"fake"`, "timeout")
 	if got := r.header.Get("Mcp-Session-Id"); got != c.sid {
 		t.Fatalf("504 carries session %q, want %q", got, c.sid)
 	}
@@ -237,7 +183,7 @@ func TestFaultTimeoutCancelsAtChild(t *testing.T) {
 		t.Fatalf("cancellation carries requestId %s; want the upstream id the bridge minted", id)
 	}
 	// The next call on the same session works.
-	ftEcho(t, c, "2", "after timeout")
+	echoCall(t, c, "2", "after timeout")
 	t.Logf("504 after %s; child cancelled requestId %s", elapsed, s.Cancelled[0])
 }
 
@@ -252,7 +198,7 @@ func TestFaultExitAtStartDefaultPolicy(t *testing.T) {
 		r := c.post(initBody)
 		end := time.Now()
 		elapsed := end.Sub(start)
-		msg := ftErr(t, fmt.Sprintf("initialize #%d", attempt), r, http.StatusServiceUnavailable, `"dead"`, "exit status 3")
+		msg := mustTransportError(t, fmt.Sprintf("initialize #%d", attempt), r, http.StatusServiceUnavailable, `"dead"`, "exit status 3")
 		if sid := r.header.Get("Mcp-Session-Id"); sid != "" {
 			t.Fatalf("initialize #%d: failed initialize handed out session %q", attempt, sid)
 		}
@@ -261,7 +207,7 @@ func TestFaultExitAtStartDefaultPolicy(t *testing.T) {
 		}
 		// ≤ 5 s, not counting what the child processes themselves took
 		// (first try + 3 restarts, each delay honoured).
-		ftCheckRestartTimeline(t, b.journal()[before:], start, end,
+		checkRestartTimeline(t, b.journal()[before:], start, end,
 			[]time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}, 5*time.Second)
 		if n := b.bridge.SessionCount("dead"); n != 0 {
 			t.Fatalf("initialize #%d left %d sessions", attempt, n)
@@ -275,7 +221,7 @@ func TestFaultExitAtStartDefaultPolicy(t *testing.T) {
 	// A request with no session is served statelessly on the destination's
 	// child (-sessionless serve): it is told, sensibly, that the
 	// destination failed.
-	ftErr(t, "tools/list without session", c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), http.StatusServiceUnavailable, `"dead"`, "failed")
+	mustTransportError(t, "tools/list without session", c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), http.StatusServiceUnavailable, `"dead"`, "failed")
 }
 
 func TestFaultExitAtStartFastPolicy(t *testing.T) {
@@ -286,8 +232,8 @@ func TestFaultExitAtStartFastPolicy(t *testing.T) {
 		start := time.Now()
 		r := c.post(initBody)
 		end := time.Now()
-		ftErr(t, fmt.Sprintf("initialize #%d", attempt), r, http.StatusServiceUnavailable, `"dead"`, "exit status 3", "failed after 3 restart(s)")
-		ftCheckRestartTimeline(t, b.journal()[before:], start, end,
+		mustTransportError(t, fmt.Sprintf("initialize #%d", attempt), r, http.StatusServiceUnavailable, `"dead"`, "exit status 3", "failed after 3 restart(s)")
+		checkRestartTimeline(t, b.journal()[before:], start, end,
 			[]time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}, 1500*time.Millisecond)
 		t.Logf("initialize #%d: 503 after %s", attempt, end.Sub(start))
 	}
@@ -310,12 +256,12 @@ func TestFaultRestartExhaustionEndsSessions(t *testing.T) {
 	st := a.openStream()
 	pid := 0
 	for i := 1; i <= 4; i++ {
-		pid = ftRunning(t, b, "fake", pid, 10*time.Second)
-		w := ftWhoami(t, a)
+		pid = waitRunning(t, b, "fake", pid, 10*time.Second)
+		w := whoamiCall(t, a)
 		if w.PID != pid || w.Inits != 1 {
 			t.Fatalf("crash #%d: whoami %+v, status pid %d", i, w, pid)
 		}
-		ftErr(t, fmt.Sprintf("crash #%d", i), a.callTool(strconv.Itoa(100+i), "crash", nil), http.StatusServiceUnavailable, `"fake"`, "exit status 7")
+		mustTransportError(t, fmt.Sprintf("crash #%d", i), a.callTool(strconv.Itoa(100+i), "crash", nil), http.StatusServiceUnavailable, `"fake"`, "exit status 7")
 	}
 	waitFor(t, 10*time.Second, "destination failed", func() bool { return b.status("fake").State == supervisor.StateFailed })
 	if st := b.status("fake"); st.RestartsTotal != 3 || !strings.Contains(st.LastExit, "exit status 7") {
@@ -325,26 +271,26 @@ func TestFaultRestartExhaustionEndsSessions(t *testing.T) {
 	// between gets 503): the GET stream closes, the ids are unknown.
 	waitFor(t, 10*time.Second, "the failed destination's sessions to end", func() bool { return b.bridge.SessionCount("fake") == 0 })
 	st.waitClosed(t, 10*time.Second, "GET stream of a session of a failed destination still open")
-	ftErr(t, "session A after failure", a.callTool("1", "echo", map[string]string{"text": "x"}), http.StatusNotFound, "session")
-	ftErr(t, "session B after failure", bb.callTool("1", "echo", map[string]string{"text": "x"}), http.StatusNotFound, "session")
+	mustTransportError(t, "session A after failure", a.callTool("1", "echo", map[string]string{"text": "x"}), http.StatusNotFound, "session")
+	mustTransportError(t, "session B after failure", bb.callTool("1", "echo", map[string]string{"text": "x"}), http.StatusNotFound, "session")
 	// The next initialize tries again, and the child starts fine.
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	ftEcho(t, c, "1", "back")
-	w := ftWhoami(t, c)
+	echoCall(t, c, "1", "back")
+	w := whoamiCall(t, c)
 	if w.Inits != 1 || w.PID == pid {
 		t.Fatalf("after re-initialize: whoami %+v (old pid %d)", w, pid)
 	}
 	// The ended sessions are forgotten: when the only live session goes,
 	// the child is stopped (linger 0), and fan-out reaches only c.
 	st2 := c.openStream()
-	ftOK(t, "list_changed", c.callTool(`"lc"`, "list_changed", nil))
+	resultOK(t, "list_changed", c.callTool(`"lc"`, "list_changed", nil))
 	st2.next(t, "notifications/tools/list_changed", 5*time.Second)
 	if strings.Contains(b.logs.String(), "notification not delivered") {
 		t.Fatalf("a notification was offered to a session that had ended")
 	}
 	child := watchProc(t, w.PID)
-	ftDelete(t, c)
+	deleteSession(t, c)
 	child.waitGone(t, 10*time.Second, "child after its only live session was deleted (following a failure)")
 }
 
@@ -354,46 +300,46 @@ func TestFaultGarbageAndHugeLine(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	pid := ftWhoami(t, c).PID
+	pid := whoamiCall(t, c).PID
 
-	res := ftOK(t, "garbage", c.callTool(`"g"`, "garbage", nil))
+	res := resultOK(t, "garbage", c.callTool(`"g"`, "garbage", nil))
 	if !strings.Contains(string(res), "after garbage") {
 		t.Fatalf("garbage: result %s", res)
 	}
 	if !strings.Contains(b.logs.String(), "not a JSON-RPC message") {
 		t.Fatalf("the non-JSON line was not logged")
 	}
-	ftEcho(t, c, "1", "after garbage")
+	echoCall(t, c, "1", "after garbage")
 
 	start := time.Now()
 	r := c.callTool(`"big"`, "big", map[string]int{"bytes": 12 << 20})
-	ftErr(t, "12 MiB line", r, http.StatusBadGateway, `"fake"`, "maximum message size")
+	mustTransportError(t, "12 MiB line", r, http.StatusBadGateway, `"fake"`, "maximum message size")
 	t.Logf("12 MiB line → 502 after %s", time.Since(start))
 	if got := r.header.Get("Mcp-Session-Id"); got != c.sid {
 		t.Fatalf("502 carries session %q", got)
 	}
-	ftEcho(t, c, "2", "after big")
+	echoCall(t, c, "2", "after big")
 	// A message under the maximum still passes whole.
-	res = ftOK(t, "1 MiB", c.callTool("3", "big", map[string]int{"bytes": 1 << 20}))
+	res = resultOK(t, "1 MiB", c.callTool("3", "big", map[string]int{"bytes": 1 << 20}))
 	if len(res) < 1<<20 {
 		t.Fatalf("1 MiB answer truncated to %d bytes", len(res))
 	}
-	if w := ftWhoami(t, c); w.PID != pid || w.Inits != 1 {
+	if w := whoamiCall(t, c); w.PID != pid || w.Inits != 1 {
 		t.Fatalf("the child was restarted (pid %d → %d, inits %d)", pid, w.PID, w.Inits)
 	}
 }
 
 // ---- 4. a child that ignores SIGTERM and stdin EOF ----
 
-const ftStopGrace = 500 * time.Millisecond // the harness default
+const faultsStopGrace = 500 * time.Millisecond // the harness default
 
 func TestFaultStubbornChildKilledAfterDelete(t *testing.T) {
 	b := newBridge(t, map[string]string{"stub": fakemcp.ModeStubborn}, bridgeConfig{})
 	c := newClient(t, b.url("stub"))
 	c.initialize()
-	p := watchProc(t, ftWhoami(t, c).PID)
+	p := watchProc(t, whoamiCall(t, c).PID)
 	start := time.Now()
-	ftDelete(t, c)
+	deleteSession(t, c)
 	p.waitGone(t, 10*time.Second, "stubborn child after DELETE")
 	took := time.Since(start)
 	if !strings.Contains(b.logs.String(), "SIGKILL") {
@@ -409,7 +355,7 @@ func TestFaultStubbornChildKilledOnBridgeClose(t *testing.T) {
 	b := newBridge(t, map[string]string{"stub": fakemcp.ModeStubborn}, bridgeConfig{})
 	c := newClient(t, b.url("stub"))
 	c.initialize()
-	p := watchProc(t, ftWhoami(t, c).PID)
+	p := watchProc(t, whoamiCall(t, c).PID)
 	start := time.Now()
 	b.close()
 	took := time.Since(start)
@@ -424,12 +370,12 @@ func TestFaultStubbornChildKilledOnBridgeClose(t *testing.T) {
 
 // ---- 5. grandchildren ----
 
-func ftSpawnGrandchild(t testing.TB, c *client) proc {
+func spawnGrandchild(t testing.TB, c *client) proc {
 	t.Helper()
 	var g struct {
 		PID int `json:"pid"`
 	}
-	res := ftOK(t, "spawn_grandchild", c.callTool(`"spawn"`, "spawn_grandchild", nil))
+	res := resultOK(t, "spawn_grandchild", c.callTool(`"spawn"`, "spawn_grandchild", nil))
 	if err := json.Unmarshal(res, &g); err != nil || g.PID == 0 {
 		t.Fatalf("spawn_grandchild: %v %s", err, res)
 	}
@@ -440,9 +386,9 @@ func TestFaultGrandchildGoneAfterDelete(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	child := watchProc(t, ftWhoami(t, c).PID)
-	g := ftSpawnGrandchild(t, c)
-	ftDelete(t, c)
+	child := watchProc(t, whoamiCall(t, c).PID)
+	g := spawnGrandchild(t, c)
+	deleteSession(t, c)
 	child.waitGone(t, 10*time.Second, "child after DELETE")
 	took := g.waitGone(t, 10*time.Second, "grandchild after DELETE")
 	t.Logf("grandchild gone %s after the child", took)
@@ -452,14 +398,14 @@ func TestFaultGrandchildGoneAfterCrash(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	child := watchProc(t, ftWhoami(t, c).PID)
-	g := ftSpawnGrandchild(t, c)
-	ftErr(t, "crash", c.callTool("9", "crash", nil), http.StatusServiceUnavailable, `"fake"`, "exit status 7")
+	child := watchProc(t, whoamiCall(t, c).PID)
+	g := spawnGrandchild(t, c)
+	mustTransportError(t, "crash", c.callTool("9", "crash", nil), http.StatusServiceUnavailable, `"fake"`, "exit status 7")
 	child.waitGone(t, 10*time.Second, "crashed child")
 	g.waitGone(t, 10*time.Second, "grandchild of the crashed child")
 	// The session goes on with the restarted child.
-	ftRunning(t, b, "fake", child.pid, 10*time.Second)
-	ftEcho(t, c, "10", "after crash")
+	waitRunning(t, b, "fake", child.pid, 10*time.Second)
+	echoCall(t, c, "10", "after crash")
 }
 
 // ---- 6. child killed from outside ----
@@ -469,7 +415,7 @@ func TestFaultChildSIGKILLRestartsWithCachedHandshake(t *testing.T) {
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	sid := c.sid
-	w1 := ftWhoami(t, c)
+	w1 := whoamiCall(t, c)
 	if w1.Inits != 1 {
 		t.Fatalf("first child: inits %d", w1.Inits)
 	}
@@ -479,14 +425,14 @@ func TestFaultChildSIGKILLRestartsWithCachedHandshake(t *testing.T) {
 		t.Fatal(err)
 	}
 	old.waitGone(t, 10*time.Second, "killed child")
-	newPID := ftRunning(t, b, "fake", w1.PID, 10*time.Second)
+	newPID := waitRunning(t, b, "fake", w1.PID, 10*time.Second)
 
 	// Same session, no new initialize.
-	ftEcho(t, c, "1", "after kill")
+	echoCall(t, c, "1", "after kill")
 	if c.sid != sid {
 		t.Fatal("session id changed")
 	}
-	w2 := ftWhoami(t, c)
+	w2 := whoamiCall(t, c)
 	if w2.PID == w1.PID || w2.PID != newPID {
 		t.Fatalf("whoami after restart: pid %d (old %d, status %d)", w2.PID, w1.PID, newPID)
 	}
@@ -496,7 +442,7 @@ func TestFaultChildSIGKILLRestartsWithCachedHandshake(t *testing.T) {
 	s := c.stats()
 	// The handshake is the bridge's own, the same for every start: no
 	// client's params reach the child.
-	if !ftJSONEqual(s.InitParams, firstInit) || !strings.Contains(string(firstInit), `"clientInfo":{"name":"stelae-bridge"`) {
+	if !jsonEqual(s.InitParams, firstInit) || !strings.Contains(string(firstInit), `"clientInfo":{"name":"stelae-bridge"`) {
 		t.Fatalf("restarted child's initialize params\n %s\nwant the bridge's, as the first child got\n %s", s.InitParams, firstInit)
 	}
 	if !strings.Contains(strings.Join(s.Notifications, ","), "notifications/initialized") {
@@ -516,7 +462,7 @@ func TestFaultCrashFailsInFlightCalls(t *testing.T) {
 	a.initialize()
 	bb := newClient(t, b.url("fake"))
 	bb.initialize()
-	oldPID := ftWhoami(t, a).PID
+	oldPID := whoamiCall(t, a).PID
 
 	type res struct {
 		r   response
@@ -531,7 +477,7 @@ func TestFaultCrashFailsInFlightCalls(t *testing.T) {
 	waitCalled(t, bb, "never")
 	crashAt := time.Now()
 	rb := bb.callTool(`"c1"`, "crash", nil)
-	ftErr(t, "B's crash", rb, http.StatusServiceUnavailable, `"fake"`, "exit status 7")
+	mustTransportError(t, "B's crash", rb, http.StatusServiceUnavailable, `"fake"`, "exit status 7")
 	var ra res
 	select {
 	case ra = <-done:
@@ -541,7 +487,7 @@ func TestFaultCrashFailsInFlightCalls(t *testing.T) {
 	if ra.err != nil {
 		t.Fatal(ra.err)
 	}
-	ftErr(t, "A's in-flight never", ra.r, http.StatusServiceUnavailable, `"fake"`, "exit")
+	mustTransportError(t, "A's in-flight never", ra.r, http.StatusServiceUnavailable, `"fake"`, "exit")
 	lat := ra.at.Sub(crashAt)
 	if lat > 2*time.Second {
 		t.Fatalf("A's in-flight call failed %s after the crash; want promptly", lat)
@@ -549,9 +495,9 @@ func TestFaultCrashFailsInFlightCalls(t *testing.T) {
 	t.Logf("A's in-flight call → 503 %s after the crash", lat)
 
 	// Both sessions work again right away (calls wait for the restart).
-	ftEcho(t, a, "2", "A again")
-	ftEcho(t, bb, "2", "B again")
-	if w := ftWhoami(t, bb); w.PID == oldPID || w.Inits != 1 {
+	echoCall(t, a, "2", "A again")
+	echoCall(t, bb, "2", "B again")
+	if w := whoamiCall(t, bb); w.PID == oldPID || w.Inits != 1 {
 		t.Fatalf("after crash: whoami %+v, old pid %d", w, oldPID)
 	}
 }
@@ -569,7 +515,7 @@ func TestFaultStalledStreamDoesNotDelayOthers(t *testing.T) {
 	bb.initialize()
 	cc := newClient(t, b.url("fake"))
 	cc.initialize()
-	pid := ftWhoami(t, cc).PID
+	pid := whoamiCall(t, cc).PID
 
 	// A: a raw GET with a tiny receive buffer whose body is never read.
 	addr := b.srv.Listener.Addr().String()
@@ -660,13 +606,13 @@ func TestFaultStalledStreamDoesNotDelayOthers(t *testing.T) {
 	}
 
 	// The bridge is healthy: same child, every session answers, streams work.
-	if w := ftWhoami(t, cc); w.PID != pid || w.Inits != 1 {
+	if w := whoamiCall(t, cc); w.PID != pid || w.Inits != 1 {
 		t.Fatalf("after the flood: whoami %+v, pid was %d", w, pid)
 	}
-	ftEcho(t, a, `"a"`, "A still served")
-	ftEcho(t, bb, `"b"`, "B still served")
+	echoCall(t, a, `"a"`, "A still served")
+	echoCall(t, bb, `"b"`, "B still served")
 	st := cc.openStream()
-	ftOK(t, "list_changed", cc.callTool(`"lc"`, "list_changed", nil))
+	resultOK(t, "list_changed", cc.callTool(`"lc"`, "list_changed", nil))
 	st.next(t, "notifications/tools/list_changed", 10*time.Second)
 
 	// The stalled stream was closed by the bridge at once, without waiting
@@ -773,7 +719,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	}
 	tr.CloseIdleConnections()
 	waitFor(t, 10*time.Second, "no child after warm-up", noChildren)
-	time.Sleep(2 * ftStopGrace) // the stdout closer fires StopGrace after exit
+	time.Sleep(2 * faultsStopGrace) // the stdout closer fires StopGrace after exit
 	baseG, baseFD := runtime.NumGoroutine(), procFDs(os.Getpid())
 
 	// 950 sessions 8 at a time (the child mostly stays up), then 50 one
@@ -781,7 +727,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	// the child is started and stopped 50 times: pipes, reader, waiter,
 	// stderr logger, timers.
 	start := time.Now()
-	startsBefore := ftStarts(b)
+	startsBefore := childStarts(b)
 	if err := run(950, 8); err != nil {
 		t.Fatal(err)
 	}
@@ -794,7 +740,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	}
 	took := time.Since(start)
 	tr.CloseIdleConnections()
-	starts := ftStarts(b) - startsBefore
+	starts := childStarts(b) - startsBefore
 
 	// Wait for everything to be back to the baseline; after 10 s a small
 	// slack (3 goroutines, 2 fds) is tolerated as noise, more is a leak.
@@ -831,7 +777,7 @@ func TestFaultSessionChurnLeavesNothing(t *testing.T) {
 	// Every child that started: none is left anywhere (not even reparented
 	// away from us).
 	exe, _ := os.Executable()
-	for _, pid := range ftStartedPIDs(b) {
+	for _, pid := range startedPIDs(b) {
 		if !processAlive(pid) {
 			continue
 		}
@@ -852,7 +798,7 @@ func TestFaultBridgeCloseWithStreamAndCallInFlight(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{RequestTimeout: 20 * time.Second}})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	child := watchProc(t, ftWhoami(t, c).PID)
+	child := watchProc(t, whoamiCall(t, c).PID)
 	st := c.openStream()
 	type res struct {
 		r   response
@@ -884,7 +830,7 @@ func TestFaultBridgeCloseWithStreamAndCallInFlight(t *testing.T) {
 		if r.r.status == http.StatusOK {
 			t.Fatalf("in-flight never call answered 200 at shutdown: %s", r.r.body)
 		}
-		ftErr(t, "in-flight call at shutdown", r.r, r.r.status)
+		mustTransportError(t, "in-flight call at shutdown", r.r, r.r.status)
 		t.Logf("in-flight call → %d %s", r.r.status, r.r.body)
 	} else {
 		t.Logf("in-flight call → transport error %v", r.err)
@@ -906,8 +852,8 @@ func TestFaultNewSessionWhileChildStops(t *testing.T) {
 	b := newBridge(t, map[string]string{"stub": fakemcp.ModeStubborn}, bridgeConfig{linger: 0})
 	a := newClient(t, b.url("stub"))
 	a.initialize()
-	old := watchProc(t, ftWhoami(t, a).PID)
-	ftDelete(t, a) // the stop begins
+	old := watchProc(t, whoamiCall(t, a).PID)
+	deleteSession(t, a) // the stop begins
 	c := newClient(t, b.url("stub"))
 	c.initialize()
 	r := c.callTool("1", "echo", map[string]string{"text": "during stop"})
@@ -915,8 +861,8 @@ func TestFaultNewSessionWhileChildStops(t *testing.T) {
 		t.Fatalf("first call of a session started while the previous child was stopping: %d %s (child %d alive: %v)",
 			r.status, r.body, old.pid, old.alive())
 	}
-	ftEcho(t, c, "2", "again")
-	if w := ftWhoami(t, c); w.PID == old.pid || w.Inits != 1 {
+	echoCall(t, c, "2", "again")
+	if w := whoamiCall(t, c); w.PID == old.pid || w.Inits != 1 {
 		t.Fatalf("whoami: %+v, old pid %d", w, old.pid)
 	}
 }

@@ -34,7 +34,7 @@ func TestShutdownAnswers503NotSessionNotFound(t *testing.T) {
 		c.post(initBody, "Mcp-Session-Id", ""),
 		c.must(http.MethodDelete, ""),
 	} {
-		ftErr(t, "a request during shutdown", r, http.StatusServiceUnavailable, "shutting down")
+		mustTransportError(t, "a request during shutdown", r, http.StatusServiceUnavailable, "shutting down")
 		if r.header.Get("Retry-After") == "" {
 			t.Errorf("503 during shutdown without Retry-After")
 		}
@@ -47,7 +47,7 @@ func TestMetricsOnlyGet(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{})
 	for _, m := range []string{http.MethodPost, http.MethodDelete, http.MethodPut} {
 		r := raw(t, b, m, "/metrics", "")
-		ftErr(t, m+" /metrics", r, http.StatusMethodNotAllowed, "GET")
+		mustTransportError(t, m+" /metrics", r, http.StatusMethodNotAllowed, "GET")
 		if r.header.Get("Allow") != "GET, HEAD" {
 			t.Errorf("%s /metrics: Allow %q", m, r.header.Get("Allow"))
 		}
@@ -85,7 +85,7 @@ func TestToolFilterFailsClosedOverHTTP(t *testing.T) {
 			}
 		})
 	}
-	ftEcho(t, c, "7", "allowed tools still work")
+	echoCall(t, c, "7", "allowed tools still work")
 	if calls := c.stats().Calls; slices.ContainsFunc(calls, func(n string) bool { return strings.EqualFold(n, "whoami") }) {
 		t.Errorf("the child received a call of the hidden tool: %v", calls)
 	}

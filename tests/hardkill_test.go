@@ -59,7 +59,7 @@ func TestHardKillLeavesNoProcess(t *testing.T) {
 		c := newClient(t, p.base+"/"+dest+"/mcp")
 		c.initialize()
 		if dest == "helper" {
-			ftOK(t, "spawn_grandchild", c.callTool(`"g"`, "spawn_grandchild", nil))
+			resultOK(t, "spawn_grandchild", c.callTool(`"g"`, "spawn_grandchild", nil))
 		}
 	}
 	tree := descendants(p.cmd.Process.Pid)
@@ -95,9 +95,9 @@ func TestRestartKillsWhatAKilledBridgeLeft(t *testing.T) {
 	first := startBinary(t, config, "-state-dir", state)
 	c := newClient(t, first.base+"/fake/mcp")
 	c.initialize()
-	server := ftWhoami(t, c).PID
+	server := whoamiCall(t, c).PID
 	var g struct{ PID int }
-	_ = json.Unmarshal(ftOK(t, "spawn_grandchild", c.callTool(`"g"`, "spawn_grandchild", nil)), &g)
+	_ = json.Unmarshal(resultOK(t, "spawn_grandchild", c.callTool(`"g"`, "spawn_grandchild", nil)), &g)
 	reaper := mustStat(t, server).pgrp
 	if reaper == 0 || reaper == server {
 		t.Fatalf("server %d is not led by a reaper (group %d)", server, reaper)
@@ -151,7 +151,7 @@ func TestRestartKillsWhatAKilledBridgeLeft(t *testing.T) {
 	// The new bridge works.
 	c2 := newClient(t, second.base+"/fake/mcp")
 	c2.initialize()
-	ftEcho(t, c2, "1", "after the sweep")
+	echoCall(t, c2, "1", "after the sweep")
 }
 
 // TestShutdownDoesNotWaitForAStartingChild: an initialize waiting for a

@@ -423,7 +423,7 @@ func (c *client) callTool(id, name string, args any) response {
 }
 
 // toolCallBody is the body of a tools/call; id is raw JSON. (The one
-// builder of tools/call bodies: the hx and ft helper families had a copy
+// builder of tools/call bodies: two helper families had a copy
 // each.)
 func toolCallBody(id, name string, args any) string {
 	a, _ := json.Marshal(args)
@@ -517,4 +517,176 @@ func sseMessages(t testing.TB, body []byte) []rpc {
 		t.Fatalf("no messages in the SSE body %q", body)
 	}
 	return out
+}
+
+// mustTransportError is checkTransportError, fatal: it stops the test at
+// the first thing wrong with the answer.
+func mustTransportError(t testing.TB, what string, r response, status int, words ...string) string {
+	t.Helper()
+	before := t.Failed()
+	msg := checkTransportError(t, what, r, status, 0, words...)
+	if t.Failed() && !before {
+		t.FailNow()
+	}
+	return msg
+}
+
+// resultOK asserts a 200 JSON-RPC result and returns it.
+func resultOK(t testing.TB, what string, r response) json.RawMessage {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Fatalf("%s: status %d: %s", what, r.status, r.body)
+	}
+	m := decode(t, r.body)
+	if m.Error != nil || len(m.Result) == 0 {
+		t.Fatalf("%s: no result: %s", what, r.body)
+	}
+	return m.Result
+}
+
+// echoCall calls echo in c's session and checks its answer and id.
+func echoCall(t testing.TB, c *client, id, text string) {
+	t.Helper()
+	r := c.callTool(id, "echo", map[string]string{"text": text})
+	res := resultOK(t, "echo "+text, r)
+	want := fmt.Sprintf(`{"content":[{"text":%q,"type":"text"}]}`, text)
+	if string(res) != want {
+		t.Fatalf("echo %s: result %s, want %s", text, res, want)
+	}
+	if got := string(decode(t, r.body).ID); got != id {
+		t.Fatalf("echo %s: id %s, want %s", text, got, id)
+	}
+}
+
+// childWho is what the fake child's whoami tool answers.
+type childWho struct {
+	PID        int             `json:"pid"`
+	Inits      int             `json:"inits"`
+	UpstreamID json.RawMessage `json:"upstream_id"`
+}
+
+// whoamiCall calls whoami in c's session: which child answered.
+func whoamiCall(t testing.TB, c *client) childWho {
+	t.Helper()
+	var w childWho
+	res := resultOK(t, "whoami", c.callTool(`"who"`, "whoami", nil))
+	if err := json.Unmarshal(res, &w); err != nil || w.PID == 0 {
+		t.Fatalf("whoami: %v: %s", err, res)
+	}
+	return w
+}
+
+// checkRPC checks a JSON-RPC answer carried with HTTP 200: JSON content
+// type, the session header, and the id byte for byte. It returns the decoded
+// message. Safe for goroutines. sid "" skips the session header check.
+func checkRPC(t *testing.T, what string, r response, sid, id string) (rpc, bool) {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Errorf("%s: status %d, want 200; body %s", what, r.status, r.body)
+		return rpc{}, false
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s: Content-Type %q, want application/json", what, ct)
+		return rpc{}, false
+	}
+	if sid != "" && r.header.Get("Mcp-Session-Id") != sid {
+		t.Errorf("%s: Mcp-Session-Id %q, want %q", what, r.header.Get("Mcp-Session-Id"), sid)
+	}
+	var m rpc
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Errorf("%s: not JSON-RPC (%v): %s", what, err, r.body)
+		return rpc{}, false
+	}
+	if m.JSONRPC != "2.0" {
+		t.Errorf("%s: jsonrpc %q: %s", what, m.JSONRPC, r.body)
+	}
+	if string(m.ID) != id || !bytes.Contains(r.body, []byte(`"id":`+id)) {
+		t.Errorf("%s: id %s, want exactly %s: %s", what, m.ID, id, r.body)
+		return m, false
+	}
+	return m, true
+}
+
+// checkResult checks a successful JSON-RPC result and returns it.
+func checkResult(t *testing.T, what string, r response, sid, id string) (json.RawMessage, bool) {
+	t.Helper()
+	m, ok := checkRPC(t, what, r, sid, id)
+	if !ok {
+		return nil, false
+	}
+	if m.Error != nil || len(m.Result) == 0 {
+		t.Errorf("%s: want a result, got %s", what, r.body)
+		return nil, false
+	}
+	return m.Result, true
+}
+
+// textOf returns the text of the first content item of a tool result.
+func textOf(result json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(result, &r) != nil || len(r.Content) == 0 {
+		return "<no text content: " + string(result) + ">"
+	}
+	return r.Content[0].Text
+}
+
+// fakeBridge is an in-process bridge with one destination, "fake", served
+// by the scripted fake MCP server.
+func fakeBridge(t *testing.T, opts bridge.Options) *testBridge {
+	return newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: opts})
+}
+
+// checkTransportError checks a transport error answer: the status, a JSON
+// content type, and a JSON-RPC error body with "id": null, the given code
+// (when non-zero) and a human-readable message containing every want.
+// It returns the message. Safe for goroutines (uses Errorf only). The one
+// transport-error check (mustTransportError is it, fatal).
+func checkTransportError(t testing.TB, what string, r response, status, code int, want ...string) string {
+	t.Helper()
+	if r.status != status {
+		t.Errorf("%s: status %d, want %d; body %s", what, r.status, status, r.body)
+		return ""
+	}
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("%s: Content-Type %q, want application/json; body %s", what, ct, r.body)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(r.body, &top); err != nil {
+		t.Errorf("%s: body is not a JSON object (%v): %q", what, err, r.body)
+		return ""
+	}
+	if string(top["jsonrpc"]) != `"2.0"` {
+		t.Errorf(`%s: "jsonrpc" is %s, want "2.0": %s`, what, top["jsonrpc"], r.body)
+	}
+	if id, ok := top["id"]; !ok || string(id) != "null" {
+		t.Errorf(`%s: want "id": null, got %q (present %v): %s`, what, id, ok, r.body)
+	}
+	if _, ok := top["result"]; ok {
+		t.Errorf("%s: error body carries a result: %s", what, r.body)
+	}
+	var e struct {
+		Code    *int   `json:"code"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(top["error"], &e); err != nil || e.Code == nil {
+		t.Errorf("%s: no JSON-RPC error object with a code: %s", what, r.body)
+		return ""
+	}
+	if code != 0 && *e.Code != code {
+		t.Errorf("%s: error code %d, want %d: %s", what, *e.Code, code, r.body)
+	}
+	if len(e.Message) < 15 || !strings.Contains(e.Message, " ") {
+		t.Errorf("%s: error message %q is not a human-readable sentence", what, e.Message)
+	}
+	for _, w := range want {
+		if !strings.Contains(e.Message, w) {
+			t.Errorf("%s: error message %q does not mention %q", what, e.Message, w)
+		}
+	}
+	return e.Message
 }

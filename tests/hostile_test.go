@@ -138,7 +138,7 @@ func TestHostileRequests(t *testing.T) {
 	}
 	t.Logf("%d hostile requests answered in %s", 60*len(classes), time.Since(start).Round(time.Millisecond))
 	// The bridge, its child and the good session are fine.
-	ftEcho(t, good, "1", "after the hostile requests")
+	echoCall(t, good, "1", "after the hostile requests")
 	st := good.stats()
 	if strings.Contains(strings.Join(st.Calls, ","), "crash") {
 		t.Errorf("a hostile notification reached the child: %v", st.Calls)

@@ -20,71 +20,20 @@ import (
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/bridge"
-	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
 // ---------------------------------------------------------------------------
-// Helpers (prefixed hx to stay clear of other files in the package).
+// Helpers of these tests (the shared ones are in harness_test.go).
 
-// hxUUIDv4 is the canonical lower-case UUID with version 4 and the RFC 4122
+// uuidV4 is the canonical lower-case UUID with version 4 and the RFC 4122
 // variant.
-var hxUUIDv4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+var uuidV4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
-// hxUnknownSID is a well-formed UUID v4 that the bridge never handed out.
-const hxUnknownSID = "0b6f3c1e-9d2a-4c51-8e7f-2a9b4c6d8e10"
+// unknownSID is a well-formed UUID v4 that the bridge never handed out.
+const unknownSID = "0b6f3c1e-9d2a-4c51-8e7f-2a9b4c6d8e10"
 
-// hxCheckTransportError checks a transport error answer: the status, a JSON
-// content type, and a JSON-RPC error body with "id": null, the given code
-// (when non-zero) and a human-readable message containing every want.
-// It returns the message. Safe for goroutines (uses Errorf only). The one
-// transport-error check (ftErr is it, fatal).
-func checkTransportError(t testing.TB, what string, r response, status, code int, want ...string) string {
-	t.Helper()
-	if r.status != status {
-		t.Errorf("%s: status %d, want %d; body %s", what, r.status, status, r.body)
-		return ""
-	}
-	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Errorf("%s: Content-Type %q, want application/json; body %s", what, ct, r.body)
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(r.body, &top); err != nil {
-		t.Errorf("%s: body is not a JSON object (%v): %q", what, err, r.body)
-		return ""
-	}
-	if string(top["jsonrpc"]) != `"2.0"` {
-		t.Errorf(`%s: "jsonrpc" is %s, want "2.0": %s`, what, top["jsonrpc"], r.body)
-	}
-	if id, ok := top["id"]; !ok || string(id) != "null" {
-		t.Errorf(`%s: want "id": null, got %q (present %v): %s`, what, id, ok, r.body)
-	}
-	if _, ok := top["result"]; ok {
-		t.Errorf("%s: error body carries a result: %s", what, r.body)
-	}
-	var e struct {
-		Code    *int   `json:"code"`
-		Message string `json:"message"`
-	}
-	if err := json.Unmarshal(top["error"], &e); err != nil || e.Code == nil {
-		t.Errorf("%s: no JSON-RPC error object with a code: %s", what, r.body)
-		return ""
-	}
-	if code != 0 && *e.Code != code {
-		t.Errorf("%s: error code %d, want %d: %s", what, *e.Code, code, r.body)
-	}
-	if len(e.Message) < 15 || !strings.Contains(e.Message, " ") {
-		t.Errorf("%s: error message %q is not a human-readable sentence", what, e.Message)
-	}
-	for _, w := range want {
-		if !strings.Contains(e.Message, w) {
-			t.Errorf("%s: error message %q does not mention %q", what, e.Message, w)
-		}
-	}
-	return e.Message
-}
-
-// hxCheckEmpty checks an answer with status and no body.
-func hxCheckEmpty(t *testing.T, what string, r response, status int) {
+// checkEmpty checks an answer with status and no body.
+func checkEmpty(t *testing.T, what string, r response, status int) {
 	t.Helper()
 	if r.status != status {
 		t.Errorf("%s: status %d, want %d; body %s", what, r.status, status, r.body)
@@ -94,67 +43,8 @@ func hxCheckEmpty(t *testing.T, what string, r response, status int) {
 	}
 }
 
-// hxCheckRPC checks a JSON-RPC answer carried with HTTP 200: JSON content
-// type, the session header, and the id byte for byte. It returns the decoded
-// message. Safe for goroutines. sid "" skips the session header check.
-func hxCheckRPC(t *testing.T, what string, r response, sid, id string) (rpc, bool) {
-	t.Helper()
-	if r.status != http.StatusOK {
-		t.Errorf("%s: status %d, want 200; body %s", what, r.status, r.body)
-		return rpc{}, false
-	}
-	if ct := r.header.Get("Content-Type"); ct != "application/json" {
-		t.Errorf("%s: Content-Type %q, want application/json", what, ct)
-		return rpc{}, false
-	}
-	if sid != "" && r.header.Get("Mcp-Session-Id") != sid {
-		t.Errorf("%s: Mcp-Session-Id %q, want %q", what, r.header.Get("Mcp-Session-Id"), sid)
-	}
-	var m rpc
-	if err := json.Unmarshal(r.body, &m); err != nil {
-		t.Errorf("%s: not JSON-RPC (%v): %s", what, err, r.body)
-		return rpc{}, false
-	}
-	if m.JSONRPC != "2.0" {
-		t.Errorf("%s: jsonrpc %q: %s", what, m.JSONRPC, r.body)
-	}
-	if string(m.ID) != id || !bytes.Contains(r.body, []byte(`"id":`+id)) {
-		t.Errorf("%s: id %s, want exactly %s: %s", what, m.ID, id, r.body)
-		return m, false
-	}
-	return m, true
-}
-
-// hxResultOK checks a successful JSON-RPC result and returns it.
-func hxResultOK(t *testing.T, what string, r response, sid, id string) (json.RawMessage, bool) {
-	t.Helper()
-	m, ok := hxCheckRPC(t, what, r, sid, id)
-	if !ok {
-		return nil, false
-	}
-	if m.Error != nil || len(m.Result) == 0 {
-		t.Errorf("%s: want a result, got %s", what, r.body)
-		return nil, false
-	}
-	return m.Result, true
-}
-
-// hxText returns the text of the first content item of a tool result.
-func hxText(result json.RawMessage) string {
-	var r struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-	}
-	if json.Unmarshal(result, &r) != nil || len(r.Content) == 0 {
-		return "<no text content: " + string(result) + ">"
-	}
-	return r.Content[0].Text
-}
-
-// hxCheckSSEHeaders checks the headers of an SSE answer.
-func hxCheckSSEHeaders(t *testing.T, what string, h http.Header) {
+// checkSSEHeaders checks the headers of an SSE answer.
+func checkSSEHeaders(t *testing.T, what string, h http.Header) {
 	t.Helper()
 	for name, want := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"} {
 		if got := h.Get(name); got != want {
@@ -163,25 +53,25 @@ func hxCheckSSEHeaders(t *testing.T, what string, h http.Header) {
 	}
 }
 
-// hxResult is the outcome of a request sent from a goroutine.
-type hxResult struct {
+// asyncResult is the outcome of a request sent from a goroutine.
+type asyncResult struct {
 	r   response
 	err error
 	at  time.Time
 }
 
-// hxGo sends a POST in a goroutine.
-func hxGo(url, sid, body string, headers ...string) <-chan hxResult {
-	ch := make(chan hxResult, 1)
+// postAsync sends a POST in a goroutine.
+func postAsync(url, sid, body string, headers ...string) <-chan asyncResult {
+	ch := make(chan asyncResult, 1)
 	go func() {
 		r, err := request(http.MethodPost, url, sid, body, headers...)
-		ch <- hxResult{r: r, err: err, at: time.Now()}
+		ch <- asyncResult{r: r, err: err, at: time.Now()}
 	}()
 	return ch
 }
 
-// hxWait waits for a goroutine's answer.
-func hxWait(t *testing.T, what string, ch <-chan hxResult, within time.Duration) response {
+// awaitAsync waits for a goroutine's answer.
+func awaitAsync(t *testing.T, what string, ch <-chan asyncResult, within time.Duration) response {
 	t.Helper()
 	select {
 	case res := <-ch:
@@ -195,15 +85,11 @@ func hxWait(t *testing.T, what string, ch <-chan hxResult, within time.Duration)
 	return response{}
 }
 
-func hxFake(t *testing.T, opts bridge.Options) *testBridge {
-	return newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: opts})
-}
-
 // ---------------------------------------------------------------------------
 // 1. initialize creates a session.
 
 func TestHTTPInitializeCreatesSession(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	seen := map[string]bool{}
 	for _, tc := range []struct {
 		name, id string
@@ -216,14 +102,14 @@ func TestHTTPInitializeCreatesSession(t *testing.T) {
 			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}}`, tc.id)
 			r := mustRequest(t, http.MethodPost, b.url("fake"), "", body)
 			sid := r.header.Get("Mcp-Session-Id")
-			if !hxUUIDv4.MatchString(sid) {
+			if !uuidV4.MatchString(sid) {
 				t.Fatalf("Mcp-Session-Id %q is not a canonical UUID v4 (version nibble 4, variant 8-b)", sid)
 			}
 			if seen[sid] {
 				t.Fatalf("session id %s handed out twice", sid)
 			}
 			seen[sid] = true
-			res, ok := hxResultOK(t, "initialize", r, sid, tc.id)
+			res, ok := checkResult(t, "initialize", r, sid, tc.id)
 			if !ok {
 				t.FailNow()
 			}
@@ -244,10 +130,10 @@ func TestHTTPInitializeCreatesSession(t *testing.T) {
 			}
 			// The session works.
 			r = mustRequest(t, http.MethodPost, b.url("fake"), sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-			hxCheckEmpty(t, "notifications/initialized", r, http.StatusAccepted)
+			checkEmpty(t, "notifications/initialized", r, http.StatusAccepted)
 			r = mustRequest(t, http.MethodPost, b.url("fake"), sid, toolCallBody(`1`, "echo", map[string]string{"text": sid}))
-			if res, ok := hxResultOK(t, "echo", r, sid, `1`); ok && hxText(res) != sid {
-				t.Fatalf("echo answered %q, want %q", hxText(res), sid)
+			if res, ok := checkResult(t, "echo", r, sid, `1`); ok && textOf(res) != sid {
+				t.Fatalf("echo answered %q, want %q", textOf(res), sid)
 			}
 		})
 	}
@@ -262,7 +148,7 @@ func TestHTTPInitializeCreatesSession(t *testing.T) {
 func TestHTTPSessionIDErrors(t *testing.T) {
 	// With -sessionless reject, as before: a request without a session is
 	// refused (TestSessionlessRequests covers the default, serve).
-	b := hxFake(t, bridge.Options{Sessionless: "reject"})
+	b := fakeBridge(t, bridge.Options{Sessionless: "reject"})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	valid := c.sid
@@ -280,14 +166,14 @@ func TestHTTPSessionIDErrors(t *testing.T) {
 		{"POST malformed braces", http.MethodPost, "{" + valid + "}", call, 400, -32000, "malformed"},
 		{"POST malformed urn", http.MethodPost, "urn:uuid:" + valid, call, 400, -32000, "malformed"},
 		{"POST malformed truncated", http.MethodPost, valid[:35], call, 400, -32000, "malformed"},
-		{"POST unknown", http.MethodPost, hxUnknownSID, call, 404, -32001, "not found"},
+		{"POST unknown", http.MethodPost, unknownSID, call, 404, -32001, "not found"},
 		{"POST missing", http.MethodPost, "", call, 400, -32000, "missing"},
 		{"POST missing notification", http.MethodPost, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, 400, -32000, "missing"},
 		{"GET malformed", http.MethodGet, "nope", "", 400, -32000, "malformed"},
-		{"GET unknown", http.MethodGet, hxUnknownSID, "", 404, -32001, "not found"},
+		{"GET unknown", http.MethodGet, unknownSID, "", 404, -32001, "not found"},
 		{"GET missing", http.MethodGet, "", "", 400, -32000, "missing"},
 		{"DELETE malformed", http.MethodDelete, "nope", "", 400, -32000, "malformed"},
-		{"DELETE unknown", http.MethodDelete, hxUnknownSID, "", 404, -32001, "not found"},
+		{"DELETE unknown", http.MethodDelete, unknownSID, "", 404, -32001, "not found"},
 		{"DELETE missing", http.MethodDelete, "", "", 400, -32000, "missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -300,7 +186,7 @@ func TestHTTPSessionIDErrors(t *testing.T) {
 	}
 	// The valid session is untouched by all of that.
 	r := c.callTool(`2`, "echo", map[string]string{"text": "still here"})
-	if res, ok := hxResultOK(t, "echo after errors", r, valid, `2`); ok && hxText(res) != "still here" {
+	if res, ok := checkResult(t, "echo after errors", r, valid, `2`); ok && textOf(res) != "still here" {
 		t.Fatalf("echo: %s", r.body)
 	}
 }
@@ -309,7 +195,7 @@ func TestHTTPSessionIDErrors(t *testing.T) {
 // 3. Notifications, responses, requests and child errors.
 
 func TestHTTPPostMessageKinds(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	for _, tc := range []struct {
@@ -336,13 +222,13 @@ func TestHTTPPostMessageKinds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := c.post(tc.body)
 			if r.status == http.StatusAccepted || tc.status == http.StatusAccepted {
-				hxCheckEmpty(t, tc.name, r, tc.status)
+				checkEmpty(t, tc.name, r, tc.status)
 				if got := r.header.Get("Mcp-Session-Id"); got != c.sid {
 					t.Errorf("Mcp-Session-Id %q, want %q", got, c.sid)
 				}
 				return
 			}
-			m, ok := hxCheckRPC(t, tc.name, r, c.sid, tc.id)
+			m, ok := checkRPC(t, tc.name, r, c.sid, tc.id)
 			if !ok {
 				return
 			}
@@ -356,7 +242,7 @@ func TestHTTPPostMessageKinds(t *testing.T) {
 					t.Errorf("want result %s, got %s", tc.wantResult, r.body)
 				}
 			default:
-				if m.Error != nil || hxText(m.Result) != tc.wantText {
+				if m.Error != nil || textOf(m.Result) != tc.wantText {
 					t.Errorf("want text %q, got %s", tc.wantText, r.body)
 				}
 			}
@@ -377,7 +263,7 @@ func TestHTTPPostMessageKinds(t *testing.T) {
 // 4. Session cap, eviction and expiry.
 
 func TestHTTPSessionCap(t *testing.T) {
-	b := hxFake(t, bridge.Options{MaxSessions: 2})
+	b := fakeBridge(t, bridge.Options{MaxSessions: 2})
 	c1, c2 := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
 	c1.initialize()
 	c2.initialize()
@@ -403,7 +289,7 @@ func TestHTTPSessionCap(t *testing.T) {
 	// The two sessions are unharmed.
 	for i, c := range []*client{c1, c2} {
 		r := c.callTool(`1`, "echo", map[string]string{"text": "ok"})
-		if res, ok := hxResultOK(t, fmt.Sprintf("echo on session %d", i+1), r, c.sid, `1`); ok && hxText(res) != "ok" {
+		if res, ok := checkResult(t, fmt.Sprintf("echo on session %d", i+1), r, c.sid, `1`); ok && textOf(res) != "ok" {
 			t.Errorf("echo: %s", r.body)
 		}
 	}
@@ -423,7 +309,7 @@ func TestHTTPSessionCap(t *testing.T) {
 // recently used session that is not busy is evicted at once, whatever its
 // idle time.
 func TestHTTPSessionEvictLRU(t *testing.T) {
-	b := hxFake(t, bridge.Options{MaxSessions: 3})
+	b := fakeBridge(t, bridge.Options{MaxSessions: 3})
 	a, bb, c := newClient(t, b.url("fake")), newClient(t, b.url("fake")), newClient(t, b.url("fake"))
 	a.initialize()
 	bb.initialize()
@@ -433,7 +319,7 @@ func TestHTTPSessionEvictLRU(t *testing.T) {
 	if r := a.callTool(`1`, "echo", map[string]string{"text": "recent"}); r.status != http.StatusOK {
 		t.Fatalf("echo on a: %d %s", r.status, r.body)
 	}
-	slow := hxGo(b.url("fake"), c.sid, toolCallBody(`7`, "slow", map[string]any{"ms": 3000, "text": "slow"}))
+	slow := postAsync(b.url("fake"), c.sid, toolCallBody(`7`, "slow", map[string]any{"ms": 3000, "text": "slow"}))
 	waitFor(t, 10*time.Second, "c's call in flight", func() bool {
 		return scrape(t, b)[`stelae_inflight_calls{destination="fake"}`] == 1
 	})
@@ -441,18 +327,18 @@ func TestHTTPSessionEvictLRU(t *testing.T) {
 	nc := newClient(t, b.url("fake"))
 	r := nc.post(initBody)
 	nc.sid = r.header.Get("Mcp-Session-Id")
-	if _, ok := hxResultOK(t, "initialize at the cap", r, nc.sid, `0`); !ok {
+	if _, ok := checkResult(t, "initialize at the cap", r, nc.sid, `0`); !ok {
 		t.FailNow()
 	}
 	r = bb.callTool(`1`, "echo", map[string]string{"text": "x"})
 	checkTransportError(t, "POST on the evicted session", r, http.StatusNotFound, -32001, "not found")
 	for _, cl := range []*client{a, nc} {
 		r := cl.callTool(`2`, "echo", map[string]string{"text": "still here"})
-		if res, ok := hxResultOK(t, "echo on a surviving session", r, cl.sid, `2`); ok && hxText(res) != "still here" {
+		if res, ok := checkResult(t, "echo on a surviving session", r, cl.sid, `2`); ok && textOf(res) != "still here" {
 			t.Errorf("echo: %s", r.body)
 		}
 	}
-	if res, ok := hxResultOK(t, "the busy session's call", hxWait(t, "slow call", slow, 20*time.Second), c.sid, `7`); ok && hxText(res) != "slow" {
+	if res, ok := checkResult(t, "the busy session's call", awaitAsync(t, "slow call", slow, 20*time.Second), c.sid, `7`); ok && textOf(res) != "slow" {
 		t.Errorf("slow call: %s", res)
 	}
 	if n := b.bridge.SessionCount("fake"); n != 3 {
@@ -464,11 +350,11 @@ func TestHTTPSessionEvictLRU(t *testing.T) {
 }
 
 func TestHTTPSessionTTL(t *testing.T) {
-	b := hxFake(t, bridge.Options{SessionTTL: 200 * time.Millisecond})
+	b := fakeBridge(t, bridge.Options{SessionTTL: 200 * time.Millisecond})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	r := c.callTool(`1`, "echo", map[string]string{"text": "alive"})
-	if _, ok := hxResultOK(t, "echo before expiry", r, c.sid, `1`); !ok {
+	if _, ok := checkResult(t, "echo before expiry", r, c.sid, `1`); !ok {
 		t.FailNow()
 	}
 	// No request in between: any request would keep the session alive.
@@ -488,7 +374,7 @@ func TestHTTPSessionTTL(t *testing.T) {
 // 5. Bad bodies.
 
 func TestHTTPBadBodies(t *testing.T) {
-	b := hxFake(t, bridge.Options{MaxBodyBytes: 1024})
+	b := fakeBridge(t, bridge.Options{MaxBodyBytes: 1024})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	bigText := strings.Repeat("x", 2048)
@@ -531,7 +417,7 @@ func TestHTTPBadBodies(t *testing.T) {
 		t.Fatalf("test bug: body of %d bytes", len(body))
 	}
 	r := c.post(body)
-	if res, ok := hxResultOK(t, "body under the limit", r, c.sid, `"fits"`); ok && hxText(res) != text {
+	if res, ok := checkResult(t, "body under the limit", r, c.sid, `"fits"`); ok && textOf(res) != text {
 		t.Errorf("echo lost text: %s", r.body)
 	}
 }
@@ -541,7 +427,7 @@ func TestHTTPBadBodies(t *testing.T) {
 
 func TestHTTPGetStreamHeadersAtOnce(t *testing.T) {
 	// Default keepalive (15 s): nothing but the headers can arrive early.
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	s := openSSEWith(t, sseOptions{raw: true, anyStatus: true}, http.MethodGet, b.url("fake"), c.sid, "")
@@ -551,7 +437,7 @@ func TestHTTPGetStreamHeadersAtOnce(t *testing.T) {
 	if s.headersAfter > 2*time.Second {
 		t.Errorf("GET headers took %s: they must be flushed at once", s.headersAfter)
 	}
-	hxCheckSSEHeaders(t, "GET", s.resp.Header)
+	checkSSEHeaders(t, "GET", s.resp.Header)
 	if got := s.resp.Header.Get("Mcp-Session-Id"); got != c.sid {
 		t.Errorf("GET Mcp-Session-Id %q, want %q", got, c.sid)
 	}
@@ -564,14 +450,14 @@ func TestHTTPGetStreamHeadersAtOnce(t *testing.T) {
 }
 
 func TestHTTPGetKeepAliveAndEventFormat(t *testing.T) {
-	b := hxFake(t, bridge.Options{KeepAlive: 100 * time.Millisecond})
+	b := fakeBridge(t, bridge.Options{KeepAlive: 100 * time.Millisecond})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	s := openSSEWith(t, sseOptions{raw: true, anyStatus: true}, http.MethodGet, b.url("fake"), c.sid, "")
 	if s.resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET: status %d", s.resp.StatusCode)
 	}
-	hxCheckSSEHeaders(t, "GET", s.resp.Header)
+	checkSSEHeaders(t, "GET", s.resp.Header)
 	// Two keepalive comments within a second.
 	keepalives := 0
 	deadline := time.Now().Add(2 * time.Second)
@@ -592,7 +478,7 @@ func TestHTTPGetKeepAliveAndEventFormat(t *testing.T) {
 	var lastID uint64
 	for i := 0; i < 2; i++ {
 		r := c.callTool(strconv.Itoa(10+i), "list_changed", nil)
-		if _, ok := hxResultOK(t, "list_changed", r, c.sid, strconv.Itoa(10+i)); !ok {
+		if _, ok := checkResult(t, "list_changed", r, c.sid, strconv.Itoa(10+i)); !ok {
 			t.FailNow()
 		}
 		var ev []string
@@ -621,17 +507,17 @@ func TestHTTPGetKeepAliveAndEventFormat(t *testing.T) {
 }
 
 func TestHTTPGetSeveralStreamsEachReceive(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	var streams []*stream
 	for i := 0; i < 3; i++ {
 		st := c.openStream()
-		hxCheckSSEHeaders(t, fmt.Sprintf("stream %d", i), st.resp.Header)
+		checkSSEHeaders(t, fmt.Sprintf("stream %d", i), st.resp.Header)
 		streams = append(streams, st)
 	}
 	r := c.callTool(`1`, "list_changed", nil)
-	if res, ok := hxResultOK(t, "list_changed", r, c.sid, `1`); !ok || hxText(res) != "sent" {
+	if res, ok := checkResult(t, "list_changed", r, c.sid, `1`); !ok || textOf(res) != "sent" {
 		t.Fatalf("list_changed: %s", r.body)
 	}
 	for i, st := range streams {
@@ -657,18 +543,18 @@ func TestHTTPGetSeveralStreamsEachReceive(t *testing.T) {
 }
 
 func TestHTTPGetBuffersUntilStreamAttaches(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	// No stream open: the notification goes to the session's backlog.
 	r := c.callTool(`1`, "list_changed", nil)
-	if res, ok := hxResultOK(t, "list_changed", r, c.sid, `1`); !ok || hxText(res) != "sent" {
+	if res, ok := checkResult(t, "list_changed", r, c.sid, `1`); !ok || textOf(res) != "sent" {
 		t.Fatalf("list_changed: %s", r.body)
 	}
 	// The child sent the notification before the call's answer, and the
 	// bridge reads the child's output in order: it is in the backlog now.
 	st := c.openStream()
-	hxCheckSSEHeaders(t, "GET", st.resp.Header)
+	checkSSEHeaders(t, "GET", st.resp.Header)
 	select {
 	case ev, ok := <-st.events:
 		if !ok {
@@ -689,14 +575,14 @@ func TestHTTPGetBuffersUntilStreamAttaches(t *testing.T) {
 // 7. DELETE.
 
 func TestHTTPDeleteEndsSession(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	keep := newClient(t, b.url("fake"))
 	keep.initialize()
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	st := c.openStream()
 	r := c.must(http.MethodDelete, "")
-	hxCheckEmpty(t, "DELETE", r, http.StatusNoContent)
+	checkEmpty(t, "DELETE", r, http.StatusNoContent)
 	// The open stream ends.
 	waitFor(t, 10*time.Second, "the GET stream to end after DELETE", func() bool {
 		select {
@@ -720,13 +606,13 @@ func TestHTTPDeleteEndsSession(t *testing.T) {
 	}
 	// The other session is untouched.
 	r = keep.callTool(`1`, "echo", map[string]string{"text": "fine"})
-	if res, ok := hxResultOK(t, "echo on the other session", r, keep.sid, `1`); ok && hxText(res) != "fine" {
+	if res, ok := checkResult(t, "echo on the other session", r, keep.sid, `1`); ok && textOf(res) != "fine" {
 		t.Errorf("echo: %s", r.body)
 	}
 }
 
 func TestHTTPDeleteCancelsInFlight(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	other := newClient(t, b.url("fake"))
 	other.initialize() // keeps the child alive after the DELETE
 	c := newClient(t, b.url("fake"))
@@ -734,7 +620,7 @@ func TestHTTPDeleteCancelsInFlight(t *testing.T) {
 	if n := len(other.stats().Cancelled); n != 0 {
 		t.Fatalf("child saw %d cancellations before the test", n)
 	}
-	pending := hxGo(b.url("fake"), c.sid, toolCallBody(`"never-1"`, "never", map[string]any{}))
+	pending := postAsync(b.url("fake"), c.sid, toolCallBody(`"never-1"`, "never", map[string]any{}))
 	waitCalled(t, other, "never")
 	select {
 	case res := <-pending:
@@ -743,8 +629,8 @@ func TestHTTPDeleteCancelsInFlight(t *testing.T) {
 	}
 	start := time.Now()
 	r := c.must(http.MethodDelete, "")
-	hxCheckEmpty(t, "DELETE", r, http.StatusNoContent)
-	pr := hxWait(t, "the in-flight POST after DELETE", pending, 5*time.Second)
+	checkEmpty(t, "DELETE", r, http.StatusNoContent)
+	pr := awaitAsync(t, "the in-flight POST after DELETE", pending, 5*time.Second)
 	t.Logf("in-flight POST ended %s after the DELETE began: %d %s", time.Since(start), pr.status, pr.body)
 	checkTransportError(t, "in-flight POST", pr, http.StatusNotFound, 0, "session")
 	var st childStats
@@ -767,7 +653,7 @@ func TestHTTPDeleteCancelsInFlight(t *testing.T) {
 // 8. Routes.
 
 func TestHTTPRoutes(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	base := b.srv.URL
 	for _, tc := range []struct {
 		name   string
@@ -802,11 +688,11 @@ func TestHTTPRoutes(t *testing.T) {
 		url := b.url("fake") + "/"
 		r := mustRequest(t, http.MethodPost, url, "", initBody)
 		sid := r.header.Get("Mcp-Session-Id")
-		if _, ok := hxResultOK(t, "initialize at /fake/mcp/", r, sid, `0`); !ok || !hxUUIDv4.MatchString(sid) {
+		if _, ok := checkResult(t, "initialize at /fake/mcp/", r, sid, `0`); !ok || !uuidV4.MatchString(sid) {
 			t.Fatalf("initialize at /fake/mcp/: %d %q %s", r.status, sid, r.body)
 		}
 		r = mustRequest(t, http.MethodPost, url, sid, toolCallBody(`1`, "echo", map[string]string{"text": "slash"}))
-		if res, ok := hxResultOK(t, "echo at /fake/mcp/", r, sid, `1`); ok && hxText(res) != "slash" {
+		if res, ok := checkResult(t, "echo at /fake/mcp/", r, sid, `1`); ok && textOf(res) != "slash" {
 			t.Errorf("echo: %s", r.body)
 		}
 	})
@@ -844,14 +730,14 @@ func TestHTTPRoutes(t *testing.T) {
 		if r.status != http.StatusOK {
 			t.Fatalf("HEAD: status %d", r.status)
 		}
-		hxCheckSSEHeaders(t, "HEAD", r.header)
+		checkSSEHeaders(t, "HEAD", r.header)
 		if len(r.body) != 0 {
 			t.Errorf("HEAD body %q", r.body)
 		}
 	})
 	t.Run("OPTIONS", func(t *testing.T) {
 		r := mustRequest(t, http.MethodOptions, b.url("fake"), "", "")
-		hxCheckEmpty(t, "OPTIONS", r, http.StatusNoContent)
+		checkEmpty(t, "OPTIONS", r, http.StatusNoContent)
 		allow := r.header.Get("Allow")
 		for _, m := range []string{"GET", "POST", "DELETE"} {
 			if !strings.Contains(allow, m) {
@@ -865,7 +751,7 @@ func TestHTTPRoutes(t *testing.T) {
 // 9. Multiplexing and ids.
 
 func TestHTTPMultiplexSameIDsAcrossSessions(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	const n = 50
 	sessions := map[string]*client{"A": newClient(t, b.url("fake")), "B": newClient(t, b.url("fake"))}
 	for _, c := range sessions {
@@ -886,8 +772,8 @@ func TestHTTPMultiplexSameIDsAcrossSessions(t *testing.T) {
 						t.Errorf("%s: %v", text, err)
 						return
 					}
-					if res, ok := hxResultOK(t, text, r, sid, id); ok && hxText(res) != text {
-						t.Errorf("%s: got someone else's answer %q", text, hxText(res))
+					if res, ok := checkResult(t, text, r, sid, id); ok && textOf(res) != text {
+						t.Errorf("%s: got someone else's answer %q", text, textOf(res))
 					}
 				}(c.sid, id, text)
 			}
@@ -904,7 +790,7 @@ func TestHTTPMultiplexSameIDsAcrossSessions(t *testing.T) {
 }
 
 func TestHTTPIDsByteExact(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	for _, tc := range []struct{ name, id string }{
@@ -926,25 +812,25 @@ func TestHTTPIDsByteExact(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			text := "id " + tc.id
 			r := c.post(toolCallBody(tc.id, "echo", map[string]string{"text": text}))
-			if res, ok := hxResultOK(t, tc.name, r, c.sid, tc.id); ok && hxText(res) != text {
-				t.Errorf("echo text %q, want %q", hxText(res), text)
+			if res, ok := checkResult(t, tc.name, r, c.sid, tc.id); ok && textOf(res) != text {
+				t.Errorf("echo text %q, want %q", textOf(res), text)
 			}
 		})
 	}
 }
 
 func TestHTTPSameIDReusedWhileInFlight(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	first := hxGo(c.url, c.sid, toolCallBody(`7`, "slow", map[string]any{"ms": 300, "text": "first"}))
+	first := postAsync(c.url, c.sid, toolCallBody(`7`, "slow", map[string]any{"ms": 300, "text": "first"}))
 	waitCalled(t, c, "slow") // the first is in flight
 	r := c.callTool(`7`, "echo", map[string]string{"text": "second"})
 	secondAt := time.Now()
-	if res, ok := hxResultOK(t, "second call with id 7", r, c.sid, `7`); ok && hxText(res) != "second" {
-		t.Errorf("second call got %q, want %q", hxText(res), "second")
+	if res, ok := checkResult(t, "second call with id 7", r, c.sid, `7`); ok && textOf(res) != "second" {
+		t.Errorf("second call got %q, want %q", textOf(res), "second")
 	}
-	var fr hxResult
+	var fr asyncResult
 	select {
 	case fr = <-first:
 	case <-time.After(5 * time.Second):
@@ -953,8 +839,8 @@ func TestHTTPSameIDReusedWhileInFlight(t *testing.T) {
 	if fr.err != nil {
 		t.Fatalf("first call: %v", fr.err)
 	}
-	if res, ok := hxResultOK(t, "first call with id 7", fr.r, c.sid, `7`); ok && hxText(res) != "first" {
-		t.Errorf("first call got %q, want %q", hxText(res), "first")
+	if res, ok := checkResult(t, "first call with id 7", fr.r, c.sid, `7`); ok && textOf(res) != "first" {
+		t.Errorf("first call got %q, want %q", textOf(res), "first")
 	}
 	if fr.at.Before(secondAt) {
 		t.Logf("note: the slow call finished before the echo (%s earlier)", secondAt.Sub(fr.at))
@@ -965,7 +851,7 @@ func TestHTTPSameIDReusedWhileInFlight(t *testing.T) {
 // 10. One handshake per child.
 
 func TestHTTPInitializeOncePerChild(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	var clients []*client
 	sids := map[string]bool{}
 	for i := 0; i < 5; i++ {
@@ -981,7 +867,7 @@ func TestHTTPInitializeOncePerChild(t *testing.T) {
 	ups := map[string]bool{}
 	for i, c := range clients {
 		r := c.callTool(`"who"`, "whoami", nil)
-		res, ok := hxResultOK(t, "whoami", r, c.sid, `"who"`)
+		res, ok := checkResult(t, "whoami", r, c.sid, `"who"`)
 		if !ok {
 			t.FailNow()
 		}
@@ -1018,7 +904,7 @@ func TestHTTPInitializeOncePerChild(t *testing.T) {
 // progress on their GET stream (TestSSEProgressOnPostStream covers clients
 // that accept SSE).
 func TestHTTPProgressReachesOnlyItsSession(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	a, bb := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
 	a.initialize()
 	bb.initialize()
@@ -1026,14 +912,14 @@ func TestHTTPProgressReachesOnlyItsSession(t *testing.T) {
 	progressCall := func(id, token string) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"progress","arguments":{"steps":3,"ms":10},"_meta":{"progressToken":%s}}}`, id, token)
 	}
-	callA := hxGo(a.url, a.sid, progressCall(`1`, `"tokA"`), "Accept", "application/json")
-	callB := hxGo(bb.url, bb.sid, progressCall(`1`, `7`), "Accept", "application/json")
-	ra := hxWait(t, "progress call A", callA, 10*time.Second)
-	rb := hxWait(t, "progress call B", callB, 10*time.Second)
-	if res, ok := hxResultOK(t, "progress call A", ra, a.sid, `1`); ok && hxText(res) != "done" {
+	callA := postAsync(a.url, a.sid, progressCall(`1`, `"tokA"`), "Accept", "application/json")
+	callB := postAsync(bb.url, bb.sid, progressCall(`1`, `7`), "Accept", "application/json")
+	ra := awaitAsync(t, "progress call A", callA, 10*time.Second)
+	rb := awaitAsync(t, "progress call B", callB, 10*time.Second)
+	if res, ok := checkResult(t, "progress call A", ra, a.sid, `1`); ok && textOf(res) != "done" {
 		t.Errorf("A: %s", ra.body)
 	}
-	if res, ok := hxResultOK(t, "progress call B", rb, bb.sid, `1`); ok && hxText(res) != "done" {
+	if res, ok := checkResult(t, "progress call B", rb, bb.sid, `1`); ok && textOf(res) != "done" {
 		t.Errorf("B: %s", rb.body)
 	}
 	for _, tc := range []struct {
@@ -1064,7 +950,7 @@ func TestHTTPProgressReachesOnlyItsSession(t *testing.T) {
 	}
 	// A list_changed reaches every session's stream.
 	r := a.callTool(`2`, "list_changed", nil)
-	if _, ok := hxResultOK(t, "list_changed", r, a.sid, `2`); !ok {
+	if _, ok := checkResult(t, "list_changed", r, a.sid, `2`); !ok {
 		t.FailNow()
 	}
 	stA.next(t, "notifications/tools/list_changed", 5*time.Second)
@@ -1077,12 +963,12 @@ func TestHTTPProgressReachesOnlyItsSession(t *testing.T) {
 // A JSON-only client gets the child's request on its GET stream
 // (TestSSEChildRequestOnPostStream covers clients that accept SSE).
 func TestHTTPChildRequestRoutedToCaller(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	a, other := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
 	a.initialize()
 	other.initialize()
 	stA, stOther := a.openStream(), other.openStream()
-	call := hxGo(a.url, a.sid, toolCallBody(`"s-1"`, "sample", map[string]string{"prompt": "hi"}), "Accept", "application/json")
+	call := postAsync(a.url, a.sid, toolCallBody(`"s-1"`, "sample", map[string]string{"prompt": "hi"}), "Accept", "application/json")
 	req := stA.next(t, "sampling/createMessage", 5*time.Second)
 	if len(req.ID) == 0 || string(req.ID) == "null" {
 		t.Fatalf("sampling/createMessage without an id")
@@ -1099,11 +985,11 @@ func TestHTTPChildRequestRoutedToCaller(t *testing.T) {
 	}
 	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"pong"},"model":"m"}}`, req.ID)
 	r := a.post(answer)
-	hxCheckEmpty(t, "POST of the sampling answer", r, http.StatusAccepted)
+	checkEmpty(t, "POST of the sampling answer", r, http.StatusAccepted)
 	if got := r.header.Get("Mcp-Session-Id"); got != a.sid {
 		t.Errorf("Mcp-Session-Id %q, want %q", got, a.sid)
 	}
-	res, ok := hxResultOK(t, "sample", hxWait(t, "sample call", call, 10*time.Second), a.sid, `"s-1"`)
+	res, ok := checkResult(t, "sample", awaitAsync(t, "sample call", call, 10*time.Second), a.sid, `"s-1"`)
 	if !ok {
 		t.FailNow()
 	}
@@ -1131,7 +1017,7 @@ func TestHTTPChildRequestRoutedToCaller(t *testing.T) {
 // 13. resources/subscribe reference counting.
 
 func TestHTTPSubscribeRefCount(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	a, bb := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
 	a.initialize()
 	bb.initialize()
@@ -1140,7 +1026,7 @@ func TestHTTPSubscribeRefCount(t *testing.T) {
 	sub := func(c *client, method, id string) {
 		t.Helper()
 		r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q,"params":{"uri":%q}}`, id, method, uri))
-		if res, ok := hxResultOK(t, method, r, c.sid, id); ok && string(res) != "{}" {
+		if res, ok := checkResult(t, method, r, c.sid, id); ok && string(res) != "{}" {
 			t.Errorf("%s: result %s, want {}", method, res)
 		}
 	}
@@ -1158,7 +1044,7 @@ func TestHTTPSubscribeRefCount(t *testing.T) {
 	count(1, "after A unsubscribed")
 
 	r := a.callTool(`3`, "notify", map[string]string{"method": "notifications/resources/updated", "uri": uri})
-	if res, ok := hxResultOK(t, "notify", r, a.sid, `3`); ok && hxText(res) != "sent" {
+	if res, ok := checkResult(t, "notify", r, a.sid, `3`); ok && textOf(res) != "sent" {
 		t.Errorf("notify: %s", r.body)
 	}
 	m := stB.next(t, "notifications/resources/updated", 5*time.Second)
@@ -1176,7 +1062,7 @@ func TestHTTPSubscribeRefCount(t *testing.T) {
 // buffer goes out with Content-Length, not chunked (rawConn.post reads only
 // Content-Length answers).
 func TestLargeAnswerHasContentLength(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
 	rc, err := dialRaw(b.srv.URL)

@@ -36,7 +36,7 @@ func TestIsolationOneChildPerSession(t *testing.T) {
 	a, c := newClient(t, b.url("fake")), newClient(t, b.url("fake"))
 	a.initialize()
 	c.initialize()
-	wa, wc := ftWhoami(t, a), ftWhoami(t, c)
+	wa, wc := whoamiCall(t, a), whoamiCall(t, c)
 	if wa.PID == wc.PID || wa.Inits != 1 || wc.Inits != 1 {
 		t.Fatalf("sessions share child %d/%d (inits %d, %d); want one child each, initialized once", wa.PID, wc.PID, wa.Inits, wc.Inits)
 	}
@@ -50,7 +50,7 @@ func TestIsolationOneChildPerSession(t *testing.T) {
 		t.Fatalf("DELETE: %d %s", r.status, r.body)
 	}
 	childA.waitGone(t, 10*time.Second, "the deleted session's child")
-	ftEcho(t, c, "1", "still mine")
+	echoCall(t, c, "1", "still mine")
 	if !childC.alive() {
 		t.Fatalf("the other session's child died")
 	}
@@ -65,7 +65,7 @@ func TestIsolationOneChildPerSession(t *testing.T) {
 	checkTransportError(t, "the evicted session", c.callTool(`2`, "echo", map[string]string{"text": "x"}), http.StatusNotFound, -32001)
 
 	// A crash restarts only that session's child, and the session goes on.
-	w := ftWhoami(t, n1)
+	w := whoamiCall(t, n1)
 	crash := n1.callTool(`3`, "crash", nil)
 	if crash.status != http.StatusServiceUnavailable {
 		t.Fatalf("crash call: %d %s", crash.status, crash.body)
@@ -79,7 +79,7 @@ func TestIsolationOneChildPerSession(t *testing.T) {
 		_ = json.Unmarshal(decode(t, r.body).Result, &got)
 		return got.PID != 0 && got.PID != w.PID
 	})
-	ftEcho(t, n2, "4", "unaffected")
+	echoCall(t, n2, "4", "unaffected")
 }
 
 func TestIsolationShutdownLeavesNoChild(t *testing.T) {
@@ -88,7 +88,7 @@ func TestIsolationShutdownLeavesNoChild(t *testing.T) {
 	for range 3 {
 		c := newClient(t, b.url("fake"))
 		c.initialize()
-		procs = append(procs, watchProc(t, ftWhoami(t, c).PID))
+		procs = append(procs, watchProc(t, whoamiCall(t, c).PID))
 	}
 	b.close()
 	for i, p := range procs {

@@ -169,7 +169,7 @@ func TestListenStreamsPerPrincipal(t *testing.T) {
 // stops reading while the child sends notification after notification is
 // closed (as a GET stream is), not kept with notifications dropped.
 func TestListenStreamThatFallsBehindIsClosed(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	url := b.url("fake")
 	c := newClient(t, url)
 	c.initialize()
@@ -201,7 +201,7 @@ func TestListenStreamThatFallsBehindIsClosed(t *testing.T) {
 // 256 resource subscriptions (200,000 once reached the child, slowing every
 // other caller); repeats count once.
 func TestListenResourceSubscriptionsBounded(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	url := b.url("fake")
 	// listen asks n subscriptions of distinct different URIs.
 	listen := func(n, distinct int) response {

@@ -47,7 +47,7 @@ func modernError(t *testing.T, what string, r response, status, code int, id str
 }
 
 func TestModernRequests(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	url := b.url("fake")
 
 	// server/discover, with no session and no initialize, starts the child.
@@ -71,7 +71,7 @@ func TestModernRequests(t *testing.T) {
 	// tools/call: the child gets the params without the reserved _meta keys,
 	// the answer is marked complete.
 	r = modernCall(t, url, "7", "tools/call", `{"name":"params","arguments":{"a":"<&>"},`+strings.Replace(modernMeta, `"_meta":{`, `"_meta":{"mine":1,`, 1)+`}`)
-	res, ok := hxResultOK(t, "modern tools/call", r, "", "7")
+	res, ok := checkResult(t, "modern tools/call", r, "", "7")
 	if !ok {
 		t.FailNow()
 	}
@@ -79,13 +79,13 @@ func TestModernRequests(t *testing.T) {
 		ResultType string `json:"resultType"`
 	}
 	_ = json.Unmarshal(res, &result)
-	got := hxText(res)
+	got := textOf(res)
 	if result.ResultType != "complete" || strings.Contains(got, "io.modelcontextprotocol") || !strings.Contains(got, `"mine":1`) || !strings.Contains(got, `"a":"<&>"`) {
 		t.Errorf("modern call: resultType %q, the child got %s", result.ResultType, got)
 	}
 	// Base64 sentinel in Mcp-Name.
 	r = modernCall(t, url, "8", "tools/call", `{"name":"echo","arguments":{"text":"b64"},`+modernMeta+`}`, "Mcp-Name", "=?base64?"+base64.StdEncoding.EncodeToString([]byte("echo"))+"?=")
-	if _, ok := hxResultOK(t, "base64 Mcp-Name", r, "", "8"); !ok {
+	if _, ok := checkResult(t, "base64 Mcp-Name", r, "", "8"); !ok {
 		t.Errorf("base64 Mcp-Name refused")
 	}
 
@@ -107,7 +107,7 @@ func TestModernRequests(t *testing.T) {
 // TestBothErasAtOnce: 2025 sessions and modern requests on one child at
 // the same time, each answer to its caller.
 func TestBothErasAtOnce(t *testing.T) {
-	b := hxFake(t, bridge.Options{MaxSessions: 8})
+	b := fakeBridge(t, bridge.Options{MaxSessions: 8})
 	url := b.url("fake")
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
@@ -154,7 +154,7 @@ func TestProtocolEras2025(t *testing.T) {
 // honoured subset, then delivers only the requested kinds, tagged with the
 // subscription id.
 func TestModernListen(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	url := b.url("fake")
 	body := `{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},` + modernMeta + `}}`
 	st := openSSE(t, http.MethodPost, url, "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "subscriptions/listen")
@@ -189,9 +189,9 @@ func TestModernListen(t *testing.T) {
 // served on the destination's child (-sessionless serve, the default),
 // its progress on its own POST stream; with reject it gets 400.
 func TestSessionlessRequests(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	r := mustRequest(t, http.MethodPost, b.url("fake"), "", toolCallBody(`"s1"`, "echo", map[string]string{"text": "no session"}))
-	if _, ok := hxResultOK(t, "sessionless call", r, "", `"s1"`); !ok || !strings.Contains(string(r.body), "no session") || strings.Contains(string(r.body), "resultType") {
+	if _, ok := checkResult(t, "sessionless call", r, "", `"s1"`); !ok || !strings.Contains(string(r.body), "no session") || strings.Contains(string(r.body), "resultType") {
 		t.Errorf("sessionless call: %d %s", r.status, r.body)
 	}
 	if r.header.Get("Mcp-Session-Id") != "" {
@@ -201,7 +201,7 @@ func TestSessionlessRequests(t *testing.T) {
 	if p := st.next(t, "notifications/progress", 10e9); !strings.Contains(string(p.Params), `"pt"`) {
 		t.Errorf("progress of a sessionless call: %s", p.Params)
 	}
-	rej := hxFake(t, bridge.Options{Sessionless: "reject"})
+	rej := fakeBridge(t, bridge.Options{Sessionless: "reject"})
 	if r := mustRequest(t, http.MethodPost, rej.url("fake"), "", toolCallBody(`1`, "echo", map[string]string{"text": "x"})); r.status != 400 {
 		t.Errorf("-sessionless reject: %d", r.status)
 	}
@@ -283,7 +283,7 @@ func TestModernCacheHints(t *testing.T) {
 // follow; when the retry resumes it, what the call kept of the first
 // request (its progress token) is intact.
 func TestMRTRKeepsItsRequest(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	url := b.url("fake")
 	const token = `"token-of-the-first-request-0123456789"`
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"progressToken":` + token + `}`
@@ -322,7 +322,7 @@ func jsonMember(obj json.RawMessage, k string) json.RawMessage {
 // which a child may ask for of its own accord: the child gets an error and
 // the call goes on to its answer.
 func TestModernUndeclaredInput(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	url := b.url("fake")
 	for _, tc := range []struct {
 		method, params, need string
@@ -479,7 +479,7 @@ func inputRequired(t *testing.T, r response) (key, state string) {
 // (Before, the first request's were kept: a retry that no longer declared
 // elicitation was asked for one anyway.)
 func TestMRTRRetryCapabilitiesCount(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	url := b.url("fake")
 	both := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{}}}`
 	samplingOnly := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
@@ -524,7 +524,7 @@ func TestShutdownEndsParkedCalls(t *testing.T) {
 // another decoder reads last, is refused (before: the digest's decoder read
 // "NAME", and a retry naming echo, Mcp-Name echo, resumed the ask call).
 func TestMRTRRetryReadByOneScanner(t *testing.T) {
-	b := hxFake(t, bridge.Options{})
+	b := fakeBridge(t, bridge.Options{})
 	url := b.url("fake")
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
 	args := `"arguments":{"method":"sampling/createMessage","params":"{\"messages\":[],\"maxTokens\":5}"}`

@@ -238,7 +238,7 @@ func TestOAuthResourceMetadata(t *testing.T) {
 		t.Errorf("CORS: %d %v", r.status, r.header)
 	}
 	// Without any auth: block the documents stay 404.
-	open := hxFake(t, bridge.Options{})
+	open := fakeBridge(t, bridge.Options{})
 	if r := mustRequest(t, http.MethodGet, open.srv.URL+"/.well-known/oauth-protected-resource/fake/mcp", "", ""); r.status != 404 || !strings.Contains(string(r.body), "does not use OAuth") {
 		t.Errorf("no auth: %d %s", r.status, r.body)
 	}

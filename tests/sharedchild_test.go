@@ -54,12 +54,12 @@ func TestMalformedInitializeCannotFailDestination(t *testing.T) {
 	}
 	good := newClient(t, b.url("fake"))
 	good.initialize()
-	ftEcho(t, good, "1", "works")
+	echoCall(t, good, "1", "works")
 	// On a running destination: the child and its sessions are unharmed.
 	for _, c := range bad {
 		t.Run("running/"+c.name, func(t *testing.T) { check(t, c.body, c.want) })
 	}
-	ftEcho(t, good, "2", "still works")
+	echoCall(t, good, "2", "still works")
 	if st := b.dispatchers["fake"].Status(); st.State != "running" || st.RestartsTotal != 0 {
 		t.Errorf("after malformed initializes: %+v; want running, no restart", st)
 	}
@@ -130,7 +130,7 @@ func TestSessionsKeepTheirOwnVersionAndCapabilities(t *testing.T) {
 	// call is answered by the bridge with an error at once.
 	start := time.Now()
 	r = old.callTool(`"s"`, "sample", map[string]string{"prompt": "from old"})
-	res, ok := hxResultOK(t, "old client's sample", r, old.sid, `"s"`)
+	res, ok := checkResult(t, "old client's sample", r, old.sid, `"s"`)
 	if !ok {
 		t.FailNow()
 	}
@@ -192,7 +192,7 @@ func TestChildRequestWithNoCallInFlight(t *testing.T) {
 			return strings.Contains(string(c.stats().RootsAtInit), "file:///srv/configured")
 		})
 		// And a later roots/list during a call is answered the same way.
-		res, ok := hxResultOK(t, "ask roots/list", c.callTool(`2`, "ask", map[string]string{"method": "roots/list"}), c.sid, `2`)
+		res, ok := checkResult(t, "ask roots/list", c.callTool(`2`, "ask", map[string]string{"method": "roots/list"}), c.sid, `2`)
 		if ok && !strings.Contains(string(res), "file:///srv/configured") {
 			t.Errorf("roots/list during a call: %s", res)
 		}
@@ -207,7 +207,7 @@ func TestChildRequestWithNoCallInFlight(t *testing.T) {
 		plain.initialize()
 		// plain's call is the one in flight: the child's roots/list is its
 		// call's doing, and plain never declared roots.
-		res, ok := hxResultOK(t, "ask from a session without roots", plain.callTool(`3`, "ask", map[string]string{"method": "roots/list"}), plain.sid, `3`)
+		res, ok := checkResult(t, "ask from a session without roots", plain.callTool(`3`, "ask", map[string]string{"method": "roots/list"}), plain.sid, `3`)
 		if ok && (!strings.Contains(string(res), "-32603") || !strings.Contains(string(res), "roots capability")) {
 			t.Errorf("roots/list caused by a session without roots: %s; want an error, not another session's roots", res)
 		}
@@ -257,7 +257,7 @@ func TestSlowStartSurvivesItsFirstClient(t *testing.T) {
 	pid := b.dispatchers["fake"].Status().PID
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	if w := ftWhoami(t, c); w.PID != pid || w.Inits != 1 {
+	if w := whoamiCall(t, c); w.PID != pid || w.Inits != 1 {
 		t.Errorf("the retry got child %d with %d initializes; want the one that was starting (%d), initialized once", w.PID, w.Inits, pid)
 	}
 }
@@ -311,12 +311,12 @@ func TestRestartingTooLongAnswersAtOnce(t *testing.T) {
 	})
 	c := newClient(t, b.url("fake"))
 	c.initialize()
-	ftErr(t, "crash", c.callTool("1", "crash", nil), http.StatusServiceUnavailable, "exit status 7")
+	mustTransportError(t, "crash", c.callTool("1", "crash", nil), http.StatusServiceUnavailable, "exit status 7")
 	waitFor(t, 10*time.Second, "the restart to begin", func() bool { return b.dispatchers["fake"].Status().State == "restarting" })
 	start := time.Now()
 	r := c.callTool("2", "echo", map[string]string{"text": "during restart"})
 	took := time.Since(start)
-	ftErr(t, "a call during a slow restart", r, http.StatusServiceUnavailable, `"fake"`, "restarting", "retry")
+	mustTransportError(t, "a call during a slow restart", r, http.StatusServiceUnavailable, `"fake"`, "restarting", "retry")
 	if r.header.Get("Retry-After") == "" {
 		t.Errorf("no Retry-After while restarting")
 	}
@@ -326,5 +326,5 @@ func TestRestartingTooLongAnswersAtOnce(t *testing.T) {
 		t.Errorf("the call waited %s; want about the 200 ms patience", took)
 	}
 	waitFor(t, 20*time.Second, "the restarted child", func() bool { return b.dispatchers["fake"].Status().State == "running" })
-	ftEcho(t, c, "3", "after restart")
+	echoCall(t, c, "3", "after restart")
 }

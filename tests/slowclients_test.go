@@ -145,7 +145,7 @@ func TestSlowClientAttack(t *testing.T) {
 		}
 	}
 	// Meanwhile, a well-behaved client is served.
-	ftEcho(t, c, "1", "during the attack")
+	echoCall(t, c, "1", "during the attack")
 	wg.Wait()
 	took := time.Since(start)
 	close(stop)
@@ -173,7 +173,7 @@ func TestSlowClientAttack(t *testing.T) {
 		t.Errorf("bridge RSS peaked at %d MiB during the attack; want under %d MiB (twice the 24 MiB body budget and the connections' memory, GC headroom)", peak.Load()>>20, limit>>20)
 	}
 	waitFor(t, 20*time.Second, "the bridge's file descriptors to come back", func() bool { return procFDs(pid) <= baseFDs+2 })
-	ftEcho(t, c, "2", "after the attack")
+	echoCall(t, c, "2", "after the attack")
 }
 
 // TestBodyLimits: a body over -max-body-size is refused (413) whether its
@@ -210,7 +210,7 @@ func TestBodyLimits(t *testing.T) {
 	if st := <-first; st != http.StatusRequestTimeout {
 		t.Errorf("the stalled first body: %d, want 408", st)
 	}
-	ftEcho(t, c, "1", "after the limits")
+	echoCall(t, c, "1", "after the limits")
 }
 
 // hostileConn is one connection of TestCombinedSlowAttack, as its client
@@ -376,7 +376,7 @@ func TestCombinedSlowAttack(t *testing.T) {
 	}
 	// Meanwhile, a well-behaved client is served, promptly.
 	served := time.Now()
-	ftEcho(t, c, "1", "during the attack")
+	echoCall(t, c, "1", "during the attack")
 	if d := time.Since(served); d > 5*time.Second {
 		t.Errorf("a call during the attack took %s", d)
 	}
@@ -429,5 +429,5 @@ func TestCombinedSlowAttack(t *testing.T) {
 		t.Errorf("bridge fds peaked at %d; want at most %d (one per connection)", peakFDs.Load(), limit)
 	}
 	waitFor(t, 10*time.Second, "the bridge's file descriptors to come back", func() bool { return procFDs(pid) <= baseFDs+2 })
-	ftEcho(t, c, "2", "after the attack")
+	echoCall(t, c, "2", "after the attack")
 }

@@ -78,7 +78,7 @@ func TestIdleStreamCostAndFanOut(t *testing.T) {
 	url := p.base + "/fake/mcp"
 	first := newClient(t, url)
 	first.initialize() // the child runs
-	ftEcho(t, first, "0", "warm")
+	echoCall(t, first, "0", "warm")
 	settle := func() int64 {
 		// The Go runtime returns memory lazily: take the lowest of a few
 		// readings a moment apart.
@@ -150,7 +150,7 @@ func TestIdleStreamCostAndFanOut(t *testing.T) {
 
 	// One notification to every session: time until every stream has it.
 	start := time.Now()
-	ftOK(t, "notify", first.callTool(`"n"`, "notify", map[string]string{"method": "notifications/resources/list_changed"}))
+	resultOK(t, "notify", first.callTool(`"n"`, "notify", map[string]string{"method": "notifications/resources/list_changed"}))
 	deadline := time.Now().Add(30 * time.Second)
 	var rwg sync.WaitGroup
 	failed := make(chan error, n)
@@ -197,7 +197,7 @@ func TestIdleStreamCostAndFanOut(t *testing.T) {
 	pad := strings.Repeat("x", 64<<10)
 	waitFor(t, 60*time.Second, "the bridge's heap in use to come back near its start", func() bool {
 		for i := range 32 {
-			ftOK(t, "big echo", first.callTool(strconv.Itoa(i), "echo", map[string]string{"text": pad}))
+			resultOK(t, "big echo", first.callTool(strconv.Itoa(i), "echo", map[string]string{"text": pad}))
 		}
 		heap = metricsOf(t, p)["go_memstats_heap_inuse_bytes"]
 		// Allowed: what the echo calls use, fragmentation, and the runtime's
@@ -220,7 +220,7 @@ func TestStreamsOfOneSession(t *testing.T) {
 		sts = append(sts, c.openStream())
 	}
 	for i := range 20 {
-		ftOK(t, "notify", c.callTool(strconv.Itoa(i), "notify", map[string]string{"method": "notifications/resources/list_changed", "uri": fmt.Sprint(i)}))
+		resultOK(t, "notify", c.callTool(strconv.Itoa(i), "notify", map[string]string{"method": "notifications/resources/list_changed", "uri": fmt.Sprint(i)}))
 	}
 	var ids [][]string
 	for _, st := range sts {
