@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -121,18 +122,40 @@ func runAuth(ctx context.Context, args []string, getenv func(string) string, std
 	fs.SetOutput(stderr)
 	stateDir := fs.String("state-dir", getenv("STELAE_STATE_DIR"), "the bridge's state directory (as the bridge's -state-dir)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: stelae-bridge auth clients            list the clients of the built-in authorization server and their last use\n       stelae-bridge auth revoke CLIENT_ID   end a client's access at once\n       stelae-bridge auth unlock             clear the approval page's passphrase lockout and print a one-time unlock code\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: stelae-bridge auth clients            list the clients of the built-in authorization server and their last use\n       stelae-bridge auth revoke CLIENT_ID   end a client's access at once\n       stelae-bridge auth unlock             clear the approval page's passphrase lockout and print a one-time unlock code\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if len(args) == 0 {
+	// Flags may come anywhere, as -help prints them (auth revoke
+	// CLIENT_ID -state-dir DIR); -help goes to stdout, errors to stderr.
+	var parsed bytes.Buffer
+	fs.SetOutput(&parsed)
+	pos, err := parseInterspersed(fs, args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = stdout.Write(parsed.Bytes())
+		return 0
+	}
+	if err != nil {
+		_, _ = stderr.Write(parsed.Bytes())
+		return 2
+	}
+	if len(pos) == 0 {
+		fmt.Fprintln(stderr, "stelae-bridge auth: which command? want clients, revoke CLIENT_ID or unlock")
 		fs.Usage()
 		return 2
 	}
-	cmd := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	cmd, pos := pos[0], pos[1:]
+	want := map[string]int{"clients": 0, "revoke": 1, "unlock": 0}
+	switch n, known := want[cmd]; {
+	case !known:
+		fmt.Fprintf(stderr, "stelae-bridge auth: unknown command %q: want clients, revoke CLIENT_ID or unlock\n", cmd)
+		fs.Usage()
+		return 2
+	case len(pos) != n && n == 0:
+		fmt.Fprintf(stderr, "stelae-bridge auth %s: takes no arguments, got %q\n", cmd, pos)
+		return 2
+	case len(pos) != n:
+		fmt.Fprintf(stderr, "stelae-bridge auth %s: takes one CLIENT_ID (see 'stelae-bridge auth clients'), got %d arguments %q\n", cmd, len(pos), pos)
 		return 2
 	}
 	if *stateDir == "" {
@@ -144,8 +167,8 @@ func runAuth(ctx context.Context, args []string, getenv func(string) string, std
 		*stateDir = dir
 	}
 	a := adminClient{dir: *stateDir}
-	switch {
-	case cmd == "clients" && fs.NArg() == 0:
+	switch cmd {
+	case "clients":
 		cs, err := a.clients(ctx)
 		if err != nil {
 			fmt.Fprintln(stderr, "stelae-bridge auth:", err)
@@ -153,24 +176,42 @@ func runAuth(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		printClients(stdout, cs)
 		return 0
-	case cmd == "revoke" && fs.NArg() == 1:
-		if err := a.revoke(ctx, fs.Arg(0)); err != nil {
+	case "revoke":
+		if err := a.revoke(ctx, pos[0]); err != nil {
 			fmt.Fprintln(stderr, "stelae-bridge auth:", err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "revoked %s: its refresh tokens no longer work and its access tokens are refused from now on\n", fs.Arg(0))
+		fmt.Fprintf(stdout, "revoked %s: its refresh tokens no longer work and its access tokens are refused from now on\n", pos[0])
 		return 0
-	case cmd == "unlock" && fs.NArg() == 0:
+	case "unlock":
 		code, err := a.unlock(ctx)
 		if err != nil {
 			fmt.Fprintln(stderr, "stelae-bridge auth:", err)
 			return 1
 		}
 		fmt.Fprintf(stdout, "the approval page's lockout is cleared. Unlock code (one use, 10 minutes): %s\nEnter it on the page with the passphrase; that browser is then trusted and not held by others' wrong guesses.\n", code)
-		return 0
 	}
-	fs.Usage()
-	return 2
+	return 0
+}
+
+// parseInterspersed parses args with fs, flags before, between or after
+// the positional arguments, which it returns; after "--" every argument is
+// positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
 }
 
 // adminClient reaches the state of the built-in server: through a running

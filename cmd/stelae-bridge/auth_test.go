@@ -30,6 +30,38 @@ func registerClient(t *testing.T, as *authserver.Server) string {
 // TestAuthCommands: 'auth clients' and 'auth revoke' on the database when no
 // bridge runs, and through a running bridge's admin socket, which revokes
 // at once.
+// TestAuthUsage: every wrong use says what was wrong, on stderr with exit
+// 2; -help goes to stdout with exit 0.
+func TestAuthUsage(t *testing.T) {
+	env := map[string]string{"STELAE_STATE_DIR": t.TempDir()}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"auth"}, "which command?"},
+		{[]string{"auth", "revokee", "x"}, `unknown command "revokee"`},
+		{[]string{"auth", "revoke"}, "takes one CLIENT_ID"},
+		{[]string{"auth", "revoke", "a", "b"}, "takes one CLIENT_ID"},
+		{[]string{"auth", "clients", "extra"}, "takes no arguments"},
+		{[]string{"auth", "revoke", "x", "-no-such-flag"}, "-no-such-flag"},
+	} {
+		code, out, errOut := runCmd(t, tc.args, env)
+		if code != 2 || !strings.Contains(errOut, tc.want) || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and %q on stderr", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	for _, args := range [][]string{{"auth", "-help"}, {"auth", "revoke", "-h"}} {
+		code, out, errOut := runCmd(t, args, env)
+		if code != 0 || !strings.Contains(out, "auth revoke CLIENT_ID") || errOut != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want the usage on stdout", args, code, out, errOut)
+		}
+	}
+	// After --, what looks like a flag is a client id.
+	if code, _, errOut := runCmd(t, []string{"auth", "revoke", "--", "-odd"}, env); code != 1 || !strings.Contains(errOut, "no built-in authorization server state") {
+		t.Errorf("revoke -- -odd: %d %s", code, errOut)
+	}
+}
+
 func TestAuthCommands(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{"STELAE_STATE_DIR": dir}
@@ -50,8 +82,9 @@ func TestAuthCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "Listed App") || !strings.Contains(out, "not approved") {
 		t.Errorf("auth clients: %d\n%s%s", code, out, errOut)
 	}
-	if code, out, errOut := runCmd(t, []string{"auth", "revoke", id}, env); code != 0 || !strings.Contains(out, "revoked "+id) {
-		t.Errorf("auth revoke: %d\n%s%s", code, out, errOut)
+	// The flags after the client id, in the order -help prints them.
+	if code, out, errOut := runCmd(t, []string{"auth", "revoke", id, "-state-dir", dir}, nil); code != 0 || !strings.Contains(out, "revoked "+id) {
+		t.Errorf("auth revoke CLIENT_ID -state-dir DIR: %d\n%s%s", code, out, errOut)
 	}
 	if code, _, errOut := runCmd(t, []string{"auth", "revoke", "dcr_nope"}, env); code != 1 || !strings.Contains(errOut, "unknown client") {
 		t.Errorf("revoke of an unknown client: %d %s", code, errOut)

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/stelae-bridge/stelae-bridge/bridge"
-	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"io"
 	"math"
 	"net"
@@ -16,6 +14,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/bridge"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
 // settings are the bridge's global knobs: flags, each with an environment

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -42,10 +43,15 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if len(args) > 0 && args[0] == "auth" {
 		return runAuth(ctx, args[1:], getenv, stdout, stderr)
 	}
-	s, err := parseSettings(args, getenv, stderr)
+	// -help is asked for: it goes to stdout; a flag error's usage to
+	// stderr.
+	var usage bytes.Buffer
+	s, err := parseSettings(args, getenv, &usage)
 	if errors.Is(err, flag.ErrHelp) {
+		_, _ = stdout.Write(usage.Bytes())
 		return 0
 	}
+	_, _ = stderr.Write(usage.Bytes())
 	if err != nil {
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 2

@@ -194,7 +194,12 @@ func TestRunHelp(t *testing.T) {
 		if code != 0 {
 			t.Errorf("%s: exit code %d; want 0", arg, code)
 		}
-		help := out + errOut
+		// Asked for, help is the output (stdout: it pipes to less);
+		// nothing goes to stderr.
+		if errOut != "" {
+			t.Errorf("%s: stderr %q; want help on stdout only", arg, errOut)
+		}
+		help := out
 		for _, w := range []string{
 			"Usage",
 			"/{destination}/mcp",
