@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"github.com/stelae-bridge/stelae-bridge/config"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -140,6 +142,15 @@ type startError struct{ err error }
 
 func (e startError) Error() string { return e.err.Error() }
 func (e startError) Unwrap() error { return e.err }
+
+// Is makes a start that a retry would only repeat — no such program or
+// directory, no permission, not an executable — a permanent error
+// (ErrPermanent): the destination fails at once instead of restarting
+// (the next client's request tries again).
+func (e startError) Is(target error) bool {
+	return target == ErrPermanent && (errors.Is(e.err, exec.ErrNotFound) || errors.Is(e.err, fs.ErrNotExist) ||
+		errors.Is(e.err, fs.ErrPermission) || errors.Is(e.err, syscall.ENOEXEC))
+}
 
 // PublicReason is what a client is told.
 func (e startError) PublicReason() string {

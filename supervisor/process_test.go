@@ -8,8 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stelae-bridge/stelae-bridge/config"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/config"
 )
 
 var _ Child = (*Process)(nil)
@@ -791,4 +793,50 @@ func TestProcessStdinWithoutDeadline(t *testing.T) {
 		t.Errorf("the write failed after %s with a 300 ms timeout", took)
 	}
 	waitExited(t, sleeper, 10*time.Second)
+}
+
+// TestStartErrorsARetryWouldRepeat: a command that cannot start for a
+// reason a retry would meet again fails as ErrPermanent (the destination
+// fails at once); a start cut short does not.
+func TestStartErrorsARetryWouldRepeat(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name      string
+		ctx       context.Context
+		d         config.Destination
+		permanent bool
+	}{
+		{"not on PATH", context.Background(), config.Destination{Name: "x", Command: "stelae-no-such-command-xyz"}, true},
+		{"no such path", context.Background(), config.Destination{Name: "x", Command: filepath.Join(dir, "no", "such")}, true},
+		{"not executable", context.Background(), config.Destination{Name: "x", Command: notExec}, true},
+		{"no such cwd", context.Background(), config.Destination{Name: "x", Command: "cat", Cwd: filepath.Join(dir, "missing")}, true},
+		{"cancelled", cancelled, config.Destination{Name: "x", Command: "cat"}, false},
+	} {
+		p, err := Start(tc.ctx, &tc.d, ProcessOptions{})
+		if err == nil {
+			_ = p.Stop(context.Background())
+			t.Fatalf("%s: Start succeeded", tc.name)
+		}
+		if got := errors.Is(err, ErrPermanent); got != tc.permanent {
+			t.Errorf("%s: errors.Is(%v, ErrPermanent) = %v; want %v", tc.name, err, got, tc.permanent)
+		}
+	}
+	// The reaper's report keeps the system's error number.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fmt.Fprintf(w, "error %d: fork/exec %s: permission denied\n", int(syscall.EACCES), notExec)
+	w.Close()
+	_, rerr := readReport(r, 5*time.Second)
+	if !errors.Is(rerr, fs.ErrPermission) || !strings.Contains(rerr.Error(), "permission denied") {
+		t.Errorf("readReport: %v; want the text and fs.ErrPermission", rerr)
+	}
 }

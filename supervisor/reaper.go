@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -56,9 +57,28 @@ func readReport(r *os.File, within time.Duration) (int, error) {
 	if msg, ok := strings.CutPrefix(line, "error: "); ok {
 		return 0, errors.New(msg)
 	}
+	if rest, ok := strings.CutPrefix(line, "error "); ok {
+		// "error N: message": the system's error number N.
+		num, msg, _ := strings.Cut(rest, ": ")
+		if n, err := strconv.Atoi(num); err == nil {
+			return 0, reportedError{msg: msg, errno: syscall.Errno(n)}
+		}
+		return 0, errors.New(rest)
+	}
 	pid, err := strconv.Atoi(line)
 	if err != nil || pid <= 0 {
 		return 0, fmt.Errorf("the child's reaper reported %q, not a pid", line)
 	}
 	return pid, nil
 }
+
+// reportedError is the reaper's failure to start the command: its text,
+// and the system's error number (errors.Is(err, fs.ErrNotExist) and the
+// like hold as for the error the reaper saw).
+type reportedError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e reportedError) Error() string { return e.msg }
+func (e reportedError) Unwrap() error { return e.errno }

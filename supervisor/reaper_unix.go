@@ -3,6 +3,7 @@
 package supervisor
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,7 +40,14 @@ func reap(path string, argv []string) int {
 	// os/exec checks for a parent that died before the signal was set).
 	cmd := &exec.Cmd{Path: path, Args: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(report, "error: %v\n", err)
+		// The system's error number, when there is one, tells the bridge
+		// whether a retry could help (startError.Is).
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			fmt.Fprintf(report, "error %d: %v\n", int(errno), err)
+		} else {
+			fmt.Fprintf(report, "error: %v\n", err)
+		}
 		report.Close()
 		return 127
 	}

@@ -3,6 +3,7 @@
 package tests
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,5 +53,37 @@ func TestFailedSessionChildStartKeepsThePath(t *testing.T) {
 	r := newClient(t, p.base+"/broken/mcp").post(initBody)
 	if r.status < 500 || strings.Contains(string(r.body), "opt-private-layout") || strings.Contains(string(r.body), "fork/exec") {
 		t.Errorf("initialize of a session whose child cannot start: %d %s", r.status, r.body)
+	}
+}
+
+// TestCommandNotFoundFailsAtOnce: a command that cannot start (no such
+// program, not executable) is not retried — a restart would only repeat
+// the error: the first client is told the destination failed, and no
+// restart is counted.
+func TestCommandNotFoundFailsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "destinations.yaml")
+	yaml := "destinations:\n  missing:\n    command: stelae-no-such-program-xyz\n  path:\n    command: " + filepath.Join(dir, "no", "such") + "\n  noexec:\n    command: " + notExec + "\n"
+	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, config, "-restart-delay", "2s")
+	for _, dest := range []string{"missing", "path", "noexec"} {
+		start := time.Now()
+		r := newClient(t, p.base+"/"+dest+"/mcp").post(initBody)
+		if r.status != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "failed") {
+			t.Errorf("%s: first initialize: %d %s; want 503, the destination failed", dest, r.status, r.body)
+		}
+		// With a restart, the answer would wait for the 2 s delay at least.
+		if took := time.Since(start); took > 1500*time.Millisecond {
+			t.Errorf("%s: the answer took %s", dest, took)
+		}
+		if n := scrapeURL(t, p.base)[`stelae_child_restarts_total{destination="`+dest+`"}`]; n != 0 {
+			t.Errorf("%s: %v restarts; want none", dest, n)
+		}
 	}
 }
