@@ -70,7 +70,8 @@ type Destination struct {
 	StartTimeout time.Duration
 	// StderrLevel is the level the child's stderr lines are logged at
 	// ('stderr_log_level:'): trace, debug, info, warn, error, or off (not
-	// logged); empty means warn.
+	// logged); empty means each line's own: warn when it reads like a
+	// problem, else info.
 	StderrLevel string
 	// Auth is the OAuth protection of the destination: its own 'auth:'
 	// block, else the top-level one; nil when neither is set.

@@ -213,13 +213,13 @@ func (l *lockedBuffer) String() string {
 }
 
 // TestStderrLogLevel: the child's stderr is logged at the destination's
-// stderr_log_level (warn by default) with the destination named; off logs
-// nothing but still drains the pipe.
+// stderr_log_level (by default: info, see TestStderrLineLevel) with the
+// destination named; off logs nothing but still drains the pipe.
 func TestStderrLogLevel(t *testing.T) {
 	for _, tc := range []struct {
 		level, tag string
 	}{
-		{"", "[WARN] "},
+		{"", "[INFO] "},
 		{"trace", "[TRACE]"},
 		{"debug", "[DEBUG]"},
 		{"info", "[INFO] "},
@@ -272,7 +272,7 @@ func TestStderrLogLevel(t *testing.T) {
 }
 
 func TestStderrLogLevelValues(t *testing.T) {
-	want := map[string]hclog.Level{"": hclog.Warn, "trace": hclog.Trace, "debug": hclog.Debug, "info": hclog.Info, "warn": hclog.Warn, "error": hclog.Error, "off": hclog.Off}
+	want := map[string]hclog.Level{"": hclog.NoLevel, "trace": hclog.Trace, "debug": hclog.Debug, "info": hclog.Info, "warn": hclog.Warn, "error": hclog.Error, "off": hclog.Off}
 	for s, l := range want {
 		if got := StderrLogLevel(s); got != l {
 			t.Errorf("StderrLogLevel(%q) = %v; want %v", s, got, l)
@@ -281,6 +281,32 @@ func TestStderrLogLevelValues(t *testing.T) {
 	for _, s := range config.StderrLevels() {
 		if _, ok := want[s]; !ok {
 			t.Errorf("stderr_log_level %q has no test", s)
+		}
+	}
+}
+
+// TestStderrLineLevel: without a stderr_log_level a line is logged at warn
+// when it reads like a problem, else at info (a clean start of
+// server-everything logged 4 of its 19 lines as warnings); a setting
+// applies to every line.
+func TestStderrLineLevel(t *testing.T) {
+	for _, tc := range []struct {
+		setting hclog.Level
+		line    string
+		want    hclog.Level
+	}{
+		{hclog.NoLevel, "Starting default (STDIO) server...", hclog.Info},
+		{hclog.NoLevel, "Secure MCP Filesystem Server running on stdio", hclog.Info},
+		{hclog.NoLevel, "Error: ENOENT: no such file or directory", hclog.Warn},
+		{hclog.NoLevel, "WARNING: deprecated option", hclog.Warn},
+		{hclog.NoLevel, "Traceback (most recent call last):", hclog.Warn},
+		{hclog.NoLevel, "npm ERR! code E404", hclog.Warn},
+		{hclog.NoLevel, "connection refused", hclog.Warn},
+		{hclog.Error, "Starting server", hclog.Error},
+		{hclog.Debug, "Error: boom", hclog.Debug},
+	} {
+		if got := stderrLineLevel(tc.setting, tc.line); got != tc.want {
+			t.Errorf("stderrLineLevel(%v, %q) = %v; want %v", tc.setting, tc.line, got, tc.want)
 		}
 	}
 }

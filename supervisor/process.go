@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -329,7 +330,8 @@ func (p *Process) wait() {
 }
 
 // logStderr logs every line the child writes to stderr at the destination's
-// 'stderr_log_level' (warn by default); with "off" the lines are read and
+// 'stderr_log_level' — by default at info, or at warn when the line reads
+// like a problem (stderrLineLevel); with "off" the lines are read and
 // dropped, so the child never blocks on a full pipe.
 func (p *Process) logStderr(f *os.File) {
 	defer close(p.stderrDone)
@@ -345,20 +347,22 @@ func (p *Process) logStderr(f *os.File) {
 		switch {
 		case errors.As(err, &tooLong):
 			if level != hclog.Off {
-				p.log.Log(level, "child stderr", "line", redact.Line(string(tooLong.Prefix))+"…(truncated)")
+				text := redact.Line(string(tooLong.Prefix))
+				p.log.Log(stderrLineLevel(level, text), "child stderr", "line", text+"…(truncated)")
 			}
 		case err != nil:
 			return
 		case len(line) > 0 && level != hclog.Off:
 			if text, ok := lines.Next(string(line)); ok {
-				p.log.Log(level, "child stderr", "line", text)
+				p.log.Log(stderrLineLevel(level, text), "child stderr", "line", text)
 			}
 		}
 	}
 }
 
-// StderrLogLevel is the hclog level of a 'stderr_log_level' value: hclog.Warn
-// for "" (the default), hclog.Off for "off".
+// StderrLogLevel is the hclog level of a 'stderr_log_level' value:
+// hclog.NoLevel for "" (the default: each line's own, stderrLineLevel),
+// hclog.Off for "off".
 func StderrLogLevel(s string) hclog.Level {
 	switch s {
 	case "trace":
@@ -369,10 +373,32 @@ func StderrLogLevel(s string) hclog.Level {
 		return hclog.Info
 	case "error":
 		return hclog.Error
+	case "warn":
+		return hclog.Warn
 	case "off":
 		return hclog.Off
 	}
-	return hclog.Warn
+	return hclog.NoLevel
+}
+
+// problemWords are what a stderr line that reports a problem says (servers
+// log their normal start-up on stderr too: stdout is the protocol's).
+var problemWords = []string{"error", "err!", "warn", "fatal", "panic", "exception", "traceback", "failed", "denied", "refused", "cannot", "can't", "unable"}
+
+// stderrLineLevel is the level a stderr line is logged at: the
+// destination's setting, or without one (hclog.NoLevel) warn for a line
+// that reads like a problem and info for the rest.
+func stderrLineLevel(setting hclog.Level, line string) hclog.Level {
+	if setting != hclog.NoLevel {
+		return setting
+	}
+	lower := strings.ToLower(line)
+	for _, w := range problemWords {
+		if strings.Contains(lower, w) {
+			return hclog.Warn
+		}
+	}
+	return hclog.Info
 }
 
 // ReadMessage implements Child.
