@@ -285,16 +285,17 @@ func (ep *Endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 			return
 		}
 	}
-	rec.session = s.id
 	s.inflight.Add(1)
 	resp, err := s.d.Do(s.ctx, s, m, ep.opts.RequestTimeout)
 	s.inflight.Add(-1)
 	s.touch()
 	if err != nil {
+		// The client gets no session: the log names none.
 		ep.endSession(s, err)
 		ep.writeResult(w, nil, err, rec)
 		return
 	}
+	rec.session = s.id
 	var negotiated struct {
 		Result struct {
 			ProtocolVersion string `json:"protocolVersion"`

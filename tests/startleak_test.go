@@ -3,6 +3,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -85,5 +86,39 @@ func TestCommandNotFoundFailsAtOnce(t *testing.T) {
 		if n := scrapeURL(t, p.base)[`stelae_child_restarts_total{destination="`+dest+`"}`]; n != 0 {
 			t.Errorf("%s: %v restarts; want none", dest, n)
 		}
+	}
+}
+
+// TestRefusedInitializeLogsNoSession: an initialize the bridge could not
+// serve (the child cannot start) gave the client no session, and its
+// access log line names none (it named the id the bridge had made for it
+// and thrown away).
+func TestRefusedInitializeLogsNoSession(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "destinations.yaml")
+	if err := os.WriteFile(config, []byte("destinations:\n  broken:\n    command: stelae-no-such-program-xyz\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, config, "-log-format", "json")
+	r := newClient(t, p.base+"/broken/mcp").post(initBody)
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("initialize: %d, Mcp-Session-Id %q; want 503 and no session", r.status, r.header.Get("Mcp-Session-Id"))
+	}
+	var line map[string]any
+	waitFor(t, 10*time.Second, "the POST's access log line", func() bool {
+		for _, l := range strings.Split(p.logs.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["@message"] == "POST" && m["mcp_method"] == "initialize" {
+				line = m
+				return true
+			}
+		}
+		return false
+	})
+	if s, ok := line["session"]; ok {
+		t.Errorf("the refused initialize was logged with session %v, which its client never got: %v", s, line)
+	}
+	if line["status_code"] != float64(http.StatusServiceUnavailable) {
+		t.Errorf("access log line %v; want status_code 503", line)
 	}
 }
