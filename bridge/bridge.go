@@ -90,6 +90,9 @@ type Options struct {
 	// Version is the bridge's version (/version, discovery, the handshake's
 	// clientInfo).
 	Version string
+	// Commit is the commit the binary was built from ("" when unknown;
+	// "-dirty" when its tree had changes): stelae_build_info, /version.
+	Commit string
 	// Logger is the bridge's logger; each part names its own.
 	Logger hclog.Logger
 	// LogOutput, when set, is where Logger writes (safe for concurrent use),

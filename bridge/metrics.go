@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"runtime"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
@@ -22,7 +23,10 @@ func (b *Bridge) registerMetrics() {
 	b.reg.MustRegister(b.legacyHits,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stelae_request_body_bytes",
 			Help: "Buffer memory held by POST bodies being read or served, against -max-body-memory."}, func() float64 { return float64(b.limits.BodyBytes()) }),
-		stateCollector{b: b}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		stateCollector{b: b}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stelae_build_info",
+			Help:        "1, labelled with the bridge's version, the commit it was built from (\"\" when unknown, -dirty with changes) and its Go version.",
+			ConstLabels: prometheus.Labels{"version": b.opts.Version, "commit": b.opts.Commit, "go_version": runtime.Version()}}, func() float64 { return 1 }))
 	b.metricsHandler = promhttp.HandlerFor(b.reg, promhttp.HandlerOpts{})
 }
 

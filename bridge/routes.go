@@ -222,7 +222,7 @@ func (b *Bridge) serveVersion(w http.ResponseWriter, r *http.Request) {
 	if !onlyGet(w, r) {
 		return
 	}
-	writeJSON(w, r, http.StatusOK, map[string]any{"name": "stelae-bridge", "version": b.opts.Version, "go": runtime.Version(), "protocol_versions": dispatch.Versions()})
+	writeJSON(w, r, http.StatusOK, map[string]any{"name": "stelae-bridge", "version": b.opts.Version, "commit": b.opts.Commit, "go": runtime.Version(), "protocol_versions": dispatch.Versions()})
 }
 
 // destinationHealth is one destination in /healthz: states and counts for

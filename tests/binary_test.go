@@ -4,8 +4,10 @@ package tests
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,7 +57,10 @@ func bridgeBinary(t testing.TB) string {
 		}
 		binDir = dir
 		binPath = filepath.Join(dir, "stelae-bridge")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/stelae-bridge/stelae-bridge/cmd/stelae-bridge").CombinedOutput()
+		// Stamped with its commit as a user's build is (-buildvcs=auto,
+		// go's default, which a GOFLAGS may have turned off): see
+		// TestBuildInfo.
+		out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, "github.com/stelae-bridge/stelae-bridge/cmd/stelae-bridge").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -211,5 +216,45 @@ func TestBinaryShutdownLeavesNoChild(t *testing.T) {
 				t.Fatal("SSE stream still open after shutdown")
 			}
 		})
+	}
+}
+
+// TestBuildInfo: the binary says what it was built from — -version, /version
+// and the stelae_build_info metric name the same version and commit (the
+// checkout's HEAD, when the suite runs in a git checkout).
+func TestBuildInfo(t *testing.T) {
+	out, err := exec.Command(bridgeBinary(t), "-version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.TrimSpace(string(out))
+	m := regexp.MustCompile(`^stelae-bridge (\S+) \((?:module \S+, )?(?:commit ([0-9a-f]{12}(?:-dirty)?) \S+, )?(go\S+) (\S+/\S+)\)$`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("-version: %q", line)
+	}
+	version, commit := m[1], m[2]
+	if head, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		if !strings.HasPrefix(strings.TrimSpace(string(head)), strings.TrimSuffix(commit, "-dirty")) || commit == "" {
+			t.Errorf("-version names commit %q; the checkout is at %s", commit, head)
+		}
+	} else {
+		t.Logf("not in a git checkout (%v): the commit is not checked", err)
+	}
+	p := startBinary(t, fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer}))
+	metrics := scrapeURL(t, p.base)
+	key := fmt.Sprintf(`stelae_build_info{commit=%q,go_version=%q,version=%q}`, commit, m[3], version)
+	if metrics[key] != 1 {
+		var have []string
+		for k := range metrics {
+			if strings.HasPrefix(k, "stelae_build_info") {
+				have = append(have, k)
+			}
+		}
+		t.Errorf("metric %s missing; have %v", key, have)
+	}
+	r := mustRequest(t, http.MethodGet, p.base+"/version", "", "")
+	var v struct{ Version, Commit string }
+	if err := json.Unmarshal(r.body, &v); err != nil || v.Version != version || v.Commit != commit {
+		t.Errorf("/version: %s; want version %q and commit %q", r.body, version, commit)
 	}
 }

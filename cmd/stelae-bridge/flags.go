@@ -139,7 +139,7 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	str(&s.config, "config", "STELAE_CONFIG", "destinations.yaml", "destinations file")
 	str(&s.listen, "listen", "STELAE_LISTEN", "127.0.0.1:9090", "address to listen on: HOST:PORT, :PORT for every interface, or a bare PORT for 127.0.0.1:PORT")
 	fs.BoolVar(&s.check, "check", false, "validate the destinations file, list every problem, and exit (0 ok, 1 problems); also warns about commands not found on PATH")
-	fs.BoolVar(&s.version, "version", false, "print the version and exit")
+	fs.BoolVar(&s.version, "version", false, "print the version, the commit it was built from and the Go version, and exit")
 	// The two names the project's specification fixes keep them; every other
 	// variable starts with STELAE_, so none collides with what children read.
 	integer(&s.maxSessions, "max-sessions", "MAX_STDIO_CONNECTIONS", d.MaxSessions, "sessions per destination; at the cap the least recently used session with no stream and no call in flight is evicted at once, else 503")

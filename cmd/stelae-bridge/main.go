@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 2
 	}
 	if s.version {
-		fmt.Fprintf(stdout, "stelae-bridge %s\n", version)
+		fmt.Fprintln(stdout, readBuild())
 		return 0
 	}
 	cfg, err := config.Load(s.config, func(k string) (string, bool) {
@@ -147,6 +147,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	opts.Environ, opts.Reaper, opts.Records = run.environ, run.reaper, run.records
 	opts.CheckHost, opts.AllowedHosts, opts.AuthTokens, opts.AuthServer = checkHost, allowedHosts, tokens, as
 	opts.Version, opts.Logger, opts.LogOutput = version, log, logOut
+	opts.Commit = readBuild().commitLabel()
 	b, err := bridge.New(cfg, opts)
 	if err != nil {
 		ln.Close()
