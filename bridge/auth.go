@@ -24,8 +24,8 @@ const prmPath = "/.well-known/oauth-protected-resource"
 
 // buildPolicies makes one policy per 'auth:' block, sharing one remote
 // issuer per issuer URL.
-func (b *Bridge) buildPolicies() error {
-	b.policies = map[string]*oauth.Policy{}
+func (b *Bridge) buildPolicies(t *table) error {
+	t.policies = map[string]*oauth.Policy{}
 	needBuiltin := false
 	issuers := map[string]*oauth.RemoteIssuer{}
 	byBlock := map[*config.Auth]*oauth.Policy{}
@@ -55,10 +55,10 @@ func (b *Bridge) buildPolicies() error {
 		byBlock[a] = p
 		return p
 	}
-	b.topPolicy = policy(b.cfg.Auth)
-	for _, name := range b.names {
-		if p := policy(b.cfg.Destinations[name].Auth); p != nil {
-			b.policies[name] = p
+	t.topPolicy = policy(t.cfg.Auth)
+	for _, name := range t.names {
+		if p := policy(t.cfg.Destinations[name].Auth); p != nil {
+			t.policies[name] = p
 		}
 	}
 	if needBuiltin && b.opts.AuthServer == nil {
@@ -66,11 +66,11 @@ func (b *Bridge) buildPolicies() error {
 	}
 	// The operator's routes follow the top-level block; without one, a
 	// token any destination accepts will do.
-	if b.topPolicy != nil {
-		b.operatorPolicies = []*oauth.Policy{b.topPolicy}
+	if t.topPolicy != nil {
+		t.operatorPolicies = []*oauth.Policy{t.topPolicy}
 	} else {
 		for _, p := range byBlock {
-			b.operatorPolicies = append(b.operatorPolicies, p)
+			t.operatorPolicies = append(t.operatorPolicies, p)
 		}
 	}
 	return nil
@@ -79,9 +79,10 @@ func (b *Bridge) buildPolicies() error {
 // builtinResource tells the built-in server whether resource (under base)
 // is an endpoint it may issue tokens for, and names its destination.
 func (b *Bridge) builtinResource(base, resource string) (string, bool) {
+	t := b.t()
 	resource = strings.TrimSuffix(resource, "/")
-	for _, name := range b.names {
-		if p := b.policies[name]; p != nil && p.Auth.Builtin() {
+	for _, name := range t.names {
+		if p := t.policies[name]; p != nil && p.Auth.Builtin() {
 			for _, r := range b.resources(base, guarded{dest: name, route: "dest"}) {
 				if r == resource {
 					return name, true
@@ -89,8 +90,8 @@ func (b *Bridge) builtinResource(base, resource string) (string, bool) {
 			}
 		}
 	}
-	if p := b.policies[b.cfg.Default]; p != nil && p.Auth.Builtin() && (resource == base+"/mcp" || resource == base) {
-		return b.cfg.Default, true
+	if p := t.policies[t.cfg.Default]; p != nil && p.Auth.Builtin() && (resource == base+"/mcp" || resource == base) {
+		return t.cfg.Default, true
 	}
 	return "", false
 }
@@ -107,6 +108,7 @@ type guarded struct {
 
 // protection classifies a request for the auth layer.
 func (b *Bridge) protection(r *http.Request) guarded {
+	t := b.t()
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
 	case path == "/healthz":
@@ -117,11 +119,11 @@ func (b *Bridge) protection(r *http.Request) guarded {
 	case isOAuthWellKnown(path), strings.HasPrefix(path, "/oauth/"):
 		return guarded{open: true}
 	case path == "/mcp":
-		return guarded{dest: b.cfg.Default, route: "default"}
+		return guarded{dest: t.cfg.Default, route: "default"}
 	case path == "" && (r.Method == http.MethodPost || r.Method == http.MethodDelete || session.OpensStream(r)):
-		return guarded{dest: b.cfg.Default, route: "root"}
+		return guarded{dest: t.cfg.Default, route: "root"}
 	}
-	if dest, _, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && b.endpoints[dest] != nil {
+	if dest, _, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && t.endpoints[dest] != nil {
 		return guarded{dest: dest, route: "dest"}
 	}
 	return guarded{}
@@ -129,6 +131,7 @@ func (b *Bridge) protection(r *http.Request) guarded {
 
 // resources are the resource URLs a token for g may name (RFC 8707).
 func (b *Bridge) resources(base string, g guarded) []string {
+	t := b.t()
 	switch g.route {
 	case "dest":
 		return []string{base + "/" + g.dest + "/mcp"}
@@ -138,7 +141,7 @@ func (b *Bridge) resources(base string, g guarded) []string {
 		return []string{base, base + "/mcp", base + "/" + g.dest + "/mcp"}
 	}
 	out := []string{base, base + "/mcp"}
-	for _, n := range b.names {
+	for _, n := range t.names {
 		out = append(out, base+"/"+n+"/mcp")
 	}
 	return out
@@ -159,7 +162,8 @@ func metadataURL(base string, g guarded) string {
 // with its principal in the context; otherwise it answers 401, 403 or (the
 // issuer cannot be reached) 503.
 func (b *Bridge) auth(next http.Handler) http.Handler {
-	if len(b.opts.AuthTokens) == 0 && len(b.operatorPolicies) == 0 {
+	t := b.t()
+	if len(b.opts.AuthTokens) == 0 && len(t.operatorPolicies) == 0 {
 		return next
 	}
 	return &authLayer{b, next}
@@ -182,14 +186,15 @@ func (a *authLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // admit returns the request to serve (with its principal), or nil when it
 // has answered it with an error.
 func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
+	t := b.t()
 	g := b.protection(r)
 	if g.open {
 		return r
 	}
-	policies := b.operatorPolicies
+	policies := t.operatorPolicies
 	if g.dest != "" {
 		policies = nil
-		if p := b.policies[g.dest]; p != nil {
+		if p := t.policies[g.dest]; p != nil {
 			policies = []*oauth.Policy{p}
 		}
 	}
@@ -279,6 +284,7 @@ func (b *Bridge) staticToken(token string) bool {
 // .../mcp for the default one, and bare for the origin (the default
 // destination, else the top-level block).
 func (b *Bridge) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
+	t := b.t()
 	if !onlyGet(w, r) {
 		return
 	}
@@ -289,20 +295,20 @@ func (b *Bridge) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case rest == "":
 		resource, name = base, "stelae-bridge"
-		if p = b.policies[b.cfg.Default]; p == nil {
-			p = b.topPolicy
+		if p = t.policies[t.cfg.Default]; p == nil {
+			p = t.topPolicy
 		}
 	case rest == "/mcp":
-		p, resource, name = b.policies[b.cfg.Default], base+"/mcp", b.cfg.Default
+		p, resource, name = t.policies[t.cfg.Default], base+"/mcp", t.cfg.Default
 	default:
 		dest, tail, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
-		if tail == "mcp" && b.endpoints[dest] != nil {
-			p, resource, name = b.policies[dest], base+"/"+dest+"/mcp", dest
+		if tail == "mcp" && t.endpoints[dest] != nil {
+			p, resource, name = t.policies[dest], base+"/"+dest+"/mcp", dest
 		}
 	}
 	if p == nil {
 		msg := "no protected resource here: this endpoint does not use OAuth"
-		if len(b.operatorPolicies) == 0 {
+		if len(t.operatorPolicies) == 0 {
 			msg = "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)"
 		}
 		session.WriteError(w, http.StatusNotFound, codeServer, msg)

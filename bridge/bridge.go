@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +73,9 @@ type Options struct {
 	PublicURL         string
 	TrustProxyHeaders bool
 	ShutdownTimeout   time.Duration
+	// DrainTimeout is how long the calls in flight of a destination a
+	// reload changed or removed may take to finish before its sessions end.
+	DrainTimeout time.Duration
 	// OAuth token validation (destinations with an 'auth:' block): the
 	// clock skew tolerated, how long an issuer's keys are kept, and the
 	// least time between fetches caused by unknown key ids.
@@ -130,6 +132,7 @@ func Defaults() Options {
 		MaxStreams:      10000,
 		MaxBodyMemory:   64 << 20,
 		ShutdownTimeout: 10 * time.Second,
+		DrainTimeout:    30 * time.Second,
 		Version:         "unknown",
 	}
 }
@@ -175,6 +178,7 @@ func (o *Options) setDefaults() {
 	setDur(&o.RestartPatience, d.RestartPatience)
 	setDur(&o.UnclaimedLinger, d.UnclaimedLinger)
 	setDur(&o.ShutdownTimeout, d.ShutdownTimeout)
+	setDur(&o.DrainTimeout, d.DrainTimeout)
 	setDur(&o.OAuthSkew, d.OAuthSkew)
 	setDur(&o.OAuthKeysTTL, d.OAuthKeysTTL)
 	setDur(&o.OAuthMinRefresh, d.OAuthMinRefresh)
@@ -193,31 +197,38 @@ func (o *Options) stopTimeout() time.Duration { return supervisor.StopTimeout(o.
 // dispatcher and endpoint each (or, with 'isolation: session', a dispatcher
 // per session), the operator's routes, and the layers in front of them.
 type Bridge struct {
-	cfg       *config.Config
-	opts      Options
-	log       hclog.Logger
-	endpoints map[string]*session.Endpoint
-	names     []string
-	// dispatchers are the shared ones; Shutdown closes them.
-	dispatchers map[string]*dispatch.Dispatcher
-	limits      *session.Limits
-	reg         *prometheus.Registry
-	legacyHits  *prometheus.CounterVec
+	opts Options
+	log  hclog.Logger
+	// cur is the table the bridge serves (table.go): Reload swaps it.
+	cur        atomic.Pointer[table]
+	limits     *session.Limits
+	reg        *prometheus.Registry
+	metricSet  *session.MetricSet
+	legacyHits *prometheus.CounterVec
+	// reloads counts reloads by result; lastReload is when one last took.
+	reloads    *prometheus.CounterVec
+	lastReload prometheus.Gauge
 	// metricsHandler serves reg at /metrics.
 	metricsHandler http.Handler
 	handler        http.Handler
-	// policies are the destinations' OAuth policies (none for an open
-	// one); topPolicy the top-level block's; operatorPolicies guard the
-	// operator's routes.
-	policies         map[string]*oauth.Policy
-	topPolicy        *oauth.Policy
-	operatorPolicies []*oauth.Policy
+	// authOn: the auth layer is in front of the routes (static tokens or
+	// an 'auth:' block at the start); without it, a reload cannot turn
+	// OAuth on.
+	authOn bool
 	// closing is set first thing in Shutdown: every request but /healthz is
 	// answered 503 with Retry-After from then on, never 404.
 	closing      atomic.Bool
 	shutdownOnce sync.Once
 	// streams ends /stream's keepalive streams on Shutdown.
 	streams chan struct{}
+	// life ends when the bridge starts shutting down (endLife, in drain):
+	// retiring destinations stop draining then.
+	life    context.Context
+	endLife context.CancelFunc
+	// reloadMu makes reloads one at a time; retiring owns the goroutines
+	// that retire what a reload changed or removed (drain waits for them).
+	reloadMu sync.Mutex
+	retiring sync.WaitGroup
 }
 
 // New builds a bridge for cfg. Nothing starts but the destinations marked
@@ -227,47 +238,22 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		return nil, errors.New("the configuration declares no destination")
 	}
 	opts.setDefaults()
-	b := &Bridge{cfg: cfg, opts: opts, log: opts.Logger, endpoints: map[string]*session.Endpoint{}, dispatchers: map[string]*dispatch.Dispatcher{},
+	b := &Bridge{opts: opts, log: opts.Logger,
 		limits: session.NewLimits(opts.MaxBodyMemory, opts.MaxBodyBytes, opts.MaxStreams), reg: prometheus.NewRegistry(), streams: make(chan struct{})}
-	metrics := session.NewMetricSet(b.reg)
-	sopts := session.Options{
-		MaxSessions: opts.MaxSessions, RequestTimeout: opts.RequestTimeout, MaxBodyBytes: opts.MaxBodyBytes,
-		BodyTimeout: opts.BodyTimeout, BodyIdleTimeout: opts.BodyIdleTimeout, SessionTTL: opts.SessionTTL,
-		KeepAlive: opts.KeepAlive, StreamQueue: opts.StreamQueue, WriteTimeout: opts.WriteTimeout, MaxStreamsPerSession: opts.MaxStreamsPerSession, AuditBodies: opts.AuditBodies,
-		ResponseMode: opts.ResponseMode, EventLogSize: opts.EventLogSize, ProtocolEras: opts.ProtocolEras, Sessionless: opts.Sessionless, StopTimeout: opts.stopTimeout(),
-		Logger: opts.Logger.Named("http"), LogOutput: opts.LogOutput, LogJSON: opts.LogJSON,
-	}
-	for _, name := range cfg.Names {
-		d := cfg.Destinations[name]
-		newDispatcher := b.dispatcherFactory(d)
-		dopts := sopts
-		dopts.CacheTTL, dopts.CacheScope = d.CacheTTL, d.CacheScope
-		dopts.TaskAfter, dopts.TaskTTL, dopts.InputWait = d.TaskAfter, d.TaskTTL, d.InputWait
-		var ep *session.Endpoint
-		if d.Isolation == config.IsolationSession {
-			ep = session.NewEndpoint(name, nil, newDispatcher, b.limits, metrics.For(name), dopts)
-		} else {
-			shared := newDispatcher()
-			b.dispatchers[name] = shared
-			ep = session.NewEndpoint(name, shared, nil, b.limits, metrics.For(name), dopts)
-		}
-		b.endpoints[name] = ep
-		b.names = append(b.names, name)
-	}
-	sort.Strings(b.names)
-	if err := b.buildPolicies(); err != nil {
+	b.life, b.endLife = context.WithCancel(context.Background())
+	b.metricSet = session.NewMetricSet(b.reg)
+	t, err := b.buildTable(cfg, nil)
+	if err != nil {
 		return nil, err
 	}
+	b.cur.Store(t)
 	if opts.AuthServer != nil {
 		opts.AuthServer.SetResources(b.builtinResource)
 	}
 	b.registerMetrics()
+	b.authOn = len(opts.AuthTokens) > 0 || len(t.operatorPolicies) > 0
 	b.handler = b.layers((*router)(b))
-	for name, d := range b.dispatchers {
-		if cfg.Destinations[name].Prestart {
-			d.Prestart()
-		}
-	}
+	t.prestart(nil)
 	return b, nil
 }
 
@@ -380,8 +366,11 @@ func (b *Bridge) Shutdown(ctx context.Context) error {
 func (b *Bridge) drain(ctx context.Context) {
 	b.closing.Store(true)
 	b.shutdownOnce.Do(func() { close(b.streams) })
+	b.reloadMu.Lock() // no reload begins after this
+	b.endLife()
+	b.reloadMu.Unlock()
 	var wg sync.WaitGroup
-	for _, ep := range b.endpoints {
+	for _, ep := range b.t().endpoints {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -389,6 +378,8 @@ func (b *Bridge) drain(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	// Destinations a reload changed or removed finish their retirement.
+	waitGroup(ctx, &b.retiring)
 }
 
 // closeChildren stops every shared child; the error names those that did
@@ -400,7 +391,7 @@ func (b *Bridge) closeChildren(ctx context.Context) error {
 		mu   sync.Mutex
 		errs []error
 	)
-	for name, d := range b.dispatchers {
+	for name, d := range b.t().dispatchers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -417,15 +408,15 @@ func (b *Bridge) closeChildren(ctx context.Context) error {
 }
 
 // Names are the destinations, sorted.
-func (b *Bridge) Names() []string { return append([]string(nil), b.names...) }
+func (b *Bridge) Names() []string { return append([]string(nil), b.t().names...) }
 
 // Dispatcher is destination name's shared dispatcher; nil for an isolated
 // or unknown one.
-func (b *Bridge) Dispatcher(name string) *dispatch.Dispatcher { return b.dispatchers[name] }
+func (b *Bridge) Dispatcher(name string) *dispatch.Dispatcher { return b.t().dispatchers[name] }
 
 // SessionCount is the number of live sessions of a destination.
 func (b *Bridge) SessionCount(name string) int {
-	if ep := b.endpoints[name]; ep != nil {
+	if ep := b.t().endpoints[name]; ep != nil {
 		return ep.SessionCount()
 	}
 	return 0

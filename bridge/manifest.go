@@ -17,14 +17,15 @@ type manifestServer struct {
 // serveManifest answers /.well-known/mcp/manifest.json: every destination
 // with its absolute URL, and the tools clients will see.
 func (b *Bridge) serveManifest(w http.ResponseWriter, r *http.Request) {
+	t := b.t()
 	if !onlyGet(w, r) {
 		return
 	}
 	base := b.baseURL(r)
 	servers := []manifestServer{}
 	tools := []json.RawMessage{}
-	for _, n := range b.names {
-		ts, known := b.endpoints[n].Catalogue()
+	for _, n := range t.names {
+		ts, known := t.endpoints[n].Catalogue()
 		servers = append(servers, manifestServer{Name: n, Transport: "streamable-http", URL: base + "/" + n + "/mcp", Version: b.opts.Version, ToolsKnown: known})
 		tools = append(tools, ts...)
 	}
@@ -34,12 +35,13 @@ func (b *Bridge) serveManifest(w http.ResponseWriter, r *http.Request) {
 // serveToolsList answers /tools/list: every destination's tools, each
 // naming its destination.
 func (b *Bridge) serveToolsList(w http.ResponseWriter, r *http.Request) {
+	t := b.t()
 	if !onlyGet(w, r) {
 		return
 	}
 	tools := []map[string]json.RawMessage{}
-	for _, n := range b.names {
-		ts, _ := b.endpoints[n].Catalogue()
+	for _, n := range t.names {
+		ts, _ := t.endpoints[n].Catalogue()
 		dest, _ := json.Marshal(n)
 		for _, t := range ts {
 			var obj map[string]json.RawMessage

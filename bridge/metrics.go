@@ -17,10 +17,18 @@ import (
 func (b *Bridge) registerMetrics() {
 	b.legacyHits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_legacy_route_hits_total",
 		Help: "Requests to the removed HTTP+SSE routes (/sse, /message), answered 410."}, []string{"destination"})
-	for _, n := range b.names {
+	for _, n := range b.t().names {
 		b.legacyHits.WithLabelValues(n) // 0 from the start
 	}
-	b.reg.MustRegister(b.legacyHits,
+	b.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_config_reloads_total",
+		Help: "Reloads of the destinations file (SIGHUP, -watch) by result: applied, unchanged, invalid (the file did not load), refused (the running bridge cannot take it)."}, []string{"result"})
+	for _, r := range []string{"applied", "unchanged", "invalid", "refused"} {
+		b.reloads.WithLabelValues(r) // 0 from the start
+	}
+	b.lastReload = prometheus.NewGauge(prometheus.GaugeOpts{Name: "stelae_config_last_reload_success_timestamp_seconds",
+		Help: "When the destinations file was last loaded and applied (Unix time; the start, before any reload)."})
+	b.lastReload.SetToCurrentTime()
+	b.reg.MustRegister(b.legacyHits, b.reloads, b.lastReload,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stelae_request_body_bytes",
 			Help: "Buffer memory held by POST bodies being read or served, against -max-body-memory."}, func() float64 { return float64(b.limits.BodyBytes()) }),
 		stateCollector{b: b}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -55,8 +63,9 @@ func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, name := range c.b.names {
-		ep := c.b.endpoints[name]
+	t := c.b.t()
+	for _, name := range t.names {
+		ep := t.endpoints[name]
 		st := ep.Status()
 		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(ep.SessionCount()), name)
 		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.RestartsTotal), name)

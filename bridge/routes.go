@@ -66,12 +66,13 @@ func (b *Bridge) route(w http.ResponseWriter, r *http.Request) {
 // resource metadata and OAuth's well-known documents and endpoints; false
 // for any other path.
 func (b *Bridge) servePrefixed(w http.ResponseWriter, r *http.Request, path string) bool {
+	t := b.t()
 	switch {
 	case strings.HasPrefix(path, prmPath):
 		b.serveResourceMetadata(w, r)
 	case b.opts.AuthServer != nil && (isOAuthWellKnown(path) || strings.HasPrefix(path, "/oauth/")):
 		b.opts.AuthServer.ServeHTTP(w, r.WithContext(authserver.WithBase(r.Context(), b.baseURL(r))))
-	case isOAuthWellKnown(path) && len(b.operatorPolicies) > 0:
+	case isOAuthWellKnown(path) && len(t.operatorPolicies) > 0:
 		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("this bridge is not an authorization server: its endpoints accept tokens from the issuer named in their protected-resource metadata (%s/{destination}/mcp)", prmPath))
 	case isOAuthWellKnown(path):
 		session.WriteError(w, http.StatusNotFound, codeServer, "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)")
@@ -96,12 +97,13 @@ func isOAuthWellKnown(path string) bool {
 // /{destination}/message: it returns the endpoint of an MCP request, and
 // answers anything else itself (nil).
 func (b *Bridge) destination(w http.ResponseWriter, r *http.Request) *session.Endpoint {
+	t := b.t()
 	dest, route, ok := strings.Cut(strings.Trim(r.URL.Path, "/"), "/")
 	if !ok || strings.Contains(route, "/") {
 		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; MCP endpoints are at /{destination}/mcp (destinations: %s)", r.URL.Path, b.list()))
 		return nil
 	}
-	ep := b.endpoints[dest]
+	ep := t.endpoints[dest]
 	if ep == nil {
 		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no destination named %q; configured destinations: %s", dest, b.list()))
 		return nil
@@ -120,16 +122,18 @@ func (b *Bridge) destination(w http.ResponseWriter, r *http.Request) *session.En
 
 // list names the destinations for error messages.
 func (b *Bridge) list() string {
-	if len(b.names) == 0 {
+	t := b.t()
+	if len(t.names) == 0 {
 		return "none"
 	}
-	return strings.Join(b.names, ", ")
+	return strings.Join(t.names, ", ")
 }
 
 // defaultEndpoint is the endpoint /mcp and / serve; when there is none it
 // writes the 404 and returns nil.
 func (b *Bridge) defaultEndpoint(w http.ResponseWriter) *session.Endpoint {
-	if ep := b.endpoints[b.cfg.Default]; ep != nil {
+	t := b.t()
+	if ep := t.endpoints[t.cfg.Default]; ep != nil {
 		return ep
 	}
 	session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no default destination: set 'default: NAME' in the destinations file, or use /{destination}/mcp (destinations: %s)", b.list()))
@@ -140,6 +144,7 @@ func (b *Bridge) defaultEndpoint(w http.ResponseWriter) *session.Endpoint {
 // post to the origin's root), so does an MCP GET (a session and Accept:
 // text/event-stream); any other GET describes the bridge.
 func (b *Bridge) serveRoot(w http.ResponseWriter, r *http.Request) {
+	t := b.t()
 	switch {
 	case r.Method == http.MethodPost || r.Method == http.MethodDelete || session.OpensStream(r):
 		if ep := b.defaultEndpoint(w); ep != nil {
@@ -157,8 +162,8 @@ func (b *Bridge) serveRoot(w http.ResponseWriter, r *http.Request) {
 			Default      string   `json:"default,omitempty"`
 			Destinations []dest   `json:"destinations"`
 			Protocols    []string `json:"protocol_versions"`
-		}{Name: "stelae-bridge", Version: b.opts.Version, Default: b.cfg.Default, Protocols: dispatch.Versions(), Destinations: []dest{}}
-		for _, n := range b.names {
+		}{Name: "stelae-bridge", Version: b.opts.Version, Default: t.cfg.Default, Protocols: dispatch.Versions(), Destinations: []dest{}}
+		for _, n := range t.names {
 			doc.Destinations = append(doc.Destinations, dest{Name: n, URL: base + "/" + n + "/mcp"})
 		}
 		writeJSON(w, r, http.StatusOK, doc)
@@ -249,6 +254,7 @@ type destinationHealth struct {
 // down (503) when every one has. It needs no token; ?verbose does when auth
 // is on.
 func (b *Bridge) serveHealth(w http.ResponseWriter, r *http.Request) {
+	t := b.t()
 	if !onlyGet(w, r) {
 		return
 	}
@@ -257,8 +263,8 @@ func (b *Bridge) serveHealth(w http.ResponseWriter, r *http.Request) {
 	_, verbose := r.URL.Query()["verbose"]
 	dests := map[string]destinationHealth{}
 	failed := 0
-	for _, n := range b.names {
-		ep := b.endpoints[n]
+	for _, n := range t.names {
+		ep := t.endpoints[n]
 		st := ep.Status()
 		dh := destinationHealth{State: st.State, Restarts: st.RestartsTotal, RecentRestarts: st.Restarts, Sessions: ep.SessionCount(), Children: st.Children}
 		if verbose {
@@ -277,7 +283,7 @@ func (b *Bridge) serveHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	status, code := "ok", http.StatusOK
 	switch {
-	case len(b.names) > 0 && failed == len(b.names):
+	case len(t.names) > 0 && failed == len(t.names):
 		status, code = "down", http.StatusServiceUnavailable
 	case failed > 0:
 		status = "degraded"

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -227,6 +228,8 @@ type Endpoint struct {
 	pumps sync.WaitGroup
 	// sl is what the endpoint keeps for requests without a session.
 	sl stateless
+	// posts counts the POSTs being served (Drain waits for none).
+	posts atomic.Int64
 }
 
 // NewEndpoint serves destination name: with shared, one child for every
@@ -286,11 +289,14 @@ func (ep *Endpoint) janitor() {
 
 // Why sessions end; calls in flight end with the same error.
 var (
-	errExpired   = fmt.Errorf("%w: the session expired", dispatch.ErrCanceled)
-	errDeleted   = fmt.Errorf("%w: the session was deleted", dispatch.ErrCanceled)
-	errEvicted   = fmt.Errorf("%w: the session was evicted to make room for a new one", dispatch.ErrCanceled)
-	errShutdown  = fmt.Errorf("%w: the bridge is shutting down; retry when it is back", dispatch.ErrUnavailable)
-	errChildRoom = fmt.Errorf("%w: no room for the session's child", dispatch.ErrUnavailable)
+	errExpired  = fmt.Errorf("%w: the session expired", dispatch.ErrCanceled)
+	errDeleted  = fmt.Errorf("%w: the session was deleted", dispatch.ErrCanceled)
+	errEvicted  = fmt.Errorf("%w: the session was evicted to make room for a new one", dispatch.ErrCanceled)
+	errShutdown = fmt.Errorf("%w: the bridge is shutting down; retry when it is back", dispatch.ErrUnavailable)
+	// errReconfigured ends the sessions of a destination a reload changed
+	// or removed.
+	errReconfigured = fmt.Errorf("%w: the destination's configuration changed; send initialize to start a new session", dispatch.ErrCanceled)
+	errChildRoom    = fmt.Errorf("%w: no room for the session's child", dispatch.ErrUnavailable)
 )
 
 // endSession ends a session: it leaves the registry (if still there), its
@@ -306,13 +312,36 @@ func (ep *Endpoint) endSession(s *Session, reason error) {
 // Shutdown ends every session and its streams, and waits (until ctx ends)
 // for the streams and the sessions' own children to be gone; a shared
 // dispatcher is closed by its owner.
-func (ep *Endpoint) Shutdown(ctx context.Context) {
+func (ep *Endpoint) Shutdown(ctx context.Context) { ep.end(ctx, errShutdown) }
+
+// Retire is Shutdown for an endpoint whose destination a reload of the
+// configuration changed or removed: its sessions end with errReconfigured
+// (a client's next request gets 404 and initializes anew).
+func (ep *Endpoint) Retire(ctx context.Context) { ep.end(ctx, errReconfigured) }
+
+// Drain waits, until ctx ends, for the POSTs being served to be answered;
+// it reports whether they were.
+func (ep *Endpoint) Drain(ctx context.Context) bool {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for ep.posts.Load() > 0 {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// end ends every session with reason, and what the endpoint runs.
+func (ep *Endpoint) end(ctx context.Context, reason error) {
 	ep.shutdownOnce.Do(func() { close(ep.shutdown) })
 	if ep.shared != nil {
 		ep.sl.keeper.close(ep.shared)
 	}
 	for _, s := range ep.reg.all() {
-		ep.endSession(s, errShutdown)
+		ep.endSession(s, reason)
 	}
 	ep.endParked()
 	ep.closeTasks(ctx)

@@ -70,6 +70,7 @@ var postPool = sync.Pool{New: func() any { return new(post) }}
 // the functions that wait for an answer (sessionPost, dispatch's Next) are
 // kept small: see post.
 func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
+	ep.posts.Add(1)
 	p := postPool.Get().(*post)
 	p.start, p.rec.status = time.Now(), http.StatusOK
 	defer ep.endPost(p)
@@ -110,6 +111,7 @@ func (ep *Endpoint) endPost(p *post) {
 	ep.releaseBody(&p.body)
 	*p = post{body: p.body}
 	postPool.Put(p)
+	ep.posts.Add(-1)
 }
 
 // readPost checks a POST's headers, reads its body and parses the message

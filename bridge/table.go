@@ -1,0 +1,259 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/oauth"
+	"github.com/stelae-bridge/stelae-bridge/session"
+)
+
+// table is what one configuration makes of the bridge: each destination's
+// endpoint (and shared dispatcher), their names, and the OAuth policies.
+// The bridge serves one table at a time (Bridge.cur), read once per use so
+// that one request sees one table; Reload builds the next from the last,
+// keeping what did not change, and swaps it in.
+type table struct {
+	cfg       *config.Config
+	names     []string
+	endpoints map[string]*session.Endpoint
+	// dispatchers are the shared ones (none for 'isolation: session').
+	dispatchers map[string]*dispatch.Dispatcher
+	// policies are the destinations' OAuth policies (none for an open
+	// one); topPolicy the top-level block's; operatorPolicies guard the
+	// operator's routes.
+	policies         map[string]*oauth.Policy
+	topPolicy        *oauth.Policy
+	operatorPolicies []*oauth.Policy
+}
+
+// t is the table being served.
+func (b *Bridge) t() *table { return b.cur.Load() }
+
+// buildTable makes the table of cfg. The destinations prev serves the same
+// way (config.SameDestination) keep their endpoint and dispatcher — their
+// child, sessions, streams and calls; the others get new ones, which
+// nothing has started yet (prestart).
+func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
+	if cfg == nil || len(cfg.Names) == 0 {
+		return nil, errors.New("the configuration declares no destination")
+	}
+	t := &table{cfg: cfg, endpoints: map[string]*session.Endpoint{}, dispatchers: map[string]*dispatch.Dispatcher{}}
+	opts := b.opts
+	sopts := session.Options{
+		MaxSessions: opts.MaxSessions, RequestTimeout: opts.RequestTimeout, MaxBodyBytes: opts.MaxBodyBytes,
+		BodyTimeout: opts.BodyTimeout, BodyIdleTimeout: opts.BodyIdleTimeout, SessionTTL: opts.SessionTTL,
+		KeepAlive: opts.KeepAlive, StreamQueue: opts.StreamQueue, WriteTimeout: opts.WriteTimeout, MaxStreamsPerSession: opts.MaxStreamsPerSession, AuditBodies: opts.AuditBodies,
+		ResponseMode: opts.ResponseMode, EventLogSize: opts.EventLogSize, ProtocolEras: opts.ProtocolEras, Sessionless: opts.Sessionless, StopTimeout: opts.stopTimeout(),
+		Logger: opts.Logger.Named("http"), LogOutput: opts.LogOutput, LogJSON: opts.LogJSON,
+	}
+	for _, name := range cfg.Names {
+		d := cfg.Destinations[name]
+		t.names = append(t.names, name)
+		if prev.keeps(name, d) {
+			t.endpoints[name] = prev.endpoints[name]
+			if shared := prev.dispatchers[name]; shared != nil {
+				t.dispatchers[name] = shared
+			}
+			continue
+		}
+		newDispatcher := b.dispatcherFactory(d)
+		dopts := sopts
+		dopts.CacheTTL, dopts.CacheScope = d.CacheTTL, d.CacheScope
+		dopts.TaskAfter, dopts.TaskTTL, dopts.InputWait = d.TaskAfter, d.TaskTTL, d.InputWait
+		if d.Isolation == config.IsolationSession {
+			t.endpoints[name] = session.NewEndpoint(name, nil, newDispatcher, b.limits, b.metricSet.For(name), dopts)
+		} else {
+			shared := newDispatcher()
+			t.dispatchers[name] = shared
+			t.endpoints[name] = session.NewEndpoint(name, shared, nil, b.limits, b.metricSet.For(name), dopts)
+		}
+	}
+	sort.Strings(t.names)
+	if err := b.buildPolicies(t); err != nil {
+		// Nothing but the new endpoints' janitors runs: end them.
+		b.discard(t, prev)
+		return nil, err
+	}
+	return t, nil
+}
+
+// keeps reports whether the table serves destination name as d says: the
+// next table keeps its endpoint. (A nil table keeps nothing.)
+func (t *table) keeps(name string, d *config.Destination) bool {
+	if t == nil || t.endpoints[name] == nil {
+		return false
+	}
+	return config.SameDestination(t.cfg.Destinations[name], d)
+}
+
+// fresh reports whether destination name of t was made for it (not kept
+// from prev).
+func (t *table) fresh(name string, prev *table) bool {
+	return prev == nil || prev.endpoints[name] != t.endpoints[name]
+}
+
+// prestart starts the children of t's destinations marked prestart that
+// prev did not run already.
+func (t *table) prestart(prev *table) {
+	for name, d := range t.dispatchers {
+		if t.cfg.Destinations[name].Prestart && t.fresh(name, prev) {
+			d.Prestart()
+		}
+	}
+}
+
+// discard ends what buildTable made for t (nothing kept from prev), which
+// was never served.
+func (b *Bridge) discard(t *table, prev *table) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.opts.ShutdownTimeout)
+	defer cancel()
+	for name, ep := range t.endpoints {
+		if t.fresh(name, prev) {
+			ep.Shutdown(ctx)
+			if d := t.dispatchers[name]; d != nil {
+				_ = d.Close(ctx)
+			}
+		}
+	}
+}
+
+// ErrReloadRefused wraps the reasons a configuration is not applied.
+var ErrReloadRefused = errors.New("the new configuration was not applied")
+
+// Reloaded is what a reload changed, by destination name.
+type Reloaded struct {
+	Added, Changed, Removed, Kept []string
+	// DefaultChanged: /mcp and / serve another destination (or none).
+	DefaultChanged bool
+}
+
+// Unchanged reports whether the reload changed nothing.
+func (r Reloaded) Unchanged() bool {
+	return len(r.Added)+len(r.Changed)+len(r.Removed) == 0 && !r.DefaultChanged
+}
+
+// Reload applies cfg as a diff of the configuration being served: an
+// unchanged destination keeps its child, sessions, streams and calls; an
+// added one is served at once; a changed or removed one is taken out of
+// the routes at once (its sessions' next requests get 404, so clients
+// initialize again, on the new child for a changed one) and retired: its
+// POSTs in flight may finish within Options.DrainTimeout, then its
+// sessions and streams end and its child stops. Commands come only from
+// cfg. A configuration the running bridge cannot take is refused
+// (ErrReloadRefused) and nothing changes.
+func (b *Bridge) Reload(cfg *config.Config) (Reloaded, error) {
+	b.reloadMu.Lock()
+	defer b.reloadMu.Unlock()
+	if b.closing.Load() {
+		return Reloaded{}, fmt.Errorf("%w: the bridge is shutting down", ErrReloadRefused)
+	}
+	prev := b.t()
+	if !b.authOn && (cfg.Auth != nil || slices.ContainsFunc(cfg.Names, func(n string) bool { return cfg.Destinations[n].Auth != nil })) {
+		return Reloaded{}, fmt.Errorf("%w: it turns OAuth on ('auth:'), and this bridge started without any authentication: restart it to turn authentication on", ErrReloadRefused)
+	}
+	next, err := b.buildTable(cfg, prev)
+	if err != nil {
+		return Reloaded{}, fmt.Errorf("%w: %v", ErrReloadRefused, err)
+	}
+	var r Reloaded
+	for _, name := range next.names {
+		switch {
+		case prev.endpoints[name] == nil:
+			r.Added = append(r.Added, name)
+		case next.fresh(name, prev):
+			r.Changed = append(r.Changed, name)
+		default:
+			r.Kept = append(r.Kept, name)
+		}
+	}
+	for _, name := range prev.names {
+		if next.endpoints[name] == nil {
+			r.Removed = append(r.Removed, name)
+		}
+	}
+	r.DefaultChanged = cfg.Default != prev.cfg.Default || slices.Contains(r.Changed, cfg.Default)
+	for _, name := range r.Added {
+		b.legacyHits.WithLabelValues(name) // 0 from the start
+	}
+	b.cur.Store(next)
+	next.prestart(prev)
+	for _, name := range append(slices.Clone(r.Changed), r.Removed...) {
+		b.retiring.Add(1)
+		go b.retire(name, prev.endpoints[name], prev.dispatchers[name])
+	}
+	return r, nil
+}
+
+// ReloadFrom reads the configuration with load and applies it (Reload),
+// and says what became of it: in the log, and in the metrics
+// stelae_config_reloads_total{result} (applied, unchanged, invalid: load
+// failed; refused: the running bridge cannot take it) and
+// stelae_config_last_reload_success_timestamp_seconds. A failed reload
+// changes nothing.
+func (b *Bridge) ReloadFrom(load func() (*config.Config, error)) (Reloaded, error) {
+	cfg, err := load()
+	if err != nil {
+		b.reloads.WithLabelValues("invalid").Inc()
+		b.log.Error("configuration not reloaded: the file is invalid; the bridge goes on with the configuration it has", "error", err)
+		return Reloaded{}, err
+	}
+	r, err := b.Reload(cfg)
+	switch {
+	case err != nil:
+		b.reloads.WithLabelValues("refused").Inc()
+		b.log.Error("configuration not reloaded; the bridge goes on with the configuration it has", "error", err)
+		return r, err
+	case r.Unchanged():
+		b.reloads.WithLabelValues("unchanged").Inc()
+		b.log.Info("configuration reloaded: nothing changed", "destinations", len(r.Kept))
+	default:
+		b.reloads.WithLabelValues("applied").Inc()
+		b.log.Info("configuration reloaded", "added", r.Added, "changed", r.Changed, "removed", r.Removed, "kept", r.Kept, "default", cfg.Default)
+	}
+	b.lastReload.SetToCurrentTime()
+	return r, nil
+}
+
+// retire ends a destination a reload changed or removed: its POSTs in
+// flight may finish within DrainTimeout, then its sessions and streams end
+// and its child stops. Bridge.retiring owns it.
+func (b *Bridge) retire(name string, ep *session.Endpoint, d *dispatch.Dispatcher) {
+	defer b.retiring.Done()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(b.life, b.opts.DrainTimeout)
+	drained := ep.Drain(ctx)
+	cancel()
+	if !drained {
+		b.log.Warn("calls of a reconfigured destination still in flight after the drain timeout: they end now", "destination", name, "drain_timeout", b.opts.DrainTimeout)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), b.opts.ShutdownTimeout)
+	defer cancel()
+	ep.Retire(sctx)
+	if d != nil {
+		if err := d.Close(sctx); err != nil {
+			b.log.Error("the child of a reconfigured destination did not stop in time", "destination", name, "error", err)
+		}
+	}
+	b.log.Info("reconfigured destination retired", "destination", name, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// waitGroup waits for wg or ctx, whichever comes first.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,26 @@
+package config
+
+import "reflect"
+
+// SameDestination reports whether a and b declare the same server in the
+// same way — everything but where they are written in the file. A reload
+// keeps the child and sessions of a destination that stayed the same.
+func SameDestination(a, b *Destination) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, y := *a, *b
+	x.Line, y.Line = 0, 0
+	x.Auth, y.Auth = withoutLine(a.Auth), withoutLine(b.Auth)
+	return reflect.DeepEqual(x, y)
+}
+
+// withoutLine is a copy of a without its position in the file.
+func withoutLine(a *Auth) *Auth {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Line = 0
+	return &c
+}

@@ -1,0 +1,29 @@
+package config
+
+import "testing"
+
+func TestSameDestination(t *testing.T) {
+	parse := func(src string) *Config {
+		t.Helper()
+		c, err := Parse("d.yaml", []byte(src), func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	base := parse("destinations:\n  a:\n    command: cat\n    args: [x]\n    auth: {issuer: https://issuer.example}\n")
+	moved := parse("# a comment moves it\n\ndestinations:\n  a:\n    command: cat\n    args: [x]\n    auth: {issuer: https://issuer.example}\n")
+	if !SameDestination(base.Destinations["a"], moved.Destinations["a"]) {
+		t.Error("a destination written lower in the file is not the same")
+	}
+	for name, src := range map[string]string{
+		"args":  "destinations:\n  a:\n    command: cat\n    args: [y]\n    auth: {issuer: https://issuer.example}\n",
+		"env":   "destinations:\n  a:\n    command: cat\n    args: [x]\n    env: {K: v}\n    auth: {issuer: https://issuer.example}\n",
+		"auth":  "destinations:\n  a:\n    command: cat\n    args: [x]\n    auth: {issuer: https://other.example}\n",
+		"tools": "destinations:\n  a:\n    command: cat\n    args: [x]\n    tools: {deny: [t]}\n    auth: {issuer: https://issuer.example}\n",
+	} {
+		if SameDestination(base.Destinations["a"], parse(src).Destinations["a"]) {
+			t.Errorf("a change of %s is not seen", name)
+		}
+	}
+}
