@@ -193,6 +193,8 @@ func (b *Bridge) Reload(cfg *config.Config) (Reloaded, error) {
 }
 
 // ReloadFrom reads the configuration with load and applies it (Reload),
+// (load's error wrapping ErrReloadRefused counts as refused, any other as
+// invalid),
 // and says what became of it: in the log, and in the metrics
 // stelae_config_reloads_total{result} (applied, unchanged, invalid: load
 // failed; refused: the running bridge cannot take it) and
@@ -200,6 +202,11 @@ func (b *Bridge) Reload(cfg *config.Config) (Reloaded, error) {
 // changes nothing.
 func (b *Bridge) ReloadFrom(load func() (*config.Config, error)) (Reloaded, error) {
 	cfg, err := load()
+	if errors.Is(err, ErrReloadRefused) {
+		b.reloads.WithLabelValues("refused").Inc()
+		b.log.Error("configuration not reloaded; the bridge goes on with the configuration it has", "error", err)
+		return Reloaded{}, err
+	}
 	if err != nil {
 		b.reloads.WithLabelValues("invalid").Inc()
 		b.log.Error("configuration not reloaded: the file is invalid; the bridge goes on with the configuration it has", "error", err)

@@ -43,6 +43,8 @@ type settings struct {
 	linger          time.Duration
 	stopGrace       time.Duration
 	shutdownTimeout time.Duration
+	drainTimeout    time.Duration
+	watch           bool
 	restartMax      int
 	restartDelay    time.Duration
 	restartMaxDelay time.Duration
@@ -159,6 +161,8 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	dur(&s.linger, "child-linger", "STELAE_CHILD_LINGER", 0, "keep a child running this long after its last session ends")
 	dur(&s.stopGrace, "stop-grace", "STELAE_STOP_GRACE", d.StopGrace, "wait after closing a child's stdin, and again after SIGTERM, before escalating")
 	dur(&s.shutdownTimeout, "shutdown-timeout", "STELAE_SHUTDOWN_TIMEOUT", d.ShutdownTimeout, "longest clean shutdown on SIGINT/SIGTERM")
+	dur(&s.drainTimeout, "drain-timeout", "STELAE_DRAIN_TIMEOUT", d.DrainTimeout, "after a reload (SIGHUP, -watch) changed or removed a destination, how long its calls in flight may take to finish before its sessions end")
+	boolean(&s.watch, "watch", "STELAE_WATCH", "reload the destinations file when it changes (checked every second), as SIGHUP does; off by default so that a half-edited file that happens to be valid is not applied unasked")
 	integer(&s.restartMax, "restart-max", "STELAE_RESTART_MAX", d.Restart.MaxRestarts, "restarts of a crashed child before its destination is marked failed")
 	dur(&s.restartDelay, "restart-delay", "STELAE_RESTART_DELAY", d.Restart.Initial, "first restart delay; each next one doubles")
 	dur(&s.restartMaxDelay, "restart-max-delay", "STELAE_RESTART_MAX_DELAY", d.Restart.MaxDelay, "longest delay between restarts (the doubling stops there)")
@@ -228,6 +232,7 @@ func (s *settings) options() bridge.Options {
 		PublicURL:                  s.publicURL,
 		TrustProxyHeaders:          s.trustProxy,
 		ShutdownTimeout:            s.shutdownTimeout,
+		DrainTimeout:               s.drainTimeout,
 		OAuthSkew:                  s.oauthSkew,
 		OAuthKeysTTL:               s.oauthKeysTTL,
 		OAuthMinRefresh:            s.oauthRefetch,
@@ -322,6 +327,7 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 		{"keepalive", s.keepAlive, false},
 		{"stop-grace", s.stopGrace, false},
 		{"shutdown-timeout", s.shutdownTimeout, false},
+		{"drain-timeout", s.drainTimeout, false},
 		{"child-linger", s.linger, true},
 		{"restart-delay", s.restartDelay, true},
 		{"restart-max-delay", s.restartMaxDelay, false},

@@ -437,6 +437,7 @@ func TestFlagDefaultsAreTheBridges(t *testing.T) {
 		{"StopGrace", got.StopGrace, want.StopGrace},
 		{"Restart", got.Restart, want.Restart},
 		{"ShutdownTimeout", got.ShutdownTimeout, want.ShutdownTimeout},
+		{"DrainTimeout", got.DrainTimeout, want.DrainTimeout},
 		{"OAuthSkew", got.OAuthSkew, want.OAuthSkew},
 		{"OAuthKeysTTL", got.OAuthKeysTTL, want.OAuthKeysTTL},
 		{"OAuthMinRefresh", got.OAuthMinRefresh, want.OAuthMinRefresh},

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -60,10 +61,14 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		fmt.Fprintln(stdout, readBuild())
 		return 0
 	}
-	cfg, err := config.Load(s.config, func(k string) (string, bool) {
+	lookup := func(k string) (string, bool) {
 		v := getenv(k)
 		return v, v != ""
-	}, bridge.ReservedNames...)
+	}
+	// The digest first: a change after it is seen by -watch (at worst
+	// one reload that finds nothing changed).
+	startDigest := fileDigest(s.config)
+	cfg, err := config.Load(s.config, lookup, bridge.ReservedNames...)
 	if err != nil {
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
@@ -179,10 +184,36 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if cfg.Default != "" {
 		fmt.Fprintf(stdout, "  default (%s): http://%s/mcp\n", cfg.Default, ln.Addr())
 	}
-	if err := b.Serve(ctx, ln); err != nil {
+	// SIGHUP (and with -watch a change of the file) reloads the file; it
+	// no longer ends the bridge. The reloader ends with ctx, before Serve
+	// returns its shutdown.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	rl := &reloader{path: s.config, lookup: lookup, b: b, started: cfg, as: as, log: log.Named("config"), last: startDigest}
+	rctx, stopReloads := context.WithCancel(ctx)
+	reloads := make(chan struct{})
+	go func() {
+		defer close(reloads)
+		rl.run(rctx, hup, s.watch)
+	}()
+	err = b.Serve(ctx, ln)
+	stopReloads()
+	<-reloads
+	if err != nil {
 		return 1
 	}
 	return 0
+}
+
+// fileDigest is the digest of path's content (zero when it cannot be
+// read).
+func fileDigest(path string) [32]byte {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return [32]byte{}
+	}
+	return sha256.Sum256(data)
 }
 
 // runChildren is how children are run: their environment, their reaper and
