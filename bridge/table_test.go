@@ -1,0 +1,63 @@
+package bridge
+
+import (
+	"errors"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stelae-bridge/stelae-bridge/config"
+)
+
+// TestReloadDiff: Reload keeps the endpoint of a destination written the
+// same way (its sessions and child with it), replaces a changed one, serves
+// an added one and drops a removed one; what the running bridge cannot
+// take is refused, and nothing changes.
+func TestReloadDiff(t *testing.T) {
+	b := newTestBridge(t, Options{})
+	dest := func(name, command string) *config.Destination {
+		return &config.Destination{Name: name, Command: command, Line: 7}
+	}
+	cfg := func(def string, ds ...*config.Destination) *config.Config {
+		c := &config.Config{Default: def, Destinations: map[string]*config.Destination{}}
+		for _, d := range ds {
+			c.Names = append(c.Names, d.Name)
+			c.Destinations[d.Name] = d
+		}
+		return c
+	}
+	a := b.t().endpoints["a"]
+
+	// Written elsewhere in the file, the same: nothing changes.
+	same := dest("a", "/nonexistent/never-started")
+	same.Line = 42
+	r, err := b.Reload(cfg("a", same))
+	if err != nil || !r.Unchanged() || b.t().endpoints["a"] != a {
+		t.Fatalf("the same file: %+v %v; want nothing changed and the same endpoint", r, err)
+	}
+
+	r, err = b.Reload(cfg("b", dest("a", "/nonexistent/never-started"), dest("b", "/nonexistent/other")))
+	if err != nil || !reflect.DeepEqual(r.Added, []string{"b"}) || !reflect.DeepEqual(r.Kept, []string{"a"}) || !r.DefaultChanged || b.t().endpoints["a"] != a {
+		t.Fatalf("b added as the default: %+v %v", r, err)
+	}
+	if w := serve(b, http.MethodGet, "/"); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"default": "b"`) {
+		t.Errorf("GET / after the reload: %d %s", w.Code, w.Body)
+	}
+
+	r, err = b.Reload(cfg("b", dest("b", "/nonexistent/changed")))
+	if err != nil || !reflect.DeepEqual(r.Removed, []string{"a"}) || !reflect.DeepEqual(r.Changed, []string{"b"}) {
+		t.Fatalf("a removed, b changed: %+v %v", r, err)
+	}
+	if w := serve(b, http.MethodPost, "/a/mcp"); w.Code != http.StatusNotFound {
+		t.Errorf("POST /a/mcp after a was removed: %d %s", w.Code, w.Body)
+	}
+
+	// OAuth on a bridge started without authentication: refused.
+	before := b.t()
+	withAuth := dest("b", "/nonexistent/changed")
+	withAuth.Auth = &config.Auth{Issuer: "https://issuer.example"}
+	if _, err := b.Reload(cfg("b", withAuth)); !errors.Is(err, ErrReloadRefused) || b.t() != before {
+		t.Errorf("turning OAuth on: %v; want ErrReloadRefused and the table unchanged", err)
+	}
+}
