@@ -3,13 +3,17 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
@@ -123,4 +127,94 @@ func TestReloadWatch(t *testing.T) {
 	c := newClient(t, p.base+"/two/mcp")
 	c.initialize()
 	echoCall(t, c, `"w"`, "watched")
+}
+
+// TestReloadUnderLoadGoSDK: the official Go SDK client (its default
+// handshake: the 2026-07-28 era where the bridge serves it) calls a tool
+// that takes 30 ms, 4 at a time, on
+// an unchanged and on a changed destination without pause while the file
+// is reloaded several times: no call fails. A request of that era has no
+// session, so after a reload it simply reaches the new child; calls in
+// flight on the old one finish in its drain.
+func TestReloadUnderLoadGoSDK(t *testing.T) {
+	server := fakemcp.ModeServer
+	variants := []string{
+		destinationsFile(t, map[string]string{"same": server, "edited": server}, nil),
+		destinationsFile(t, map[string]string{"same": server, "edited": server, "extra": server}, map[string]string{"edited": "    stderr_log_level: debug\n"}),
+	}
+	config := destinationsFile(t, map[string]string{"same": server, "edited": server}, nil)
+	p := startBinary(t, config)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	connect := func(dest string) *mcp.ClientSession {
+		client := mcp.NewClient(&mcp.Implementation{Name: "stelae-reload-test", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.base + "/" + dest + "/mcp", MaxRetries: 2}, nil)
+		if err != nil {
+			t.Fatalf("connect to %s: %v", dest, err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	var (
+		wg   sync.WaitGroup
+		stop = make(chan struct{})
+		// mu guards calls and failures.
+		mu       sync.Mutex
+		calls    = map[string]int{}
+		failures []string
+	)
+	for _, dest := range []string{"same", "edited"} {
+		cs := connect(dest)
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					text := fmt.Sprintf("%s-%d-%d", dest, w, i)
+					// Each call takes 30 ms on the child: at every reload some
+					// are in flight on the old one.
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"text": text, "ms": 30}})
+					mu.Lock()
+					calls[dest]++
+					switch {
+					case err != nil:
+						failures = append(failures, fmt.Sprintf("%s: %v", text, err))
+					case res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != text:
+						failures = append(failures, fmt.Sprintf("%s: answered %+v", text, res.Content))
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	counted := func(dest string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls[dest]
+	}
+	for i := range 4 {
+		// Calls go on before each reload.
+		before := counted("edited")
+		waitFor(t, 20*time.Second, "calls between reloads", func() bool { return counted("edited") >= before+20 && counted("same") > 0 })
+		rewrite(t, config, variants[(i+1)%2])
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitReloads(t, p, "applied", float64(i+1))
+	}
+	before := counted("edited")
+	waitFor(t, 20*time.Second, "calls after the last reload", func() bool { return counted("edited") >= before+20 })
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("calls: %v across 4 reloads", calls)
+	if len(failures) > 0 {
+		t.Errorf("%d calls failed across the reloads, first: %v", len(failures), failures[:min(5, len(failures))])
+	}
 }
