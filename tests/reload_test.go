@@ -4,6 +4,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -216,5 +217,52 @@ func TestReloadUnderLoadGoSDK(t *testing.T) {
 	t.Logf("calls: %v across 4 reloads", calls)
 	if len(failures) > 0 {
 		t.Errorf("%d calls failed across the reloads, first: %v", len(failures), failures[:min(5, len(failures))])
+	}
+}
+
+// TestReloadUnderLoadTSClient: the official TypeScript SDK client, in a
+// 2025 session on a destination the reloads leave unchanged, calls a tool
+// 80 times while the file is reloaded three times (other destinations
+// added, changed and removed): every call answers, in the one session it
+// started with (it never had to initialize again).
+func TestReloadUnderLoadTSClient(t *testing.T) {
+	node := node24(t)
+	server := fakemcp.ModeServer
+	variants := []string{
+		destinationsFile(t, map[string]string{"same": server, "other": server}, nil),
+		destinationsFile(t, map[string]string{"same": server, "other": server, "extra": server}, map[string]string{"other": "    stderr_log_level: debug\n"}),
+	}
+	config := destinationsFile(t, map[string]string{"same": server, "other": server}, nil)
+	p := startBinary(t, config)
+	done := make(chan scriptRun, 1)
+	go func() {
+		done <- runClientScript(node, "ts-session.mjs", p.base+"/same/mcp", "--deadline", "60000", "--repeat", "80", "--pause-ms", "20", "--call", `slow {"text":"ts","ms":10}`)
+	}()
+	calls := func() float64 { return scrapeURL(t, p.base)[`stelae_calls_total{destination="same",outcome="ok"}`] }
+	for i := range 3 {
+		before := calls()
+		waitFor(t, 30*time.Second, "the client's calls between reloads", func() bool { return calls() >= before+10 })
+		rewrite(t, config, variants[(i+1)%2])
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitReloads(t, p, "applied", float64(i+1))
+	}
+	run := <-done
+	var s tsSession
+	if err := json.Unmarshal([]byte(run.last), &s); err != nil || run.err != nil || !s.OK {
+		t.Fatalf("ts-session: %v %v\nfailures: %v\nstdout: %s\nstderr: %s", run.err, err, s.Failures, run.stdout, run.stderr)
+	}
+	failed := 0
+	for _, c := range s.Calls {
+		if c.Error != "" || c.Result.IsError || len(c.Result.Content) != 1 || c.Result.Content[0].Text != "ts" {
+			failed++
+		}
+	}
+	if len(s.Calls) != 80 || failed != 0 || len(s.Errors) != 0 {
+		t.Errorf("%d calls, %d failed, client errors %v; want 80 answered", len(s.Calls), failed, s.Errors)
+	}
+	if got := scrapeURL(t, p.base)[`stelae_calls_total{destination="same",outcome="ok"}`]; got < 81 {
+		t.Errorf("the bridge answered %v calls of the session's; want the initialize and 80", got)
 	}
 }

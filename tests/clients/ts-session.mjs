@@ -5,13 +5,15 @@
 //   node ts-session.mjs URL [--label NAME] [--caps sampling,roots,elicitation]
 //                           [--root PATH ...] [--call 'TOOL {"arg":1}' ...]
 //                           [--wait-roots N] [--no-delete] [--deadline MS]
+//                           [--repeat N] [--pause-ms MS]
 //
 // It connects declaring the given client capabilities, answers the server's
 // sampling/createMessage (with "sampled by LABEL"), roots/list (with the
 // --root paths as file:// URIs) and elicitation/create (accept, empty
 // content) requests, lists the tools, then calls each --call in order. With
 // --wait-roots N it first waits (10 s at most) until the server asked for
-// roots N times. It ends with DELETE (terminateSession) unless --no-delete,
+// roots N times. With --repeat N the calls are made N times over, with
+// --pause-ms between calls. It ends with DELETE (terminateSession) unless --no-delete,
 // which leaves the session open as claude.ai and the Inspector CLI do. It
 // prints one JSON summary on stdout and exits 1 when a step fails (a
 // watchdog ends the run after --deadline ms).
@@ -37,6 +39,8 @@ const { values: opts, positionals } = parseArgs({
     'wait-roots': { type: 'string', default: '0' },
     'no-delete': { type: 'boolean', default: false },
     deadline: { type: 'string', default: '60000' },
+    repeat: { type: 'string', default: '1' },
+    'pause-ms': { type: 'string', default: '0' },
   },
 });
 const url = positionals[0];
@@ -108,7 +112,9 @@ try {
   }
   if (summary.rootsRequests < want) fail(`the server asked for roots ${summary.rootsRequests} time(s), want ${want}`);
   summary.tools = (await client.listTools(undefined, { timeout: callTimeout })).tools.map((t) => t.name);
-  for (const spec of opts.call) {
+  const pause = Number(opts['pause-ms']);
+  for (const spec of Array.from({ length: Number(opts.repeat) }, () => opts.call).flat()) {
+    if (pause > 0) await new Promise((r) => setTimeout(r, pause));
     const sp = spec.indexOf(' ');
     const name = sp < 0 ? spec : spec.slice(0, sp);
     const args = sp < 0 ? {} : JSON.parse(spec.slice(sp + 1));
