@@ -33,6 +33,10 @@ type Config struct {
 	// Auth is the top-level 'auth:' block; nil when there is none. Every
 	// destination without its own carries it too (Destination.Auth).
 	Auth *Auth
+	// Warnings are what the file has that the bridge skipped ("line N:
+	// warning: …"): keys of other clients in the 'mcpServers:' shape, a
+	// disabled entry, a name served under a URL-safe one.
+	Warnings []string
 }
 
 // Destination is one configured stdio MCP server.
@@ -256,6 +260,9 @@ type fileDestination struct {
 // messages list them.
 var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait"}
 
+// topKeys are the keys of the file's top level.
+var topKeys = []string{"destinations", "mcpServers", "default", "auth"}
+
 // mcpServerKeys are the keys of an 'mcpServers:' entry: a destination's, and
 // 'type: stdio' as Claude Desktop, Claude Code and Cursor write it.
 var mcpServerKeys = append(slices.Clone(destinationKeys), "type")
@@ -368,6 +375,13 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 	}
 	var sections []section
 	var def *yaml.Node
+	// A file in the 'mcpServers:' shape was written for another client:
+	// what the bridge does not use there is skipped with a warning.
+	mcpFile := false
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		mcpFile = mcpFile || doc.Content[i].Value == "mcpServers"
+	}
+	warn := func(w string) { cfg.Warnings = append(cfg.Warnings, w) }
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		k, v := doc.Content[i], doc.Content[i+1]
 		switch k.Value {
@@ -381,8 +395,18 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 				problem(0, "%s", p)
 			}
 			cfg.Auth = a
+		case "defaults", "globalShortcut", "preferences", "servers", "inputs", "theme":
+			if mcpFile {
+				warn(fmt.Sprintf("line %d: warning: %q (another client's setting) is not used by the bridge: ignored", k.Line, k.Value))
+				continue
+			}
+			fallthrough
 		default:
-			problem(k.Line, "unknown key %q at the top level (known: destinations, mcpServers, default, auth)", k.Value)
+			if mcpFile && suggest(k.Value, topKeys) == "" {
+				warn(fmt.Sprintf("line %d: warning: unknown key %q at the top level ignored", k.Line, k.Value))
+				continue
+			}
+			problem(k.Line, "unknown key %q at the top level%s (known: destinations, mcpServers, default, auth)", k.Value, didYouMean(k.Value, topKeys))
 		}
 	}
 	if len(sections) == 0 {
@@ -401,7 +425,7 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 		usable = true
 		for i := 0; i+1 < len(sec.node.Content); i += 2 {
 			k, v := sec.node.Content[i], sec.node.Content[i+1]
-			if d := parseDestination(k, v, sec.mcpShape, cfg, lookup, taken, problem); d != nil {
+			if d := parseDestination(k, v, sec.mcpShape, cfg, lookup, taken, problem, warn); d != nil {
 				cfg.Destinations[d.Name] = d
 				cfg.Names = append(cfg.Names, d.Name)
 			}
@@ -410,12 +434,18 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 	if !usable {
 		return nil, cerr
 	}
+	if len(cfg.Names) == 0 && len(cerr.Problems) == 0 {
+		problem(0, "no destination is served: every entry is disabled ('disabled: true') or skipped (see the warnings)")
+	}
 	if def != nil {
 		declared := map[string]bool{}
 		for _, sec := range sections {
 			for i := 0; sec.node.Kind == yaml.MappingNode && i+1 < len(sec.node.Content); i += 2 {
 				declared[sec.node.Content[i].Value] = true
 			}
+		}
+		for _, d := range cfg.Destinations {
+			declared[d.Name] = true // as served (a name made URL-safe)
 		}
 		switch {
 		case def.Kind != yaml.ScalarNode || def.Tag == "!!null" || def.Value == "":
@@ -453,8 +483,15 @@ func topExpander(lookup func(string) (string, bool), problem func(int, string, .
 // problem; it returns the destination, or nil when the name cannot be used at
 // all (declared twice) or the body is not a usable mapping. mcpShape marks an
 // 'mcpServers:' entry.
-func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(string) (string, bool), reserved map[string]bool, problem func(int, string, ...any)) *Destination {
+func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(string) (string, bool), reserved map[string]bool, problem func(int, string, ...any), warn func(string)) *Destination {
 	name := k.Value
+	if mcpShape && !validName.MatchString(name) {
+		// Another client's name ("My Notes"): served under a URL-safe one.
+		if safe := servedName(name); safe != "" && !reserved[safe] && cfg.Destinations[safe] == nil {
+			warn(fmt.Sprintf("line %d: warning: mcpServers entry %q is served as %q (/%s/mcp): a name must be a URL path segment", k.Line, name, safe, safe))
+			name = safe
+		}
+	}
 	switch {
 	case !validName.MatchString(name):
 		problem(k.Line, "destination name %q is not a safe URL path segment (use letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64 characters)", name)
@@ -481,6 +518,14 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 			return nil
 		}
 		keys = mcpServerKeys
+		kept, warnings, skip := lenientEntry(k.Value, v)
+		for _, w := range warnings {
+			warn(w)
+		}
+		if skip {
+			return nil
+		}
+		v = kept
 	}
 	var fd fileDestination
 	if errs := decodeStrict(v, &fd, keys); errs != nil {
@@ -967,7 +1012,7 @@ func decodeStrict(node *yaml.Node, out *fileDestination, known []string) []strin
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		k := node.Content[i]
 		if !slices.Contains(known, k.Value) {
-			problems = append(problems, fmt.Sprintf("line %d: unknown key %q (known: %s)", k.Line, k.Value, strings.Join(known, ", ")))
+			problems = append(problems, fmt.Sprintf("line %d: unknown key %q%s (known: %s)", k.Line, k.Value, didYouMean(k.Value, known), strings.Join(known, ", ")))
 		}
 	}
 	if len(problems) > 0 {

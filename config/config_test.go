@@ -643,16 +643,40 @@ mcpServers:
 			count: 1,
 		},
 		{
-			name:  "mcpServers unknown key lists type",
-			src:   "mcpServers:\n  a:\n    command: cat\n    disabled: true\n",
-			want:  [][]string{{"line 4", `"a"`, `unknown key "disabled"`, "logs, cache, tasks, input_wait, type"}},
+			name:  "mcpServers misspelt key lists type",
+			src:   "mcpServers:\n  a:\n    command: cat\n    isolaton: session\n",
+			want:  [][]string{{"line 4", `"a"`, `unknown key "isolaton"`, `did you mean "isolation"?`, "logs, cache, tasks, input_wait, type"}},
 			count: 1,
 		},
 		{
-			name:  "mcpServers name with a space",
-			src:   "mcpServers:\n  My Notes:\n    command: cat\n",
-			want:  [][]string{{"line 2", `"My Notes"`, "path segment", "letters, digits"}},
+			name:  "mcpServers every entry disabled",
+			src:   "mcpServers:\n  a:\n    command: cat\n    disabled: true\n",
+			want:  [][]string{{"no destination is served", "disabled"}},
 			count: 1,
+		},
+		{
+			name:  "mcpServers name that cannot be made safe",
+			src:   "mcpServers:\n  \"★\":\n    command: cat\n",
+			want:  [][]string{{"line 2", `"★"`, "path segment", "letters, digits"}},
+			count: 1,
+		},
+		{
+			name:  "destinations misspelt key",
+			src:   "destinations:\n  a:\n    comand: cat\n",
+			want:  [][]string{{"line 3", `unknown key "comand"`, `did you mean "command"?`}},
+			count: 1,
+		},
+		{
+			name:  "destinations key of another client stays an error",
+			src:   "destinations:\n  a:\n    command: cat\n    autoApprove: [x]\n",
+			want:  [][]string{{"line 4", `unknown key "autoApprove"`}},
+			count: 1,
+		},
+		{
+			name:  "top-level misspelt key",
+			src:   "destination:\n  a:\n    command: cat\n",
+			want:  [][]string{{"line 1", `unknown key "destination"`, `did you mean "destinations"?`}},
+			count: 2,
 		},
 		{
 			name:  "mcpServers is empty",
@@ -1089,6 +1113,36 @@ func TestParseConfigMCPServers(t *testing.T) {
 			t.Errorf("Default = %q", cfg.Default)
 		}
 	})
+	t.Run("a lived-in Claude Desktop / Cline file", func(t *testing.T) {
+		// Keys of other clients are skipped with a warning; a disabled
+		// entry is not served; a name with a space is served URL-safe.
+		cfg, err := Load(filepath.Join("testdata", "claude_desktop_lived_in.json"), noEnv, testReserved...)
+		if err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		if want := []string{"my-notes", "github"}; !reflect.DeepEqual(cfg.Names, want) {
+			t.Errorf("Names = %q; want %q", cfg.Names, want)
+		}
+		if d := cfg.Destinations["github"]; d == nil || d.Command != "docker" || len(d.Args) != 4 {
+			t.Errorf("github = %+v", d)
+		}
+		for _, want := range [][]string{
+			{"line 2", `"globalShortcut"`, "ignored"},
+			{"line 4", `"My Notes"`, `served as "my-notes"`, "/my-notes/mcp"},
+			{"line 11", "disabled: false", "ignored"},
+			{"line 12", `"autoApprove"`, "Cline", "ignored"},
+			{"line 13", `"alwaysAllow"`},
+			{"line 14", `"timeout"`},
+			{"line 18", `"old-server"`, "disabled", "not served"},
+		} {
+			if _, ok := findProblem(cfg.Warnings, want...); !ok {
+				t.Errorf("no warning has %q: %q", want, cfg.Warnings)
+			}
+		}
+		if len(cfg.Warnings) != 7 {
+			t.Errorf("%d warnings; want 7: %q", len(cfg.Warnings), cfg.Warnings)
+		}
+	})
 	t.Run("tab-indented JSON", func(t *testing.T) {
 		src := "{\n\t\"mcpServers\": {\n\t\t\"notes\": {\n\t\t\t\"command\": \"notes-mcp\",\n\t\t\t\"args\": [\"a\\tb\"]\n\t\t}\n\t}\n}\n"
 		cfg, err := Parse("mcp.json", []byte(src), noEnv, testReserved...)
@@ -1126,17 +1180,14 @@ mcpServers:
 			t.Errorf("Default %q, notes = %+v", cfg.Default, d)
 		}
 	})
-	t.Run("Cursor file with a remote server and a bad name", func(t *testing.T) {
+	t.Run("Cursor file with a remote server", func(t *testing.T) {
 		_, err := Load(filepath.Join("testdata", "cursor_mcp_remote.json"), noEnv, testReserved...)
 		problems := configProblems(t, err)
-		if len(problems) != 2 {
-			t.Errorf("got %d problems; want 2:\n  %s", len(problems), strings.Join(problems, "\n  "))
+		if len(problems) != 1 {
+			t.Errorf("got %d problems; want 1:\n  %s", len(problems), strings.Join(problems, "\n  "))
 		}
 		if _, ok := findProblem(problems, "line 8", `"linear"`, "remote", "only stdio", "directly"); !ok {
 			t.Errorf("no problem names the remote entry: %q", problems)
-		}
-		if _, ok := findProblem(problems, "line 10", `"My Notes"`, "path segment"); !ok {
-			t.Errorf("no problem names the unsafe name: %q", problems)
 		}
 		for _, p := range problems {
 			if strings.Contains(p, "linear.app") {

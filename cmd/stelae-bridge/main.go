@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -74,7 +75,8 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 1
 	}
 	if s.check {
-		warnings := append(commandWarnings(cfg, getenv("PATH")), issuerWarnings(ctx, cfg)...)
+		warnings := append(slices.Clone(cfg.Warnings), commandWarnings(cfg, getenv("PATH"))...)
+		warnings = append(warnings, issuerWarnings(ctx, cfg)...)
 		for _, w := range warnings {
 			fmt.Fprintf(stdout, "%s: %s\n", s.config, w)
 		}
@@ -94,6 +96,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	logOut := newLogWriter(stderr)
 	defer logOut.Close()
 	log := hclog.New(&hclog.LoggerOptions{Name: "stelae-bridge", Level: level, JSONFormat: s.logFormat == "json", Output: logOut})
+	for _, w := range cfg.Warnings {
+		log.Warn("destinations file: "+w, "file", s.config)
+	}
 
 	ln, err := net.Listen("tcp", s.listen)
 	if err != nil {

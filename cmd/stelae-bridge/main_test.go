@@ -531,3 +531,19 @@ func TestRunCheckAuth(t *testing.T) {
 		t.Errorf("http issuer: code %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestRunCheckLivedInClaudeDesktopFile: a Claude Desktop / Cline file with
+// other clients' keys passes -check with a warning for each (it failed on
+// the first), and names the URL a name with a space is served at.
+func TestRunCheckLivedInClaudeDesktopFile(t *testing.T) {
+	path := filepath.Join("..", "..", "config", "testdata", "claude_desktop_lived_in.json")
+	code, out, errOut := runCmd(t, []string{"-check", "-config", path}, map[string]string{"PATH": "/nonexistent"})
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{`"globalShortcut"`, `"autoApprove"`, `served as "my-notes"`, `"old-server" is disabled`, "ok, 2 destination(s): [my-notes github]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-check output lacks %q:\n%s", want, out)
+		}
+	}
+}

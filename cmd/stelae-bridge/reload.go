@@ -85,6 +85,9 @@ func (rl *reloader) reload(why string) {
 		if err != nil {
 			return nil, err
 		}
+		for _, w := range cfg.Warnings {
+			rl.log.Warn("destinations file: "+w, "file", rl.path)
+		}
 		if why := rl.needsRestart(cfg); why != "" {
 			return nil, fmt.Errorf("%w: %s", bridge.ErrReloadRefused, why)
 		}
