@@ -206,6 +206,11 @@ func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 		if len(b.opts.AuthTokens) == 0 {
 			return r // an open destination
 		}
+		reason := "wrong_token"
+		if !hasToken {
+			reason = "missing"
+		}
+		b.refusedTokens.WithLabelValues(g.dest, reason).Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer realm="stelae-bridge"`)
 		session.WriteError(w, http.StatusUnauthorized, codeServer, "missing or wrong bearer token: send Authorization: Bearer <token> with a token the bridge's operator configured")
 		return nil
@@ -240,6 +245,7 @@ func (b *Bridge) logAccepted(g guarded, c *oauth.Claims) {
 // token is checked: see authLayer.)
 func (b *Bridge) refuseToken(w http.ResponseWriter, g guarded, policies []*oauth.Policy, base string, err error) {
 	prm := metadataURL(base, g)
+	b.refusedTokens.WithLabelValues(g.dest, refusal(err)).Inc()
 	if err == nil {
 		w.Header().Set("WWW-Authenticate", oauth.Challenge(prm, policies[0].Auth.Scopes, nil))
 		session.WriteError(w, http.StatusUnauthorized, codeServer, fmt.Sprintf("this endpoint needs an OAuth access token from %s: send Authorization: Bearer <token> (the authorization server is named in %s)", oauth.IssuerFor(policies[0].Verifier, base), prm))
@@ -258,6 +264,22 @@ func (b *Bridge) refuseToken(w http.ResponseWriter, g guarded, policies []*oauth
 		msg = "the access token was refused: " + msg
 	}
 	session.WriteError(w, status, codeServer, msg)
+}
+
+// refusal is the reason label of a refused OAuth token (err nil: none
+// sent).
+func refusal(err error) string {
+	switch {
+	case err == nil:
+		return "missing"
+	case errors.Is(err, oauth.ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, oauth.ErrInsufficientScope):
+		return "insufficient_scope"
+	case errors.Is(err, oauth.ErrForbidden):
+		return "forbidden"
+	}
+	return "invalid"
 }
 
 // bearer is the request's bearer token (RFC 6750 §2.1: the header only).

@@ -205,6 +205,8 @@ type Bridge struct {
 	reg        *prometheus.Registry
 	metricSet  *session.MetricSet
 	legacyHits *prometheus.CounterVec
+	// refusedTokens counts requests refused by the auth layer.
+	refusedTokens *prometheus.CounterVec
 	// reloads counts reloads by result; lastReload is when one last took.
 	reloads    *prometheus.CounterVec
 	lastReload prometheus.Gauge

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/oauth"
 )
 
 // newTestBridge serves one destination "a" whose child is never started
@@ -146,6 +148,38 @@ func TestAuthLayer(t *testing.T) {
 	}
 }
 
+// TestAuthRefusalsCounted: every request the auth layer refuses is counted
+// by destination and reason (stelae_auth_refused_total), none it lets in.
+func TestAuthRefusalsCounted(t *testing.T) {
+	b := newTestBridge(t, Options{AuthTokens: []string{"tok-1"}})
+	serve(b, "GET", "/version")                                       // missing, operator's route
+	serve(b, "GET", "/version", "Authorization", "Bearer nope")       // wrong_token
+	serve(b, "POST", "/a/mcp", "Authorization", "Bearer nope")        // wrong_token, a
+	serve(b, "POST", "/a/mcp", "Authorization", "Bearer nope-again")  // wrong_token, a
+	serve(b, "GET", "/version", "Authorization", "Bearer tok-1")      // let in
+	w := serve(b, "GET", "/metrics", "Authorization", "Bearer tok-1") // let in
+	for _, want := range []string{
+		`stelae_auth_refused_total{destination="",reason="missing"} 1`,
+		`stelae_auth_refused_total{destination="",reason="wrong_token"} 1`,
+		`stelae_auth_refused_total{destination="a",reason="wrong_token"} 2`,
+	} {
+		if !strings.Contains(w.Body.String(), want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(w.Body.String(), "stelae_auth_refused"))
+		}
+	}
+}
+
+// grepLines are the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 func TestShutdownGate(t *testing.T) {
 	b := newTestBridge(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -198,5 +232,19 @@ func (p *pipeWriter) Flush()                      {}
 func TestNewRefusesAnEmptyConfig(t *testing.T) {
 	if _, err := New(&config.Config{}, Options{}); err == nil {
 		t.Fatal("New accepted a configuration with no destination")
+	}
+}
+
+func TestRefusalReasons(t *testing.T) {
+	for err, want := range map[error]string{
+		nil: "missing",
+		fmt.Errorf("%w: expired", oauth.ErrInvalidToken):     "invalid",
+		fmt.Errorf("%w: need x", oauth.ErrInsufficientScope): "insufficient_scope",
+		oauth.ErrForbidden: "forbidden",
+		fmt.Errorf("%w: timeout", oauth.ErrUnavailable): "unavailable",
+	} {
+		if got := refusal(err); got != want {
+			t.Errorf("refusal(%v) = %q; want %q", err, got, want)
+		}
 	}
 }
