@@ -129,16 +129,18 @@ func (b *Bridge) protection(r *http.Request) guarded {
 	return guarded{}
 }
 
-// resources are the resource URLs a token for g may name (RFC 8707).
+// resources are the resource URLs a token for g may name (RFC 8707). The
+// default destination is one resource under its three names — the origin
+// (the bare metadata's), /mcp and /{default}/mcp — at all its routes, as
+// the built-in server issues them (builtinResource); any other
+// destination is its own URL only.
 func (b *Bridge) resources(base string, g guarded) []string {
 	t := b.t()
-	switch g.route {
-	case "dest":
-		return []string{base + "/" + g.dest + "/mcp"}
-	case "default":
-		return []string{base + "/mcp", base + "/" + g.dest + "/mcp"}
-	case "root":
+	switch {
+	case g.route != "" && g.dest != "" && g.dest == t.cfg.Default:
 		return []string{base, base + "/mcp", base + "/" + g.dest + "/mcp"}
+	case g.route != "":
+		return []string{base + "/" + g.dest + "/mcp"}
 	}
 	out := []string{base, base + "/mcp"}
 	for _, n := range t.names {
