@@ -111,6 +111,8 @@ func (b *Bridge) protection(r *http.Request) guarded {
 	t := b.t()
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
+	case path == "/readyz":
+		return guarded{open: true}
 	case path == "/healthz":
 		if _, verbose := r.URL.Query()["verbose"]; !verbose {
 			return guarded{open: true}

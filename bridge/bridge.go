@@ -25,7 +25,7 @@ import (
 
 // ReservedNames are the path segments the bridge's own routes take: no
 // destination may be named so (in any letter case). config.Load takes them.
-var ReservedNames = []string{"mcp", "sse", "message", "healthz", "metrics", "version", "tools", "stream", ".well-known", "oauth"}
+var ReservedNames = []string{"mcp", "sse", "message", "healthz", "readyz", "metrics", "version", "tools", "stream", ".well-known", "oauth"}
 
 // Options are every knob of the bridge. The zero value of a field means its
 // default (Defaults); cmd/stelae-bridge shows the same defaults in -help.
@@ -325,9 +325,11 @@ func rootsResult(d *config.Destination) json.RawMessage {
 // ServeHTTP serves the bridge's whole HTTP surface.
 func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.handler.ServeHTTP(w, r) }
 
-// Serve serves on ln until ctx ends, then shuts down in order: it stops
+// Serve serves on ln until ctx ends, then shuts down in order: new
+// requests get 503 with Retry-After (and /readyz says draining) while the
+// calls in flight may finish, within Options.DrainTimeout; then it stops
 // accepting, ends every session and stream, waits for the requests in
-// flight, then stops every child — all within Options.ShutdownTimeout.
+// flight, and stops every child, within Options.ShutdownTimeout.
 func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
 	// The server calls the handler itself, not ServeHTTP: one frame fewer
 	// on every request's stack (see session.post on stacks).
@@ -337,6 +339,7 @@ func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
 	var err error
 	select {
 	case <-ctx.Done():
+		b.drainCalls()
 		b.log.Info("shutting down")
 	case err = <-serveErr:
 		b.log.Error("server stopped", "error", err)
@@ -353,6 +356,35 @@ func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	b.log.Info("stopped")
 	return err
+}
+
+// drainCalls refuses new requests (503, Retry-After) and waits, up to
+// DrainTimeout, for the POSTs being served to be answered.
+func (b *Bridge) drainCalls() {
+	b.closing.Store(true)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), b.opts.DrainTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	drained := true
+	var mu sync.Mutex // guards drained
+	for _, ep := range b.t().endpoints {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !ep.Drain(ctx) {
+				mu.Lock()
+				drained = false
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if !drained {
+		b.log.Warn("calls still in flight after the drain timeout: they end now", "drain_timeout", b.opts.DrainTimeout)
+	} else if took := time.Since(start); took > 50*time.Millisecond {
+		b.log.Info("calls in flight finished before the shutdown", "took", took.Round(time.Millisecond))
+	}
 }
 
 // Shutdown ends every session and stream and stops every child; requests

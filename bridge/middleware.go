@@ -191,7 +191,7 @@ func paramHeaders(requested []string) string {
 }
 
 // closingGate answers 503 with Retry-After to every request but /healthz
-// once shutdown has begun: a 404 would send spec clients to initialize
+// and /readyz once shutdown (its drain included) has begun: a 404 would send spec clients to initialize
 // again into a bridge that is going away.
 func (b *Bridge) closingGate(next http.Handler) http.Handler { return &gateLayer{b, next} }
 
@@ -202,7 +202,7 @@ type gateLayer struct {
 }
 
 func (g *gateLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if g.b.closing.Load() && r.URL.Path != "/healthz" {
+	if g.b.closing.Load() && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
 		refuseClosing(w)
 		return
 	}

@@ -34,6 +34,8 @@ func (b *Bridge) route(w http.ResponseWriter, r *http.Request) {
 		b.serveRoot(w, r)
 	case "/healthz":
 		b.serveHealth(w, r)
+	case "/readyz":
+		b.serveReady(w, r)
 	case "/mcp":
 		if ep := b.defaultEndpoint(w); ep != nil {
 			ep.ServeHTTP(w, r)
@@ -289,6 +291,22 @@ func (b *Bridge) serveHealth(w http.ResponseWriter, r *http.Request) {
 		status = "degraded"
 	}
 	writeJSON(w, r, code, map[string]any{"status": status, "destinations": dests})
+}
+
+// serveReady is the readiness route for load balancers and Kubernetes:
+// 200 while the bridge takes requests, 503 with Retry-After from the start
+// of its shutdown (the drain of calls in flight included). It needs no
+// token.
+func (b *Bridge) serveReady(w http.ResponseWriter, r *http.Request) {
+	if !onlyGet(w, r) {
+		return
+	}
+	if b.closing.Load() {
+		w.Header().Set("Retry-After", "5")
+		writeJSON(w, r, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return
+	}
+	writeJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // serveKeepaliveStream is an SSE stream of keepalive comments only: it shows

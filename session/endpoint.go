@@ -320,11 +320,16 @@ func (ep *Endpoint) Shutdown(ctx context.Context) { ep.end(ctx, errShutdown) }
 func (ep *Endpoint) Retire(ctx context.Context) { ep.end(ctx, errReconfigured) }
 
 // Drain waits, until ctx ends, for the POSTs being served to be answered;
-// it reports whether they were.
+// it reports whether they were. It does not wait for a shared child that
+// is not running: what waits for it to start would wait in vain, and the
+// shutdown that follows answers it (503).
 func (ep *Endpoint) Drain(ctx context.Context) bool {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for ep.posts.Load() > 0 {
+		if ep.shared != nil && ep.shared.Status().State != dispatch.StateRunning {
+			return true
+		}
 		select {
 		case <-t.C:
 		case <-ctx.Done():

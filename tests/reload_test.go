@@ -266,3 +266,40 @@ func TestReloadUnderLoadTSClient(t *testing.T) {
 		t.Errorf("the bridge answered %v calls of the session's; want the initialize and 80", got)
 	}
 }
+
+// TestShutdownDrainsCallsInFlight: on SIGTERM the bridge answers new
+// requests 503 with Retry-After and /readyz says draining, while a call in
+// flight finishes with its answer (it was cut before); then the bridge
+// exits 0.
+func TestShutdownDrainsCallsInFlight(t *testing.T) {
+	p := startBinary(t, fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer}), "-drain-timeout", "20s")
+	c := newClient(t, p.base+"/fake/mcp")
+	c.initialize()
+	if r := mustRequest(t, http.MethodGet, p.base+"/readyz", "", ""); r.status != http.StatusOK {
+		t.Fatalf("/readyz while serving: %d %s", r.status, r.body)
+	}
+	slow := postAsync(c.url, c.sid, toolCallBody(`"slow"`, "slow", map[string]any{"ms": 1500, "text": "finished"}))
+	waitCalled(t, c, "slow")
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "/readyz to say draining", func() bool {
+		r, err := request(http.MethodGet, p.base+"/readyz", "", "")
+		return err == nil && r.status == http.StatusServiceUnavailable && strings.Contains(string(r.body), "draining")
+	})
+	if r := c.callTool(`"late"`, "echo", map[string]string{"text": "x"}); r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
+		t.Errorf("a new call during the drain: %d (Retry-After %q) %s; want 503 with Retry-After", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	r := awaitAsync(t, "the call in flight at SIGTERM", slow, 15*time.Second)
+	if res, ok := checkResult(t, "the call in flight at SIGTERM", r, "", `"slow"`); ok && textOf(res) != "finished" {
+		t.Errorf("the call in flight answered %s", res)
+	}
+	select {
+	case <-p.done:
+		if p.err != nil {
+			t.Errorf("the bridge exited with %v", p.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the bridge did not exit after the drain")
+	}
+}

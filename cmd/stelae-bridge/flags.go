@@ -161,7 +161,7 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	dur(&s.linger, "child-linger", "STELAE_CHILD_LINGER", 0, "keep a child running this long after its last session ends")
 	dur(&s.stopGrace, "stop-grace", "STELAE_STOP_GRACE", d.StopGrace, "wait after closing a child's stdin, and again after SIGTERM, before escalating")
 	dur(&s.shutdownTimeout, "shutdown-timeout", "STELAE_SHUTDOWN_TIMEOUT", d.ShutdownTimeout, "longest clean shutdown on SIGINT/SIGTERM")
-	dur(&s.drainTimeout, "drain-timeout", "STELAE_DRAIN_TIMEOUT", d.DrainTimeout, "after a reload (SIGHUP, -watch) changed or removed a destination, how long its calls in flight may take to finish before its sessions end")
+	dur(&s.drainTimeout, "drain-timeout", "STELAE_DRAIN_TIMEOUT", d.DrainTimeout, "how long calls in flight may take to finish, on SIGINT/SIGTERM (new requests get 503 and /readyz says draining meanwhile; the shutdown's own -shutdown-timeout follows) and for a destination a reload (SIGHUP, -watch) changed or removed")
 	boolean(&s.watch, "watch", "STELAE_WATCH", "reload the destinations file when it changes (checked every second), as SIGHUP does; off by default so that a half-edited file that happens to be valid is not applied unasked")
 	integer(&s.restartMax, "restart-max", "STELAE_RESTART_MAX", d.Restart.MaxRestarts, "restarts of a crashed child before its destination is marked failed")
 	dur(&s.restartDelay, "restart-delay", "STELAE_RESTART_DELAY", d.Restart.Initial, "first restart delay; each next one doubles")
