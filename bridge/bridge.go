@@ -92,6 +92,9 @@ type Options struct {
 	// Version is the bridge's version (/version, discovery, the handshake's
 	// clientInfo).
 	Version string
+	// SessionStore keeps the 2025 sessions of shared children across a
+	// restart (session.Store; nil: in memory only).
+	SessionStore session.Store
 	// Commit is the commit the binary was built from ("" when unknown;
 	// "-dirty" when its tree had changes): stelae_build_info, /version.
 	Commit string
@@ -249,6 +252,9 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		return nil, err
 	}
 	b.cur.Store(t)
+	for _, ep := range t.endpoints {
+		ep.Restore()
+	}
 	if opts.AuthServer != nil {
 		opts.AuthServer.SetResources(b.builtinResource)
 	}

@@ -68,6 +68,9 @@ type Options struct {
 	// StopTimeout bounds stopping one session's own child (isolation:
 	// session).
 	StopTimeout time.Duration
+	// Store keeps the sessions of a shared child across a restart (nil:
+	// in memory only; a destination isolated per session keeps none).
+	Store Store
 	// Logger is the HTTP layer's logger.
 	Logger hclog.Logger
 	// LogOutput, when set, is where Logger writes (safe for concurrent
@@ -252,6 +255,9 @@ func NewEndpoint(name string, shared *dispatch.Dispatcher, perSession func() *di
 	for _, reason := range []string{"session_cap", "invalid_initialize", "child_cap"} {
 		ep.m.Refused.WithLabelValues(reason) // 0 from the start
 	}
+	if ep.shared == nil {
+		ep.opts.Store = nil
+	}
 	go ep.janitor()
 	return ep
 }
@@ -307,6 +313,11 @@ func (ep *Endpoint) endSession(s *Session, reason error) {
 	s.close(reason)
 	s.d.Detach(s, reason)
 	ep.closeOwnChild(s.d)
+	if ep.opts.Store != nil && reason != errShutdown {
+		// Ended for good; one the bridge's shutdown ends is kept for the
+		// next bridge (saveSessions).
+		ep.forget(s)
+	}
 }
 
 // Shutdown ends every session and its streams, and waits (until ctx ends)
@@ -341,6 +352,9 @@ func (ep *Endpoint) Drain(ctx context.Context) bool {
 
 // end ends every session with reason, and what the endpoint runs.
 func (ep *Endpoint) end(ctx context.Context, reason error) {
+	if reason == errShutdown {
+		ep.saveSessions()
+	}
 	ep.shutdownOnce.Do(func() { close(ep.shutdown) })
 	if ep.shared != nil {
 		ep.sl.keeper.close(ep.shared)

@@ -305,6 +305,10 @@ func (ep *Endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 	}
 	_ = json.Unmarshal(resp, &negotiated)
 	s.setVersion(negotiated.Result.ProtocolVersion)
+	s.mu.Lock()
+	s.initParams = bytes.Clone(m.Params) // m aliases the body's buffer
+	s.mu.Unlock()
+	ep.persist(s)
 	w.Header().Set(headerSessionID, s.id)
 	ep.log.Info("session started", "session", s.id, "protocol_version", negotiated.Result.ProtocolVersion)
 	if !jsonOK {

@@ -54,6 +54,16 @@ func (r *registry) create(ep *Endpoint, owner Principal) (s *Session, evicted *S
 	return s, evicted, nil
 }
 
+// restore adds a session kept from before a restart, under its id.
+func (r *registry) restore(ep *Endpoint, id string, owner Principal) *Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := newSession(id, ep)
+	s.owner = owner
+	r.sessions[id] = s
+	return s
+}
+
 func (r *registry) get(id string) *Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -31,7 +31,10 @@ type Session struct {
 	// mu guards every field below.
 	mu sync.Mutex
 	// version is the protocol version negotiated at initialize.
-	version    string
+	version string
+	// initParams are the client's initialize params (kept with the
+	// session in the Store).
+	initParams []byte
 	seq        uint64 // last event sequence number in this session
 	lastStream uint64 // last stream number handed out
 	// log holds the session's recent events. Notifications for GET streams

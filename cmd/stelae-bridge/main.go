@@ -24,6 +24,7 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/oauth"
+	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
@@ -133,6 +134,17 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if n := run.records.Sweep(log.Named("supervisor")); n > 0 {
 		log.Warn("killed processes left by an earlier bridge that did not stop", "processes", n)
 	}
+	// The sessions of shared children outlive a restart in the state
+	// directory; a second bridge on the same directory goes without.
+	var store *session.BoltStore
+	switch store, err = session.OpenStore(filepath.Join(s.stateDir, "sessions.db")); {
+	case errors.Is(err, session.ErrStoreInUse):
+		log.Warn("sessions will not survive a restart of this bridge: another bridge uses the same state directory (give each its own -state-dir)", "state_dir", s.stateDir)
+	case err != nil:
+		log.Warn("sessions will not survive a restart of this bridge", "error", err)
+	default:
+		defer store.Close()
+	}
 	var as *authserver.Server
 	if usesBuiltin(cfg) {
 		pass, err := loadPassphrase(s, os.ReadFile)
@@ -158,6 +170,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	opts.CheckHost, opts.AllowedHosts, opts.AuthTokens, opts.AuthServer = checkHost, allowedHosts, tokens, as
 	opts.Version, opts.Logger, opts.LogOutput = version, log, logOut
 	opts.Commit = readBuild().commitLabel()
+	if store != nil {
+		opts.SessionStore = store
+	}
 	b, err := bridge.New(cfg, opts)
 	if err != nil {
 		ln.Close()

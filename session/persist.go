@@ -1,0 +1,84 @@
+package session
+
+import (
+	"slices"
+	"time"
+)
+
+// This file keeps an endpoint's sessions in its Store (Options.Store), so
+// that they survive a restart of the bridge.
+
+// record is what the Store keeps of s.
+func (s *Session) record() StoredSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return StoredSession{ID: s.id, Owner: s.owner, Version: s.version, InitParams: s.initParams, LastUsed: time.Unix(0, s.lastUsed.Load())}
+}
+
+// persist writes a new session to the Store.
+func (ep *Endpoint) persist(s *Session) {
+	if ep.opts.Store == nil {
+		return
+	}
+	if err := ep.opts.Store.Save(ep.name, []StoredSession{s.record()}); err != nil {
+		ep.log.Warn("cannot keep the session in the sessions file: it will not survive a restart", "session", s.id, "error", err)
+	}
+}
+
+// forget removes a session that ended for good from the Store.
+func (ep *Endpoint) forget(s *Session) {
+	if err := ep.opts.Store.Delete(ep.name, s.id); err != nil {
+		ep.log.Warn("cannot remove an ended session from the sessions file", "session", s.id, "error", err)
+	}
+}
+
+// saveSessions writes every session's last use to the Store, as the bridge
+// shuts down.
+func (ep *Endpoint) saveSessions() {
+	if ep.opts.Store == nil {
+		return
+	}
+	var recs []StoredSession
+	for _, s := range ep.reg.all() {
+		if r := s.record(); r.Version != "" { // initialized
+			recs = append(recs, r)
+		}
+	}
+	if err := ep.opts.Store.Save(ep.name, recs); err != nil {
+		ep.log.Warn("cannot save the sessions for the next bridge", "sessions", len(recs), "error", err)
+	}
+}
+
+// Restore takes back the sessions the Store kept for this destination:
+// the most recently used, up to the session cap, that have not expired
+// (the rest are removed). Each is attached to the shared child with its
+// client's capabilities; the child starts when a call comes. The bridge
+// calls it once, as it starts (not for an endpoint a reload made: the
+// sessions of a changed destination end).
+func (ep *Endpoint) Restore() {
+	if ep.opts.Store == nil {
+		return
+	}
+	recs, err := ep.opts.Store.Load(ep.name)
+	if err != nil {
+		ep.log.Warn("cannot read the sessions file: earlier sessions are not taken back", "error", err)
+		return
+	}
+	slices.SortFunc(recs, func(a, b StoredSession) int { return b.LastUsed.Compare(a.LastUsed) })
+	now, kept := time.Now(), 0
+	for _, r := range recs {
+		if now.Sub(r.LastUsed) >= ep.opts.SessionTTL || kept >= ep.opts.MaxSessions || r.Version == "" {
+			_ = ep.opts.Store.Delete(ep.name, r.ID)
+			continue
+		}
+		s := ep.reg.restore(ep, r.ID, r.Owner)
+		s.lastUsed.Store(r.LastUsed.UnixNano())
+		s.setVersion(r.Version)
+		s.initParams = r.InitParams
+		s.d.Attach(s, r.InitParams)
+		kept++
+	}
+	if kept > 0 {
+		ep.log.Info("sessions taken back from before the restart", "sessions", kept)
+	}
+}

@@ -1,0 +1,114 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Store keeps what a 2025 session is across a restart of the bridge, by
+// destination: a new bridge on the same state directory takes its
+// sessions back (restore), so their clients go on without initializing
+// again. Only what a session is goes there, never what it carries (its
+// event log, streams and calls end with the old bridge). The endpoint
+// writes a session when it is created, removes it when it ends for good
+// (DELETE, expiry, eviction, a reload that changed its destination), and
+// saves every session's last use when it shuts down.
+type Store interface {
+	// Save writes recs of destination dest (adding or replacing each).
+	Save(dest string, recs []StoredSession) error
+	// Delete removes session id of dest (nothing when it is not there).
+	Delete(dest, id string) error
+	// Load reads every session of dest.
+	Load(dest string) ([]StoredSession, error)
+}
+
+// StoredSession is what a session is, as a Store keeps it.
+type StoredSession struct {
+	ID string `json:"id"`
+	// Owner is the principal that created it (a token's hash; zero
+	// without auth).
+	Owner Principal `json:"owner"`
+	// Version is the protocol version negotiated at initialize.
+	Version string `json:"version"`
+	// InitParams are the client's initialize params: its capabilities and
+	// clientInfo, as the dispatcher needs them.
+	InitParams json.RawMessage `json:"init_params"`
+	LastUsed   time.Time       `json:"last_used"`
+}
+
+// BoltStore is a Store in a bbolt file (the state directory's
+// sessions.db): one bucket per destination, a session's JSON under its id.
+// The file is the bridge's alone while it runs (bbolt locks it).
+type BoltStore struct{ db *bolt.DB }
+
+// ErrStoreInUse is OpenStore's error when another process holds the file.
+var ErrStoreInUse = errors.New("another bridge holds the sessions file")
+
+// OpenStore opens (creating, mode 0600) the sessions file at path.
+func OpenStore(path string) (*BoltStore, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s", ErrStoreInUse, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the sessions file %s: %w", path, err)
+	}
+	return &BoltStore{db: db}, nil
+}
+
+// Close closes the file.
+func (st *BoltStore) Close() error { return st.db.Close() }
+
+// Save implements Store.
+func (st *BoltStore) Save(dest string, recs []StoredSession) error {
+	return st.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte(dest))
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			v, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte(r.ID), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Delete implements Store.
+func (st *BoltStore) Delete(dest, id string) error {
+	return st.db.Update(func(tx *bolt.Tx) error {
+		if b := tx.Bucket([]byte(dest)); b != nil {
+			return b.Delete([]byte(id))
+		}
+		return nil
+	})
+}
+
+// Load implements Store. A record that does not read (a file from another
+// version) is skipped.
+func (st *BoltStore) Load(dest string) ([]StoredSession, error) {
+	var out []StoredSession
+	err := st.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(dest))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var r StoredSession
+			if json.Unmarshal(v, &r) == nil && r.ID == string(k) && validSessionID(r.ID) {
+				out = append(out, r)
+			}
+			return nil
+		})
+	})
+	return out, err
+}

@@ -1,0 +1,119 @@
+//go:build unix
+
+package tests
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+)
+
+// stopBinary sends SIGTERM and waits for the bridge to exit.
+func stopBinary(t *testing.T, p *binaryProc) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the bridge did not exit within 30 s of SIGTERM")
+	}
+}
+
+// freeAddr is a loopback address nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestSessionsSurviveARestart: a new bridge on the same state directory
+// takes back the sessions of the one that stopped: a client goes on with
+// its Mcp-Session-Id (no 404, no initialize), on a new child the bridge
+// starts for it; a session its client deleted, or that ended for good,
+// does not come back.
+func TestSessionsSurviveARestart(t *testing.T) {
+	config := fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer})
+	state, addr := t.TempDir(), freeAddr(t)
+	a := startBinary(t, config, "-state-dir", state, "-listen", addr)
+	kept, deleted := newClient(t, a.base+"/fake/mcp"), newClient(t, a.base+"/fake/mcp")
+	kept.initialize()
+	deleted.initialize()
+	echoCall(t, kept, `"before"`, "before the restart")
+	oldPID := whoamiCall(t, kept).PID
+	deleteSession(t, deleted)
+	stopBinary(t, a)
+
+	b := startBinary(t, config, "-state-dir", state, "-listen", addr)
+	if b.base != a.base {
+		t.Fatalf("the new bridge listens at %s, not %s", b.base, a.base)
+	}
+	// The same session, with the version it negotiated, on a new child.
+	echoCall(t, kept, `"after"`, "after the restart")
+	if w := whoamiCall(t, kept); w.PID == oldPID {
+		t.Errorf("the session is served by the old child (pid %d)", w.PID)
+	}
+	if r := deleted.callTool(`"x"`, "echo", map[string]string{"text": "x"}); r.status != http.StatusNotFound {
+		t.Errorf("the deleted session after the restart: %d %s; want 404", r.status, r.body)
+	}
+	if got := metricsOf(t, b)[`stelae_sessions{destination="fake"}`]; got != 1 {
+		t.Errorf("stelae_sessions = %v after the restart; want the one kept", got)
+	}
+}
+
+// TestTSClientAcrossARestart: the official TypeScript SDK client calls a
+// tool every 30 ms in one 2025 session while the bridge is restarted on the
+// same address and state directory: it goes on in the same session without
+// initializing again. The calls made while no bridge listens fail as a
+// connection error or 503 (Retry-After), which a client may retry; none is
+// refused for its session (404), and every call after the restart answers.
+func TestTSClientAcrossARestart(t *testing.T) {
+	node := node24(t)
+	config := fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer})
+	state, addr := t.TempDir(), freeAddr(t)
+	a := startBinary(t, config, "-state-dir", state, "-listen", addr)
+	done := make(chan scriptRun, 1)
+	go func() {
+		done <- runClientScript(node, "ts-session.mjs", a.base+"/fake/mcp", "--deadline", "60000", "--repeat", "120", "--pause-ms", "30", "--call", `echo {"text":"ts"}`)
+	}()
+	calls := func(p *binaryProc) float64 {
+		return scrapeURL(t, p.base)[`stelae_calls_total{destination="fake",outcome="ok"}`]
+	}
+	waitFor(t, 30*time.Second, "the client's first calls", func() bool { return calls(a) >= 20 })
+	stopBinary(t, a)
+	b := startBinary(t, config, "-state-dir", state, "-listen", addr)
+	run := <-done
+	var s tsSession
+	if err := json.Unmarshal([]byte(run.last), &s); err != nil {
+		t.Fatalf("ts-session: %v %v\nstdout: %s\nstderr: %s", run.err, err, run.stdout, run.stderr)
+	}
+	failed, lastFailed := 0, -1
+	for i, c := range s.Calls {
+		ok := c.Error == "" && !c.Result.IsError && len(c.Result.Content) == 1 && c.Result.Content[0].Text == "ts"
+		if !ok {
+			failed, lastFailed = failed+1, i
+			if strings.Contains(c.Error, "404") || strings.Contains(strings.ToLower(c.Error), "session not found") {
+				t.Errorf("call %d was refused for its session: %s", i, c.Error)
+			}
+		}
+	}
+	t.Logf("%d calls, %d failed while the bridge restarted (the last failure: call %d); session %s", len(s.Calls), failed, lastFailed, s.SessionID)
+	if len(s.Calls) != 120 || lastFailed >= len(s.Calls)-10 {
+		t.Errorf("%d calls, the last failure at call %d: want 120, the last 10 answered", len(s.Calls), lastFailed)
+	}
+	if got := calls(b); got < 10 {
+		t.Errorf("the new bridge answered %v of the session's calls", got)
+	}
+}
