@@ -418,8 +418,9 @@ func (b *Bridge) drain(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
-	// Destinations a reload changed or removed finish their retirement.
-	waitGroup(ctx, &b.retiring)
+	// Destinations a reload changed or removed finish their retirement
+	// (bounded by their own drain, ended now, and ShutdownTimeout).
+	b.retiring.Wait()
 }
 
 // closeChildren stops every shared child; the error names those that did

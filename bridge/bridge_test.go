@@ -164,20 +164,9 @@ func TestAuthRefusalsCounted(t *testing.T) {
 		`stelae_auth_refused_total{destination="a",reason="wrong_token"} 2`,
 	} {
 		if !strings.Contains(w.Body.String(), want) {
-			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(w.Body.String(), "stelae_auth_refused"))
+			t.Errorf("/metrics lacks %s:\n%s", want, grep(w.Body.String(), "stelae_auth_refused"))
 		}
 	}
-}
-
-// grepLines are the lines of s that contain sub.
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 func TestShutdownGate(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
@@ -250,17 +249,4 @@ func (b *Bridge) retire(name string, ep *session.Endpoint, d *dispatch.Dispatche
 		}
 	}
 	b.log.Info("reconfigured destination retired", "destination", name, "took", time.Since(start).Round(time.Millisecond))
-}
-
-// waitGroup waits for wg or ctx, whichever comes first.
-func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
 }
