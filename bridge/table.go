@@ -67,6 +67,12 @@ func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 		dopts := sopts
 		dopts.CacheTTL, dopts.CacheScope = d.CacheTTL, d.CacheScope
 		dopts.TaskAfter, dopts.TaskTTL, dopts.InputWait = d.TaskAfter, d.TaskTTL, d.InputWait
+		switch {
+		case d.SessionTTL > 0:
+			dopts.SessionTTL = d.SessionTTL
+		case d.Isolation == config.IsolationSession:
+			dopts.SessionTTL = min(dopts.SessionTTL, config.IsolatedSessionTTL)
+		}
 		if d.Isolation == config.IsolationSession {
 			t.endpoints[name] = session.NewEndpoint(name, nil, newDispatcher, b.limits, b.metricSet.For(name), dopts)
 		} else {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
 )
@@ -59,5 +60,25 @@ func TestReloadDiff(t *testing.T) {
 	withAuth.Auth = &config.Auth{Issuer: "https://issuer.example"}
 	if _, err := b.Reload(cfg("b", withAuth)); !errors.Is(err, ErrReloadRefused) || b.t() != before {
 		t.Errorf("turning OAuth on: %v; want ErrReloadRefused and the table unchanged", err)
+	}
+}
+
+// TestSessionTTLPerDestination: 'session_ttl:' sets a destination's; an
+// isolated destination's default is at most config.IsolatedSessionTTL.
+func TestSessionTTLPerDestination(t *testing.T) {
+	b := newTestBridge(t, Options{SessionTTL: time.Hour})
+	c := &config.Config{Names: []string{"a", "own", "iso", "iso-long"}, Destinations: map[string]*config.Destination{
+		"a":        {Name: "a", Command: "/nonexistent/never-started"},
+		"own":      {Name: "own", Command: "/nonexistent/never-started", SessionTTL: 2 * time.Minute},
+		"iso":      {Name: "iso", Command: "/nonexistent/never-started", Isolation: config.IsolationSession},
+		"iso-long": {Name: "iso-long", Command: "/nonexistent/never-started", Isolation: config.IsolationSession, SessionTTL: 20 * time.Minute},
+	}}
+	if _, err := b.Reload(c); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]time.Duration{"a": time.Hour, "own": 2 * time.Minute, "iso": config.IsolatedSessionTTL, "iso-long": 20 * time.Minute} {
+		if got := b.t().endpoints[name].SessionTTL(); got != want {
+			t.Errorf("%s: session TTL %s; want %s", name, got, want)
+		}
 	}
 }

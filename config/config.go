@@ -112,6 +112,11 @@ type Destination struct {
 	// in flight on the child: it keeps its turn on an interactive
 	// destination, and requests the child sends are not another user's.
 	InputWait time.Duration
+	// SessionTTL is how long a session of this destination may stay idle
+	// before it expires ('session_ttl:'); 0 takes the bridge's: its
+	// -session-ttl, and for 'isolation: session', where every idle
+	// session holds a child, at most IsolatedSessionTTL.
+	SessionTTL time.Duration
 	// Line is where the destination is declared in the file.
 	Line int
 }
@@ -126,6 +131,12 @@ type Root struct {
 	// path.
 	Name string
 }
+
+// IsolatedSessionTTL is the longest a session of an 'isolation: session'
+// destination stays idle unless its 'session_ttl:' says otherwise: each
+// idle session holds a child (clients such as claude.ai never DELETE; ten
+// idle npx children held 2 GiB for the default 30 minutes).
+const IsolatedSessionTTL = 5 * time.Minute
 
 // Values of Destination.BaseEnv: what a child's environment starts from.
 const (
@@ -252,13 +263,14 @@ type fileDestination struct {
 	Cache          yaml.Node         `yaml:"cache"`
 	Tasks          yaml.Node         `yaml:"tasks"`
 	InputWait      yaml.Node         `yaml:"input_wait"`
+	SessionTTL     yaml.Node         `yaml:"session_ttl"`
 	// Type is accepted in 'mcpServers:' entries only, and only as "stdio".
 	Type yaml.Node `yaml:"type"`
 }
 
 // destinationKeys are the keys a destination may have, in the order the
 // messages list them.
-var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait"}
+var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait", "session_ttl"}
 
 // topKeys are the keys of the file's top level.
 var topKeys = []string{"destinations", "mcpServers", "default", "auth"}
@@ -626,6 +638,9 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 		problem(line, "destination %q: "+format, append([]any{name}, args...)...)
 	})
 	d.InputWait = positiveDuration(&fd.InputWait, "input_wait", "30s or 2m", func(line int, format string, args ...any) {
+		problem(line, "destination %q: "+format, append([]any{name}, args...)...)
+	})
+	d.SessionTTL = positiveDuration(&fd.SessionTTL, "session_ttl", "5m or 1h", func(line int, format string, args ...any) {
 		problem(line, "destination %q: "+format, append([]any{name}, args...)...)
 	})
 	if fd.Roots.Kind != 0 {

@@ -645,7 +645,7 @@ mcpServers:
 		{
 			name:  "mcpServers misspelt key lists type",
 			src:   "mcpServers:\n  a:\n    command: cat\n    isolaton: session\n",
-			want:  [][]string{{"line 4", `"a"`, `unknown key "isolaton"`, `did you mean "isolation"?`, "logs, cache, tasks, input_wait, type"}},
+			want:  [][]string{{"line 4", `"a"`, `unknown key "isolaton"`, `did you mean "isolation"?`, "logs, cache, tasks, input_wait, session_ttl, type"}},
 			count: 1,
 		},
 		{
@@ -658,6 +658,12 @@ mcpServers:
 			name:  "mcpServers name that cannot be made safe",
 			src:   "mcpServers:\n  \"★\":\n    command: cat\n",
 			want:  [][]string{{"line 2", `"★"`, "path segment", "letters, digits"}},
+			count: 1,
+		},
+		{
+			name:  "session_ttl is not a duration",
+			src:   "destinations:\n  a:\n    command: cat\n    session_ttl: soon\n",
+			want:  [][]string{{"line 4", `"a"`, "session_ttl", "5m or 1h"}},
 			count: 1,
 		},
 		{

@@ -265,6 +265,9 @@ func NewEndpoint(name string, shared *dispatch.Dispatcher, perSession func() *di
 // Name is the destination's name.
 func (ep *Endpoint) Name() string { return ep.name }
 
+// SessionTTL is how long an idle session lives.
+func (ep *Endpoint) SessionTTL() time.Duration { return ep.opts.SessionTTL }
+
 // Isolated reports whether each session has a child of its own.
 func (ep *Endpoint) Isolated() bool { return ep.perSession != nil }
 

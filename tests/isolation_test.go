@@ -136,3 +136,19 @@ func TestIsolationWithSequentialThinking(t *testing.T) {
 		})
 	}
 }
+
+// TestIsolatedSessionTTL: an idle session of an 'isolation: session'
+// destination expires after its 'session_ttl:', and its child stops with
+// it (such children lived the bridge's 30 minutes for clients that never
+// DELETE).
+func TestIsolatedSessionTTL(t *testing.T) {
+	config := destinationsFile(t, map[string]string{"iso": fakemcp.ModeServer}, map[string]string{"iso": "    isolation: session\n    session_ttl: 1s\n"})
+	p := startBinary(t, config)
+	c := newClient(t, p.base+"/iso/mcp")
+	c.initialize()
+	pid := whoamiCall(t, c).PID
+	waitFor(t, 15*time.Second, "the idle session's child to stop", func() bool { return !processAlive(pid) })
+	if r := c.callTool(`"x"`, "echo", map[string]string{"text": "x"}); r.status != http.StatusNotFound {
+		t.Errorf("the expired session: %d %s; want 404", r.status, r.body)
+	}
+}
