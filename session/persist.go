@@ -39,7 +39,7 @@ func (ep *Endpoint) saveSessions() {
 		return
 	}
 	var recs []StoredSession
-	for _, s := range ep.reg.all() {
+	for _, s := range ep.reg.list() {
 		if r := s.record(); r.Version != "" { // initialized
 			recs = append(recs, r)
 		}

@@ -96,6 +96,17 @@ func (r *registry) expired(ttl time.Duration) []*Session {
 	return out
 }
 
+// list returns the sessions, leaving them in the registry.
+func (r *registry) list() []*Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
 // all removes and returns every session.
 func (r *registry) all() []*Session {
 	r.mu.Lock()

@@ -50,9 +50,14 @@ func TestStoreRestore(t *testing.T) {
 	if len(left) != 2 {
 		t.Errorf("the Store keeps %d sessions; want the two taken back (the expired and the one past the cap forgotten)", len(left))
 	}
-	// Deleted: gone from the Store; the shutdown: kept.
+	// Deleted: gone from the Store; the shutdown: kept — and ended in
+	// this bridge like every other session.
 	ep.endSession(ep.reg.get(older.ID), errDeleted)
+	kept := ep.reg.get(recent.ID)
 	ep.Shutdown(context.Background())
+	if kept.ctx.Err() == nil || ep.SessionCount() != 0 {
+		t.Errorf("the shutdown left the kept session live in this bridge (%d sessions)", ep.SessionCount())
+	}
 	left, _ = st.Load("d")
 	if len(left) != 1 || left[0].ID != recent.ID {
 		t.Errorf("after a DELETE and the shutdown the Store keeps %v; want the recent session only", left)
