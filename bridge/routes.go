@@ -250,6 +250,9 @@ type destinationHealth struct {
 	PID       *int    `json:"pid,omitempty"`
 	Isolation string  `json:"isolation,omitempty"`
 	LastExit  *string `json:"last_exit,omitempty"`
+	// SessionList describes each session (id prefix, client, version,
+	// age, idle time, calls in flight, streams), with ?verbose only.
+	SessionList []session.SessionInfo `json:"session_list,omitempty"`
 }
 
 // serveHealth: ok when no destination has failed, degraded when some have,
@@ -271,6 +274,7 @@ func (b *Bridge) serveHealth(w http.ResponseWriter, r *http.Request) {
 		dh := destinationHealth{State: st.State, Restarts: st.RestartsTotal, RecentRestarts: st.Restarts, Sessions: ep.SessionCount(), Children: st.Children}
 		if verbose {
 			dh.PID, dh.LastExit, dh.Isolation = &st.PID, &st.LastExit, "shared"
+			dh.SessionList = ep.Sessions()
 			if ep.Isolated() {
 				dh.Isolation = "session"
 			}

@@ -1,7 +1,10 @@
 package session
 
 import (
+	"cmp"
+	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -81,4 +84,40 @@ func (ep *Endpoint) Restore() {
 	if kept > 0 {
 		ep.log.Info("sessions taken back from before the restart", "sessions", kept)
 	}
+}
+
+// SessionInfo is what an operator is shown of a session (/healthz?verbose):
+// never its whole id, which is a credential where auth is off.
+type SessionInfo struct {
+	// ID is the id's first 8 characters (the log names it whole).
+	ID string `json:"id"`
+	// Client is the clientInfo of its initialize: "name version".
+	Client          string  `json:"client,omitempty"`
+	ProtocolVersion string  `json:"protocol_version"`
+	AgeS            float64 `json:"age_s"`
+	IdleS           float64 `json:"idle_s"`
+	Inflight        int     `json:"inflight"`
+	Streams         int     `json:"streams"`
+}
+
+// Sessions describes the live sessions, the most recently used first.
+func (ep *Endpoint) Sessions() []SessionInfo {
+	now := time.Now()
+	var out []SessionInfo
+	for _, s := range ep.reg.list() {
+		s.mu.Lock()
+		info := SessionInfo{ID: s.id[:8], ProtocolVersion: s.version, Streams: len(s.gets), Inflight: int(s.inflight.Load()),
+			AgeS: now.Sub(s.created).Round(time.Millisecond).Seconds(), IdleS: now.Sub(time.Unix(0, s.lastUsed.Load())).Round(time.Millisecond).Seconds()}
+		params := s.initParams
+		s.mu.Unlock()
+		var p struct {
+			ClientInfo struct{ Name, Version string } `json:"clientInfo"`
+		}
+		if json.Unmarshal(params, &p) == nil {
+			info.Client = strings.TrimSpace(p.ClientInfo.Name + " " + p.ClientInfo.Version)
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int { return cmp.Compare(a.IdleS, b.IdleS) })
+	return out
 }

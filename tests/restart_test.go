@@ -117,3 +117,36 @@ func TestTSClientAcrossARestart(t *testing.T) {
 		t.Errorf("the new bridge answered %v of the session's calls", got)
 	}
 }
+
+// TestHealthzListsSessions: /healthz?verbose shows each destination's
+// sessions — an id prefix (never the whole id), the client, its version,
+// age, idle time, calls in flight and streams — with a call in flight
+// counted.
+func TestHealthzListsSessions(t *testing.T) {
+	p := startBinary(t, fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer}))
+	c := newClient(t, p.base+"/fake/mcp")
+	c.initialize()
+	slow := postAsync(c.url, c.sid, toolCallBody(`"slow"`, "slow", map[string]any{"ms": 1000, "text": "x"}))
+	waitCalled(t, c, "slow")
+	r := mustRequest(t, http.MethodGet, p.base+"/healthz?verbose", "", "")
+	var h struct {
+		Destinations map[string]struct {
+			SessionList []struct {
+				ID       string `json:"id"`
+				Client   string `json:"client"`
+				Inflight int    `json:"inflight"`
+			} `json:"session_list"`
+		} `json:"destinations"`
+	}
+	if err := json.Unmarshal(r.body, &h); err != nil {
+		t.Fatalf("/healthz?verbose: %v: %s", err, r.body)
+	}
+	list := h.Destinations["fake"].SessionList
+	if len(list) != 1 || list[0].ID != c.sid[:8] || list[0].Client != "test 1" || list[0].Inflight != 1 {
+		t.Errorf("session_list %+v; want the one session, its id's first 8 characters, client \"test 1\", one call in flight:\n%s", list, r.body)
+	}
+	if strings.Contains(string(r.body), c.sid) {
+		t.Errorf("/healthz?verbose shows the whole session id")
+	}
+	awaitAsync(t, "the slow call", slow, 10*time.Second)
+}
