@@ -33,4 +33,15 @@
 // session.Endpoint → dispatch.Dispatcher → the child's stdin; and back from
 // the child's stdout through dispatch to the waiting POST or the sessions'
 // streams.
+//
+// Where new work goes: a new destinations.yaml key is read in package
+// config (the model and its strict reader) and turned into options here
+// (table.go: buildTable makes each destination's dispatcher and endpoint);
+// a new flag's default is written once, in Defaults (bridge.go), which the
+// flag table and -help read. Reload (table.go) keeps the destinations'
+// endpoints, dispatchers and policies in a table behind one atomic
+// pointer: it builds the next table from a *config.Config, keeping every
+// destination the diff leaves unchanged, swaps it in, and retires the rest
+// after their drain. The sessions' store across restarts is session's
+// (Store), opened by cmd/stelae-bridge in the state directory.
 package bridge

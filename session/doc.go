@@ -8,9 +8,9 @@
 //     budget in Limits);
 //   - sessions: ids, the cap with eviction of the least recently used idle
 //     one, expiry (the endpoint's janitor), and one idempotent way to end a
-//     session (endSession), whatever the reason; the registry
-//     (registry.go) is where a store that keeps sessions across a restart
-//     would sit;
+//     session (endSession), whatever the reason; sessions across a
+//     restart of the bridge (store.go: the Store seam and its bbolt file;
+//     persist.go: what is written when, and Restore at the start);
 //   - SSE: the POST→SSE switch (response modes), GET streams with
 //     keepalives, per-session event logs and resumption with Last-Event-ID;
 //   - the access log, with audit bodies through package redact, and the
