@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,7 +20,15 @@ import (
 // the rest; a session ended for good leaves the Store, one the shutdown
 // ends stays, with its last use.
 func TestStoreRestore(t *testing.T) {
-	st, err := OpenStore(filepath.Join(t.TempDir(), "sessions.db"))
+	// Not t.TempDir: under Wine a file bbolt has mapped cannot be removed
+	// by the test's cleanup ("Invalid function"); the directory is left to
+	// the system's temporary files there.
+	dir, err := os.MkdirTemp("", "stelae-store-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	st, err := OpenStore(filepath.Join(dir, "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
