@@ -3,13 +3,17 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
@@ -149,4 +153,50 @@ func TestHealthzListsSessions(t *testing.T) {
 		t.Errorf("/healthz?verbose shows the whole session id")
 	}
 	awaitAsync(t, "the slow call", slow, 10*time.Second)
+}
+
+// TestGoSDKClientAcrossARestart: the official Go SDK client in a 2025
+// session (the bridge serves the 2025 era only, so it initializes) goes on
+// in that session after the bridge is restarted on the same address and
+// state directory: its next call answers, with no new initialize.
+func TestGoSDKClientAcrossARestart(t *testing.T) {
+	config := fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer})
+	state, addr := t.TempDir(), freeAddr(t)
+	a := startBinary(t, config, "-state-dir", state, "-listen", addr, "-protocol-eras", "2025")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "stelae-restart-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: a.base + "/fake/mcp", MaxRetries: 5}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	sid := cs.ID()
+	if sid == "" {
+		t.Fatal("no 2025 session")
+	}
+	call := func(text string) error {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
+		if err != nil {
+			return err
+		}
+		if res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != text {
+			return fmt.Errorf("answered %+v", res.Content)
+		}
+		return nil
+	}
+	if err := call("before"); err != nil {
+		t.Fatal(err)
+	}
+	stopBinary(t, a)
+	b := startBinary(t, config, "-state-dir", state, "-listen", addr, "-protocol-eras", "2025")
+	if err := call("after"); err != nil {
+		t.Fatalf("the call after the restart: %v", err)
+	}
+	if cs.ID() != sid {
+		t.Errorf("the client's session is %s; it was %s", cs.ID(), sid)
+	}
+	if got := metricsOf(t, b)[`stelae_calls_total{destination="fake",outcome="ok"}`]; got != 1 {
+		t.Errorf("the new bridge answered %v calls; want the one call, no initialize", got)
+	}
 }
