@@ -365,7 +365,7 @@ func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // drainCalls refuses new requests (503, Retry-After) and waits, up to
-// DrainTimeout, for the POSTs being served to be answered.
+// DrainTimeout, for the calls in flight to be answered (not streams: Endpoint.Drain).
 func (b *Bridge) drainCalls() {
 	b.closing.Store(true)
 	start := time.Now()

@@ -150,7 +150,7 @@ func (r Reloaded) Unchanged() bool {
 // added one is served at once; a changed or removed one is taken out of
 // the routes at once (its sessions' next requests get 404, so clients
 // initialize again, on the new child for a changed one) and retired: its
-// POSTs in flight may finish within Options.DrainTimeout, then its
+// calls in flight may finish within Options.DrainTimeout, then its
 // sessions and streams end and its child stops. Commands come only from
 // cfg. A configuration the running bridge cannot take is refused
 // (ErrReloadRefused) and nothing changes.

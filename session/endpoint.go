@@ -231,8 +231,11 @@ type Endpoint struct {
 	pumps sync.WaitGroup
 	// sl is what the endpoint keeps for requests without a session.
 	sl stateless
-	// posts counts the POSTs being served (Drain waits for none).
-	posts atomic.Int64
+	// calls counts the calls being answered on POSTs: a session's, a
+	// request's without a session, an initialize's (Drain waits for
+	// none). A subscriptions/listen stream is not one: it lasts as long as
+	// its client wants.
+	calls atomic.Int64
 }
 
 // NewEndpoint serves destination name: with shared, one child for every
@@ -267,6 +270,12 @@ func (ep *Endpoint) Name() string { return ep.name }
 
 // SessionTTL is how long an idle session lives.
 func (ep *Endpoint) SessionTTL() time.Duration { return ep.opts.SessionTTL }
+
+// callDone ends a session call's count in calls and in the metrics.
+func (ep *Endpoint) callDone() {
+	ep.calls.Add(-1)
+	ep.m.Inflight.Dec()
+}
 
 // Isolated reports whether each session has a child of its own.
 func (ep *Endpoint) Isolated() bool { return ep.perSession != nil }
@@ -333,14 +342,14 @@ func (ep *Endpoint) Shutdown(ctx context.Context) { ep.end(ctx, errShutdown) }
 // (a client's next request gets 404 and initializes anew).
 func (ep *Endpoint) Retire(ctx context.Context) { ep.end(ctx, errReconfigured) }
 
-// Drain waits, until ctx ends, for the POSTs being served to be answered;
-// it reports whether they were. It does not wait for a shared child that
+// Drain waits, until ctx ends, for the calls being answered (calls) to be
+// answered; it reports whether they were. It does not wait for a shared child that
 // is not running: what waits for it to start would wait in vain, and the
 // shutdown that follows answers it (503).
 func (ep *Endpoint) Drain(ctx context.Context) bool {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for ep.posts.Load() > 0 {
+	for ep.calls.Load() > 0 {
 		if ep.shared != nil && ep.shared.Status().State != dispatch.StateRunning {
 			return true
 		}

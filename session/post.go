@@ -70,7 +70,6 @@ var postPool = sync.Pool{New: func() any { return new(post) }}
 // the functions that wait for an answer (sessionPost, dispatch's Next) are
 // kept small: see post.
 func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
-	ep.posts.Add(1)
 	p := postPool.Get().(*post)
 	p.start, p.rec.status = time.Now(), http.StatusOK
 	defer ep.endPost(p)
@@ -111,7 +110,6 @@ func (ep *Endpoint) endPost(p *post) {
 	ep.releaseBody(&p.body)
 	*p = post{body: p.body}
 	postPool.Put(p)
-	ep.posts.Add(-1)
 }
 
 // readPost checks a POST's headers, reads its body and parses the message
@@ -190,7 +188,8 @@ func (ep *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, p *post)
 
 	p.observe = true
 	ep.m.Inflight.Inc()
-	defer ep.m.Inflight.Dec()
+	ep.calls.Add(1)
+	defer ep.callDone()
 	// A dropped connection does not cancel the call: its answer stays in the
 	// session's event log for a client that resumes the stream.
 	pw := ep.newPostAnswer(w, s, p)
@@ -288,7 +287,9 @@ func (ep *Endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 		}
 	}
 	s.inflight.Add(1)
+	ep.calls.Add(1)
 	resp, err := s.d.Do(s.ctx, s, m, ep.opts.RequestTimeout)
+	ep.calls.Add(-1)
 	s.inflight.Add(-1)
 	s.touch()
 	if err != nil {

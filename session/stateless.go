@@ -501,6 +501,8 @@ var errClientGone = fmt.Errorf("%w: the client closed the response stream", disp
 func (ep *Endpoint) drive(w http.ResponseWriter, r *http.Request, f *flight, m *jsonrpc.Message, rec *postLog) {
 	accept := Header(r.Header, "Accept")
 	ra := &requestAnswer{ep: ep, w: w, r: r, f: f, m: m, rec: rec, sseOK: accept != "" && accepts(accept, "text/event-stream")}
+	ep.calls.Add(1)
+	defer ep.calls.Add(-1)
 	// The client's going away cancels the call, unless it was parked.
 	stop := context.AfterFunc(r.Context(), func() { f.cancel(errClientGone) })
 	defer func() {

@@ -303,3 +303,29 @@ func TestShutdownDrainsCallsInFlight(t *testing.T) {
 		t.Fatal("the bridge did not exit after the drain")
 	}
 }
+
+// TestShutdownDoesNotWaitForListenStreams: a subscriptions/listen stream
+// is a POST that lasts as long as its client wants; it is not a call in
+// flight, so SIGTERM's drain does not wait -drain-timeout for it.
+func TestShutdownDoesNotWaitForListenStreams(t *testing.T) {
+	p := startBinary(t, fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer}), "-drain-timeout", "20s")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	status, resp, err := openListen(ctx, p.base+"/fake/mcp", 1)
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("subscriptions/listen: %d %v", status, err)
+	}
+	defer resp.Body.Close()
+	start := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the bridge still runs 15 s after SIGTERM with a listen stream open")
+	}
+	if took := time.Since(start); took > 8*time.Second {
+		t.Errorf("shutdown took %s with a listen stream open", took)
+	}
+}
