@@ -234,7 +234,7 @@ func (b *Bridge) ReloadFrom(load func() (*config.Config, error)) (Reloaded, erro
 	return r, nil
 }
 
-// retire ends a destination a reload changed or removed: its POSTs in
+// retire ends a destination a reload changed or removed: its calls in
 // flight may finish within DrainTimeout, then its sessions and streams end
 // and its child stops. Bridge.retiring owns it.
 func (b *Bridge) retire(name string, ep *session.Endpoint, d *dispatch.Dispatcher) {
