@@ -73,9 +73,14 @@ type Options struct {
 	PublicURL         string
 	TrustProxyHeaders bool
 	ShutdownTimeout   time.Duration
-	// DrainTimeout is how long the calls in flight of a destination a
-	// reload changed or removed may take to finish before its sessions end.
+	// DrainTimeout is how long the calls in flight may take to finish on
+	// shutdown (Serve), and those of a destination a reload changed or
+	// removed before its sessions end.
 	DrainTimeout time.Duration
+	// SharedListener: the listening socket Serve gets outlives this
+	// process (systemd socket activation), so on shutdown the bridge
+	// hands over (handOver) instead of answering 503 while it drains.
+	SharedListener bool
 	// OAuth token validation (destinations with an 'auth:' block): the
 	// clock skew tolerated, how long an issuer's keys are kept, and the
 	// least time between fetches caused by unknown key ids.
@@ -220,9 +225,9 @@ type Bridge struct {
 	// an 'auth:' block at the start); without it, a reload cannot turn
 	// OAuth on.
 	authOn bool
-	// closing is set first thing in Shutdown: every request but /healthz is
-	// answered 503 with Retry-After from then on, never 404.
-	closing      atomic.Bool
+	// phase is where the bridge is in its life (phaseServing, then
+	// phaseHandingOver or straight phaseClosing).
+	phase        atomic.Int32
 	shutdownOnce sync.Once
 	// streams ends /stream's keepalive streams on Shutdown.
 	streams chan struct{}
@@ -235,6 +240,22 @@ type Bridge struct {
 	reloadMu sync.Mutex
 	retiring sync.WaitGroup
 }
+
+// The bridge's phases (Bridge.phase).
+const (
+	phaseServing int32 = iota
+	// phaseHandingOver: Serve's drain with a shared listener
+	// (Options.SharedListener): no connection is accepted, requests on
+	// those open are served, and each answer closes its connection.
+	phaseHandingOver
+	// phaseClosing, from Shutdown's start (or the drain's without a shared
+	// listener): every request but /healthz and /readyz is answered 503
+	// with Retry-After, never 404.
+	phaseClosing
+)
+
+// stopping: the bridge has begun to stop (readiness fails; no reload).
+func (b *Bridge) stopping() bool { return b.phase.Load() != phaseServing }
 
 // New builds a bridge for cfg. Nothing starts but the destinations marked
 // prestart.
@@ -335,7 +356,8 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.handler.S
 // requests get 503 with Retry-After (and /readyz says draining) while the
 // calls in flight may finish, within Options.DrainTimeout; then it stops
 // accepting, ends every session and stream, waits for the requests in
-// flight, and stops every child, within Options.ShutdownTimeout.
+// flight, and stops every child, within Options.ShutdownTimeout. With
+// Options.SharedListener the drain is a hand-over instead (handOver).
 func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
 	// The server calls the handler itself, not ServeHTTP: one frame fewer
 	// on every request's stack (see session.post on stacks).
@@ -345,7 +367,12 @@ func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
 	var err error
 	select {
 	case <-ctx.Done():
-		b.drainCalls()
+		if b.opts.SharedListener {
+			b.handOver(srv)
+		} else {
+			b.phase.Store(phaseClosing)
+			b.drainCalls(time.Now())
+		}
 		b.log.Info("shutting down")
 	case err = <-serveErr:
 		b.log.Error("server stopped", "error", err)
@@ -364,13 +391,62 @@ func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// drainCalls refuses new requests (503, Retry-After) and waits, up to
-// DrainTimeout, for the calls in flight to be answered (not streams: Endpoint.Drain).
-func (b *Bridge) drainCalls() {
-	b.closing.Store(true)
+// handOverLinger is how long a hand-over waits, once no call is in
+// flight, for the idle keep-alive connections to bring their next request
+// (answered, and the connection closed) before it closes them.
+const handOverLinger = 2 * time.Second
+
+// handOver is Serve's drain when the listening socket outlives the bridge
+// (Options.SharedListener: systemd socket activation). It stops accepting
+// at once, so the bridge that serves next takes every new connection
+// (they wait in the socket's backlog until it runs), and goes on serving
+// the connections open, each answer closing its connection: the calls in
+// flight finish, and a client's next request on a keep-alive connection
+// finds an answer, not a socket closed under it (which a client may not
+// retry: the request may have been read). Once no call is in flight and
+// no connection waits idle (up to handOverLinger for them), or
+// DrainTimeout is up, new requests get 503 and the shutdown goes on.
+func (b *Bridge) handOver(srv *Server) {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), b.opts.DrainTimeout)
+	b.phase.Store(phaseHandingOver)
+	srv.StopAccepting()
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(b.opts.DrainTimeout))
 	defer cancel()
+	if b.waitCalls(ctx) {
+		linger := time.NewTimer(handOverLinger)
+		tick := time.NewTicker(10 * time.Millisecond)
+	idle:
+		for n := srv.IdleConns(); n > 0; n = srv.IdleConns() {
+			select {
+			case <-tick.C:
+			case <-linger.C:
+				b.log.Info("closing idle connections that brought no request during the hand-over", "connections", n, "linger", handOverLinger)
+				break idle
+			case <-ctx.Done():
+				break idle
+			}
+		}
+		tick.Stop()
+		linger.Stop()
+	}
+	b.phase.Store(phaseClosing)
+	b.drainCalls(start) // those of the requests the connections brought meanwhile
+}
+
+// drainCalls waits, up to DrainTimeout from start, for the calls in flight
+// to be answered (not streams: Endpoint.Drain), and says so.
+func (b *Bridge) drainCalls(start time.Time) {
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(b.opts.DrainTimeout))
+	defer cancel()
+	if !b.waitCalls(ctx) {
+		b.log.Warn("calls still in flight after the drain timeout: they end now", "drain_timeout", b.opts.DrainTimeout)
+	} else if took := time.Since(start); took > 50*time.Millisecond {
+		b.log.Info("calls in flight finished before the shutdown", "took", took.Round(time.Millisecond))
+	}
+}
+
+// waitCalls waits until no call is in flight (true) or ctx ends.
+func (b *Bridge) waitCalls(ctx context.Context) bool {
 	var wg sync.WaitGroup
 	drained := true
 	var mu sync.Mutex // guards drained
@@ -386,11 +462,7 @@ func (b *Bridge) drainCalls() {
 		}()
 	}
 	wg.Wait()
-	if !drained {
-		b.log.Warn("calls still in flight after the drain timeout: they end now", "drain_timeout", b.opts.DrainTimeout)
-	} else if took := time.Since(start); took > 50*time.Millisecond {
-		b.log.Info("calls in flight finished before the shutdown", "took", took.Round(time.Millisecond))
-	}
+	return drained
 }
 
 // Shutdown ends every session and stream and stops every child; requests
@@ -404,7 +476,7 @@ func (b *Bridge) Shutdown(ctx context.Context) error {
 
 // drain refuses new requests (503) and ends every session and stream.
 func (b *Bridge) drain(ctx context.Context) {
-	b.closing.Store(true)
+	b.phase.Store(phaseClosing)
 	b.shutdownOnce.Do(func() { close(b.streams) })
 	b.reloadMu.Lock() // no reload begins after this
 	b.endLife()

@@ -192,7 +192,8 @@ func paramHeaders(requested []string) string {
 
 // closingGate answers 503 with Retry-After to every request but /healthz
 // and /readyz once shutdown (its drain included) has begun: a 404 would send spec clients to initialize
-// again into a bridge that is going away.
+// again into a bridge that is going away. In a hand-over's drain it lets
+// requests through and has each answer close its connection.
 func (b *Bridge) closingGate(next http.Handler) http.Handler { return &gateLayer{b, next} }
 
 // gateLayer is closingGate's handler (a type: see guardLayer).
@@ -202,9 +203,16 @@ type gateLayer struct {
 }
 
 func (g *gateLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if g.b.closing.Load() && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
-		refuseClosing(w)
-		return
+	switch g.b.phase.Load() {
+	case phaseServing:
+	case phaseHandingOver:
+		// The next bridge accepts this client's next connection.
+		w.Header().Set("Connection", "close")
+	default:
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			refuseClosing(w)
+			return
+		}
 	}
 	g.next.ServeHTTP(w, r)
 }

@@ -305,7 +305,7 @@ func (b *Bridge) serveReady(w http.ResponseWriter, r *http.Request) {
 	if !onlyGet(w, r) {
 		return
 	}
-	if b.closing.Load() {
+	if b.stopping() {
 		w.Header().Set("Retry-After", "5")
 		writeJSON(w, r, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
 		return

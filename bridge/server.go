@@ -92,6 +92,9 @@ type Server struct {
 	backAfter time.Duration
 
 	closing atomic.Bool
+	// stopped: StopAccepting closed the listener; the connections open
+	// are served on.
+	stopped atomic.Bool
 	// The sweeper (sweep) ticks while fast-path requests run and starts
 	// the watch of those that run past watchAfter; sweeping: it is
 	// ticking (a request that finds it idle wakes it).
@@ -104,6 +107,10 @@ type Server struct {
 	mu    sync.Mutex
 	ln    net.Listener
 	conns map[*fastConn]struct{}
+	// imu guards stdIdle: the connections net/http waits on for a next
+	// request (its ConnState hook keeps it).
+	imu     sync.Mutex
+	stdIdle map[net.Conn]struct{}
 	// conns' goroutines, and Serve's hand-off to std.
 	wg sync.WaitGroup
 }
@@ -118,7 +125,7 @@ const watchAfter = 100 * time.Millisecond
 
 // NewServer returns a Server for h; log gets what net/http would print.
 func NewServer(h http.Handler, log hclog.Logger) *Server {
-	s := &Server{handler: h, log: log, headerTimeout: 10 * time.Second, idleTimeout: 2 * time.Minute, backAfter: time.Second, conns: map[*fastConn]struct{}{},
+	s := &Server{handler: h, log: log, headerTimeout: 10 * time.Second, idleTimeout: 2 * time.Minute, backAfter: time.Second, conns: map[*fastConn]struct{}{}, stdIdle: map[net.Conn]struct{}{},
 		sweepWake: make(chan struct{}, 1), stop: make(chan struct{}), sweepDone: make(chan struct{})}
 	s.std = &http.Server{
 		Handler:           http.HandlerFunc(s.serveStd),
@@ -163,7 +170,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			if s.closing.Load() {
+			if s.closing.Load() || s.stopped.Load() {
 				return http.ErrServerClosed
 			}
 			var ne net.Error
@@ -224,8 +231,15 @@ func stdConnContext(ctx context.Context, nc net.Conn) context.Context {
 }
 
 // stdConnState tells a handed-over connection whether net/http waits for
-// its next request (see replayConn).
+// its next request (see replayConn), and keeps stdIdle.
 func (s *Server) stdConnState(nc net.Conn, st http.ConnState) {
+	s.imu.Lock()
+	if st == http.StateIdle {
+		s.stdIdle[nc] = struct{}{}
+	} else {
+		delete(s.stdIdle, nc)
+	}
+	s.imu.Unlock()
 	if rc, ok := nc.(*replayConn); ok {
 		if st == http.StateIdle {
 			rc.wait.Store(waitIdle)
@@ -233,6 +247,36 @@ func (s *Server) stdConnState(nc net.Conn, st http.ConnState) {
 			rc.wait.Store(waitNone)
 		}
 	}
+}
+
+// StopAccepting closes the listener and goes on serving the connections
+// open: for a hand-over, where the listening socket outlives this process
+// (systemd socket activation) and the process that serves next accepts
+// what comes from then on. Shutdown follows.
+func (s *Server) StopAccepting() {
+	s.stopped.Store(true)
+	s.mu.Lock()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.mu.Unlock()
+}
+
+// IdleConns counts the open connections waiting for a next request (or,
+// just accepted, for their first), on the fast path and net/http's.
+func (s *Server) IdleConns() int {
+	n := 0
+	s.mu.Lock()
+	for c := range s.conns {
+		if c.state.Load() == connIdle {
+			n++
+		}
+	}
+	s.mu.Unlock()
+	s.imu.Lock()
+	n += len(s.stdIdle)
+	s.imu.Unlock()
+	return n
 }
 
 // Shutdown stops accepting, closes idle connections, and waits for the

@@ -157,7 +157,7 @@ func (r Reloaded) Unchanged() bool {
 func (b *Bridge) Reload(cfg *config.Config) (Reloaded, error) {
 	b.reloadMu.Lock()
 	defer b.reloadMu.Unlock()
-	if b.closing.Load() {
+	if b.stopping() {
 		return Reloaded{}, fmt.Errorf("%w: the bridge is shutting down", ErrReloadRefused)
 	}
 	prev := b.t()

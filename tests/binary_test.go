@@ -132,7 +132,13 @@ func destinationsFile(t testing.TB, modes map[string]string, keys map[string]str
 func startBinary(t testing.TB, config string, flags ...string) *binaryProc {
 	t.Helper()
 	args := append([]string{"-config", config, "-listen", "127.0.0.1:0", "-state-dir", t.TempDir()}, flags...)
-	cmd := exec.Command(bridgeBinary(t), args...)
+	return runBinary(t, exec.Command(bridgeBinary(t), args...))
+}
+
+// runBinary starts cmd, a bridge, and waits for it to say where it
+// listens; the test's cleanup kills it.
+func runBinary(t testing.TB, cmd *exec.Cmd) *binaryProc {
+	t.Helper()
 	p := &binaryProc{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.logs
 	stdout, err := cmd.StdoutPipe()

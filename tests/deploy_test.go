@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// TestSystemdUnit: deploy/stelae-bridge.service passes systemd-analyze
+// TestSystemdUnit: deploy/stelae-bridge.service and .socket pass systemd-analyze
 // verify (unknown keys and directives are reported there), and the bridge
 // accepts its ExecStart's flags.
 func TestSystemdUnit(t *testing.T) {
@@ -34,13 +34,28 @@ func TestSystemdUnit(t *testing.T) {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(analyze, "verify", path).CombinedOutput()
+	// The socket unit beside it (socket activation: systemd holds the
+	// listening socket across restarts), on the address the service's
+	// -listen names.
+	socket, err := os.ReadFile(filepath.Join("..", "deploy", "stelae-bridge.socket"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	socketPath := filepath.Join(dir, "stelae-bridge.socket")
+	if err := os.WriteFile(socketPath, socket, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(analyze, "verify", path, socketPath).CombinedOutput()
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 	m := regexp.MustCompile(`(?m)^ExecStart=(\S+) (.*)$`).FindStringSubmatch(text)
 	if m == nil {
 		t.Fatal("no ExecStart line")
+	}
+	ls := regexp.MustCompile(`(?m)^ListenStream=(\S+)$`).FindSubmatch(socket)
+	if ls == nil || !strings.Contains(m[2], "-listen "+string(ls[1])) {
+		t.Errorf("the socket unit listens on %q; the service's ExecStart says %q", ls, m[2])
 	}
 	// The flags, with %S (the state directory's parent) here and the
 	// shipped destinations file, under -check.

@@ -101,9 +101,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		log.Warn("destinations file: "+w, "file", s.config)
 	}
 
-	ln, err := net.Listen("tcp", s.listen)
+	ln, shared, err := listen(s.listen, getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "stelae-bridge: cannot listen on %s: %v (is another bridge running? pass -listen ADDR)\n", s.listen, err)
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
 	}
 	allowedHosts := list(s.allowedHosts)
@@ -118,7 +118,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	// settings and secrets (STELAE_AUTH_TOKENS and the rest), each under a
 	// reaper, with its process group recorded in the state directory; what
 	// a bridge killed outright left running is killed first.
-	run := runChildren{environ: supervisor.ChildEnviron(environ, bridgeEnvVars())}
+	run := runChildren{environ: supervisor.ChildEnviron(environ, append(bridgeEnvVars(), systemdVars...))}
 	if run.reaper, err = supervisor.ReaperCommand(); err != nil {
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
@@ -170,6 +170,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	opts.CheckHost, opts.AllowedHosts, opts.AuthTokens, opts.AuthServer = checkHost, allowedHosts, tokens, as
 	opts.Version, opts.Logger, opts.LogOutput = version, log, logOut
 	opts.Commit = readBuild().commitLabel()
+	opts.SharedListener = shared
 	if store != nil {
 		opts.SessionStore = store
 	}
@@ -182,6 +183,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	// The addresses go to stdout whatever the log level: they are what the
 	// user needs to configure a client.
 	fmt.Fprintf(stdout, "stelae-bridge %s listening on http://%s\n", version, ln.Addr())
+	if shared {
+		fmt.Fprintf(stdout, "  on the socket systemd passed (-listen is not used): a restart hands its connections over\n")
+	}
 	if len(tokens) > 0 {
 		fmt.Fprintf(stdout, "  bearer-token auth is on (%d token(s)); /healthz stays open\n", len(tokens))
 	}
