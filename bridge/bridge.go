@@ -299,10 +299,8 @@ func (b *Bridge) dispatcherFactory(d *config.Destination) func() *dispatch.Dispa
 		Records:      o.Records,
 	})
 	roots := rootsResult(d)
-	var allowed, alone func(string) bool
-	if !d.Tools.Empty() {
-		allowed = d.Tools.Allows
-	}
+	allowed := toolAllowed(d)
+	var alone func(string) bool
 	if len(d.InteractiveTools) > 0 {
 		alone = d.RunsAlone
 	}
@@ -326,6 +324,15 @@ func (b *Bridge) dispatcherFactory(d *config.Destination) func() *dispatch.Dispa
 			Logger:          o.Logger.Named("dispatch"),
 		})
 	}
+}
+
+// toolAllowed is destination d's tool filter for its dispatchers (nil:
+// every tool).
+func toolAllowed(d *config.Destination) func(string) bool {
+	if d.Tools.Empty() {
+		return nil
+	}
+	return d.Tools.Allows
 }
 
 // rootsResult is the roots/list result the bridge answers a destination's

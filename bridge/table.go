@@ -37,9 +37,11 @@ type table struct {
 func (b *Bridge) t() *table { return b.cur.Load() }
 
 // buildTable makes the table of cfg. The destinations prev serves the same
-// way (config.SameDestination) keep their endpoint and dispatcher — their
-// child, sessions, streams and calls; the others get new ones, which
-// nothing has started yet (prestart).
+// way (config.SameDestination), or with a shared child the same way but
+// for 'tools:' (Reload then gives their dispatcher the new filter), keep
+// their endpoint and dispatcher — their child, sessions, streams and
+// calls; the others get new ones, which nothing has started yet
+// (prestart).
 func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 	if cfg == nil || len(cfg.Names) == 0 {
 		return nil, errors.New("the configuration declares no destination")
@@ -56,7 +58,7 @@ func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 	for _, name := range cfg.Names {
 		d := cfg.Destinations[name]
 		t.names = append(t.names, name)
-		if prev.keeps(name, d) {
+		if prev.keeps(name, d) || prev.retools(name, d) {
 			t.endpoints[name] = prev.endpoints[name]
 			if shared := prev.dispatchers[name]; shared != nil {
 				t.dispatchers[name] = shared
@@ -99,6 +101,16 @@ func (t *table) keeps(name string, d *config.Destination) bool {
 	return config.SameDestination(t.cfg.Destinations[name], d)
 }
 
+// retools reports whether the table serves destination name on a shared
+// child as d says but for its 'tools:': the next table keeps its endpoint
+// and dispatcher, with d's filter.
+func (t *table) retools(name string, d *config.Destination) bool {
+	if t == nil || t.dispatchers[name] == nil {
+		return false
+	}
+	return config.SameButTools(t.cfg.Destinations[name], d)
+}
+
 // fresh reports whether destination name of t was made for it (not kept
 // from prev).
 func (t *table) fresh(name string, prev *table) bool {
@@ -136,18 +148,23 @@ var ErrReloadRefused = errors.New("the new configuration was not applied")
 // Reloaded is what a reload changed, by destination name.
 type Reloaded struct {
 	Added, Changed, Removed, Kept []string
+	// ToolsChanged are kept too, with their child and sessions, and a new
+	// 'tools:' filter; their clients were told the list changed.
+	ToolsChanged []string
 	// DefaultChanged: /mcp and / serve another destination (or none).
 	DefaultChanged bool
 }
 
 // Unchanged reports whether the reload changed nothing.
 func (r Reloaded) Unchanged() bool {
-	return len(r.Added)+len(r.Changed)+len(r.Removed) == 0 && !r.DefaultChanged
+	return len(r.Added)+len(r.Changed)+len(r.Removed)+len(r.ToolsChanged) == 0 && !r.DefaultChanged
 }
 
 // Reload applies cfg as a diff of the configuration being served: an
-// unchanged destination keeps its child, sessions, streams and calls; an
-// added one is served at once; a changed or removed one is taken out of
+// unchanged destination keeps its child, sessions, streams and calls; so
+// does one on a shared child whose 'tools:' alone changed, with the new
+// filter and notifications/tools/list_changed to its clients
+// (dispatch.Dispatcher.SetToolAllowed); an added one is served at once; a changed or removed one is taken out of
 // the routes at once (its sessions' next requests get 404, so clients
 // initialize again, on the new child for a changed one) and retired: its
 // calls in flight may finish within Options.DrainTimeout, then its
@@ -175,6 +192,8 @@ func (b *Bridge) Reload(cfg *config.Config) (Reloaded, error) {
 			r.Added = append(r.Added, name)
 		case next.fresh(name, prev):
 			r.Changed = append(r.Changed, name)
+		case !config.SameDestination(prev.cfg.Destinations[name], cfg.Destinations[name]):
+			r.ToolsChanged = append(r.ToolsChanged, name)
 		default:
 			r.Kept = append(r.Kept, name)
 		}
@@ -189,6 +208,9 @@ func (b *Bridge) Reload(cfg *config.Config) (Reloaded, error) {
 		b.legacyHits.WithLabelValues(name) // 0 from the start
 	}
 	b.cur.Store(next)
+	for _, name := range r.ToolsChanged {
+		next.dispatchers[name].SetToolAllowed(toolAllowed(cfg.Destinations[name]))
+	}
 	next.prestart(prev)
 	for _, name := range append(slices.Clone(r.Changed), r.Removed...) {
 		b.retiring.Add(1)
@@ -228,7 +250,7 @@ func (b *Bridge) ReloadFrom(load func() (*config.Config, error)) (Reloaded, erro
 		b.log.Info("configuration reloaded: nothing changed", "destinations", len(r.Kept))
 	default:
 		b.reloads.WithLabelValues("applied").Inc()
-		b.log.Info("configuration reloaded", "added", r.Added, "changed", r.Changed, "removed", r.Removed, "kept", r.Kept, "default", cfg.Default)
+		b.log.Info("configuration reloaded", "added", r.Added, "changed", r.Changed, "removed", r.Removed, "tools_changed", r.ToolsChanged, "kept", r.Kept, "default", cfg.Default)
 	}
 	b.lastReload.SetToCurrentTime()
 	return r, nil

@@ -46,6 +46,15 @@ func TestReloadDiff(t *testing.T) {
 		t.Errorf("GET / after the reload: %d %s", w.Code, w.Body)
 	}
 
+	// Only b's 'tools:': kept, with the new filter.
+	bb := b.t().endpoints["b"]
+	filtered := dest("b", "/nonexistent/other")
+	filtered.Tools = config.ToolFilter{Deny: []string{"t"}}
+	r, err = b.Reload(cfg("b", dest("a", "/nonexistent/never-started"), filtered))
+	if err != nil || !reflect.DeepEqual(r.ToolsChanged, []string{"b"}) || len(r.Changed) > 0 || r.DefaultChanged || r.Unchanged() || b.t().endpoints["b"] != bb {
+		t.Fatalf("b's tools filtered: %+v %v; want b in ToolsChanged, its endpoint kept", r, err)
+	}
+
 	r, err = b.Reload(cfg("b", dest("b", "/nonexistent/changed")))
 	if err != nil || !reflect.DeepEqual(r.Removed, []string{"a"}) || !reflect.DeepEqual(r.Changed, []string{"b"}) {
 		t.Fatalf("a removed, b changed: %+v %v", r, err)

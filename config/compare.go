@@ -15,6 +15,19 @@ func SameDestination(a, b *Destination) bool {
 	return reflect.DeepEqual(x, y)
 }
 
+// SameButTools reports whether a and b declare the same server in the
+// same way but for which of its tools they show ('tools:'): a reload
+// applies such a change to the running child (its sessions are told the
+// list changed).
+func SameButTools(a, b *Destination) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	x := *a
+	x.Tools = b.Tools
+	return SameDestination(&x, b)
+}
+
 // withoutLine is a copy of a without its position in the file.
 func withoutLine(a *Auth) *Auth {
 	if a == nil {

@@ -25,5 +25,9 @@ func TestSameDestination(t *testing.T) {
 		if SameDestination(base.Destinations["a"], parse(src).Destinations["a"]) {
 			t.Errorf("a change of %s is not seen", name)
 		}
+		// Only a change of 'tools:' can be applied to the running child.
+		if got := SameButTools(base.Destinations["a"], parse(src).Destinations["a"]); got != (name == "tools") {
+			t.Errorf("SameButTools after a change of %s = %v", name, got)
+		}
 	}
 }

@@ -228,7 +228,7 @@ func (d *Dispatcher) Begin(ctx context.Context, s Session, m *jsonrpc.Message, t
 	case "resources/unsubscribe":
 		return d.unsubscribe(call, s, m)
 	case "tools/list":
-		if d.opts.ToolAllowed != nil {
+		if d.filter.Load() != nil {
 			call.after = d.filterToolList
 		}
 	}

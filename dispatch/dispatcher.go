@@ -110,7 +110,7 @@ type Options struct {
 	// ToolAllowed, when set, hides the tools it returns false for: they are
 	// removed from tools/list answers and from Tools, and a tools/call of one
 	// is refused without reaching the child. nil allows every tool. It must
-	// be fast and safe for concurrent use.
+	// be fast and safe for concurrent use. SetToolAllowed replaces it.
 	ToolAllowed func(name string) bool
 	// BridgeVersion is the bridge's version, sent as clientInfo.version in
 	// the bridge's own initialize.
@@ -185,6 +185,9 @@ type Dispatcher struct {
 
 	// tools is the tool catalogue; it has its own mutex.
 	tools toolCatalog
+	// filter is Options.ToolAllowed as it stands (SetToolAllowed replaces
+	// it on a reload); nil allows every tool.
+	filter atomic.Pointer[toolFilter]
 	// logsDropped counts the child's log messages no session received.
 	logsDropped atomic.Uint64
 	// closing ends the bridge's own calls (the catalogue's fetch) on Close;
@@ -214,6 +217,9 @@ func New(opts Options) *Dispatcher {
 		childReqs: map[string]childRequest{},
 		abandoned: map[uint64]abandonedCall{},
 		grace:     abandonGrace,
+	}
+	if opts.ToolAllowed != nil {
+		d.filter.Store(&toolFilter{opts.ToolAllowed})
 	}
 	d.closing, d.close = context.WithCancel(context.Background())
 	d.sup = supervisor.New(supervisor.Options{

@@ -79,8 +79,8 @@ func (d *Dispatcher) screen(m *jsonrpc.Message, request bool) (code int, why str
 	if !request && !strings.HasPrefix(m.Method, "notifications/") {
 		return jsonrpc.CodeInvalidRequest, fmt.Sprintf("%q is a request method, not a notification: send it with an \"id\" to get an answer", truncate([]byte(m.Method), 100))
 	}
-	if d.opts.ToolAllowed != nil && m.Method == "tools/call" {
-		return d.screenToolCall(m)
+	if f := d.filter.Load(); f != nil && m.Method == "tools/call" {
+		return d.screenToolCall(m, f.allows)
 	}
 	return 0, ""
 }
@@ -89,7 +89,7 @@ func (d *Dispatcher) screen(m *jsonrpc.Message, request bool) (code int, why str
 // whose name a lenient decoder could read differently: params must be an
 // object whose every member named "name" in any letter case is a string
 // naming an allowed tool, and there must be one.
-func (d *Dispatcher) screenToolCall(m *jsonrpc.Message) (int, string) {
+func (d *Dispatcher) screenToolCall(m *jsonrpc.Message, allowed func(string) bool) (int, string) {
 	if len(m.Params) == 0 || m.Params[0] != '{' {
 		return jsonrpc.CodeInvalidParams, `tools/call needs "params": an object with the tool's "name"`
 	}
@@ -110,7 +110,7 @@ func (d *Dispatcher) screenToolCall(m *jsonrpc.Message) (int, string) {
 			code, why = jsonrpc.CodeInvalidParams, fmt.Sprintf("tool %q is not available on this destination: MCP tool names are 1 to 128 ASCII letters, digits, '_', '-' and '.', and the server lists no tool of that name", truncate([]byte(name), 100))
 			return false
 		}
-		if !d.opts.ToolAllowed(name) {
+		if !allowed(name) {
 			d.log.Debug("call of a hidden tool refused", "tool", truncate([]byte(name), 100))
 			code, why = jsonrpc.CodeInvalidParams, fmt.Sprintf("tool %q is not available on this destination", truncate([]byte(name), 100))
 			return false

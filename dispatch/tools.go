@@ -21,7 +21,8 @@ import (
 const maxToolPages = 100
 
 // toolCatalog is the destination's tool list as last fetched from the child,
-// already filtered.
+// whole: Tools filters it as it is read, so that a new filter
+// (SetToolAllowed) applies to it at once, with or without a child.
 type toolCatalog struct {
 	// mu guards list, known, headers, tasks, fetching, again and next. It is never held
 	// while talking to the child.
@@ -57,8 +58,14 @@ type toolCatalog struct {
 func (d *Dispatcher) Tools() (tools []json.RawMessage, known bool) {
 	t := &d.tools
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]json.RawMessage(nil), t.list...), t.known
+	list, known := t.list, t.known
+	t.mu.Unlock()
+	for _, tool := range list {
+		if d.toolAllowed(toolName(tool)) {
+			tools = append(tools, tool)
+		}
+	}
+	return tools, known
 }
 
 // refreshTools fetches the catalogue from c on a goroutine of its own; it
@@ -109,7 +116,7 @@ func (d *Dispatcher) fetchLoop() {
 }
 
 // fetchTools asks c for its tools (every page, up to maxToolPages) as one of
-// the bridge's own calls and returns the allowed ones.
+// the bridge's own calls and returns them all.
 func (d *Dispatcher) fetchTools(c *child) ([]json.RawMessage, error) {
 	d.mu.RLock()
 	result := d.initResult
@@ -141,11 +148,7 @@ func (d *Dispatcher) fetchTools(c *child) ([]json.RawMessage, error) {
 		jsonrpc.EachMember(m.Result, func(key string, val []byte) bool {
 			switch key {
 			case "tools":
-				jsonrpc.EachElement(val, func(tool []byte) {
-					if d.toolAllowed(toolName(tool)) {
-						out = append(out, tool)
-					}
-				})
+				jsonrpc.EachElement(val, func(tool []byte) { out = append(out, tool) })
 			case "nextCursor":
 				next = val
 			}
@@ -160,8 +163,35 @@ func (d *Dispatcher) fetchTools(c *child) ([]json.RawMessage, error) {
 	return out, nil
 }
 
+// toolFilter holds a ToolAllowed function (Dispatcher.filter).
+type toolFilter struct{ allows func(string) bool }
+
 func (d *Dispatcher) toolAllowed(name string) bool {
-	return d.opts.ToolAllowed == nil || d.opts.ToolAllowed(name)
+	f := d.filter.Load()
+	return f == nil || f.allows(name)
+}
+
+// SetToolAllowed replaces Options.ToolAllowed (nil allows every tool), as
+// a reload that changed only a destination's 'tools:' does: the calls and
+// lists from now on follow it, the catalogue is fetched again from the
+// running child, and every session — and every subscriptions/listen
+// stream that asked for tool list changes — gets
+// notifications/tools/list_changed, so that clients list anew.
+func (d *Dispatcher) SetToolAllowed(allowed func(name string) bool) {
+	if allowed == nil {
+		d.filter.Store(nil)
+	} else {
+		d.filter.Store(&toolFilter{allowed})
+	}
+	if c := d.current(); c != nil {
+		d.refreshTools(c)
+	}
+	msg := []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	d.mu.RLock()
+	for s := range d.sessions {
+		d.deliver(s, msg)
+	}
+	d.mu.RUnlock()
 }
 
 // filterToolList removes the hidden tools from a tools/list response. Every
@@ -174,7 +204,11 @@ func (d *Dispatcher) filterToolList(resp []byte, err error) ([]byte, error) {
 	if perr != nil || len(m.Result) == 0 {
 		return resp, nil
 	}
-	result, changed := filterToolsResult(m.Result, d.opts.ToolAllowed)
+	f := d.filter.Load()
+	if f == nil {
+		return resp, nil // the filter was lifted while the call ran
+	}
+	result, changed := filterToolsResult(m.Result, f.allows)
 	if !changed {
 		return resp, nil
 	}

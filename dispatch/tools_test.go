@@ -656,7 +656,7 @@ func FuzzToolFilter(f *testing.F) {
 				t.Fatalf("unchanged result differs: %s → %s", data, out)
 			}
 		}
-		d.screenToolCall(&jsonrpc.Message{ID: json.RawMessage("1"), Method: "tools/call", Params: data})
+		d.screenToolCall(&jsonrpc.Message{ID: json.RawMessage("1"), Method: "tools/call", Params: data}, deny)
 		toolName(data)
 		jsonrpc.EachElement(data, func([]byte) {})
 	})

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -327,5 +328,74 @@ func TestShutdownDoesNotWaitForListenStreams(t *testing.T) {
 	}
 	if took := time.Since(start); took > 8*time.Second {
 		t.Errorf("shutdown took %s with a listen stream open", took)
+	}
+}
+
+// TestReloadToolsFilterTellsClients: a reload that changes only a
+// destination's 'tools:' keeps its child and sessions and applies the new
+// filter to them, and its clients are told: a 2025 session at /mcp (the
+// default destination) gets notifications/tools/list_changed on its GET
+// stream, a 2026-07-28 subscriptions/listen stream that asked for tool
+// list changes gets it too, and the lists and calls from then on follow
+// the new filter, both ways.
+func TestReloadToolsFilterTellsClients(t *testing.T) {
+	server := fakemcp.ModeServer
+	file := func(keys map[string]string) string {
+		path := destinationsFile(t, map[string]string{"fake": server}, keys)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, append(data, "default: fake\n"...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	config := file(nil)
+	p := startBinary(t, config)
+	c := newClient(t, p.base+"/mcp")
+	c.initialize()
+	pid := whoamiCall(t, c).PID
+	st := c.openStream()
+	defer st.close()
+	listen := openSSE(t, http.MethodPost, p.base+"/mcp", "", listenBody(7), "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "subscriptions/listen")
+	defer listen.close()
+	listen.next(t, "notifications/subscriptions/acknowledged", 10*time.Second)
+	lists := func(tool string) (session, modern, operator bool) {
+		r := c.post(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+		m := modernCall(t, p.base+"/mcp", `"m"`, "tools/list", `{`+modernMeta+`}`)
+		o := mustRequest(t, http.MethodGet, p.base+"/tools/list", "", "")
+		named := regexp.MustCompile(`"name":\s*"` + tool + `"`)
+		return named.Match(r.body), named.Match(m.body), named.Match(o.body)
+	}
+	// The catalogue behind /tools/list is fetched after the child's start.
+	waitFor(t, 10*time.Second, "the tool catalogue", func() bool { _, _, o := lists("echo"); return o })
+	if s, m, o := lists("slow"); !s || !m || !o {
+		t.Fatalf("before the reload, slow is listed: to the session %v, to a 2026 request %v, at /tools/list %v; want everywhere", s, m, o)
+	}
+
+	for i, keys := range []map[string]string{{"fake": "    tools:\n      deny: [slow]\n"}, nil} {
+		hidden := keys != nil
+		rewrite(t, config, file(keys))
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitReloads(t, p, "applied", float64(i+1))
+		st.next(t, "notifications/tools/list_changed", 10*time.Second)
+		m := listen.next(t, "notifications/tools/list_changed", 10*time.Second)
+		if !strings.Contains(string(m.Params), `"io.modelcontextprotocol/subscriptionId":7`) {
+			t.Errorf("list_changed on the listen stream without its subscription id: %s", m.Params)
+		}
+		// The session goes on, on the same child, with the new filter.
+		if w := whoamiCall(t, c); w.PID != pid {
+			t.Errorf("after the reload the child is pid %d; it was %d (restarted)", w.PID, pid)
+		}
+		if s, m, o := lists("slow"); s == hidden || m == hidden || o == hidden {
+			t.Errorf("with slow hidden=%v, it is listed: to the session %v, to a 2026 request %v, at /tools/list %v", hidden, s, m, o)
+		}
+		r := c.callTool(`"s"`, "slow", map[string]any{"ms": 1, "text": "x"})
+		if denied := strings.Contains(string(r.body), "not available"); denied != hidden {
+			t.Errorf("a call of slow with it hidden=%v: %d %s", hidden, r.status, r.body)
+		}
 	}
 }
