@@ -3,12 +3,17 @@
 package tests
 
 import (
+	"debug/elf"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
 // TestSystemdUnit: deploy/stelae-bridge.service and .socket pass systemd-analyze
@@ -89,5 +94,76 @@ func TestDockerfileSettings(t *testing.T) {
 		if !strings.Contains(string(help), "(env "+m[1]+")") {
 			t.Errorf("the Dockerfile sets %s, which the bridge does not read", m[1])
 		}
+	}
+}
+
+// TestDockerfileStaticStage does what deploy/Dockerfile's build and static
+// stages do, without a container engine (CI has none): its build command,
+// as written, makes a binary with no ELF interpreter (static: it runs on
+// distroless/static), and that binary started with the stage's
+// environment, as a user whose home does not exist yet, makes its state
+// directory, private, and serves.
+func TestDockerfileStaticStage(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the image is Linux")
+	}
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	m := regexp.MustCompile(`(?m)^RUN CGO_ENABLED=0 go build (-trimpath) -ldflags "([^"]*)" -o /out/stelae-bridge (\./cmd/stelae-bridge)$`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatal("no build line of the expected shape in the Dockerfile")
+	}
+	bin := filepath.Join(t.TempDir(), "stelae-bridge")
+	build := exec.Command("go", "build", m[1], "-ldflags", strings.ReplaceAll(m[2], "${VERSION}", "v9.9.9-image"), "-o", bin, m[3])
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("the Dockerfile's build: %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("the image's binary has an ELF interpreter: it is not static")
+		}
+	}
+	f.Close()
+
+	// The static stage's environment, with its paths under a temporary
+	// root and a loopback port.
+	stage := text[strings.Index(text, " AS static"):]
+	stage = stage[:strings.Index(stage, "\nFROM ")]
+	env := regexp.MustCompile(`\b(STELAE_[A-Z_]+)=(\S+)`).FindAllStringSubmatch(stage, -1)
+	if len(env) < 4 {
+		t.Fatalf("the static stage sets %d variables: %q", len(env), env)
+	}
+	root := t.TempDir()
+	vars := map[string]string{}
+	for _, kv := range env {
+		vars[kv[1]] = kv[2]
+	}
+	vars["STELAE_CONFIG"] = fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer})
+	vars["STELAE_STATE_DIR"] = filepath.Join(root, vars["STELAE_STATE_DIR"])
+	vars["STELAE_LISTEN"] = "127.0.0.1:0"
+	cmd := exec.Command(bin)
+	cmd.Env = os.Environ()
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	p := runBinary(t, cmd)
+	c := newClient(t, p.base+"/fake/mcp")
+	c.initialize()
+	echoCall(t, c, `"i"`, "from the image's binary")
+	st, err := os.Stat(vars["STELAE_STATE_DIR"])
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("the state directory %s: %v %v; want it made, mode 0700", vars["STELAE_STATE_DIR"], err, st)
+	}
+	if r := mustRequest(t, http.MethodGet, p.base+"/version", "", ""); !strings.Contains(string(r.body), "v9.9.9-image") {
+		t.Errorf("/version of the image's binary: %s", r.body)
 	}
 }
