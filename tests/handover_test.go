@@ -88,9 +88,10 @@ func TestNoCallFailsAcrossAHandOver(t *testing.T) {
 	}
 	defer cs.Close()
 	var (
-		mu       sync.Mutex // guards goCalls, goFailed
+		mu       sync.Mutex // guards goCalls, goFailed, slowest
 		goCalls  int
 		goFailed []string
+		slowest  time.Duration
 	)
 	stopGo, goDone := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -102,12 +103,14 @@ func TestNoCallFailsAcrossAHandOver(t *testing.T) {
 			case <-time.After(20 * time.Millisecond):
 			}
 			text := fmt.Sprintf("go %d", i)
+			start := time.Now()
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
 			if err == nil && (res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != text) {
 				err = fmt.Errorf("answered %+v", res.Content)
 			}
 			mu.Lock()
 			goCalls++
+			slowest = max(slowest, time.Since(start))
 			if err != nil {
 				goFailed = append(goFailed, fmt.Sprintf("call %d: %v", i, err))
 			}
@@ -125,8 +128,11 @@ func TestNoCallFailsAcrossAHandOver(t *testing.T) {
 	slow := postAsync(c.url, c.sid, toolCallBody(`"slow"`, "slow", map[string]any{"ms": 1500, "text": "finished"}))
 	waitCalled(t, c, "slow")
 	before := calls(a)
+	stopAt := time.Now()
 	stopBinary(t, a)
+	stopped := time.Since(stopAt)
 	b := socketBridge(t, sock, config, flags...)
+	serving := time.Since(stopAt)
 	if b.base != a.base {
 		t.Fatalf("the new bridge listens at %s, not %s", b.base, a.base)
 	}
@@ -165,8 +171,8 @@ func TestNoCallFailsAcrossAHandOver(t *testing.T) {
 	// Each client's calls: the new bridge answered those after the restart
 	// with no initialize (a TypeScript client that initialized again would
 	// have failed a call first: it does not on its own).
-	t.Logf("TypeScript client: %d calls, %d failed (session %s); Go client: %d calls, %d failed; the old bridge had answered %v before the SIGTERM, the new one %v",
-		len(s.Calls), tsFailed, s.SessionID, goCalls, len(goFailed), before, calls(b))
+	t.Logf("TypeScript client: %d calls, %d failed (session %s); Go client: %d calls, %d failed, the slowest %s; the old bridge had answered %v before the SIGTERM and exited %s after it (the slow call's drain), the new one listened %s after it and answered %v",
+		len(s.Calls), tsFailed, s.SessionID, goCalls, len(goFailed), slowest.Round(time.Millisecond), before, stopped.Round(time.Millisecond), serving.Round(time.Millisecond), calls(b))
 }
 
 // keptConn is one keep-alive HTTP/1.1 connection the test drives itself
