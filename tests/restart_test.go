@@ -200,3 +200,41 @@ func TestGoSDKClientAcrossARestart(t *testing.T) {
 		t.Errorf("the new bridge answered %v calls; want the one call, no initialize", got)
 	}
 }
+
+// TestGetStreamAcrossARestart: a 2025 session's GET stream reconnects to
+// the new bridge with the Last-Event-ID the old one gave it. The event log
+// did not survive the restart, so the bridge opens a fresh stream (the
+// spec lets a server replay or not, and never on another stream): 200, no
+// replay of another stream's events, and the session's next notification
+// arrives on it.
+func TestGetStreamAcrossARestart(t *testing.T) {
+	config := fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer})
+	state, addr := t.TempDir(), freeAddr(t)
+	a := startBinary(t, config, "-state-dir", state, "-listen", addr)
+	c := newClient(t, a.base+"/fake/mcp")
+	c.initialize()
+	st := c.openStream()
+	if r := c.callTool(`1`, "list_changed", nil); r.status != http.StatusOK {
+		t.Fatalf("list_changed: %d %s", r.status, r.body)
+	}
+	var last string
+	for last == "" {
+		ev := st.event(t, 10*time.Second)
+		if len(ev.data) > 0 && decode(t, ev.data).Method == "notifications/tools/list_changed" {
+			last = ev.id
+			if last == "" {
+				t.Fatal("the old bridge's stream event has no id")
+			}
+		}
+	}
+	st.close()
+	stopBinary(t, a)
+
+	startBinary(t, config, "-state-dir", state, "-listen", addr)
+	resumed := openSSE(t, http.MethodGet, c.url, c.sid, "", "Last-Event-ID", last)
+	defer resumed.close()
+	if r := c.callTool(`2`, "list_changed", nil); r.status != http.StatusOK {
+		t.Fatalf("list_changed after the restart: %d %s", r.status, r.body)
+	}
+	resumed.next(t, "notifications/tools/list_changed", 10*time.Second)
+}
