@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
@@ -45,6 +46,9 @@ func (b *Bridge) t() *table { return b.cur.Load() }
 func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 	if cfg == nil || len(cfg.Names) == 0 {
 		return nil, errors.New("the configuration declares no destination")
+	}
+	if len(cfg.ProfileNames) > 0 {
+		return nil, fmt.Errorf("the file declares profiles (%s), which this build checks (-check) but does not serve yet: remove 'profiles:' (and a 'default:' naming one) to run it", strings.Join(cfg.ProfileNames, ", "))
 	}
 	t := &table{cfg: cfg, endpoints: map[string]*session.Endpoint{}, dispatchers: map[string]*dispatch.Dispatcher{}}
 	opts := b.opts

@@ -28,8 +28,15 @@ type Config struct {
 	// Names lists the destination names in file order.
 	Names []string
 	// Default names the destination served when a request names none;
-	// empty when the file sets no 'default:'.
+	// empty when the file sets no 'default:'. It may name a profile
+	// instead (DefaultProfile).
 	Default string
+	// DefaultProfile: Default names a profile, not a destination.
+	DefaultProfile bool
+	// Profiles by name ('profiles:'), in file order in ProfileNames: the
+	// destinations each serves together at /p/{name}/mcp.
+	Profiles     map[string]*Profile
+	ProfileNames []string
 	// Auth is the top-level 'auth:' block; nil when there is none. Every
 	// destination without its own carries it too (Destination.Auth).
 	Auth *Auth
@@ -117,6 +124,9 @@ type Destination struct {
 	// -session-ttl, and for 'isolation: session', where every idle
 	// session holds a child, at most IsolatedSessionTTL.
 	SessionTTL time.Duration
+	// Prefix is what its tool and prompt names start with in a profile
+	// ('prefix:'; "" for none); nil: its name (ToolPrefix).
+	Prefix *string
 	// Line is where the destination is declared in the file.
 	Line int
 }
@@ -264,16 +274,17 @@ type fileDestination struct {
 	Tasks          yaml.Node         `yaml:"tasks"`
 	InputWait      yaml.Node         `yaml:"input_wait"`
 	SessionTTL     yaml.Node         `yaml:"session_ttl"`
+	Prefix         yaml.Node         `yaml:"prefix"`
 	// Type is accepted in 'mcpServers:' entries only, and only as "stdio".
 	Type yaml.Node `yaml:"type"`
 }
 
 // destinationKeys are the keys a destination may have, in the order the
 // messages list them.
-var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait", "session_ttl"}
+var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait", "session_ttl", "prefix"}
 
 // topKeys are the keys of the file's top level.
-var topKeys = []string{"destinations", "mcpServers", "default", "auth"}
+var topKeys = []string{"destinations", "mcpServers", "default", "auth", "profiles"}
 
 // mcpServerKeys are the keys of an 'mcpServers:' entry: a destination's, and
 // 'type: stdio' as Claude Desktop, Claude Code and Cursor write it.
@@ -386,7 +397,7 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 		mcpShape bool
 	}
 	var sections []section
-	var def *yaml.Node
+	var def, profiles *yaml.Node
 	// A file in the 'mcpServers:' shape was written for another client:
 	// what the bridge does not use there is skipped with a warning.
 	mcpFile := false
@@ -401,6 +412,8 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 			sections = append(sections, section{key: k.Value, keyLine: k.Line, node: v, mcpShape: k.Value == "mcpServers"})
 		case "default":
 			def = v
+		case "profiles":
+			profiles = v
 		case "auth":
 			a, probs := parseAuth(v, "'auth'", topExpander(lookup, problem))
 			for _, p := range probs {
@@ -418,7 +431,7 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 				warn(fmt.Sprintf("line %d: warning: unknown key %q at the top level ignored", k.Line, k.Value))
 				continue
 			}
-			problem(k.Line, "unknown key %q at the top level%s (known: destinations, mcpServers, default, auth)", k.Value, didYouMean(k.Value, topKeys))
+			problem(k.Line, "unknown key %q at the top level%s (known: destinations, mcpServers, default, auth, profiles)", k.Value, didYouMean(k.Value, topKeys))
 		}
 	}
 	if len(sections) == 0 {
@@ -449,6 +462,9 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 	if len(cfg.Names) == 0 && len(cerr.Problems) == 0 {
 		problem(0, "no destination is served: every entry is disabled ('disabled: true') or skipped (see the warnings)")
 	}
+	if profiles != nil {
+		parseProfiles(profiles, cfg, problem)
+	}
 	if def != nil {
 		declared := map[string]bool{}
 		for _, sec := range sections {
@@ -462,8 +478,12 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 		switch {
 		case def.Kind != yaml.ScalarNode || def.Tag == "!!null" || def.Value == "":
 			problem(def.Line, "'default' must name one of the destinations (%s)", strings.Join(cfg.Names, ", "))
+		case declared[def.Value] && cfg.Profiles[def.Value] != nil:
+			problem(def.Line, "'default' is %q, which names both a destination and a profile; rename one", def.Value)
+		case cfg.Profiles[def.Value] != nil:
+			cfg.Default, cfg.DefaultProfile = def.Value, true
 		case !declared[def.Value]:
-			problem(def.Line, "'default' is %q, which names no destination (declared: %s)", def.Value, strings.Join(cfg.Names, ", "))
+			problem(def.Line, "'default' is %q, which names no destination%s (declared: %s)", def.Value, profileNote(cfg), strings.Join(cfg.Names, ", "))
 		default:
 			cfg.Default = def.Value
 		}
@@ -643,6 +663,13 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 	d.SessionTTL = positiveDuration(&fd.SessionTTL, "session_ttl", "5m or 1h", func(line int, format string, args ...any) {
 		problem(line, "destination %q: "+format, append([]any{name}, args...)...)
 	})
+	if fd.Prefix.Kind != 0 {
+		prefix, why := parsePrefix(&fd.Prefix)
+		if why != "" {
+			sub(why)
+		}
+		d.Prefix = prefix
+	}
 	if fd.Roots.Kind != 0 {
 		roots, probs := parseRoots(&fd.Roots, expandAt)
 		for _, p := range probs {
@@ -950,10 +977,14 @@ func (d *Destination) RunsAlone(name string) bool {
 // parseTools reads a destination's 'tools:' mapping: exactly one of 'allow:'
 // and 'deny:', each a list of path.Match globs. Every problem carries its
 // line number.
-func parseTools(node *yaml.Node) (ToolFilter, []string) {
+func parseTools(node *yaml.Node) (ToolFilter, []string) { return parseFilter(node, "tools", "tool") }
+
+// parseFilter reads a 'tools:'-shaped mapping under key: exactly one of
+// 'allow:' or 'deny:', a list of globs of noun names.
+func parseFilter(node *yaml.Node, key, noun string) (ToolFilter, []string) {
 	var f ToolFilter
 	if node.Kind != yaml.MappingNode || len(node.Content) == 0 {
-		return f, []string{fmt.Sprintf("line %d: 'tools' must be a mapping with either 'allow:' or 'deny:', a list of tool name globs", node.Line)}
+		return f, []string{fmt.Sprintf("line %d: '%s' must be a mapping with either 'allow:' or 'deny:', a list of %s name globs", node.Line, key, noun)}
 	}
 	var problems []string
 	var allow, deny *yaml.Node
@@ -962,7 +993,7 @@ func parseTools(node *yaml.Node) (ToolFilter, []string) {
 		switch k.Value {
 		case "allow", "deny":
 			if (k.Value == "allow" && allow != nil) || (k.Value == "deny" && deny != nil) {
-				problems = append(problems, fmt.Sprintf("line %d: 'tools.%s' is given twice", k.Line, k.Value))
+				problems = append(problems, fmt.Sprintf("line %d: '%s.%s' is given twice", k.Line, key, k.Value))
 				continue
 			}
 			if k.Value == "allow" {
@@ -971,45 +1002,45 @@ func parseTools(node *yaml.Node) (ToolFilter, []string) {
 				deny = v
 			}
 		default:
-			problems = append(problems, fmt.Sprintf("line %d: unknown key %q under 'tools' (known: allow, deny)", k.Line, k.Value))
+			problems = append(problems, fmt.Sprintf("line %d: unknown key %q under '%s' (known: allow, deny)", k.Line, k.Value, key))
 		}
 	}
 	if allow != nil && deny != nil {
-		problems = append(problems, fmt.Sprintf("line %d: 'tools' has both 'allow:' and 'deny:'; use one (allow lists the only tools shown, deny the tools hidden)", node.Line))
+		problems = append(problems, fmt.Sprintf("line %d: '%s' has both 'allow:' and 'deny:'; use one (allow lists the only %ss shown, deny the %ss hidden)", node.Line, key, noun, noun))
 	}
 	if len(problems) > 0 {
 		return f, problems
 	}
-	key, list := "allow", allow
+	which, list := "allow", allow
 	if deny != nil {
-		key, list = "deny", deny
+		which, list = "deny", deny
 	}
 	if list.Kind != yaml.SequenceNode {
-		return f, []string{fmt.Sprintf("line %d: 'tools.%s' must be a list of tool name globs", list.Line, key)}
+		return f, []string{fmt.Sprintf("line %d: '%s.%s' must be a list of %s name globs", list.Line, key, which, noun)}
 	}
 	globs := make([]string, 0, len(list.Content))
 	for _, g := range list.Content {
 		if g.Kind != yaml.ScalarNode || g.Tag == "!!null" {
-			problems = append(problems, fmt.Sprintf("line %d: 'tools.%s' entries must be tool name globs (strings)", g.Line, key))
+			problems = append(problems, fmt.Sprintf("line %d: '%s.%s' entries must be %s name globs (strings)", g.Line, key, which, noun))
 			continue
 		}
 		if g.Value == "" {
-			problems = append(problems, fmt.Sprintf("line %d: 'tools.%s' has an empty glob", g.Line, key))
+			problems = append(problems, fmt.Sprintf("line %d: '%s.%s' has an empty glob", g.Line, key, which))
 			continue
 		}
 		if _, err := path.Match(g.Value, ""); err != nil {
-			problems = append(problems, fmt.Sprintf("line %d: 'tools.%s' glob %q is invalid (path.Match syntax: * ? [a-z] \\x)", g.Line, key, g.Value))
+			problems = append(problems, fmt.Sprintf("line %d: '%s.%s' glob %q is invalid (path.Match syntax: * ? [a-z] \\x)", g.Line, key, which, g.Value))
 			continue
 		}
 		globs = append(globs, g.Value)
 	}
-	if key == "allow" && len(list.Content) == 0 {
-		problems = append(problems, fmt.Sprintf("line %d: 'tools.allow' is empty, which would hide every tool; write 'deny: [\"*\"]' to do that on purpose, or remove 'tools:'", list.Line))
+	if which == "allow" && len(list.Content) == 0 {
+		problems = append(problems, fmt.Sprintf("line %d: '%s.allow' is empty, which would hide every %s; write 'deny: [\"*\"]' to do that on purpose, or remove '%s:'", list.Line, key, noun, key))
 	}
 	if len(problems) > 0 {
 		return ToolFilter{}, problems
 	}
-	if key == "allow" {
+	if which == "allow" {
 		f.Allow = globs
 	} else {
 		f.Deny = globs
@@ -1062,4 +1093,12 @@ func expandVars(s string, lookup func(string) (string, bool)) (string, []string)
 		return v
 	})
 	return out, missing
+}
+
+// profileNote names the profiles, for a 'default:' that names neither.
+func profileNote(cfg *Config) string {
+	if len(cfg.ProfileNames) == 0 {
+		return ""
+	}
+	return " or profile (" + strings.Join(cfg.ProfileNames, ", ") + ")"
 }

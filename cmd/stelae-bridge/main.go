@@ -86,6 +86,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 			note = fmt.Sprintf(" (%d warning(s) above)", len(warnings))
 		}
 		fmt.Fprintf(stdout, "%s: ok, %d destination(s): %v%s\n", s.config, len(cfg.Names), cfg.Names, note)
+		for _, name := range cfg.ProfileNames {
+			fmt.Fprintf(stdout, "  profile %s (/p/%s/mcp): %v\n", name, name, cfg.Profiles[name].Destinations)
+		}
 		return 0
 	}
 	tokens, err := loadTokens(s, os.ReadFile)
