@@ -113,7 +113,7 @@ func TestRoute(t *testing.T) {
 	}{
 		{"tools/call", `{"name":"mem__read_graph","arguments":{"name":"x"}}`, "memory", `{"name":"read_graph","arguments":{"name":"x"}}`, 0, true},
 		{"tools/call", `{"arguments":{},"name":"everything__echo","_meta":{"progressToken":1}}`, "everything", `{"arguments":{},"name":"echo","_meta":{"progressToken":1}}`, 0, true},
-		{"tools/call", `{"name":"echo"}`, "", "", jsonrpc.CodeInvalidParams, true},          // unprefixed: not a profile name
+		{"tools/call", `{"name":"echo"}`, "", "", jsonrpc.CodeInvalidParams, true},             // unprefixed: not a profile name
 		{"tools/call", `{"Name":"everything__echo"}`, "", "", jsonrpc.CodeInvalidParams, true}, // a lenient decoder's "name"
 		{"tools/call", `{"name":"everything__echo","name":"mem__read_graph"}`, "", "", jsonrpc.CodeInvalidParams, true},
 		{"tools/call", `[]`, "", "", jsonrpc.CodeInvalidParams, true},
