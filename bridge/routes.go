@@ -101,6 +101,13 @@ func isOAuthWellKnown(path string) bool {
 func (b *Bridge) destination(w http.ResponseWriter, r *http.Request) *session.Endpoint {
 	t := b.t()
 	dest, route, ok := strings.Cut(strings.Trim(r.URL.Path, "/"), "/")
+	if name, tail, nested := strings.Cut(route, "/"); ok && dest == "p" && nested && tail == "mcp" {
+		if ep := t.profileEndpoint(name); ep != nil {
+			return ep
+		}
+		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no profile named %q; configured profiles: %s", name, strings.Join(t.cfg.ProfileNames, ", ")))
+		return nil
+	}
 	if !ok || strings.Contains(route, "/") {
 		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; MCP endpoints are at /{destination}/mcp (destinations: %s)", r.URL.Path, b.list()))
 		return nil
@@ -135,7 +142,11 @@ func (b *Bridge) list() string {
 // writes the 404 and returns nil.
 func (b *Bridge) defaultEndpoint(w http.ResponseWriter) *session.Endpoint {
 	t := b.t()
-	if ep := t.endpoints[t.cfg.Default]; ep != nil {
+	if t.cfg.DefaultProfile {
+		if ep := t.profileEndpoint(t.cfg.Default); ep != nil {
+			return ep
+		}
+	} else if ep := t.endpoints[t.cfg.Default]; ep != nil {
 		return ep
 	}
 	session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no default destination: set 'default: NAME' in the destinations file, or use /{destination}/mcp (destinations: %s)", b.list()))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
@@ -47,9 +46,6 @@ func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 	if cfg == nil || len(cfg.Names) == 0 {
 		return nil, errors.New("the configuration declares no destination")
 	}
-	if len(cfg.ProfileNames) > 0 {
-		return nil, fmt.Errorf("the file declares profiles (%s), which this build checks (-check) but does not serve yet: remove 'profiles:' (and a 'default:' naming one) to run it", strings.Join(cfg.ProfileNames, ", "))
-	}
 	t := &table{cfg: cfg, endpoints: map[string]*session.Endpoint{}, dispatchers: map[string]*dispatch.Dispatcher{}}
 	opts := b.opts
 	sopts := session.Options{
@@ -88,6 +84,10 @@ func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 		}
 	}
 	sort.Strings(t.names)
+	if err := b.buildProfiles(t, prev, cfg, sopts); err != nil {
+		b.discard(t, prev)
+		return nil, err
+	}
 	if err := b.buildPolicies(t); err != nil {
 		// Nothing but the new endpoints' janitors runs: end them.
 		b.discard(t, prev)
@@ -125,7 +125,7 @@ func (t *table) fresh(name string, prev *table) bool {
 // prev did not run already.
 func (t *table) prestart(prev *table) {
 	for name, d := range t.dispatchers {
-		if t.cfg.Destinations[name].Prestart && t.fresh(name, prev) {
+		if dest := t.cfg.Destinations[name]; dest != nil && dest.Prestart && t.fresh(name, prev) {
 			d.Prestart()
 		}
 	}
@@ -216,7 +216,13 @@ func (b *Bridge) Reload(cfg *config.Config) (Reloaded, error) {
 		next.dispatchers[name].SetToolAllowed(toolAllowed(cfg.Destinations[name]))
 	}
 	next.prestart(prev)
-	for _, name := range append(slices.Clone(r.Changed), r.Removed...) {
+	retired := append(slices.Clone(r.Changed), r.Removed...)
+	for key, ep := range prev.endpoints {
+		if isProfileKey(key) && next.endpoints[key] != ep {
+			retired = append(retired, key) // a profile changed, or one of its members
+		}
+	}
+	for _, name := range retired {
 		b.retiring.Add(1)
 		go b.retire(name, prev.endpoints[name], prev.dispatchers[name])
 	}

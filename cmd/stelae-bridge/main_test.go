@@ -87,18 +87,13 @@ func TestRunCheckGood(t *testing.T) {
 	}
 }
 
-// TestRunProfilesCheckedNotServedYet: 'profiles:' is checked and listed
-// by -check; a bridge asked to serve it says it does not yet, rather than
-// run without the URLs the file promises.
-func TestRunProfilesCheckedNotServedYet(t *testing.T) {
+// TestRunCheckListsProfiles: -check lists each profile, its URL and its
+// members.
+func TestRunCheckListsProfiles(t *testing.T) {
 	path := writeFile(t, "profiles.yaml", "destinations:\n  a: {command: cat}\n  b: {command: cat, prefix: bb}\nprofiles:\n  both: {destinations: [a, b]}\n")
 	code, out, errOut := runCmd(t, []string{"-check", "-config", path}, nil)
 	if code != 0 || !strings.Contains(out, "profile both (/p/both/mcp): [a b]") {
 		t.Fatalf("-check: code %d, stdout %q, stderr %q", code, out, errOut)
-	}
-	code, _, errOut = runCmd(t, []string{"-config", path, "-listen", "127.0.0.1:0", "-state-dir", t.TempDir()}, nil)
-	if code != 1 || !strings.Contains(errOut, "declares profiles (both), which this build checks (-check) but does not serve yet") {
-		t.Errorf("serving: code %d, stderr %q", code, errOut)
 	}
 }
 

@@ -1,0 +1,102 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/profile"
+	"github.com/stelae-bridge/stelae-bridge/session"
+)
+
+// This file serves the profiles ('profiles:'): each at /p/{profile}/mcp
+// (and at /mcp when it is the default) by an endpoint and a dispatcher of
+// its own, as a destination is, whose child is the profile's (package
+// profile) on the members' shared dispatchers. In the table a profile is
+// keyed "p/{name}" beside the destinations (a destination's name has no
+// '/'), so that what goes over every endpoint and dispatcher — the
+// drain, the shutdown, the metrics, the sessions' store — goes over the
+// profiles too; the names and lists of destinations do not hold them.
+
+// profileKey is profile name's key in a table's endpoints and dispatchers,
+// and its label in metrics and logs.
+func profileKey(name string) string { return "p/" + name }
+
+// buildProfiles adds cfg's profiles to t, keeping those prev serves the
+// same way on the same members.
+func (b *Bridge) buildProfiles(t, prev *table, cfg *config.Config, sopts session.Options) error {
+	if len(cfg.ProfileNames) > 0 && (cfg.Auth != nil || slices.ContainsFunc(cfg.Names, func(n string) bool { return cfg.Destinations[n].Auth != nil })) {
+		return errors.New("profiles with OAuth ('auth:') are not served yet: a profile would need its own protected resource; serve the profile without 'auth:' (a bearer token, -auth-tokens, protects it) or use the destinations' own URLs")
+	}
+	for _, name := range cfg.ProfileNames {
+		key, p := profileKey(name), cfg.Profiles[name]
+		if prev.keepsProfile(name, t) {
+			t.endpoints[key], t.dispatchers[key] = prev.endpoints[key], prev.dispatchers[key]
+			continue
+		}
+		var members []profile.MemberDest
+		for _, m := range p.Destinations {
+			d := t.dispatchers[m]
+			if d == nil {
+				return fmt.Errorf("profile %q: member %q has 'isolation: session', which profiles do not serve yet (a child per session of each member); remove it from the profile", name, m)
+			}
+			members = append(members, profile.MemberDest{Name: m, Prefix: cfg.Destinations[m].ToolPrefix(), D: d})
+		}
+		o := b.opts
+		pd := dispatch.New(dispatch.Options{
+			Name: key,
+			Launch: profile.Launcher(profile.Options{Name: name, Members: members, Tools: filterOf(p.Tools), Prompts: filterOf(p.Prompts), Resources: filterOf(p.Resources),
+				Timeout: o.RequestTimeout, Version: o.Version, Logger: o.Logger}),
+			NewBackOff:      o.Restart.NewBackOff,
+			StableAfter:     o.Restart.StableAfter,
+			Linger:          o.Linger,
+			UnclaimedLinger: o.UnclaimedLinger,
+			RestartPatience: o.RestartPatience,
+			StopTimeout:     o.stopTimeout(),
+			BridgeVersion:   o.Version,
+			Logger:          o.Logger.Named("dispatch"),
+		})
+		t.dispatchers[key] = pd
+		t.endpoints[key] = session.NewEndpoint(key, pd, nil, b.limits, b.metricSet.For(key), sopts)
+	}
+	return nil
+}
+
+// filterOf is a profile's filter as a function (nil: none).
+func filterOf(f config.ToolFilter) func(string) bool {
+	if f.Empty() {
+		return nil
+	}
+	return f.Allows
+}
+
+// keepsProfile reports whether the table serves profile name as next's
+// configuration says, on the members next keeps: next keeps it.
+func (t *table) keepsProfile(name string, next *table) bool {
+	key := profileKey(name)
+	if t == nil || t.endpoints[key] == nil || !reflect.DeepEqual(t.cfg.Profiles[name], next.cfg.Profiles[name]) {
+		return false
+	}
+	for _, m := range next.cfg.Profiles[name].Destinations {
+		if next.dispatchers[m] == nil || next.dispatchers[m] != t.dispatchers[m] || next.cfg.Destinations[m].ToolPrefix() != t.cfg.Destinations[m].ToolPrefix() {
+			return false
+		}
+	}
+	return true
+}
+
+// profileEndpoint is the endpoint of /p/{name}/mcp; nil when there is no
+// such profile.
+func (t *table) profileEndpoint(name string) *session.Endpoint {
+	if name == "" || strings.Contains(name, "/") {
+		return nil
+	}
+	return t.endpoints[profileKey(name)]
+}
+
+// isProfileKey: key is a profile's in a table.
+func isProfileKey(key string) bool { return strings.HasPrefix(key, "p/") }

@@ -1,0 +1,150 @@
+//go:build unix
+
+package tests
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+)
+
+// profileFile is a destinations file with two fake destinations, alpha
+// (prefixed with its name) and beta ('prefix: b'), and the profile "both"
+// combining them, which hides alpha's crash tool and is the default.
+func profileFile(t *testing.T) string {
+	t.Helper()
+	path := destinationsFile(t, map[string]string{"alpha": fakemcp.ModeServer, "beta": fakemcp.ModeServer}, map[string]string{"beta": "    prefix: b\n"})
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(data, "profiles:\n  both:\n    destinations: [alpha, beta]\n    tools: {deny: [alpha__crash]}\ndefault: both\n"...)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// toolNames lists the names of a tools/list answer.
+func toolNames(t *testing.T, r response) []string {
+	t.Helper()
+	var res struct {
+		Tools []struct {
+			Name      string          `json:"name"`
+			Execution json.RawMessage `json:"execution"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(resultOK(t, "tools/list", r), &res); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tool := range res.Tools {
+		out = append(out, tool.Name)
+	}
+	return out
+}
+
+// TestProfileServesItsMembers: a profile at /p/both/mcp (and /mcp, its
+// default) serves its members' tools under their prefixes on the members'
+// own shared children, with nothing listed unprefixed and the hidden tool
+// neither listed nor callable; progress reaches the caller with its token;
+// a 2026-07-28 request is served too; a member's list change reaches the
+// profile's session; and when a member's child is killed the other
+// member's calls go on, and the killed one's come back with its restart.
+func TestProfileServesItsMembers(t *testing.T) {
+	p := startBinary(t, profileFile(t))
+	url := p.base + "/p/both/mcp"
+	c := newClient(t, url)
+	init := c.initialize()
+	if !strings.Contains(string(init), `"name":"stelae-bridge profile both"`) || !strings.Contains(string(init), `"subscribe":true`) {
+		t.Errorf("the profile's initialize: %s", init)
+	}
+
+	names := toolNames(t, c.post(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`))
+	var alpha, beta int
+	for _, n := range names {
+		switch {
+		case strings.HasPrefix(n, "alpha__"):
+			alpha++
+		case strings.HasPrefix(n, "b__"):
+			beta++
+		default:
+			t.Errorf("the profile lists %q, unprefixed", n)
+		}
+		if n == "alpha__crash" {
+			t.Error("the profile lists the tool it hides")
+		}
+	}
+	if alpha == 0 || beta != alpha+1 {
+		t.Errorf("the profile lists %d of alpha's tools and %d of beta's: %v", alpha, beta, names)
+	}
+
+	// Calls reach the member the name says, on its shared child.
+	whoami := func(c *client, tool string) int {
+		t.Helper()
+		var w childWho
+		if err := json.Unmarshal([]byte(textOf(resultOK(t, tool, c.callTool(`"w"`, tool, nil)))), &w); err != nil || w.PID == 0 {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		return w.PID
+	}
+	alphaPID, betaPID := whoami(c, "alpha__whoami"), whoami(c, "b__whoami")
+	direct := newClient(t, p.base+"/alpha/mcp")
+	direct.initialize()
+	if alphaPID == betaPID || whoamiCall(t, direct).PID != alphaPID {
+		t.Errorf("alpha__whoami ran in pid %d, b__whoami in %d, alpha's own endpoint in %d: want alpha's shared child for the first", alphaPID, betaPID, whoamiCall(t, direct).PID)
+	}
+	t.Logf("the profile lists %d tools (%d of alpha's, %d of beta's); alpha's child is pid %d, beta's %d", len(names), alpha, beta, alphaPID, betaPID)
+	if got := textOf(resultOK(t, "b__echo", c.callTool(`"e"`, "b__echo", map[string]string{"text": "through the profile"}))); got != "through the profile" {
+		t.Errorf("b__echo answered %q", got)
+	}
+	for _, tool := range []string{"echo", "alpha__crash", "beta__echo"} {
+		r := c.callTool(`"x"`, tool, nil)
+		if m := decode(t, r.body); m.Error == nil || !strings.Contains(m.Error.Message, "not available") {
+			t.Errorf("a call of %q: %d %s; want an error saying it is not available", tool, r.status, r.body)
+		}
+	}
+
+	// Progress, with the client's own token.
+	st := openSSE(t, http.MethodPost, url, c.sid, `{"jsonrpc":"2.0","id":"p","method":"tools/call","params":{"name":"b__progress","arguments":{"steps":3,"ms":10},"_meta":{"progressToken":"my-token"}}}`)
+	for i := 0; i < 3; i++ {
+		m := st.next(t, "notifications/progress", 10*time.Second)
+		if !strings.Contains(string(m.Params), `"progressToken":"my-token"`) {
+			t.Errorf("progress with params %s", m.Params)
+		}
+	}
+	st.close()
+
+	// The 2026-07-28 era, at the default /mcp.
+	r := modernCall(t, p.base+"/mcp", `"m"`, "tools/call", `{"name":"alpha__echo","arguments":{"text":"modern"},`+modernMeta+`}`)
+	if got := textOf(resultOK(t, "a 2026-07-28 call at /mcp", r)); got != "modern" {
+		t.Errorf("a 2026-07-28 call at /mcp: %s", r.body)
+	}
+
+	// A member's list change reaches the profile's session.
+	get := c.openStream()
+	defer get.close()
+	resultOK(t, "alpha__list_changed", c.callTool(`"lc"`, "alpha__list_changed", nil))
+	get.next(t, "notifications/tools/list_changed", 10*time.Second)
+
+	// A member killed: the other's calls go on; its own come back.
+	if err := syscall.Kill(alphaPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if got := textOf(resultOK(t, "b__echo after alpha's child died", c.callTool(`"k"`, "b__echo", map[string]string{"text": "still here"}))); got != "still here" {
+			t.Fatalf("b__echo after alpha's child died: %q", got)
+		}
+	}
+	waitFor(t, 20*time.Second, "alpha's tools through the profile after its restart", func() bool {
+		r := c.callTool(`"a"`, "alpha__echo", map[string]string{"text": "back"})
+		m := decode(t, r.body)
+		return r.status == http.StatusOK && m.Error == nil && textOf(m.Result) == "back"
+	})
+}
