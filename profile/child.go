@@ -129,8 +129,8 @@ type memberSession struct {
 	// attached and down are guarded by c.mu: the child is attached to
 	// the member; the member ended it (failed or went).
 	attached, down bool
-	caps          json.RawMessage
-	instructions  string
+	caps           json.RawMessage
+	instructions   string
 }
 
 func (s *memberSession) SessionID() string { return "profile " + s.c.o.Name }
