@@ -126,11 +126,10 @@ func newChild(o Options) *child {
 type memberSession struct {
 	c *child
 	m *MemberDest
-	// attached and down are guarded by c.mu: the child is attached to
-	// the member; the member ended it (failed or went).
-	attached, down bool
-	caps           json.RawMessage
-	instructions   string
+	// attached (guarded by c.mu): the child is attached to the member
+	// (not yet, or no more: the member ended it, failed or gone; the next
+	// use attaches again, and its dispatcher decides whether it starts).
+	attached bool
 }
 
 func (s *memberSession) SessionID() string { return "profile " + s.c.o.Name }
@@ -142,7 +141,7 @@ func (s *memberSession) User() any { return s.c }
 func (s *memberSession) End(reason error) {
 	c := s.c
 	c.mu.Lock()
-	s.attached, s.down = false, true
+	s.attached = false
 	c.routes = Routes{}
 	c.mu.Unlock()
 	c.log.Warn("a member of the profile is down: its tools, prompts and resources leave the lists", "destination", s.m.Name, "reason", reason)
@@ -376,7 +375,7 @@ func (c *child) live() []*memberSession {
 	for _, s := range c.members {
 		if !s.attached && !c.stopped && c.initParams != nil {
 			s.m.D.Attach(s, c.initParams)
-			s.attached, s.down = true, false
+			s.attached = true
 		}
 		if s.attached {
 			out = append(out, s)
@@ -411,7 +410,7 @@ func (c *child) initialize(ctx context.Context, m *jsonrpc.Message) (json.RawMes
 			c.log.Warn("a member of the profile did not start; the profile serves the others", "destination", s.m.Name, "error", err)
 			s.m.D.Detach(s, nil)
 			c.mu.Lock()
-			s.attached, s.down = false, true
+			s.attached = false
 			c.mu.Unlock()
 			continue
 		}
