@@ -3,13 +3,17 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
@@ -147,4 +151,54 @@ func TestProfileServesItsMembers(t *testing.T) {
 		m := decode(t, r.body)
 		return r.status == http.StatusOK && m.Error == nil && textOf(m.Result) == "back"
 	})
+}
+
+// TestProfileWithSDKClients: the official clients through one profile URL
+// — the Go SDK client (its 2026-07-28 era) and the TypeScript SDK client
+// (a 2025 session) — list the members' tools under their prefixes and
+// call each member.
+func TestProfileWithSDKClients(t *testing.T) {
+	node := node24(t)
+	p := startBinary(t, profileFile(t))
+	url := p.base + "/p/both/mcp"
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stelae-profile-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	listed, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range listed.Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.Contains(names, "alpha__echo") || !slices.Contains(names, "b__echo") || slices.Contains(names, "echo") {
+		t.Errorf("the Go SDK client lists %v", names)
+	}
+	for _, tool := range []string{"alpha__echo", "b__echo"} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "go " + tool}})
+		if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "go "+tool {
+			t.Errorf("the Go SDK client's %s: %v %+v", tool, err, res)
+		}
+	}
+
+	run := runClientScript(node, "ts-session.mjs", url, "--call", `alpha__echo {"text":"ts a"}`, "--call", `b__echo {"text":"ts b"}`)
+	var s tsSession
+	if err := json.Unmarshal([]byte(run.last), &s); err != nil || !s.OK {
+		t.Fatalf("ts-session: %v %v\nstdout: %s\nstderr: %s", run.err, err, run.stdout, run.stderr)
+	}
+	if !slices.Contains(s.Tools, "alpha__echo") || !slices.Contains(s.Tools, "b__whoami") || slices.Contains(s.Tools, "whoami") {
+		t.Errorf("the TypeScript SDK client lists %v", s.Tools)
+	}
+	for i, want := range []string{"ts a", "ts b"} {
+		if len(s.Calls) != 2 || s.Calls[i].Error != "" || len(s.Calls[i].Result.Content) != 1 || s.Calls[i].Result.Content[0].Text != want {
+			t.Errorf("the TypeScript SDK client's calls: %+v; want %q for call %d", s.Calls, want, i)
+			break
+		}
+	}
 }
