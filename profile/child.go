@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,6 +131,9 @@ type memberSession struct {
 	// (not yet, or no more: the member ended it, failed or gone; the next
 	// use attaches again, and its dispatcher decides whether it starts).
 	attached bool
+	// wasDown (guarded by c.mu): the member ended the child; attaching
+	// again tells the profile's clients it is back.
+	wasDown bool
 }
 
 func (s *memberSession) SessionID() string { return "profile " + s.c.o.Name }
@@ -141,13 +145,11 @@ func (s *memberSession) User() any { return s.c }
 func (s *memberSession) End(reason error) {
 	c := s.c
 	c.mu.Lock()
-	s.attached = false
+	s.attached, s.wasDown = false, true
 	c.routes = Routes{}
 	c.mu.Unlock()
 	c.log.Warn("a member of the profile is down: its tools, prompts and resources leave the lists", "destination", s.m.Name, "reason", reason)
-	for _, kind := range []string{"tools", "prompts", "resources"} {
-		c.send([]byte(`{"jsonrpc":"2.0","method":"notifications/`+kind+`/list_changed"}`), false)
-	}
+	c.listsChanged()
 }
 
 // Deliver takes what a member's child sends the profile outside a call's
@@ -310,7 +312,7 @@ func (c *child) serve(ctx context.Context, m *jsonrpc.Message) {
 		return
 	case jsonrpc.KindNotification:
 		if m.Method == "notifications/roots/list_changed" {
-			for _, s := range c.live() {
+			for _, s := range c.live(false) {
 				_ = s.m.D.Notify(s, m)
 			}
 		}
@@ -335,7 +337,7 @@ func (c *child) serve(ctx context.Context, m *jsonrpc.Message) {
 	case "resources/list", "resources/templates/list":
 		result, err = c.listResources(ctx, m.Method)
 	case "logging/setLevel":
-		for _, s := range c.live() {
+		for _, s := range c.live(false) {
 			_, _ = s.m.D.Do(ctx, s, m, c.o.Timeout)
 		}
 		result = json.RawMessage(`{}`)
@@ -365,23 +367,41 @@ func (c *child) respond(m *jsonrpc.Message) {
 	}
 }
 
-// live attaches the child to the members it is not attached to (after a
-// start, or after a member went down: its next client tries again), and
-// returns those it is attached to.
-func (c *child) live() []*memberSession {
+// live returns the members the child is attached to; with attach it
+// first attaches to those it is not (after a start, or a member that went
+// down: its dispatcher decides whether it starts again, and "the next
+// client tries again" means a list or a handshake, never every call). A
+// member that comes back empties the routes (list again) and the
+// profile's clients are told its lists changed.
+func (c *child) live(attach bool) []*memberSession {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	var out []*memberSession
+	back := false
 	for _, s := range c.members {
-		if !s.attached && !c.stopped && c.initParams != nil {
+		if attach && !s.attached && !c.stopped && c.initParams != nil {
 			s.m.D.Attach(s, c.initParams)
-			s.attached = true
+			s.attached, back = true, back || s.wasDown
+			s.wasDown = false
 		}
 		if s.attached {
 			out = append(out, s)
 		}
 	}
+	if back {
+		c.routes = Routes{}
+	}
+	c.mu.Unlock()
+	if back {
+		c.listsChanged()
+	}
 	return out
+}
+
+// listsChanged tells the profile's clients its lists changed.
+func (c *child) listsChanged() {
+	for _, kind := range []string{"tools", "prompts", "resources"} {
+		c.send([]byte(`{"jsonrpc":"2.0","method":"notifications/`+kind+`/list_changed"}`), false)
+	}
 }
 
 // initialize is the profile's handshake: the child attaches to every
@@ -397,7 +417,7 @@ func (c *child) initialize(ctx context.Context, m *jsonrpc.Message) (json.RawMes
 	var caps []json.RawMessage
 	var members []Member
 	var instructions []string
-	for _, s := range c.live() {
+	for _, s := range c.live(true) {
 		resp, err := s.m.D.Do(ctx, s, &jsonrpc.Message{ID: json.RawMessage(`"init"`), Method: "initialize", Params: m.Params}, c.o.Timeout)
 		var r *jsonrpc.Message
 		if err == nil {
@@ -410,7 +430,7 @@ func (c *child) initialize(ctx context.Context, m *jsonrpc.Message) (json.RawMes
 			c.log.Warn("a member of the profile did not start; the profile serves the others", "destination", s.m.Name, "error", err)
 			s.m.D.Detach(s, nil)
 			c.mu.Lock()
-			s.attached = false
+			s.attached, s.wasDown = false, true
 			c.mu.Unlock()
 			continue
 		}
@@ -436,7 +456,7 @@ func (c *child) initialize(ctx context.Context, m *jsonrpc.Message) (json.RawMes
 // list gathers one kind of list from every live member, all pages.
 func (c *child) list(ctx context.Context, method, key string) []Listing {
 	var out []Listing
-	for _, s := range c.live() {
+	for _, s := range c.live(true) {
 		l := Listing{Destination: s.m.Name, Prefix: s.m.Prefix}
 		var cursor json.RawMessage
 		for page := 0; page < maxListPages; page++ {
@@ -533,7 +553,7 @@ func (c *child) forward(ctx context.Context, m *jsonrpc.Message) {
 		return
 	}
 	var s *memberSession
-	for _, ms := range c.live() {
+	for _, ms := range c.live(false) {
 		if ms.m.Name == dest {
 			s = ms
 		}
@@ -565,26 +585,27 @@ func (c *child) forward(ctx context.Context, m *jsonrpc.Message) {
 	}
 }
 
-// route finds the member of a request routed by name, listing again the
-// names it needs when they are not known (first use, or a list changed).
+// route finds the member of a request routed by name. The names it
+// needs are listed first when the child has none (its first call, or a
+// member's list changed since): a name the current lists do not have is
+// refused at once, never a reason to list again (a client naming unknown
+// tools must not make every member list per request).
 func (c *child) route(ctx context.Context, m *jsonrpc.Message) (string, []byte, bool, error) {
-	dest, params, routed, err := c.routesNow().Route(m.Method, m.Params)
-	if routed && err != nil {
-		// Perhaps named by a list the child has not made yet.
-		switch m.Method {
-		case "tools/call":
-			_, _ = c.listTools(ctx)
-		case "prompts/get":
-			_, _ = c.listPrompts(ctx)
-		default:
-			_, _ = c.listResources(ctx, "resources/list")
-		}
-		if m.Method == "completion/complete" {
-			_, _ = c.listPrompts(ctx)
-		}
-		dest, params, routed, err = c.routesNow().Route(m.Method, m.Params)
+	r := c.routesNow()
+	switch {
+	case m.Method == "tools/call" && r.Tools == nil:
+		_, _ = c.listTools(ctx)
+	case m.Method == "prompts/get" && r.Prompts == nil:
+		_, _ = c.listPrompts(ctx)
+	case m.Method == "completion/complete" && (r.Prompts == nil || r.Resources == nil):
+		_, _ = c.listPrompts(ctx)
+		_, _ = c.listResources(ctx, "resources/list")
+	case strings.HasPrefix(m.Method, "resources/") && r.Resources == nil:
+		_, _ = c.listResources(ctx, "resources/list")
+	default:
+		return r.Route(m.Method, m.Params)
 	}
-	return dest, params, routed, err
+	return c.routesNow().Route(m.Method, m.Params)
 }
 
 // routesNow is a copy of the routes as they are.

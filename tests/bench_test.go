@@ -576,12 +576,54 @@ func BenchmarkEchoEras(b *testing.B) {
 	}
 }
 
+// BenchmarkEchoProfile: echo calls in 2025 sessions, 16 at a time, at a
+// destination's own endpoint and through a profile whose one member it is
+// (its tools unprefixed, so the same requests serve both), interleaved:
+// what the profile's hop (its dispatcher and child, in the bridge's
+// process) costs.
+//
+//	go test -run '^$' -bench BenchmarkEchoProfile -benchtime 40000x ./tests/
+func BenchmarkEchoProfile(b *testing.B) {
+	// The scripted server (it lists its tools, which a profile routes by;
+	// the echo child lists none), at both endpoints.
+	path := destinationsFile(b, map[string]string{"echo": fakemcp.ModeServer}, map[string]string{"echo": "    prefix: \"\"\n"})
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(data, "profiles:\n  one: {destinations: [echo]}\n"...), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	p := startBinary(b, path, "-max-sessions", "64")
+	const workers = 16
+	for round := 1; round <= 3; round++ {
+		for _, at := range []string{"/echo/mcp", "/p/one/mcp"} {
+			name := "destination"
+			if at != "/echo/mcp" {
+				name = "profile"
+			}
+			b.Run(fmt.Sprintf("%s/1x16/round%d", name, round), func(b *testing.B) {
+				c := newClient(b, p.base+at)
+				c.initialize()
+				defer c.must(http.MethodDelete, "")
+				echoCall(b, c, `"check"`, "hi") // the path answers, not an error
+				measureEchoAt(b, p, at, dialAll(b, p.base, workers), func(int) string { return c.sid }, "")
+			})
+		}
+	}
+}
+
 // measureEcho times b.N echo calls of the bridge binary p spread over conns
 // (one worker each), on the session sid(worker) ("" for none), with meta
 // appended to the params (a modern request's _meta), after one warm-up
 // call per connection; it reports the figures and the CPU time per call of
 // the bridge's process tree (bridge, reaper, child).
 func measureEcho(b *testing.B, p *binaryProc, conns []*rawConn, sid func(worker int) string, meta string) *floorRun {
+	return measureEchoAt(b, p, "/echo/mcp", conns, sid, meta)
+}
+
+// measureEchoAt is measureEcho at the endpoint path.
+func measureEchoAt(b *testing.B, p *binaryProc, path string, conns []*rawConn, sid func(worker int) string, meta string) *floorRun {
 	bodies := make([][]byte, len(conns))
 	call := func(w, i int) error {
 		bodies[w] = append(bodies[w][:0], `{"jsonrpc":"2.0","id":`...)
@@ -589,7 +631,7 @@ func measureEcho(b *testing.B, p *binaryProc, conns []*rawConn, sid func(worker 
 		bodies[w] = append(bodies[w], `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}`...)
 		bodies[w] = append(bodies[w], meta...)
 		bodies[w] = append(bodies[w], "}}"...)
-		return conns[w].postOK("/echo/mcp", sid(w), bodies[w])
+		return conns[w].postOK(path, sid(w), bodies[w])
 	}
 	warmUp(b, len(conns), call)
 	return measure(b, p.cmd.Process.Pid, len(conns), call)
