@@ -397,6 +397,35 @@ func (c *child) live(attach bool) []*memberSession {
 	return out
 }
 
+// member is the member dest, attached (again, when it went down: a call
+// to it is its next client); nil when the child cannot attach.
+func (c *child) member(dest string) *memberSession {
+	c.mu.Lock()
+	var s *memberSession
+	for _, ms := range c.members {
+		if ms.m.Name == dest {
+			s = ms
+		}
+	}
+	back := false
+	if s != nil && !s.attached && !c.stopped && c.initParams != nil {
+		s.m.D.Attach(s, c.initParams)
+		s.attached, back, s.wasDown = true, s.wasDown, false
+	}
+	if back {
+		c.routes = Routes{}
+	}
+	attached := s != nil && s.attached
+	c.mu.Unlock()
+	if back {
+		c.listsChanged()
+	}
+	if !attached {
+		return nil
+	}
+	return s
+}
+
 // listsChanged tells the profile's clients its lists changed.
 func (c *child) listsChanged() {
 	for _, kind := range []string{"tools", "prompts", "resources"} {
@@ -457,50 +486,88 @@ func (c *child) initialize(ctx context.Context, m *jsonrpc.Message) (json.RawMes
 func (c *child) list(ctx context.Context, method, key string) []Listing {
 	var out []Listing
 	for _, s := range c.live(true) {
-		l := Listing{Destination: s.m.Name, Prefix: s.m.Prefix}
-		var cursor json.RawMessage
-		for page := 0; page < maxListPages; page++ {
-			params := json.RawMessage(`{}`)
-			if cursor != nil {
-				params = append(append(json.RawMessage(`{"cursor":`), cursor...), '}')
-			}
-			resp, err := s.m.D.Do(ctx, s, &jsonrpc.Message{ID: json.RawMessage(`"list"`), Method: method, Params: params}, c.o.Timeout)
-			var r *jsonrpc.Message
-			if err == nil {
-				r, err = jsonrpc.Parse(resp)
-			}
-			if err != nil || len(r.Error) > 0 {
-				// A member without this list (no such capability) or one
-				// that failed: the others are listed.
-				break
-			}
-			jsonrpc.EachElement(jsonrpc.Member(r.Result, key), func(item []byte) {
-				l.Items = append(l.Items, append(json.RawMessage(nil), item...))
-			})
-			next := jsonrpc.Member(r.Result, "nextCursor")
-			if len(next) == 0 || string(next) == "null" || string(next) == `""` || string(next) == string(cursor) {
-				break
-			}
-			cursor = next
-		}
-		out = append(out, l)
+		out = append(out, c.listOne(ctx, s, method, key))
 	}
 	return out
 }
 
+// listOne asks member s for one kind of list, all pages: what it has
+// (nothing, when it has no such list or fails: the others are listed).
+func (c *child) listOne(ctx context.Context, s *memberSession, method, key string) Listing {
+	l := Listing{Destination: s.m.Name, Prefix: s.m.Prefix}
+	var cursor json.RawMessage
+	for page := 0; page < maxListPages; page++ {
+		params := json.RawMessage(`{}`)
+		if cursor != nil {
+			params = append(append(json.RawMessage(`{"cursor":`), cursor...), '}')
+		}
+		resp, err := s.m.D.Do(ctx, s, &jsonrpc.Message{ID: json.RawMessage(`"list"`), Method: method, Params: params}, c.o.Timeout)
+		var r *jsonrpc.Message
+		if err == nil {
+			r, err = jsonrpc.Parse(resp)
+		}
+		if err != nil || len(r.Error) > 0 {
+			break
+		}
+		jsonrpc.EachElement(jsonrpc.Member(r.Result, key), func(item []byte) {
+			l.Items = append(l.Items, append(json.RawMessage(nil), item...))
+		})
+		next := jsonrpc.Member(r.Result, "nextCursor")
+		if len(next) == 0 || string(next) == "null" || string(next) == `""` || string(next) == string(cursor) {
+			break
+		}
+		cursor = next
+	}
+	return l
+}
+
+// listTools lists the members' tools from their dispatchers' catalogues
+// (kept current by each member's dispatcher: after every start of its
+// child and on its list changes), asking a member only when its catalogue
+// is not known yet (its child never ran: the list starts it).
 func (c *child) listTools(ctx context.Context) (json.RawMessage, error) {
-	items, names := MergeNamed(c.list(ctx, "tools/list", "tools"), c.o.Tools)
-	c.collisions("tool", names.Collisions)
+	var listings []Listing
+	for _, s := range c.live(true) {
+		if tools, known := s.m.D.Tools(); known {
+			listings = append(listings, Listing{Destination: s.m.Name, Prefix: s.m.Prefix, Items: tools})
+			continue
+		}
+		listings = append(listings, c.listOne(ctx, s, "tools/list", "tools"))
+	}
+	items, names := c.toolRoutes(listings)
 	for i, it := range items {
 		// The members run their own tasks; the profile runs none.
 		if trimmed, err := jsonrpc.Delete(it, func(k string) bool { return k == "execution" }); err == nil {
 			items[i] = trimmed
 		}
 	}
+	c.collisions("tool", names.Collisions)
+	return listResult("tools", items)
+}
+
+// toolRoutes merges tool listings and keeps their names as the routes.
+func (c *child) toolRoutes(listings []Listing) ([]json.RawMessage, *Names) {
+	items, names := MergeNamed(listings, c.o.Tools)
 	c.mu.Lock()
 	c.routes.Tools = names
 	c.mu.Unlock()
-	return listResult("tools", items)
+	return items, names
+}
+
+// catalogueRoutes makes the tool routes again from the members'
+// catalogues alone (nothing is asked of a child: cheap enough for a call
+// whose name the routes do not have — a member that restarted since the
+// last list has its catalogue again).
+func (c *child) catalogueRoutes() {
+	c.mu.Lock()
+	members := c.members
+	c.mu.Unlock()
+	var listings []Listing
+	for _, s := range members { // a member that is down too: a call to it is its next client
+		tools, _ := s.m.D.Tools()
+		listings = append(listings, Listing{Destination: s.m.Name, Prefix: s.m.Prefix, Items: tools})
+	}
+	c.toolRoutes(listings)
 }
 
 func (c *child) listPrompts(ctx context.Context) (json.RawMessage, error) {
@@ -552,12 +619,7 @@ func (c *child) forward(ctx context.Context, m *jsonrpc.Message) {
 		c.send(jsonrpc.ErrorResponse(m.ID, re.Code, re.Message), true)
 		return
 	}
-	var s *memberSession
-	for _, ms := range c.live(false) {
-		if ms.m.Name == dest {
-			s = ms
-		}
-	}
+	s := c.member(dest)
 	if s == nil {
 		c.send(jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeServerError, fmt.Sprintf("destination %q of this profile is down; its tools come back when it does", dest)), true)
 		return
@@ -587,9 +649,11 @@ func (c *child) forward(ctx context.Context, m *jsonrpc.Message) {
 
 // route finds the member of a request routed by name. The names it
 // needs are listed first when the child has none (its first call, or a
-// member's list changed since): a name the current lists do not have is
-// refused at once, never a reason to list again (a client naming unknown
-// tools must not make every member list per request).
+// member's list changed since). A name the current lists do not have is
+// never a reason to ask the members again (a client naming unknown tools
+// must not make every member list per request): a tool's routes are made
+// again from the members' catalogues, which their dispatchers keep, and
+// a prompt or resource is refused.
 func (c *child) route(ctx context.Context, m *jsonrpc.Message) (string, []byte, bool, error) {
 	r := c.routesNow()
 	switch {
@@ -603,7 +667,12 @@ func (c *child) route(ctx context.Context, m *jsonrpc.Message) (string, []byte, 
 	case strings.HasPrefix(m.Method, "resources/") && r.Resources == nil:
 		_, _ = c.listResources(ctx, "resources/list")
 	default:
-		return r.Route(m.Method, m.Params)
+		dest, params, routed, err := r.Route(m.Method, m.Params)
+		if m.Method == "tools/call" && err != nil {
+			c.catalogueRoutes()
+			return c.routesNow().Route(m.Method, m.Params)
+		}
+		return dest, params, routed, err
 	}
 	return c.routesNow().Route(m.Method, m.Params)
 }
