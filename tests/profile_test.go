@@ -5,8 +5,10 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -199,6 +201,140 @@ func TestProfileWithSDKClients(t *testing.T) {
 		if len(s.Calls) != 2 || s.Calls[i].Error != "" || len(s.Calls[i].Result.Content) != 1 || s.Calls[i].Result.Content[0].Text != want {
 			t.Errorf("the TypeScript SDK client's calls: %+v; want %q for call %d", s.Calls, want, i)
 			break
+		}
+	}
+}
+
+// destPID is a destination's child's pid as /healthz?verbose says.
+func destPID(t *testing.T, p *binaryProc, dest string) int {
+	t.Helper()
+	var h struct {
+		Destinations map[string]struct {
+			PID int `json:"pid"`
+		} `json:"destinations"`
+	}
+	r := mustRequest(t, http.MethodGet, p.base+"/healthz?verbose", "", "")
+	if err := json.Unmarshal(r.body, &h); err != nil {
+		t.Fatalf("/healthz?verbose: %v %s", err, r.body)
+	}
+	return h.Destinations[dest].PID
+}
+
+// TestProfileWithNpmServers: one profile of three servers from npm —
+// server-everything, server-filesystem with 'roots:' and server-memory —
+// listed and called through one URL: prefixed names (the hidden get-env
+// neither listed nor callable), each member's own tools (filesystem sees
+// its configured root), progress, a sampling round trip (the TypeScript
+// SDK client answers it), a resource read (listed and by template), a
+// subscription whose updates reach only the session that subscribed, and
+// server-memory's child killed while calls to the other two go on.
+func TestProfileWithNpmServers(t *testing.T) {
+	node := node24(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "note.txt"), []byte("a note"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(t.TempDir(), "destinations.yaml")
+	yaml := fmt.Sprintf(`destinations:
+  everything: {command: %q}
+  filesystem: {command: %q, roots: [%q]}
+  memory: {command: %q}
+profiles:
+  work:
+    destinations: [everything, filesystem, memory]
+    tools: {deny: [everything__get-env]}
+`, everythingBin(t), filesystemBin(t), dir, filepath.Join(filepath.Dir(everythingBin(t)), "mcp-server-memory"))
+	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, config)
+	url := p.base + "/p/work/mcp"
+	a, b := newClient(t, url), newClient(t, url)
+	a.initialize()
+	b.initialize()
+
+	names := toolNames(t, a.post(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`))
+	for _, want := range []string{"everything__echo", "everything__trigger-long-running-operation", "filesystem__read_text_file", "memory__create_entities"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("the profile does not list %s: %v", want, names)
+		}
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, "everything__") && !strings.HasPrefix(n, "filesystem__") && !strings.HasPrefix(n, "memory__") || n == "everything__get-env" {
+			t.Errorf("the profile lists %q", n)
+		}
+	}
+	if r := a.callTool(`"env"`, "everything__get-env", nil); !strings.Contains(string(r.body), "not available") {
+		t.Errorf("everything__get-env, hidden: %s", r.body)
+	}
+	call := func(c *client, tool string, args any) string {
+		t.Helper()
+		if args == nil {
+			args = map[string]any{}
+		}
+		return textOf(resultOK(t, tool, c.callTool(`"c"`, tool, args)))
+	}
+	if got := call(a, "filesystem__list_allowed_directories", nil); !strings.Contains(got, dir) {
+		t.Errorf("filesystem__list_allowed_directories: %q; want the configured root %s", got, dir)
+	}
+	if got := call(a, "filesystem__read_text_file", map[string]string{"path": filepath.Join(dir, "note.txt")}); got != "a note" {
+		t.Errorf("filesystem__read_text_file: %q", got)
+	}
+	call(a, "memory__create_entities", map[string]any{"entities": []map[string]any{{"name": "profile-test", "entityType": "test", "observations": []string{"seen"}}}})
+	if got := call(b, "memory__read_graph", nil); !strings.Contains(got, "profile-test") {
+		t.Errorf("memory__read_graph: %q", got)
+	}
+
+	// Progress, with the caller's token.
+	st := openSSE(t, http.MethodPost, url, a.sid, `{"jsonrpc":"2.0","id":"p","method":"tools/call","params":{"name":"everything__trigger-long-running-operation","arguments":{"duration":1,"steps":2},"_meta":{"progressToken":"work-progress"}}}`)
+	if m := st.next(t, "notifications/progress", 20*time.Second); !strings.Contains(string(m.Params), `"progressToken":"work-progress"`) {
+		t.Errorf("progress: %s", m.Params)
+	}
+	st.close()
+
+	// Resources: a listed one and one of a template.
+	for _, uri := range []string{"demo://resource/static/document/features.md", "demo://resource/dynamic/text/7"} {
+		r := a.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":"r","method":"resources/read","params":{"uri":%q}}`, uri))
+		if res := resultOK(t, "resources/read "+uri, r); !strings.Contains(string(res), `"contents"`) {
+			t.Errorf("resources/read %s: %s", uri, res)
+		}
+	}
+
+	// A subscription: a's, not b's.
+	const watched = "demo://resource/static/document/features.md"
+	if m := decodeAnswer(t, a.post(`{"jsonrpc":"2.0","id":"s","method":"resources/subscribe","params":{"uri":"`+watched+`"}}`)); m.Error != nil || m.Result == nil {
+		t.Fatalf("resources/subscribe: %+v", m)
+	}
+	aStream, bStream := a.openStream(), b.openStream()
+	defer aStream.close()
+	defer bStream.close()
+	call(a, "everything__toggle-subscriber-updates", nil)
+	if m := aStream.next(t, "notifications/resources/updated", 20*time.Second); !strings.Contains(string(m.Params), watched) {
+		t.Errorf("the update a subscribed to: %s", m.Params)
+	}
+	bStream.none(t, "notifications/resources/updated", 500*time.Millisecond)
+
+	// Sampling, answered by the TypeScript SDK client through the profile.
+	run := runClientScript(node, "ts-session.mjs", url, "--caps", "sampling", "--label", "work", "--call", `everything__trigger-sampling-request {"prompt":"hello","maxTokens":5}`)
+	var s tsSession
+	if err := json.Unmarshal([]byte(run.last), &s); err != nil || !s.OK || s.SamplingRequests != 1 || len(s.Calls) != 1 || !strings.Contains(fmt.Sprint(s.Calls[0].Result.Content), "sampled by work") {
+		t.Errorf("sampling through the profile: %v %v %+v\nstderr: %s", run.err, err, s, run.stderr)
+	}
+
+	// server-memory's child killed: the other members' calls go on.
+	pid := destPID(t, p, "memory")
+	if pid == 0 {
+		t.Fatal("no pid for memory's child")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if got := call(b, "everything__echo", map[string]string{"message": "on"}); !strings.Contains(got, "on") {
+			t.Errorf("everything__echo with memory's child killed: %q", got)
+		}
+		if got := call(b, "filesystem__list_allowed_directories", nil); !strings.Contains(got, dir) {
+			t.Errorf("filesystem with memory's child killed: %q", got)
 		}
 	}
 }
