@@ -338,3 +338,31 @@ profiles:
 		}
 	}
 }
+
+// TestProfileModernEra: the 2026-07-28 era through a profile — a member's
+// request for input comes back as input_required (MRTR) and the retry
+// with the input is answered by that member; a subscriptions/listen stream
+// on the profile gets a member's tool list change with its subscription
+// id.
+func TestProfileModernEra(t *testing.T) {
+	p := startBinary(t, profileFile(t))
+	url := p.base + "/p/both/mcp"
+	listen := openSSE(t, http.MethodPost, url, "", listenBody(9), "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "subscriptions/listen")
+	defer listen.close()
+	listen.next(t, "notifications/subscriptions/acknowledged", 10*time.Second)
+
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	args := `"arguments":{"method":"sampling/createMessage","params":"{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"hi\"}}],\"maxTokens\":5}"}`
+	key, state := inputRequired(t, modernCall(t, url, `"ask-1"`, "tools/call", `{"name":"b__ask",`+args+`,`+meta+`}`))
+	retry := fmt.Sprintf(`{"name":"b__ask",%s,"inputResponses":{%q:{"role":"assistant","content":{"type":"text","text":"answered through the profile"},"model":"m"}},"requestState":%q,%s}`, args, key, state, meta)
+	r := modernCall(t, url, `"ask-2"`, "tools/call", retry)
+	if m := decodeAnswer(t, r); string(m.ID) != `"ask-2"` || !strings.Contains(string(m.Result), "answered through the profile") {
+		t.Errorf("the retry with the input: %d %s", r.status, r.body)
+	}
+
+	resultOK(t, "alpha__list_changed", modernCall(t, url, `"lc"`, "tools/call", `{"name":"alpha__list_changed","arguments":{},`+modernMeta+`}`))
+	m := listen.next(t, "notifications/tools/list_changed", 10*time.Second)
+	if !strings.Contains(string(m.Params), `"io.modelcontextprotocol/subscriptionId":9`) {
+		t.Errorf("list_changed on the profile's listen stream: %s", m.Params)
+	}
+}
