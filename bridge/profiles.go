@@ -35,9 +35,11 @@ func (b *Bridge) buildProfiles(t, prev *table, cfg *config.Config, sopts session
 	for _, name := range cfg.ProfileNames {
 		key, p := profileKey(name), cfg.Profiles[name]
 		if prev.keepsProfile(name, t) {
-			t.endpoints[key], t.dispatchers[key] = prev.endpoints[key], prev.dispatchers[key]
+			t.endpoints[key], t.dispatchers[key], t.reports[name] = prev.endpoints[key], prev.dispatchers[key], prev.reports[name]
 			continue
 		}
+		report := &profile.Report{}
+		t.reports[name] = report
 		var members []profile.MemberDest
 		for _, m := range p.Destinations {
 			d := t.dispatchers[m]
@@ -50,7 +52,7 @@ func (b *Bridge) buildProfiles(t, prev *table, cfg *config.Config, sopts session
 		pd := dispatch.New(dispatch.Options{
 			Name: key,
 			Launch: profile.Launcher(profile.Options{Name: name, Members: members, Tools: filterOf(p.Tools), Prompts: filterOf(p.Prompts), Resources: filterOf(p.Resources),
-				Timeout: o.RequestTimeout, Version: o.Version, Logger: o.Logger}),
+				Timeout: o.RequestTimeout, Version: o.Version, Report: report, Logger: o.Logger}),
 			NewBackOff:      o.Restart.NewBackOff,
 			StableAfter:     o.Restart.StableAfter,
 			Linger:          o.Linger,
@@ -100,3 +102,35 @@ func (t *table) profileEndpoint(name string) *session.Endpoint {
 
 // isProfileKey: key is a profile's in a table.
 func isProfileKey(key string) bool { return strings.HasPrefix(key, "p/") }
+
+// profileHealth is a profile in /healthz: its URL, members, child state
+// and sessions; with ?verbose what its lists found (collisions, clients
+// that cut its tools).
+type profileHealth struct {
+	URL      string   `json:"url"`
+	Members  []string `json:"members"`
+	State    string   `json:"state"`
+	Sessions int      `json:"sessions"`
+	Tools    int      `json:"tools"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// profilesHealth is the profiles' part of /healthz.
+func (t *table) profilesHealth(verbose bool) map[string]profileHealth {
+	if len(t.cfg.ProfileNames) == 0 {
+		return nil
+	}
+	out := map[string]profileHealth{}
+	for _, name := range t.cfg.ProfileNames {
+		ep := t.endpoints[profileKey(name)]
+		if ep == nil {
+			continue
+		}
+		ph := profileHealth{URL: "/p/" + name + "/mcp", Members: t.cfg.Profiles[name].Destinations, State: ep.Status().State, Sessions: ep.SessionCount(), Tools: t.reports[name].Tools()}
+		if verbose {
+			ph.Warnings = t.reports[name].Warnings()
+		}
+		out[name] = ph
+	}
+	return out
+}

@@ -305,7 +305,11 @@ func (b *Bridge) serveHealth(w http.ResponseWriter, r *http.Request) {
 	case failed > 0:
 		status = "degraded"
 	}
-	writeJSON(w, r, code, map[string]any{"status": status, "destinations": dests})
+	body := map[string]any{"status": status, "destinations": dests}
+	if ph := t.profilesHealth(verbose); ph != nil {
+		body["profiles"] = ph
+	}
+	writeJSON(w, r, code, body)
 }
 
 // serveReady is the readiness route for load balancers and Kubernetes:

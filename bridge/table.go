@@ -11,6 +11,7 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/oauth"
+	"github.com/stelae-bridge/stelae-bridge/profile"
 	"github.com/stelae-bridge/stelae-bridge/session"
 )
 
@@ -29,6 +30,8 @@ type table struct {
 	// one); topPolicy the top-level block's; operatorPolicies guard the
 	// operator's routes.
 	policies         map[string]*oauth.Policy
+	// reports are the profiles' (by profile name), for /healthz.
+	reports map[string]*profile.Report
 	topPolicy        *oauth.Policy
 	operatorPolicies []*oauth.Policy
 }
@@ -46,7 +49,7 @@ func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 	if cfg == nil || len(cfg.Names) == 0 {
 		return nil, errors.New("the configuration declares no destination")
 	}
-	t := &table{cfg: cfg, endpoints: map[string]*session.Endpoint{}, dispatchers: map[string]*dispatch.Dispatcher{}}
+	t := &table{cfg: cfg, endpoints: map[string]*session.Endpoint{}, dispatchers: map[string]*dispatch.Dispatcher{}, reports: map[string]*profile.Report{}}
 	opts := b.opts
 	sopts := session.Options{
 		MaxSessions: opts.MaxSessions, RequestTimeout: opts.RequestTimeout, MaxBodyBytes: opts.MaxBodyBytes,

@@ -139,5 +139,14 @@ func parseProfile(name string, line int, v *yaml.Node, cfg *Config, problem func
 	if bad {
 		return nil
 	}
+	seen := map[string]string{}
+	for _, m := range p.Destinations {
+		prefix := cfg.Destinations[m].ToolPrefix()
+		if other, ok := seen[prefix]; ok {
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("line %d: warning: profile %q: %q and %q share the prefix %q, so their tools and prompts of one name collide (%q's are shown); give one of them a 'prefix:'", line, name, other, m, prefix, other))
+			continue
+		}
+		seen[prefix] = m
+	}
 	return p
 }

@@ -80,3 +80,15 @@ func TestParseProfileErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestProfileSharedPrefixWarns: two members with one prefix are a warning
+// (-check shows it), not an error.
+func TestProfileSharedPrefixWarns(t *testing.T) {
+	cfg, err := Parse("d.yaml", []byte("destinations:\n  a: {command: x, prefix: p}\n  b: {command: x, prefix: p}\nprofiles:\n  both: {destinations: [a, b]}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], `"a" and "b" share the prefix "p"`) || !strings.Contains(cfg.Warnings[0], "line 5") {
+		t.Errorf("warnings %q", cfg.Warnings)
+	}
+}

@@ -54,6 +54,9 @@ type Options struct {
 	Timeout time.Duration
 	// Version is the bridge's, in the profile's serverInfo.
 	Version string
+	// Report, when set, gets what the lists found (collisions, the
+	// number of tools).
+	Report *Report
 	Logger  hclog.Logger
 }
 
@@ -542,6 +545,12 @@ func (c *child) listTools(ctx context.Context) (json.RawMessage, error) {
 		}
 	}
 	c.collisions("tool", names.Collisions)
+	if before := c.o.Report.Tools(); len(items) != before {
+		for _, w := range ToolCountWarnings(len(items)) {
+			c.log.Warn("the profile lists more tools than some clients take: " + w)
+		}
+	}
+	c.o.Report.listed(len(items))
 	return listResult("tools", items)
 }
 
@@ -591,8 +600,9 @@ func (c *child) listResources(ctx context.Context, method string) (json.RawMessa
 	return listResult("resourceTemplates", tpls)
 }
 
-// collisions logs the names two members met on.
+// collisions logs the names two members met on (and reports them).
 func (c *child) collisions(noun string, cs []Collision) {
+	c.o.Report.collided(noun, cs)
 	for _, col := range cs {
 		c.log.Warn("two members of the profile expose the same "+noun+" name", "collision", col.String())
 	}

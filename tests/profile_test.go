@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -365,4 +366,62 @@ func TestProfileModernEra(t *testing.T) {
 	if !strings.Contains(string(m.Params), `"io.modelcontextprotocol/subscriptionId":9`) {
 		t.Errorf("list_changed on the profile's listen stream: %s", m.Params)
 	}
+}
+
+// TestProfileCollisionsReported: members that expose names alike are
+// served, not refused: the first member keeps a name, and the collisions,
+// and the clients that cut a list as long as the profile's, are warnings
+// in -check (the shared prefix), the log and /healthz?verbose.
+func TestProfileCollisionsReported(t *testing.T) {
+	server := fakemcp.ModeServer
+	path := destinationsFile(t, map[string]string{"a": server, "b": server, "c": server, "d": server}, map[string]string{"a": "    prefix: x\n", "b": "    prefix: x\n"})
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(data, "profiles:\n  all: {destinations: [a, b, c, d]}\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bridgeBinary(t), "-check", "-config", path).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"a" and "b" share the prefix "x"`) {
+		t.Errorf("-check: %v\n%s", err, out)
+	}
+	p := startBinary(t, path)
+	c := newClient(t, p.base+"/p/all/mcp")
+	c.initialize()
+	names := toolNames(t, c.post(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`))
+	var whoami childWho
+	if err := json.Unmarshal([]byte(textOf(resultOK(t, "x__whoami", c.callTool(`"w"`, "x__whoami", nil)))), &whoami); err != nil {
+		t.Fatal(err)
+	}
+	direct := newClient(t, p.base+"/a/mcp")
+	direct.initialize()
+	if whoamiCall(t, direct).PID != whoami.PID {
+		t.Errorf("x__whoami did not reach a, the first member with the prefix")
+	}
+	var h struct {
+		Profiles map[string]struct {
+			URL      string   `json:"url"`
+			Members  []string `json:"members"`
+			Tools    int      `json:"tools"`
+			Warnings []string `json:"warnings"`
+		} `json:"profiles"`
+	}
+	r := mustRequest(t, http.MethodGet, p.base+"/healthz?verbose", "", "")
+	if err := json.Unmarshal(r.body, &h); err != nil {
+		t.Fatal(err)
+	}
+	all := h.Profiles["all"]
+	collisions, cursor := 0, false
+	for _, w := range all.Warnings {
+		collisions += strings.Count(w, "b's is hidden")
+		cursor = cursor || strings.Contains(w, "Cursor")
+	}
+	if all.URL != "/p/all/mcp" || len(all.Members) != 4 || all.Tools != len(names) || collisions != len(names)/3 || !cursor {
+		t.Errorf("/healthz?verbose says of the profile %+v; it lists %d tools, b's %d collide with a's, and past 40 Cursor cuts them", all, len(names), len(names)/3)
+	}
+	// (The log is read from the bridge's stderr as it comes.)
+	waitFor(t, 10*time.Second, "the collisions in the log", func() bool {
+		return strings.Contains(p.logs.String(), "two members of the profile expose the same tool name")
+	})
 }

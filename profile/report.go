@@ -1,0 +1,72 @@
+package profile
+
+import (
+	"sort"
+	"sync"
+)
+
+// Report is what a profile's child found in its members' lists, for the
+// operator (/healthz?verbose): the names two members met on, and how many
+// tools it lists. Safe for concurrent use; the child of each run writes
+// it, the bridge reads it.
+type Report struct {
+	// mu guards collisions and tools.
+	mu         sync.Mutex
+	collisions map[string][]Collision // by kind: tool, prompt, resource
+	tools      int
+}
+
+// collided records the latest collisions of one kind.
+func (r *Report) collided(kind string, cs []Collision) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.collisions == nil {
+		r.collisions = map[string][]Collision{}
+	}
+	r.collisions[kind] = cs
+}
+
+// listed records how many tools the profile lists.
+func (r *Report) listed(n int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.tools = n
+	r.mu.Unlock()
+}
+
+// Warnings are the collisions as last listed and the clients that cut a
+// list of the profile's tools, each a sentence for the operator.
+func (r *Report) Warnings() []string {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var kinds []string
+	for k := range r.collisions {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var out []string
+	for _, k := range kinds {
+		for _, c := range r.collisions[k] {
+			out = append(out, k+" "+c.String())
+		}
+	}
+	return append(out, ToolCountWarnings(r.tools)...)
+}
+
+// Tools is how many tools the profile listed last.
+func (r *Report) Tools() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tools
+}
