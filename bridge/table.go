@@ -29,9 +29,9 @@ type table struct {
 	// policies are the destinations' OAuth policies (none for an open
 	// one); topPolicy the top-level block's; operatorPolicies guard the
 	// operator's routes.
-	policies         map[string]*oauth.Policy
+	policies map[string]*oauth.Policy
 	// reports are the profiles' (by profile name), for /healthz.
-	reports map[string]*profile.Report
+	reports          map[string]*profile.Report
 	topPolicy        *oauth.Policy
 	operatorPolicies []*oauth.Policy
 }

@@ -57,7 +57,7 @@ type Options struct {
 	// Report, when set, gets what the lists found (collisions, the
 	// number of tools).
 	Report *Report
-	Logger  hclog.Logger
+	Logger hclog.Logger
 }
 
 // Launcher is the profile's supervisor.Launcher: each start makes a new
