@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/stelae-bridge/stelae-bridge/authserver"
@@ -61,6 +62,15 @@ func (b *Bridge) buildPolicies(t *table) error {
 			t.policies[name] = p
 		}
 	}
+	for _, name := range t.cfg.ProfileNames {
+		a, err := profileAuth(t.cfg, t.cfg.Profiles[name])
+		if err != nil {
+			return err
+		}
+		if p := policy(a); p != nil {
+			t.policies[profileKey(name)] = p
+		}
+	}
 	if needBuiltin && b.opts.AuthServer == nil {
 		return errors.New("an 'auth:' block says 'issuer: builtin', but the built-in authorization server is not running (it needs STELAE_OAUTH_PASSPHRASE or -oauth-passphrase-file)")
 	}
@@ -90,8 +100,14 @@ func (b *Bridge) builtinResource(base, resource string) (string, bool) {
 			}
 		}
 	}
-	if p := t.policies[t.cfg.Default]; p != nil && p.Auth.Builtin() && (resource == base+"/mcp" || resource == base) {
-		return t.cfg.Default, true
+	for _, name := range t.cfg.ProfileNames {
+		key := profileKey(name)
+		if p := t.policies[key]; p != nil && p.Auth.Builtin() && slices.Contains(b.resources(base, guarded{dest: key, route: "dest"}), resource) {
+			return key, true
+		}
+	}
+	if p := t.policies[t.defaultKey()]; p != nil && p.Auth.Builtin() && (resource == base+"/mcp" || resource == base) {
+		return t.defaultKey(), true
 	}
 	return "", false
 }
@@ -121,12 +137,16 @@ func (b *Bridge) protection(r *http.Request) guarded {
 	case isOAuthWellKnown(path), strings.HasPrefix(path, "/oauth/"):
 		return guarded{open: true}
 	case path == "/mcp":
-		return guarded{dest: t.cfg.Default, route: "default"}
+		return guarded{dest: t.defaultKey(), route: "default"}
 	case path == "" && (r.Method == http.MethodPost || r.Method == http.MethodDelete || session.OpensStream(r)):
-		return guarded{dest: t.cfg.Default, route: "root"}
+		return guarded{dest: t.defaultKey(), route: "root"}
 	}
-	if dest, _, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && t.endpoints[dest] != nil {
+	if dest, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && t.endpoints[dest] != nil {
 		return guarded{dest: dest, route: "dest"}
+	} else if name, tail, nested := strings.Cut(rest, "/"); ok && dest == "p" && nested && tail == "mcp" && t.profileEndpoint(name) != nil {
+		// A profile: its key is its URL's path, so its resource and
+		// metadata URLs are made as a destination's.
+		return guarded{dest: profileKey(name), route: "dest"}
 	}
 	return guarded{}
 }
@@ -139,7 +159,7 @@ func (b *Bridge) protection(r *http.Request) guarded {
 func (b *Bridge) resources(base string, g guarded) []string {
 	t := b.t()
 	switch {
-	case g.route != "" && g.dest != "" && g.dest == t.cfg.Default:
+	case g.route != "" && g.dest != "" && g.dest == t.defaultKey():
 		return []string{base, base + "/mcp", base + "/" + g.dest + "/mcp"}
 	case g.route != "":
 		return []string{base + "/" + g.dest + "/mcp"}
@@ -321,15 +341,17 @@ func (b *Bridge) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case rest == "":
 		resource, name = base, "stelae-bridge"
-		if p = t.policies[t.cfg.Default]; p == nil {
+		if p = t.policies[t.defaultKey()]; p == nil {
 			p = t.topPolicy
 		}
 	case rest == "/mcp":
-		p, resource, name = t.policies[t.cfg.Default], base+"/mcp", t.cfg.Default
+		p, resource, name = t.policies[t.defaultKey()], base+"/mcp", t.cfg.Default
 	default:
 		dest, tail, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
 		if tail == "mcp" && t.endpoints[dest] != nil {
 			p, resource, name = t.policies[dest], base+"/"+dest+"/mcp", dest
+		} else if pn, ptail, _ := strings.Cut(tail, "/"); dest == "p" && ptail == "mcp" && t.profileEndpoint(pn) != nil {
+			p, resource, name = t.policies[profileKey(pn)], base+"/p/"+pn+"/mcp", "profile "+pn
 		}
 	}
 	if p == nil {

@@ -1,10 +1,8 @@
 package bridge
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
@@ -29,9 +27,6 @@ func profileKey(name string) string { return "p/" + name }
 // buildProfiles adds cfg's profiles to t, keeping those prev serves the
 // same way on the same members.
 func (b *Bridge) buildProfiles(t, prev *table, cfg *config.Config, sopts session.Options) error {
-	if len(cfg.ProfileNames) > 0 && (cfg.Auth != nil || slices.ContainsFunc(cfg.Names, func(n string) bool { return cfg.Destinations[n].Auth != nil })) {
-		return errors.New("profiles with OAuth ('auth:') are not served yet: a profile would need its own protected resource; serve the profile without 'auth:' (a bearer token, -auth-tokens, protects it) or use the destinations' own URLs")
-	}
 	for _, name := range cfg.ProfileNames {
 		key, p := profileKey(name), cfg.Profiles[name]
 		if prev.keepsProfile(name, t) {
@@ -40,6 +35,9 @@ func (b *Bridge) buildProfiles(t, prev *table, cfg *config.Config, sopts session
 		}
 		report := &profile.Report{}
 		t.reports[name] = report
+		if _, err := profileAuth(cfg, p); err != nil {
+			return err
+		}
 		var members []profile.MemberDest
 		for _, m := range p.Destinations {
 			d := t.dispatchers[m]
@@ -68,6 +66,43 @@ func (b *Bridge) buildProfiles(t, prev *table, cfg *config.Config, sopts session
 	return nil
 }
 
+// profileAuth is the 'auth:' block that protects profile p: the one its
+// members share (every member without its own carries the top-level
+// block); nil when none has one. Members protected differently — by two
+// issuers, or some not at all while others are — cannot be one resource:
+// an error that says so.
+func profileAuth(cfg *config.Config, p *config.Profile) (*config.Auth, error) {
+	var a *config.Auth
+	for i, m := range p.Destinations {
+		ma := cfg.Destinations[m].Auth
+		if i == 0 {
+			a = ma
+			continue
+		}
+		if !sameAuth(a, ma) {
+			return nil, fmt.Errorf("profile %q: its members are protected differently (%s and %s): a profile is one resource with one 'auth:'; give its members the same 'auth:' block (or a top-level one), or make two profiles", p.Name, authName(cfg.Destinations[p.Destinations[0]].Name, a), authName(m, ma))
+		}
+	}
+	return a, nil
+}
+
+// sameAuth: x and y protect alike.
+func sameAuth(x, y *config.Auth) bool {
+	if x == nil || y == nil {
+		return x == y
+	}
+	cx, cy := *x, *y
+	cx.Line, cy.Line = 0, 0
+	return reflect.DeepEqual(cx, cy)
+}
+
+func authName(dest string, a *config.Auth) string {
+	if a == nil {
+		return fmt.Sprintf("%q open", dest)
+	}
+	return fmt.Sprintf("%q by %s", dest, a.Issuer)
+}
+
 // filterOf is a profile's filter as a function (nil: none).
 func filterOf(f config.ToolFilter) func(string) bool {
 	if f.Empty() {
@@ -89,6 +124,15 @@ func (t *table) keepsProfile(name string, next *table) bool {
 		}
 	}
 	return true
+}
+
+// defaultKey is the key of what /mcp serves: the default destination's
+// name, or its profile's key.
+func (t *table) defaultKey() string {
+	if t.cfg.DefaultProfile {
+		return profileKey(t.cfg.Default)
+	}
+	return t.cfg.Default
 }
 
 // profileEndpoint is the endpoint of /p/{name}/mcp; nil when there is no

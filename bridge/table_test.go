@@ -91,3 +91,26 @@ func TestSessionTTLPerDestination(t *testing.T) {
 		}
 	}
 }
+
+// TestProfilesTheBridgeCannotServe: a profile whose members are protected
+// differently, or with a member that has a child per session, is refused
+// at the start and on a reload, saying why; nothing changes.
+func TestProfilesTheBridgeCannotServe(t *testing.T) {
+	issuer := &config.Auth{Issuer: "https://issuer.example"}
+	for _, tc := range []struct {
+		name string
+		b    *config.Destination
+		want string
+	}{
+		{"protected differently", &config.Destination{Name: "b", Command: "/nonexistent/x"}, `its members are protected differently ("a" by https://issuer.example and "b" open)`},
+		{"isolated member", &config.Destination{Name: "b", Command: "/nonexistent/x", Auth: issuer, Isolation: config.IsolationSession}, `member "b" has 'isolation: session'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &config.Config{Names: []string{"a", "b"}, Destinations: map[string]*config.Destination{"a": {Name: "a", Command: "/nonexistent/x", Auth: issuer}, "b": tc.b},
+				Profiles: map[string]*config.Profile{"p": {Name: "p", Destinations: []string{"a", "b"}}}, ProfileNames: []string{"p"}}
+			if _, err := New(cfg, Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New: %v; want an error saying %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -520,3 +520,60 @@ func TestBuiltinPreregisteredClient(t *testing.T) {
 		t.Errorf("revoked pre-registered client on the approval page: %d", resp.StatusCode)
 	}
 }
+
+// TestBuiltinOAuthForAProfile: a profile behind the built-in authorization
+// server is one protected resource: its own metadata at
+// /.well-known/oauth-protected-resource/p/{profile}/mcp, one approval for
+// all its members, and its token opens the profile only — not its
+// members' own endpoints (a member's token does not open the profile
+// either).
+func TestBuiltinOAuthForAProfile(t *testing.T) {
+	dir := t.TempDir()
+	as, err := authserver.Open(filepath.Join(dir, "oauth.db"), authserver.Options{Passphrase: testPassphrase})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { as.Close() })
+	b := newBridge(t, map[string]string{"notes": fakemcp.ModeServer, "files": fakemcp.ModeServer}, bridgeConfig{
+		auth: &config.Auth{Issuer: config.IssuerBuiltin}, authServer: as, profiles: map[string][]string{"both": {"notes", "files"}},
+	})
+	base := b.srv.URL
+	profileURL := base + "/p/both/mcp"
+	var prm struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	r := mustRequest(t, http.MethodGet, base+"/.well-known/oauth-protected-resource/p/both/mcp", "", "")
+	if json.Unmarshal(r.body, &prm) != nil || prm.Resource != profileURL || len(prm.AuthorizationServers) != 1 || prm.AuthorizationServers[0] != base {
+		t.Fatalf("the profile's PRM: %d %s", r.status, r.body)
+	}
+	r = mustRequest(t, http.MethodPost, profileURL, "", initBody)
+	if r.status != http.StatusUnauthorized || !strings.Contains(r.header.Get("WWW-Authenticate"), "/.well-known/oauth-protected-resource/p/both/mcp") {
+		t.Fatalf("the profile without a token: %d %q", r.status, r.header.Get("WWW-Authenticate"))
+	}
+
+	c := newOAuthClient(t, base)
+	c.register()
+	verifier, challenge := pkce("profile")
+	access, _ := c.exchange(c.code(challenge, profileURL), verifier)
+	pc := newClient(t, profileURL)
+	if r := pc.post(initBody, "Authorization", "Bearer "+access); r.status != http.StatusOK {
+		t.Fatalf("the profile with its token: %d %s", r.status, r.body)
+	} else {
+		pc.sid = r.header.Get("Mcp-Session-Id")
+	}
+	names := toolNames(t, pc.post(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`, "Authorization", "Bearer "+access))
+	if !slices.Contains(names, "notes__echo") || !slices.Contains(names, "files__echo") {
+		t.Errorf("the profile lists %v", names)
+	}
+	for _, member := range []string{"notes", "files"} {
+		if r := mustRequest(t, http.MethodPost, b.url(member), "", initBody, "Authorization", "Bearer "+access); r.status != http.StatusUnauthorized {
+			t.Errorf("%s's endpoint with the profile's token: %d", member, r.status)
+		}
+	}
+	verifier2, challenge2 := pkce("notes")
+	notesToken, _ := c.exchange(c.code(challenge2, b.url("notes")), verifier2)
+	if r := mustRequest(t, http.MethodPost, profileURL, "", initBody, "Authorization", "Bearer "+notesToken); r.status != http.StatusUnauthorized {
+		t.Errorf("the profile with a token for notes: %d", r.status)
+	}
+}

@@ -91,6 +91,9 @@ type bridgeConfig struct {
 	// addr, when set, is the address to listen on (a restarted bridge at
 	// the same URL).
 	addr string
+	// profiles are the configuration's 'profiles:', by name: each the
+	// destinations it combines (prefixed with their names).
+	profiles map[string][]string
 	// unclaimedLinger and restartPatience are the bridge's options.
 	unclaimedLinger time.Duration
 	restartPatience time.Duration
@@ -149,6 +152,13 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 		}
 		conf.Destinations[name] = d
 		conf.Names = append(conf.Names, name)
+	}
+	for name, members := range cfg.profiles {
+		if conf.Profiles == nil {
+			conf.Profiles = map[string]*config.Profile{}
+		}
+		conf.Profiles[name] = &config.Profile{Name: name, Destinations: members}
+		conf.ProfileNames = append(conf.ProfileNames, name)
 	}
 	br, err := bridge.New(conf, opts)
 	if err != nil {
