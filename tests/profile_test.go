@@ -157,9 +157,9 @@ func TestProfileServesItsMembers(t *testing.T) {
 }
 
 // TestProfileWithSDKClients: the official clients through one profile URL
-// — the Go SDK client (its 2026-07-28 era) and the TypeScript SDK client
-// (a 2025 session) — list the members' tools under their prefixes and
-// call each member.
+// — the Go SDK client (its 2026-07-28 era), the TypeScript SDK client 1.x
+// (a 2025 session) and 2.x (auto mode: 2026-07-28), and the Inspector's
+// CLI — list the members' tools under their prefixes and call them.
 func TestProfileWithSDKClients(t *testing.T) {
 	node := node24(t)
 	p := startBinary(t, profileFile(t))
@@ -203,6 +203,25 @@ func TestProfileWithSDKClients(t *testing.T) {
 			t.Errorf("the TypeScript SDK client's calls: %+v; want %q for call %d", s.Calls, want, i)
 			break
 		}
+	}
+
+	// The TypeScript SDK v2 client in auto mode (2026-07-28) on beta's
+	// tools: list, call, progress, elicitation and sampling through
+	// input_required, listen, and an aborted call the child sees cancelled.
+	v2 := runClientScript(node, "ts-v2-client.mjs", url, "--mode", "auto", "--prefix", "b__", "--deadline", "60000")
+	var s2 tsV2Summary
+	if err := json.Unmarshal([]byte(v2.last), &s2); err != nil || !s2.OK {
+		t.Errorf("the TypeScript SDK v2 client through the profile: %v %v\nfailures: %v\nstderr: %s", v2.err, err, s2.Failures, v2.stderr)
+	}
+
+	// The Inspector's CLI.
+	listed2 := runInspector(t, url, "--method", "tools/list")
+	if tools, _ := listed2["tools"].([]any); len(tools) != len(names) {
+		t.Errorf("the Inspector lists %d tools; the Go SDK client %d", len(tools), len(names))
+	}
+	called := runInspector(t, url, "--method", "tools/call", "--tool-name", "alpha__echo", "--tool-arg", "text=from the inspector")
+	if !strings.Contains(fmt.Sprint(called["content"]), "from the inspector") {
+		t.Errorf("the Inspector's alpha__echo: %v", called)
 	}
 }
 

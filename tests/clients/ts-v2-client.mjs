@@ -3,7 +3,7 @@
 // the MCP 2026-07-28 era against a bridge destination served by the fake MCP
 // server (tests/fakemcp):
 //
-//   node ts-v2-client.mjs URL --mode auto|pin [--deadline MS]
+//   node ts-v2-client.mjs URL --mode auto|pin [--deadline MS] [--prefix P]
 //
 // --mode auto probes with server/discover and must stay in the 2026-07-28
 // era; --mode pin speaks only 2026-07-28. Either way it: lists the tools;
@@ -14,7 +14,8 @@
 // call of "never" and checks that the child saw the cancellation (its
 // stats). It prints one JSON summary on stdout and exits 1 when any
 // expectation fails (every wait is bounded; a watchdog ends the run after
-// --deadline ms).
+// --deadline ms). With --prefix every tool's name starts with P (the fake
+// server as a member of a profile: P is 'member__').
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { parseArgs } from 'node:util';
@@ -25,8 +26,11 @@ const { values: opts, positionals } = parseArgs({
   options: {
     mode: { type: 'string', default: 'auto' },
     deadline: { type: 'string', default: '60000' },
+    prefix: { type: 'string', default: '' },
   },
 });
+// tool is the name the client calls the fake server's tool n by.
+const tool = (n) => opts.prefix + n;
 const url = positionals[0];
 const callTimeout = 20_000;
 
@@ -104,7 +108,7 @@ function toolJSON(result) {
 }
 
 async function cancelledCount() {
-  const stats = await client.callTool({ name: 'stats', arguments: {} }, { timeout: callTimeout });
+  const stats = await client.callTool({ name: tool('stats'), arguments: {} }, { timeout: callTimeout });
   const parsed = toolJSON(stats);
   return parsed ? (parsed.cancelled ?? []).length : -1;
 }
@@ -122,16 +126,16 @@ try {
   const tools = await client.listTools(undefined, { timeout: callTimeout });
   summary.tools = tools.tools.map((t) => t.name);
   for (const want of ['echo', 'progress', 'ask', 'sample', 'never', 'list_changed', 'stats']) {
-    if (!summary.tools.includes(want)) fail(`tools/list: no tool "${want}" in ${JSON.stringify(summary.tools)}`);
+    if (!summary.tools.includes(tool(want))) fail(`tools/list: no tool "${tool(want)}" in ${JSON.stringify(summary.tools)}`);
   }
 
   step('echo');
-  const echo = await client.callTool({ name: 'echo', arguments: { text: 'hello v2' } }, { timeout: callTimeout });
+  const echo = await client.callTool({ name: tool('echo'), arguments: { text: 'hello v2' } }, { timeout: callTimeout });
   if (echo.content?.[0]?.text !== 'hello v2') fail(`echo: ${JSON.stringify(echo)}`);
 
   step('progress');
   const progress = await client.callTool(
-    { name: 'progress', arguments: { steps: 3, ms: 50 } },
+    { name: tool('progress'), arguments: { steps: 3, ms: 50 } },
     { timeout: callTimeout, onprogress: (p) => summary.progress.push(p) },
   );
   if (progress.content?.[0]?.text !== 'done') fail(`progress: ${JSON.stringify(progress)}`);
@@ -141,7 +145,7 @@ try {
   step('elicitation');
   const asked = await client.callTool(
     {
-      name: 'ask',
+      name: tool('ask'),
       arguments: {
         method: 'elicitation/create',
         params: JSON.stringify({ mode: 'form', message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } }),
@@ -155,7 +159,7 @@ try {
   }
 
   step('sampling');
-  const sampled = await client.callTool({ name: 'sample', arguments: { prompt: 'hi' } }, { timeout: callTimeout });
+  const sampled = await client.callTool({ name: tool('sample'), arguments: { prompt: 'hi' } }, { timeout: callTimeout });
   if (summary.samplings !== 1 || toolJSON(sampled)?.answer?.content?.text !== 'ts-v2-sampled') {
     fail(`sampling: handler ran ${summary.samplings} times; the child got ${JSON.stringify(toolJSON(sampled))}`);
   }
@@ -166,7 +170,7 @@ try {
   const arrived = new Promise((resolve) => {
     listChangedWaiter = resolve;
   });
-  const lc = await client.callTool({ name: 'list_changed', arguments: {} }, { timeout: callTimeout });
+  const lc = await client.callTool({ name: tool('list_changed'), arguments: {} }, { timeout: callTimeout });
   if (lc.content?.[0]?.text !== 'sent') fail(`list_changed: ${JSON.stringify(lc)}`);
   try {
     await withTimeout(arrived, 10_000, 'notifications/tools/list_changed on the listen stream');
@@ -178,7 +182,7 @@ try {
   step('cancel');
   summary.cancelledBefore = await cancelledCount();
   const abort = new AbortController();
-  const never = client.callTool({ name: 'never', arguments: {} }, { timeout: callTimeout, signal: abort.signal });
+  const never = client.callTool({ name: tool('never'), arguments: {} }, { timeout: callTimeout, signal: abort.signal });
   setTimeout(() => abort.abort(new Error('the test gave up')), 300);
   try {
     await never;
