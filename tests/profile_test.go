@@ -444,3 +444,69 @@ func TestProfileCollisionsReported(t *testing.T) {
 		return strings.Contains(p.logs.String(), "two members of the profile expose the same tool name")
 	})
 }
+
+// TestProfileManyUsersMixedPayloads: eight users at once through one
+// profile, each in a session of its own, call both members with payloads
+// from bytes to a MiB and with progress: every answer is the caller's own,
+// whole, and every progress notification carries the caller's token —
+// nothing crosses between users or members on the profile's extra hop.
+// (The users' goroutines report errors; only the test's fails it.)
+func TestProfileManyUsersMixedPayloads(t *testing.T) {
+	p := startBinary(t, profileFile(t))
+	url := p.base + "/p/both/mcp"
+	sizes := []int{1, 64, 4 << 10, 64 << 10, 1 << 20}
+	const users, calls = 8, 12
+	errs := make(chan error, users)
+	for u := 0; u < users; u++ {
+		go func() {
+			errs <- func() error {
+				r, err := request(http.MethodPost, url, "", initBody)
+				if err != nil || r.status != http.StatusOK {
+					return fmt.Errorf("user %d: initialize %d %v", u, r.status, err)
+				}
+				sid := r.header.Get("Mcp-Session-Id")
+				for i := 0; i < calls; i++ {
+					tool := []string{"alpha__echo", "b__echo"}[(u+i)%2]
+					text := fmt.Sprintf("u%d-c%d-", u, i) + strings.Repeat(string(rune('a'+u)), sizes[(u*calls+i)%len(sizes)])
+					id := fmt.Sprintf(`"%d-%d"`, u, i)
+					r, err := request(http.MethodPost, url, sid, toolCallBody(id, tool, map[string]string{"text": text}))
+					var m rpc
+					if err == nil {
+						err = json.Unmarshal(r.body, &m)
+					}
+					if err != nil || m.Error != nil || string(m.ID) != id || textOf(m.Result) != text {
+						return fmt.Errorf("user %d call %d (%s, %d bytes): %v %d, id %s, %d bytes of text, error %v", u, i, tool, len(text), err, r.status, m.ID, len(textOf(m.Result)), m.Error)
+					}
+					if i%4 != 0 {
+						continue
+					}
+					token := fmt.Sprintf("tok-%d-%d", u, i)
+					r, err = request(http.MethodPost, url, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":"p","method":"tools/call","params":{"name":%q,"arguments":{"steps":2,"ms":5},"_meta":{"progressToken":%q}}}`, []string{"alpha__progress", "b__progress"}[i%2], token))
+					if err != nil {
+						return err
+					}
+					progress := 0
+					for _, line := range strings.Split(string(r.body), "\n") {
+						data, ok := strings.CutPrefix(line, "data: ")
+						if !ok || !strings.Contains(data, "notifications/progress") {
+							continue
+						}
+						progress++
+						if !strings.Contains(data, `"progressToken":"`+token+`"`) {
+							return fmt.Errorf("user %d got progress %s; its token is %s", u, data, token)
+						}
+					}
+					if progress != 2 {
+						return fmt.Errorf("user %d: %d progress notifications of 2: %s", u, progress, r.body)
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for u := 0; u < users; u++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
