@@ -39,27 +39,38 @@ func (b *Bridge) buildProfiles(t, prev *table, cfg *config.Config, sopts session
 			return err
 		}
 		var members []profile.MemberDest
+		isolated := false
 		for _, m := range p.Destinations {
-			d := t.dispatchers[m]
-			if d == nil {
-				return fmt.Errorf("profile %q: member %q has 'isolation: session', which profiles do not serve yet (a child per session of each member); remove it from the profile", name, m)
+			md := profile.MemberDest{Name: m, Prefix: cfg.Destinations[m].ToolPrefix(), D: t.dispatchers[m]}
+			if md.D == nil {
+				// A child per session: the profile's sessions get theirs.
+				md.New, isolated = b.dispatcherFactory(cfg.Destinations[m]), true
 			}
-			members = append(members, profile.MemberDest{Name: m, Prefix: cfg.Destinations[m].ToolPrefix(), D: d})
+			members = append(members, md)
 		}
 		o := b.opts
-		pd := dispatch.New(dispatch.Options{
-			Name: key,
-			Launch: profile.Launcher(profile.Options{Name: name, Members: members, Tools: filterOf(p.Tools), Prompts: filterOf(p.Prompts), Resources: filterOf(p.Resources),
-				Timeout: o.RequestTimeout, Version: o.Version, Report: report, Logger: o.Logger}),
-			NewBackOff:      o.Restart.NewBackOff,
-			StableAfter:     o.Restart.StableAfter,
-			Linger:          o.Linger,
-			UnclaimedLinger: o.UnclaimedLinger,
-			RestartPatience: o.RestartPatience,
-			StopTimeout:     o.stopTimeout(),
-			BridgeVersion:   o.Version,
-			Logger:          o.Logger.Named("dispatch"),
-		})
+		newDispatcher := func() *dispatch.Dispatcher {
+			return dispatch.New(dispatch.Options{
+				Name: key,
+				Launch: profile.Launcher(profile.Options{Name: name, Members: members, Tools: filterOf(p.Tools), Prompts: filterOf(p.Prompts), Resources: filterOf(p.Resources),
+					Timeout: o.RequestTimeout, Version: o.Version, Report: report, Logger: o.Logger}),
+				NewBackOff:      o.Restart.NewBackOff,
+				StableAfter:     o.Restart.StableAfter,
+				Linger:          o.Linger,
+				UnclaimedLinger: o.UnclaimedLinger,
+				RestartPatience: o.RestartPatience,
+				StopTimeout:     o.stopTimeout(),
+				BridgeVersion:   o.Version,
+				Logger:          o.Logger.Named("dispatch"),
+			})
+		}
+		if isolated {
+			popts := sopts
+			popts.SessionTTL = min(popts.SessionTTL, config.IsolatedSessionTTL)
+			t.endpoints[key] = session.NewEndpoint(key, nil, newDispatcher, b.limits, b.metricSet.For(key), popts)
+			continue
+		}
+		pd := newDispatcher()
 		t.dispatchers[key] = pd
 		t.endpoints[key] = session.NewEndpoint(key, pd, nil, b.limits, b.metricSet.For(key), sopts)
 	}
@@ -119,7 +130,7 @@ func (t *table) keepsProfile(name string, next *table) bool {
 		return false
 	}
 	for _, m := range next.cfg.Profiles[name].Destinations {
-		if next.dispatchers[m] == nil || next.dispatchers[m] != t.dispatchers[m] || next.cfg.Destinations[m].ToolPrefix() != t.cfg.Destinations[m].ToolPrefix() {
+		if next.endpoints[m] == nil || next.endpoints[m] != t.endpoints[m] || next.cfg.Destinations[m].ToolPrefix() != t.cfg.Destinations[m].ToolPrefix() {
 			return false
 		}
 	}

@@ -93,8 +93,7 @@ func TestSessionTTLPerDestination(t *testing.T) {
 }
 
 // TestProfilesTheBridgeCannotServe: a profile whose members are protected
-// differently, or with a member that has a child per session, is refused
-// at the start and on a reload, saying why; nothing changes.
+// differently is refused at the start, saying why.
 func TestProfilesTheBridgeCannotServe(t *testing.T) {
 	issuer := &config.Auth{Issuer: "https://issuer.example"}
 	for _, tc := range []struct {
@@ -103,7 +102,6 @@ func TestProfilesTheBridgeCannotServe(t *testing.T) {
 		want string
 	}{
 		{"protected differently", &config.Destination{Name: "b", Command: "/nonexistent/x"}, `its members are protected differently ("a" by https://issuer.example and "b" open)`},
-		{"isolated member", &config.Destination{Name: "b", Command: "/nonexistent/x", Auth: issuer, Isolation: config.IsolationSession}, `member "b" has 'isolation: session'`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := &config.Config{Names: []string{"a", "b"}, Destinations: map[string]*config.Destination{"a": {Name: "a", Command: "/nonexistent/x", Auth: issuer}, "b": tc.b},

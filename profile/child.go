@@ -34,11 +34,16 @@ import (
 // is among the profile's sessions — over every call in flight in the
 // profile, so it is never less strict than a member's own.
 
-// Member is a destination a profile combines: its name, the prefix of its
-// tools' and prompts' names, and its shared dispatcher.
+// MemberDest is a destination a profile combines: its name, the prefix of
+// its tools' and prompts' names, and its shared dispatcher — or, for a
+// destination with a child per session ('isolation: session'), New, which
+// makes a dispatcher of its own for each run of the profile's child (the
+// profile is then served with a child per session too, so each of its
+// sessions has its own child of that member).
 type MemberDest struct {
 	Name, Prefix string
 	D            *dispatch.Dispatcher
+	New          func() *dispatch.Dispatcher
 }
 
 // Options configure a profile's child.
@@ -90,6 +95,9 @@ type child struct {
 	cancel context.CancelFunc
 	// work counts the goroutines serving messages; Stop waits for them.
 	work sync.WaitGroup
+	// own are the dispatchers this run made for its members with a child
+	// per session; Stop closes them.
+	own []*dispatch.Dispatcher
 
 	// mu guards everything below.
 	mu      sync.Mutex
@@ -120,8 +128,12 @@ func newChild(o Options) *child {
 	c := &child{o: o, log: o.Logger.Named("profile").With("profile", o.Name), out: make(chan []byte, 1024), stop: make(chan struct{}), exited: make(chan struct{}),
 		calls: map[string]context.CancelFunc{}, childReqs: map[string]childRequest{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	for i := range o.Members {
-		c.members = append(c.members, &memberSession{c: c, m: &o.Members[i]})
+	for _, m := range o.Members {
+		if m.D == nil && m.New != nil {
+			m.D = m.New()
+			c.own = append(c.own, m.D)
+		}
+		c.members = append(c.members, &memberSession{c: c, m: &m})
 	}
 	return c
 }
@@ -301,6 +313,11 @@ func (c *child) Stop(ctx context.Context) error {
 		case <-done:
 		case <-ctx.Done():
 			c.log.Warn("the profile's calls did not end in time")
+		}
+		for _, d := range c.own {
+			if err := d.Close(ctx); err != nil {
+				c.log.Warn("a member's own child did not stop in time", "destination", d.Name(), "error", err)
+			}
 		}
 		close(c.exited)
 	})

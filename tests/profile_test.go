@@ -510,3 +510,45 @@ func TestProfileManyUsersMixedPayloads(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileWithAnIsolatedMember: a member with 'isolation: session'
+// gives each of the profile's sessions a child of its own, while a shared
+// member's child serves them all; a session's own child goes with it.
+func TestProfileWithAnIsolatedMember(t *testing.T) {
+	path := destinationsFile(t, map[string]string{"own": fakemcp.ModeServer, "shared": fakemcp.ModeServer}, map[string]string{"own": "    isolation: session\n"})
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(data, "profiles:\n  mixed: {destinations: [own, shared]}\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, path)
+	url := p.base + "/p/mixed/mcp"
+	pid := func(c *client, tool string) int {
+		t.Helper()
+		var w childWho
+		if err := json.Unmarshal([]byte(textOf(resultOK(t, tool, c.callTool(`"w"`, tool, nil)))), &w); err != nil || w.PID == 0 {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		return w.PID
+	}
+	a, b := newClient(t, url), newClient(t, url)
+	a.initialize()
+	b.initialize()
+	ownA, ownB := pid(a, "own__whoami"), pid(b, "own__whoami")
+	if ownA == ownB {
+		t.Errorf("two sessions of the profile share the isolated member's child (pid %d)", ownA)
+	}
+	if sa, sb := pid(a, "shared__whoami"), pid(b, "shared__whoami"); sa != sb {
+		t.Errorf("the shared member runs two children (%d, %d)", sa, sb)
+	}
+	if again := pid(a, "own__whoami"); again != ownA {
+		t.Errorf("a session's own child changed: %d, then %d", ownA, again)
+	}
+	deleteSession(t, a)
+	waitFor(t, 15*time.Second, "the deleted session's own child to stop", func() bool { return !processAlive(ownA) })
+	if !processAlive(ownB) {
+		t.Error("the other session's own child stopped too")
+	}
+}
