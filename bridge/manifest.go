@@ -29,6 +29,13 @@ func (b *Bridge) serveManifest(w http.ResponseWriter, r *http.Request) {
 		servers = append(servers, manifestServer{Name: n, Transport: "streamable-http", URL: base + "/" + n + "/mcp", Version: b.opts.Version, ToolsKnown: known})
 		tools = append(tools, ts...)
 	}
+	// A profile is one more server (its tools are its members', renamed).
+	for _, n := range t.cfg.ProfileNames {
+		if ep := t.profileEndpoint(n); ep != nil {
+			_, known := ep.Catalogue()
+			servers = append(servers, manifestServer{Name: "p/" + n, Transport: "streamable-http", URL: base + "/p/" + n + "/mcp", Version: b.opts.Version, ToolsKnown: known})
+		}
+	}
 	writeJSON(w, r, http.StatusOK, map[string]any{"servers": servers, "tools": tools})
 }
 

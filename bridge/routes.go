@@ -169,15 +169,24 @@ func (b *Bridge) serveRoot(w http.ResponseWriter, r *http.Request) {
 			Name string `json:"name"`
 			URL  string `json:"url"`
 		}
+		type prof struct {
+			Name    string   `json:"name"`
+			URL     string   `json:"url"`
+			Members []string `json:"members"`
+		}
 		doc := struct {
 			Name         string   `json:"name"`
 			Version      string   `json:"version"`
 			Default      string   `json:"default,omitempty"`
 			Destinations []dest   `json:"destinations"`
+			Profiles     []prof   `json:"profiles,omitempty"`
 			Protocols    []string `json:"protocol_versions"`
 		}{Name: "stelae-bridge", Version: b.opts.Version, Default: t.cfg.Default, Protocols: dispatch.Versions(), Destinations: []dest{}}
 		for _, n := range t.names {
 			doc.Destinations = append(doc.Destinations, dest{Name: n, URL: base + "/" + n + "/mcp"})
+		}
+		for _, n := range t.cfg.ProfileNames {
+			doc.Profiles = append(doc.Profiles, prof{Name: n, URL: base + "/p/" + n + "/mcp", Members: t.cfg.Profiles[n].Destinations})
 		}
 		writeJSON(w, r, http.StatusOK, doc)
 	default:

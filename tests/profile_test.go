@@ -92,6 +92,14 @@ func TestProfileServesItsMembers(t *testing.T) {
 		t.Errorf("the profile lists %d of alpha's tools and %d of beta's: %v", alpha, beta, names)
 	}
 
+	// The bridge's own description names the profile.
+	if r := mustRequest(t, http.MethodGet, p.base+"/", "", ""); !strings.Contains(string(r.body), `"url": "`+p.base+`/p/both/mcp"`) {
+		t.Errorf("GET / does not list the profile: %s", r.body)
+	}
+	if r := mustRequest(t, http.MethodGet, p.base+"/.well-known/mcp/manifest.json", "", ""); !strings.Contains(string(r.body), `"url": "`+p.base+`/p/both/mcp"`) {
+		t.Errorf("the manifest does not list the profile: %s", r.body)
+	}
+
 	// Calls reach the member the name says, on its shared child.
 	whoami := func(c *client, tool string) int {
 		t.Helper()
