@@ -126,7 +126,7 @@ func filterOf(f config.ToolFilter) func(string) bool {
 // configuration says, on the members next keeps: next keeps it.
 func (t *table) keepsProfile(name string, next *table) bool {
 	key := profileKey(name)
-	if t == nil || t.endpoints[key] == nil || !reflect.DeepEqual(t.cfg.Profiles[name], next.cfg.Profiles[name]) {
+	if t == nil || t.endpoints[key] == nil || !sameProfile(t.cfg.Profiles[name], next.cfg.Profiles[name]) {
 		return false
 	}
 	for _, m := range next.cfg.Profiles[name].Destinations {
@@ -144,6 +144,16 @@ func (t *table) defaultKey() string {
 		return profileKey(t.cfg.Default)
 	}
 	return t.cfg.Default
+}
+
+// sameProfile: x and y declare a profile alike, wherever in the file.
+func sameProfile(x, y *config.Profile) bool {
+	if x == nil || y == nil {
+		return x == y
+	}
+	cx, cy := *x, *y
+	cx.Line, cy.Line = 0, 0
+	return reflect.DeepEqual(cx, cy)
 }
 
 // profileEndpoint is the endpoint of /p/{name}/mcp; nil when there is no

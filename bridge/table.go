@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
@@ -158,13 +159,16 @@ type Reloaded struct {
 	// ToolsChanged are kept too, with their child and sessions, and a new
 	// 'tools:' filter; their clients were told the list changed.
 	ToolsChanged []string
+	// Profiles are the profiles added, changed (or with a member changed:
+	// served anew, their sessions ended) or removed.
+	Profiles []string
 	// DefaultChanged: /mcp and / serve another destination (or none).
 	DefaultChanged bool
 }
 
 // Unchanged reports whether the reload changed nothing.
 func (r Reloaded) Unchanged() bool {
-	return len(r.Added)+len(r.Changed)+len(r.Removed)+len(r.ToolsChanged) == 0 && !r.DefaultChanged
+	return len(r.Added)+len(r.Changed)+len(r.Removed)+len(r.ToolsChanged)+len(r.Profiles) == 0 && !r.DefaultChanged
 }
 
 // Reload applies cfg as a diff of the configuration being served: an
@@ -225,6 +229,17 @@ func (b *Bridge) Reload(cfg *config.Config) (Reloaded, error) {
 			retired = append(retired, key) // a profile changed, or one of its members
 		}
 	}
+	for key, ep := range next.endpoints {
+		if isProfileKey(key) && prev.endpoints[key] != ep {
+			r.Profiles = append(r.Profiles, strings.TrimPrefix(key, "p/"))
+		}
+	}
+	for key := range prev.endpoints {
+		if isProfileKey(key) && next.endpoints[key] == nil {
+			r.Profiles = append(r.Profiles, strings.TrimPrefix(key, "p/"))
+		}
+	}
+	sort.Strings(r.Profiles)
 	for _, name := range retired {
 		b.retiring.Add(1)
 		go b.retire(name, prev.endpoints[name], prev.dispatchers[name])
@@ -263,7 +278,7 @@ func (b *Bridge) ReloadFrom(load func() (*config.Config, error)) (Reloaded, erro
 		b.log.Info("configuration reloaded: nothing changed", "destinations", len(r.Kept))
 	default:
 		b.reloads.WithLabelValues("applied").Inc()
-		b.log.Info("configuration reloaded", "added", r.Added, "changed", r.Changed, "removed", r.Removed, "tools_changed", r.ToolsChanged, "kept", r.Kept, "default", cfg.Default)
+		b.log.Info("configuration reloaded", "added", r.Added, "changed", r.Changed, "removed", r.Removed, "tools_changed", r.ToolsChanged, "profiles", r.Profiles, "kept", r.Kept, "default", cfg.Default)
 	}
 	b.lastReload.SetToCurrentTime()
 	return r, nil

@@ -560,3 +560,52 @@ func TestProfileWithAnIsolatedMember(t *testing.T) {
 		t.Error("the other session's own child stopped too")
 	}
 }
+
+// TestReloadProfiles: a reload that keeps a profile and its members keeps
+// its sessions; one that changes its members retires it (its sessions get
+// 404, as a changed destination's do) and serves the new one at once.
+func TestReloadProfiles(t *testing.T) {
+	server := fakemcp.ModeServer
+	write := func(path string, dests map[string]string, profile string) string {
+		from := destinationsFile(t, dests, nil)
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if path == "" {
+			path = from
+		}
+		if err := os.WriteFile(path, append(data, profile...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	config := write("", map[string]string{"a": server, "b": server}, "profiles:\n  p: {destinations: [a, b]}\n")
+	p := startBinary(t, config)
+	c := newClient(t, p.base+"/p/p/mcp")
+	c.initialize()
+	echo := func(c *client, tool string) response { return c.callTool(`"e"`, tool, map[string]string{"text": "x"}) }
+
+	write(config, map[string]string{"a": server, "b": server, "c": server}, "profiles:\n  p: {destinations: [a, b]}\n")
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitReloads(t, p, "applied", 1)
+	if r := echo(c, "a__echo"); r.status != http.StatusOK || decode(t, r.body).Error != nil {
+		t.Errorf("the kept profile's session after a reload that added c: %d %s", r.status, r.body)
+	}
+
+	write(config, map[string]string{"a": server, "b": server, "c": server}, "profiles:\n  p: {destinations: [a, b, c]}\n")
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitReloads(t, p, "applied", 2)
+	if r := echo(c, "a__echo"); r.status != http.StatusNotFound {
+		t.Errorf("the changed profile's old session: %d %s; want 404", r.status, r.body)
+	}
+	fresh := newClient(t, p.base+"/p/p/mcp")
+	fresh.initialize()
+	if got := textOf(resultOK(t, "c__echo", echo(fresh, "c__echo"))); got != "x" {
+		t.Errorf("c__echo in the changed profile: %q", got)
+	}
+}
