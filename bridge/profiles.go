@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
@@ -90,21 +89,11 @@ func profileAuth(cfg *config.Config, p *config.Profile) (*config.Auth, error) {
 			a = ma
 			continue
 		}
-		if !sameAuth(a, ma) {
+		if !config.SameAuth(a, ma) {
 			return nil, fmt.Errorf("profile %q: its members are protected differently (%s and %s): a profile is one resource with one 'auth:'; give its members the same 'auth:' block (or a top-level one), or make two profiles", p.Name, authName(cfg.Destinations[p.Destinations[0]].Name, a), authName(m, ma))
 		}
 	}
 	return a, nil
-}
-
-// sameAuth: x and y protect alike.
-func sameAuth(x, y *config.Auth) bool {
-	if x == nil || y == nil {
-		return x == y
-	}
-	cx, cy := *x, *y
-	cx.Line, cy.Line = 0, 0
-	return reflect.DeepEqual(cx, cy)
 }
 
 func authName(dest string, a *config.Auth) string {
@@ -126,7 +115,7 @@ func filterOf(f config.ToolFilter) func(string) bool {
 // configuration says, on the members next keeps: next keeps it.
 func (t *table) keepsProfile(name string, next *table) bool {
 	key := profileKey(name)
-	if t == nil || t.endpoints[key] == nil || !sameProfile(t.cfg.Profiles[name], next.cfg.Profiles[name]) {
+	if t == nil || t.endpoints[key] == nil || !config.SameProfile(t.cfg.Profiles[name], next.cfg.Profiles[name]) {
 		return false
 	}
 	for _, m := range next.cfg.Profiles[name].Destinations {
@@ -144,16 +133,6 @@ func (t *table) defaultKey() string {
 		return profileKey(t.cfg.Default)
 	}
 	return t.cfg.Default
-}
-
-// sameProfile: x and y declare a profile alike, wherever in the file.
-func sameProfile(x, y *config.Profile) bool {
-	if x == nil || y == nil {
-		return x == y
-	}
-	cx, cy := *x, *y
-	cx.Line, cy.Line = 0, 0
-	return reflect.DeepEqual(cx, cy)
 }
 
 // profileEndpoint is the endpoint of /p/{name}/mcp; nil when there is no

@@ -37,3 +37,21 @@ func withoutLine(a *Auth) *Auth {
 	c.Line = 0
 	return &c
 }
+
+// SameAuth reports whether a and b protect alike, wherever in the file.
+func SameAuth(a, b *Auth) bool { return sameButLine(a, b, func(x *Auth) { x.Line = 0 }) }
+
+// SameProfile reports whether a and b declare a profile alike, wherever
+// in the file.
+func SameProfile(a, b *Profile) bool { return sameButLine(a, b, func(x *Profile) { x.Line = 0 }) }
+
+// sameButLine compares *a and *b with clear applied to copies of each.
+func sameButLine[T any](a, b *T, clear func(*T)) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, y := *a, *b
+	clear(&x)
+	clear(&y)
+	return reflect.DeepEqual(x, y)
+}

@@ -31,3 +31,16 @@ func TestSameDestination(t *testing.T) {
 		}
 	}
 }
+
+func TestSameProfileAndAuth(t *testing.T) {
+	p := &Profile{Name: "p", Line: 3, Destinations: []string{"a", "b"}}
+	moved := &Profile{Name: "p", Line: 9, Destinations: []string{"a", "b"}}
+	other := &Profile{Name: "p", Line: 3, Destinations: []string{"b", "a"}}
+	if !SameProfile(p, moved) || SameProfile(p, other) || SameProfile(p, nil) || !SameProfile(nil, nil) {
+		t.Error("SameProfile: a profile moved in the file is the same; its members in another order are not")
+	}
+	a, b := &Auth{Issuer: "https://i.example", Line: 1}, &Auth{Issuer: "https://i.example", Line: 7}
+	if !SameAuth(a, b) || SameAuth(a, &Auth{Issuer: "https://j.example"}) || SameAuth(a, nil) {
+		t.Error("SameAuth")
+	}
+}

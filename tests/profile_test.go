@@ -38,6 +38,17 @@ func profileFile(t *testing.T) string {
 	return path
 }
 
+// whoamiAs calls the fake server's whoami under the name tool (a
+// profile's) and returns the pid of the child that answered.
+func whoamiAs(t *testing.T, c *client, tool string) int {
+	t.Helper()
+	var w childWho
+	if err := json.Unmarshal([]byte(textOf(resultOK(t, tool, c.callTool(`"w"`, tool, nil)))), &w); err != nil || w.PID == 0 {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return w.PID
+}
+
 // toolNames lists the names of a tools/list answer.
 func toolNames(t *testing.T, r response) []string {
 	t.Helper()
@@ -101,15 +112,7 @@ func TestProfileServesItsMembers(t *testing.T) {
 	}
 
 	// Calls reach the member the name says, on its shared child.
-	whoami := func(c *client, tool string) int {
-		t.Helper()
-		var w childWho
-		if err := json.Unmarshal([]byte(textOf(resultOK(t, tool, c.callTool(`"w"`, tool, nil)))), &w); err != nil || w.PID == 0 {
-			t.Fatalf("%s: %v", tool, err)
-		}
-		return w.PID
-	}
-	alphaPID, betaPID := whoami(c, "alpha__whoami"), whoami(c, "b__whoami")
+	alphaPID, betaPID := whoamiAs(t, c, "alpha__whoami"), whoamiAs(t, c, "b__whoami")
 	direct := newClient(t, p.base+"/alpha/mcp")
 	direct.initialize()
 	if alphaPID == betaPID || whoamiCall(t, direct).PID != alphaPID {
@@ -417,13 +420,9 @@ func TestProfileCollisionsReported(t *testing.T) {
 	c := newClient(t, p.base+"/p/all/mcp")
 	c.initialize()
 	names := toolNames(t, c.post(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`))
-	var whoami childWho
-	if err := json.Unmarshal([]byte(textOf(resultOK(t, "x__whoami", c.callTool(`"w"`, "x__whoami", nil)))), &whoami); err != nil {
-		t.Fatal(err)
-	}
 	direct := newClient(t, p.base+"/a/mcp")
 	direct.initialize()
-	if whoamiCall(t, direct).PID != whoami.PID {
+	if whoamiCall(t, direct).PID != whoamiAs(t, c, "x__whoami") {
 		t.Errorf("x__whoami did not reach a, the first member with the prefix")
 	}
 	var h struct {
@@ -533,14 +532,7 @@ func TestProfileWithAnIsolatedMember(t *testing.T) {
 	}
 	p := startBinary(t, path)
 	url := p.base + "/p/mixed/mcp"
-	pid := func(c *client, tool string) int {
-		t.Helper()
-		var w childWho
-		if err := json.Unmarshal([]byte(textOf(resultOK(t, tool, c.callTool(`"w"`, tool, nil)))), &w); err != nil || w.PID == 0 {
-			t.Fatalf("%s: %v", tool, err)
-		}
-		return w.PID
-	}
+	pid := func(c *client, tool string) int { return whoamiAs(t, c, tool) }
 	a, b := newClient(t, url), newClient(t, url)
 	a.initialize()
 	b.initialize()
