@@ -236,6 +236,14 @@ func TestProfileWithSDKClients(t *testing.T) {
 	}
 }
 
+// listedLen is how many tools a Go SDK list has (none when nil).
+func listedLen(l *mcp.ListToolsResult) int {
+	if l == nil {
+		return 0
+	}
+	return len(l.Tools)
+}
+
 // destPID is a destination's child's pid as /healthz?verbose says.
 func destPID(t *testing.T, p *binaryProc, dest string) int {
 	t.Helper()
@@ -253,7 +261,8 @@ func destPID(t *testing.T, p *binaryProc, dest string) int {
 
 // TestProfileWithNpmServers: one profile of three servers from npm —
 // server-everything, server-filesystem with 'roots:' and server-memory —
-// listed and called through one URL: prefixed names (the hidden get-env
+// listed and called through one URL (by a raw client, the Go SDK client
+// and the Inspector's CLI): prefixed names (the hidden get-env
 // neither listed nor callable), each member's own tools (filesystem sees
 // its configured root), progress, a sampling round trip (the TypeScript
 // SDK client answers it), a resource read (listed and by template), a
@@ -350,6 +359,29 @@ profiles:
 	var s tsSession
 	if err := json.Unmarshal([]byte(run.last), &s); err != nil || !s.OK || s.SamplingRequests != 1 || len(s.Calls) != 1 || !strings.Contains(fmt.Sprint(s.Calls[0].Result.Content), "sampled by work") {
 		t.Errorf("sampling through the profile: %v %v %+v\nstderr: %s", run.err, err, s, run.stderr)
+	}
+
+	// The Go SDK client and the Inspector's CLI list and call all three.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stelae-profile-npm", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if listed, err := cs.ListTools(ctx, nil); err != nil || len(listed.Tools) != len(names) {
+		t.Errorf("the Go SDK client lists %v tools (%v); raw tools/list %d", listedLen(listed), err, len(names))
+	}
+	for tool, args := range map[string]map[string]any{"everything__get-sum": {"a": 2, "b": 3}, "filesystem__list_allowed_directories": {}, "memory__read_graph": {}} {
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args}); err != nil || res.IsError {
+			t.Errorf("the Go SDK client's %s: %v %+v", tool, err, res)
+		}
+	}
+	if tools, _ := runInspector(t, url, "--method", "tools/list")["tools"].([]any); len(tools) != len(names) {
+		t.Errorf("the Inspector lists %d tools; want %d", len(tools), len(names))
+	}
+	if out := runInspector(t, url, "--method", "tools/call", "--tool-name", "everything__echo", "--tool-arg", "message=inspected"); !strings.Contains(fmt.Sprint(out["content"]), "inspected") {
+		t.Errorf("the Inspector's everything__echo: %v", out)
 	}
 
 	// server-memory's child killed: the other members' calls go on.
