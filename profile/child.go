@@ -181,6 +181,10 @@ func (s *memberSession) Deliver(msg []byte) bool {
 	case jsonrpc.KindNotification:
 		c := s.c
 		switch m.Method {
+		case "notifications/cancelled":
+			// The member withdraws a request the child sent on: under
+			// the id the child gave it.
+			return c.withdraw(s, m)
 		case "notifications/tools/list_changed":
 			c.mu.Lock()
 			c.routes.Tools = nil
@@ -222,13 +226,47 @@ func (c *child) send(msg []byte, wait bool) bool {
 }
 
 // sendRequest sends a member's request on under an id of the child's own.
+// One that cannot be sent (the queue is full, the child stopped) is
+// forgotten: false tells the member's dispatcher, which answers its child
+// with an error (Deliver's contract), or the member's Detach at the
+// child's Stop does.
 func (c *child) sendRequest(s *memberSession, m *jsonrpc.Message, wait bool) bool {
 	c.mu.Lock()
 	c.nextID++
 	id := []byte(`"r` + strconv.FormatUint(c.nextID, 10) + `"`)
 	c.childReqs[string(id)] = childRequest{m: s, id: append(json.RawMessage(nil), m.ID...)}
 	c.mu.Unlock()
-	return c.send(jsonrpc.AppendRequest(nil, id, m.Method, m.Params), wait)
+	if c.send(jsonrpc.AppendRequest(nil, id, m.Method, m.Params), wait) {
+		return true
+	}
+	c.mu.Lock()
+	delete(c.childReqs, string(id))
+	c.mu.Unlock()
+	return false
+}
+
+// withdraw passes on a member's cancellation of a request the child sent
+// on, under the child's id for it.
+func (c *child) withdraw(s *memberSession, m *jsonrpc.Message) bool {
+	theirs := string(jsonrpc.Member(m.Params, "requestId"))
+	c.mu.Lock()
+	var ours string
+	for id, cr := range c.childReqs {
+		if cr.m == s && string(cr.id) == theirs {
+			ours = id
+			delete(c.childReqs, id)
+			break
+		}
+	}
+	c.mu.Unlock()
+	if ours == "" {
+		return true
+	}
+	params, err := jsonrpc.Replace(m.Params, "requestId", []byte(ours))
+	if err != nil {
+		return false
+	}
+	return c.send(jsonrpc.AppendRequest(nil, nil, m.Method, params), false)
 }
 
 // ReadMessage implements supervisor.Child.
@@ -339,9 +377,15 @@ func (c *child) serve(ctx context.Context, m *jsonrpc.Message) {
 		return
 	}
 	defer func() {
+		// The call's context goes with it (its parent, c.ctx, would
+		// otherwise hold every call's until the child stops).
 		c.mu.Lock()
+		cancel := c.calls[string(m.ID)]
 		delete(c.calls, string(m.ID))
 		c.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
 	}()
 	var result json.RawMessage
 	var err error
