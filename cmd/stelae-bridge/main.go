@@ -89,6 +89,10 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		for _, name := range cfg.ProfileNames {
 			fmt.Fprintf(stdout, "  profile %s (/p/%s/mcp): %v\n", name, name, cfg.Profiles[name].Destinations)
 		}
+		if len(cfg.ProfileNames) > 0 {
+			// -check starts no server: what they list is known once they run.
+			fmt.Fprintf(stdout, "  (a profile's tool count, and names its members expose alike, are known once they run: the log and /healthz?verbose say them)\n")
+		}
 		return 0
 	}
 	tokens, err := loadTokens(s, os.ReadFile)

@@ -92,7 +92,7 @@ func TestRunCheckGood(t *testing.T) {
 func TestRunCheckListsProfiles(t *testing.T) {
 	path := writeFile(t, "profiles.yaml", "destinations:\n  a: {command: cat}\n  b: {command: cat, prefix: bb}\nprofiles:\n  both: {destinations: [a, b]}\n")
 	code, out, errOut := runCmd(t, []string{"-check", "-config", path}, nil)
-	if code != 0 || !strings.Contains(out, "profile both (/p/both/mcp): [a b]") {
+	if code != 0 || !strings.Contains(out, "profile both (/p/both/mcp): [a b]") || !strings.Contains(out, "/healthz?verbose") {
 		t.Fatalf("-check: code %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
