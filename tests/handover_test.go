@@ -324,3 +324,54 @@ func TestSocketFromSystemdStaysWithTheBridge(t *testing.T) {
 		t.Errorf("a Unix socket from systemd: %v\n%s", err, out)
 	}
 }
+
+// TestSocketActivatedBySystemd: systemd's own implementation of socket
+// activation (systemd-socket-activate, from the package CI installs for
+// systemd-analyze) starts the bridge on the first connection with the
+// socket, and the bridge answers that connection's requests on it.
+func TestSocketActivatedBySystemd(t *testing.T) {
+	activate, err := exec.LookPath("systemd-socket-activate")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("systemd-socket-activate is not installed (.ci/run installs Debian's systemd)")
+		}
+		t.Skip("systemd-socket-activate is not installed")
+	}
+	addr := freeAddr(t)
+	config := fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer})
+	cmd := exec.Command(activate, "-l", addr, bridgeBinary(t), "-config", config, "-state-dir", t.TempDir())
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	})
+	// Nothing listens but systemd's tool until the first connection.
+	var c *client
+	waitFor(t, 10*time.Second, "the activation socket", func() bool {
+		nc, err := net.Dial("tcp", addr)
+		if err == nil {
+			nc.Close()
+		}
+		return err == nil
+	})
+	c = newClient(t, "http://"+addr+"/fake/mcp")
+	c.initialize()
+	echoCall(t, c, `"1"`, "activated")
+	waitFor(t, 10*time.Second, "the bridge to say it runs on systemd's socket", func() bool {
+		return strings.Contains(logs.String(), "on the socket systemd passed")
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the bridge did not stop on SIGTERM:\n%s", logs)
+	}
+}
