@@ -278,12 +278,12 @@ func TestProfileWithNpmServers(t *testing.T) {
 	yaml := fmt.Sprintf(`destinations:
   everything: {command: %q}
   filesystem: {command: %q, roots: [%q]}
-  memory: {command: %q}
+  memory: {command: %q, env: {MEMORY_FILE_PATH: %q}}
 profiles:
   work:
     destinations: [everything, filesystem, memory]
     tools: {deny: [everything__get-env]}
-`, everythingBin(t), filesystemBin(t), dir, filepath.Join(filepath.Dir(everythingBin(t)), "mcp-server-memory"))
+`, everythingBin(t), filesystemBin(t), dir, filepath.Join(filepath.Dir(everythingBin(t)), "mcp-server-memory"), filepath.Join(t.TempDir(), "memory.jsonl"))
 	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
