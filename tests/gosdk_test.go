@@ -334,3 +334,16 @@ func toolText(res *mcp.CallToolResult) string {
 	}
 	return ""
 }
+
+// goSDKSession connects the official Go SDK client, named name, to url
+// (retrying a dropped stream up to retries times); the test's cleanup
+// closes it.
+func goSDKSession(t *testing.T, ctx context.Context, url, name string, retries int) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: retries}, nil)
+	if err != nil {
+		t.Fatalf("the Go SDK client's connect to %s: %v", url, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}

@@ -81,12 +81,7 @@ func TestNoCallFailsAcrossAHandOver(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stelae-handover-test", Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: 5}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := goSDKSession(t, ctx, url, "stelae-handover-test", 5)
 	var (
 		mu       sync.Mutex // guards goCalls, goFailed, slowest
 		goCalls  int

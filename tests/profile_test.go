@@ -178,11 +178,7 @@ func TestProfileWithSDKClients(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stelae-profile-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := goSDKSession(t, ctx, url, "stelae-profile-test", 0)
 	listed, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -364,11 +360,7 @@ profiles:
 	// The Go SDK client and the Inspector's CLI list and call all three.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stelae-profile-npm", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := goSDKSession(t, ctx, url, "stelae-profile-npm", 0)
 	if listed, err := cs.ListTools(ctx, nil); err != nil || len(listed.Tools) != len(names) {
 		t.Errorf("the Go SDK client lists %v tools (%v); raw tools/list %d", listedLen(listed), err, len(names))
 	}

@@ -149,13 +149,7 @@ func TestReloadUnderLoadGoSDK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	connect := func(dest string) *mcp.ClientSession {
-		client := mcp.NewClient(&mcp.Implementation{Name: "stelae-reload-test", Version: "1"}, nil)
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.base + "/" + dest + "/mcp", MaxRetries: 2}, nil)
-		if err != nil {
-			t.Fatalf("connect to %s: %v", dest, err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
+		return goSDKSession(t, ctx, p.base+"/"+dest+"/mcp", "stelae-reload-test", 2)
 	}
 	var (
 		wg   sync.WaitGroup

@@ -165,12 +165,7 @@ func TestGoSDKClientAcrossARestart(t *testing.T) {
 	a := startBinary(t, config, "-state-dir", state, "-listen", addr, "-protocol-eras", "2025")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "stelae-restart-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: a.base + "/fake/mcp", MaxRetries: 5}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := goSDKSession(t, ctx, a.base+"/fake/mcp", "stelae-restart-test", 5)
 	sid := cs.ID()
 	if sid == "" {
 		t.Fatal("no 2025 session")
