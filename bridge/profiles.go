@@ -49,10 +49,12 @@ func (b *Bridge) buildProfiles(t, prev *table, cfg *config.Config, sopts session
 		}
 		o := b.opts
 		newDispatcher := func() *dispatch.Dispatcher {
+			prof := profile.New(profile.Options{Name: name, Members: members, Tools: filterOf(p.Tools), Prompts: filterOf(p.Prompts), Resources: filterOf(p.Resources),
+				Timeout: o.RequestTimeout, Version: o.Version, Report: report, Logger: o.Logger})
 			return dispatch.New(dispatch.Options{
-				Name: key,
-				Launch: profile.Launcher(profile.Options{Name: name, Members: members, Tools: filterOf(p.Tools), Prompts: filterOf(p.Prompts), Resources: filterOf(p.Resources),
-					Timeout: o.RequestTimeout, Version: o.Version, Report: report, Logger: o.Logger}),
+				Name:            key,
+				Launch:          prof.Launcher(),
+				Fan:             prof,
 				NewBackOff:      o.Restart.NewBackOff,
 				StableAfter:     o.Restart.StableAfter,
 				Linger:          o.Linger,

@@ -69,6 +69,8 @@ type Call struct {
 	// after rewrites the end (a filtered tools/list, a subscription kept
 	// only when the child agreed).
 	after func([]byte, error) ([]byte, error)
+	// relate rewrites the related messages Next returns (Through).
+	relate func([]byte) []byte
 	// augmented: the request asked the child to run it as a task of its
 	// own (MCP 2025-11-25); childTask is that task's id once the child
 	// created it, and the call waits for its tasks/result (tasks.go).
@@ -132,7 +134,7 @@ func (call *Call) Release() {
 		call.related = nil
 	}
 	call.timer.Stop()
-	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after = nil, nil, nil, nil, nil, nil, nil
+	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after, call.relate = nil, nil, nil, nil, nil, nil, nil, nil
 	call.end, call.ended, call.follow = reply{}, false, false
 	call.augmented, call.childTask, call.parked, call.heldBy = false, "", noTurn, time.Time{}
 	recycle.Poison(call.out)
@@ -210,6 +212,11 @@ type Event struct {
 // read differently are refused (see screen). With follow the caller takes
 // the call's related messages from Next.
 func (d *Dispatcher) Begin(ctx context.Context, s Session, m *jsonrpc.Message, timeout time.Duration, follow bool) *Call {
+	if d.opts.Fan != nil {
+		if call := d.opts.Fan.Begin(ctx, d, s, m, timeout, follow); call != nil {
+			return call
+		}
+	}
 	call := d.getCall(ctx, timeout)
 	call.sess, call.follow = s, follow
 	if d.scheduled() {
@@ -353,7 +360,7 @@ func (call *Call) Next(tick <-chan time.Time) Event {
 			select {
 			case <-call.relatedReady:
 				if msg := call.nextRelated(); msg != nil {
-					return Event{Related: msg}
+					return call.relatedEvent(msg)
 				}
 			default:
 			}
@@ -372,7 +379,7 @@ func (call *Call) Next(tick <-chan time.Time) Event {
 			call.finish(call.end.msg, call.end.err)
 		case <-call.relatedReady:
 			if msg := call.nextRelated(); msg != nil {
-				return Event{Related: msg}
+				return call.relatedEvent(msg)
 			}
 		case <-tick:
 			return Event{Tick: true}
@@ -567,6 +574,9 @@ func (d *Dispatcher) Notify(s Session, m *jsonrpc.Message) error {
 	case "notifications/initialized":
 		return nil
 	case "notifications/cancelled":
+		if d.opts.Fan != nil {
+			d.opts.Fan.Cancelled(s, m)
+		}
 		return d.clientCancel(s, m)
 	case "notifications/roots/list_changed":
 		if d.opts.Roots != nil {
@@ -615,6 +625,11 @@ func (d *Dispatcher) clientCancel(s Session, m *jsonrpc.Message) error {
 
 // Respond forwards a client's answer to a request the child sent it.
 func (d *Dispatcher) Respond(s Session, m *jsonrpc.Message) error {
+	if d.opts.Fan != nil {
+		if ours, err := d.opts.Fan.Respond(s, m); ours {
+			return err
+		}
+	}
 	key := string(m.ID)
 	d.pmu.Lock()
 	cr, ok := d.childReqs[key]

@@ -130,6 +130,9 @@ type Options struct {
 	// never beside one of them. It must be fast and safe for concurrent
 	// use.
 	InteractiveTool func(name string) bool
+	// Fan, when set, serves some of the clients' calls on other
+	// dispatchers (a profile's members: fan.go).
+	Fan Fan
 }
 
 // child is one running instance of the destination's process, as the

@@ -54,11 +54,18 @@ func (d *Dispatcher) Detach(s Session, cause error) {
 		orphanWhy = cause.Error()
 	}
 	d.mu.Lock()
-	if _, ok := d.sessions[s]; !ok {
-		d.mu.Unlock()
+	_, attached := d.sessions[s]
+	delete(d.sessions, s)
+	d.mu.Unlock()
+	if d.opts.Fan != nil {
+		// After s left: a call that attaches it elsewhere now finds it
+		// gone (Fan), and one that did before is detached here.
+		d.opts.Fan.Detach(s, cause)
+	}
+	if !attached {
 		return
 	}
-	delete(d.sessions, s)
+	d.mu.Lock()
 	var release []string
 	for uri, set := range d.subs {
 		if _, ok := set[s]; ok {

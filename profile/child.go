@@ -16,7 +16,6 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
-	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
 // This file is the profile's child: an MCP server in the bridge's own
@@ -65,15 +64,6 @@ type Options struct {
 	Logger hclog.Logger
 }
 
-// Launcher is the profile's supervisor.Launcher: each start makes a new
-// child.
-func Launcher(o Options) supervisor.Launcher {
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
-	}
-	return func(context.Context) (supervisor.Child, error) { return newChild(o), nil }
-}
-
 // errStopped answers what comes once the child stopped.
 var errStopped = errors.New("the profile's child has stopped")
 
@@ -115,6 +105,9 @@ type child struct {
 	// initParams are the profile's handshake params, given to members the
 	// child attaches to.
 	initParams json.RawMessage
+	// onStop, when set, is called once the child stopped (its Profile's
+	// fan routes by it no more).
+	onStop func()
 }
 
 // childRequest is a member's request the child sent on: the member and
@@ -341,6 +334,9 @@ func (c *child) Stop(ctx context.Context) error {
 		members := c.members
 		c.mu.Unlock()
 		close(c.stop)
+		if c.onStop != nil {
+			c.onStop()
+		}
 		c.cancel()
 		for _, s := range members {
 			s.m.D.Detach(s, errStopped)
