@@ -235,7 +235,9 @@ func (d *Dispatcher) routeLog(line []byte) {
 	switch {
 	case d.opts.Logs == LogsFanout:
 		for s := range d.sessions {
-			d.deliver(s, msg)
+			if !relayed(s) {
+				d.deliver(s, msg)
+			}
 		}
 	case d.opts.Logs != LogsDrop && users == 0:
 		// Idle: the one user connected, if there is one.

@@ -34,6 +34,22 @@ type Fan interface {
 	Detach(s Session, cause error)
 }
 
+// Relayed is implemented by a Session whose client hears the dispatcher's
+// broadcasts through another of its sessions (a Fan's: the profile's
+// child is a session of the member too, and relays them to every client
+// of the profile). Broadcasts — a notification for every session, log
+// lines fanned out (LogsFanout) — skip it: its client would get each
+// twice.
+type Relayed interface {
+	Relayed() bool
+}
+
+// relayed reports whether s hears broadcasts through another session.
+func relayed(s Session) bool {
+	r, ok := s.(Relayed)
+	return ok && r.Relayed()
+}
+
 // AttachLike attaches s with the capabilities session like declared at
 // from (a Fan's session for a client of another dispatcher); false when
 // like is not attached there.

@@ -127,7 +127,9 @@ func (d *Dispatcher) routeNotification(m *jsonrpc.Message, line []byte) {
 	msg := append([]byte(nil), line...)
 	d.mu.RLock()
 	for s := range d.sessions {
-		d.deliver(s, msg)
+		if !relayed(s) {
+			d.deliver(s, msg)
+		}
 	}
 	d.mu.RUnlock()
 }

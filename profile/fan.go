@@ -280,10 +280,13 @@ func (v *view) End(error) {
 	v.p.mu.Unlock()
 }
 
+// Relayed: what the member sends every session (its list changes, …) the
+// profile's child hears too, and tells every client of the profile.
+func (v *view) Relayed() bool { return true }
+
 // Deliver takes what the member sends the client outside a call's
 // stream: its requests under the fan's ids, its withdrawals of them, its
-// log lines; its list changes are the child's business (it hears them
-// too, and tells every client of the profile).
+// log lines and progress.
 func (v *view) Deliver(msg []byte) bool {
 	m, err := jsonrpc.Parse(msg)
 	if err != nil {
@@ -309,8 +312,6 @@ func (v *view) Deliver(msg []byte) bool {
 			return false
 		}
 		return v.s.Deliver(jsonrpc.AppendRequest(nil, nil, m.Method, params))
-	case m.Method == "notifications/tools/list_changed", m.Method == "notifications/prompts/list_changed", m.Method == "notifications/resources/list_changed":
-		return true
 	}
 	return v.s.Deliver(msg)
 }

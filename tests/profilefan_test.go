@@ -165,3 +165,53 @@ func TestProfileFanLeavesNoSessionBehind(t *testing.T) {
 		waitFor(t, 15*time.Second, dest+" with the profile's child as its one session", func() bool { return d.Status().Sessions == 1 })
 	}
 }
+
+// TestProfileFanBroadcastsOnce: what a member sends every session reaches
+// a client of the profile once — through the profile's child, which is a
+// session of the member too — though the client is attached to the member
+// through the fan as well (its view skips the broadcasts; else it would
+// get each twice).
+func TestProfileFanBroadcastsOnce(t *testing.T) {
+	_, url := fanBridge(t)
+	c := newClient(t, url)
+	c.initialize()
+	c.post(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+	get := c.openStream()
+	defer get.close()
+	resultOK(t, "alpha__echo", c.callTool(`"e"`, "alpha__echo", map[string]string{"text": "a view now"}))
+	resultOK(t, "alpha__notify", c.callTool(`"n"`, "alpha__notify", map[string]string{"method": "notifications/stelae/custom"}))
+	get.next(t, "notifications/stelae/custom", 10*time.Second)
+	get.none(t, "notifications/stelae/custom", time.Second)
+}
+
+// TestProfileFanCancellation: a client's notifications/cancelled for a
+// call the fan sent to a member ends the call at once and reaches the
+// member's child (the profile's dispatcher has no such call: it passes
+// the cancellation on to the member's).
+func TestProfileFanCancellation(t *testing.T) {
+	b, url := fanBridge(t)
+	c := newClient(t, url)
+	c.initialize()
+	c.post(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+	direct := newClient(t, b.url("alpha"))
+	direct.initialize()
+	before := len(direct.stats().Cancelled)
+	done := make(chan response, 1)
+	go func() {
+		r, _ := c.do(http.MethodPost, toolCallBody(`"never"`, "alpha__never", nil))
+		done <- r
+	}()
+	waitCalled(t, direct, "never")
+	if r := c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"never","reason":"changed my mind"}}`); r.status != http.StatusAccepted {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
+	select {
+	case r := <-done:
+		if !strings.Contains(string(r.body), "cancelled") {
+			t.Errorf("the cancelled call ended with %d %s", r.status, r.body)
+		}
+	case <-time.After(5 * time.Second): // the request timeout is 10 s
+		t.Fatal("the cancelled call did not end")
+	}
+	waitFor(t, 10*time.Second, "alpha's child to see the cancellation", func() bool { return len(direct.stats().Cancelled) > before })
+}
