@@ -25,7 +25,8 @@ import (
 // destination has — sessions of both eras, streams, MRTR, listen, auth,
 // limits, the access log — the profile's endpoint and dispatcher give it
 // as they give any destination; this child only merges the members' lists
-// and routes by name.
+// and routes by name — and once it knows the names, the calls they route
+// pass it by, through the profile's fan (fan.go).
 //
 // To each member it is one session (memberSession): what a member's child
 // sends for it (progress, a sampling request, a log line) comes to it and

@@ -6,8 +6,13 @@
 // member, the collisions between members, and the tool counts past which
 // known clients cut a server's list.
 //
-// Where it sits (see DESIGN.md, "one URL for many destinations"): between
-// session, whose endpoint serves an upstream, and dispatch, whose
-// dispatchers are the members' shared children. Names are this file's
-// first part; the upstream that routes calls by name is the next.
+// Where it sits: a profile is an endpoint and a dispatcher like a
+// destination's, whose child is an MCP server in the bridge's process
+// (child.go: the handshake, the merged lists, subscriptions, whatever
+// the names do not route yet) on the members' dispatchers, and whose fan
+// (fan.go) sends the calls routed by name straight to the member's
+// dispatcher, the client attached there as itself. Names (names.go),
+// merging (merge.go), routing (route.go), the merged handshake
+// (initialize.go) and the health report (report.go) are the parts both
+// use.
 package profile
