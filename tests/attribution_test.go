@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -235,16 +234,10 @@ func TestChildRequestAttribution(t *testing.T) {
 	c2.initialize()
 	// c1's call asks for sampling 500 ms after it reaches the child; c2's
 	// call starts meanwhile, and is the newest call when the request comes.
-	done := make(chan response, 1)
-	go func() {
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if slices.ContainsFunc(b.journal(), func(e childEvent) bool { return e.kind == "asking" }) {
-				break
-			}
-		}
+	done := b.whileAsking(func() response {
 		r, _ := c2.do(http.MethodPost, toolCallBody("2", "slow", map[string]any{"ms": 1000, "text": "c2"}))
-		done <- r
-	}()
+		return r
+	})
 	s := openSSE(t, http.MethodPost, c1.url, c1.sid, toolCallBody("1", "ask", map[string]any{"method": "sampling/createMessage", "ms": 500,
 		"params": `{"messages":[{"role":"user","content":{"type":"text","text":"c1"}}],"maxTokens":5}`}))
 	req := s.next(t, "sampling/createMessage", 10*time.Second)

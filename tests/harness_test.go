@@ -245,6 +245,22 @@ type childEvent struct {
 	note string // what "asked" got
 }
 
+// whileAsking calls do on a goroutine of its own once a fake child has
+// journaled "asking" (its "ask" tool waits before it asks: another call
+// starts meanwhile), or after 10 s; its response comes on the channel.
+func (b *testBridge) whileAsking(do func() response) <-chan response {
+	done := make(chan response, 1)
+	go func() {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if slices.ContainsFunc(b.journal(), func(e childEvent) bool { return e.kind == "asking" }) {
+				break
+			}
+		}
+		done <- do()
+	}()
+	return done
+}
+
 // journal is what the bridge's fake children recorded so far, in order.
 func (b *testBridge) journal() []childEvent {
 	data, err := os.ReadFile(b.journalPath)

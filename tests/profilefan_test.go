@@ -3,7 +3,6 @@ package tests
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,16 +95,10 @@ func TestProfileFanAttributesAmongUsers(t *testing.T) {
 	c1.initialize()
 	c2.initialize()
 	c1.post(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
-	done := make(chan response, 1)
-	go func() {
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if slices.ContainsFunc(b.journal(), func(e childEvent) bool { return e.kind == "asking" }) {
-				break
-			}
-		}
+	done := b.whileAsking(func() response {
 		r, _ := c2.do(http.MethodPost, toolCallBody("2", "alpha__slow", map[string]any{"ms": 1500, "text": "c2"}))
-		done <- r
-	}()
+		return r
+	})
 	// c1's call asks for sampling 500 ms after it reaches alpha's child;
 	// c2's starts meanwhile, and is the newest call when the request comes.
 	r := c1.callTool("1", "alpha__ask", map[string]any{"method": "sampling/createMessage", "ms": 500,
