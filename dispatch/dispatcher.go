@@ -49,6 +49,10 @@ const (
 // (supervisor.StopTimeout).
 func DefaultStopTimeout() time.Duration { return supervisor.DefaultOptions().StopTimeout }
 
+// DefaultStartTimeout bounds starting a child and its handshake when its
+// destination sets no start timeout (supervisor.Options.StartTimeout).
+func DefaultStartTimeout() time.Duration { return supervisor.DefaultOptions().StartTimeout }
+
 // PublicReason is err's text as a client may read it (supervisor.PublicReason).
 func PublicReason(err error) string { return supervisor.PublicReason(err) }
 
@@ -209,7 +213,7 @@ func New(opts Options) *Dispatcher {
 	// Every line names its destination.
 	opts.Logger = opts.Logger.With("destination", opts.Name)
 	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = supervisor.DefaultOptions().StartTimeout
+		opts.StartTimeout = DefaultStartTimeout()
 	}
 	d := &Dispatcher{
 		opts:      opts,

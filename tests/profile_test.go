@@ -444,6 +444,14 @@ func TestProfileCollisionsReported(t *testing.T) {
 	c := newClient(t, p.base+"/p/all/mcp")
 	c.initialize()
 	names := toolNames(t, c.post(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`))
+	// -check counted them as the profile lists them: it started the
+	// members (and stopped them), and warns of the clients that cut there
+	// and of each name b's tools met a's on.
+	if want := fmt.Sprintf("profile all (/p/all/mcp): [a b c d], %d tools", len(names)); !strings.Contains(string(out), want) ||
+		!strings.Contains(string(out), `profile "all": `+fmt.Sprintf("%d tools: ", len(names))) || !strings.Contains(string(out), "Cursor") ||
+		strings.Count(string(out), `profile "all": two members expose the same tool name`) != len(names)/3 {
+		t.Errorf("-check does not count the profile's %d tools (want %q, a warning naming Cursor, and %d collisions):\n%s", len(names), want, len(names)/3, out)
+	}
 	direct := newClient(t, p.base+"/a/mcp")
 	direct.initialize()
 	if whoamiCall(t, direct).PID != whoamiAs(t, c, "x__whoami") {

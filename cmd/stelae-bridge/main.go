@@ -78,6 +78,8 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if s.check {
 		warnings := append(slices.Clone(cfg.Warnings), commandWarnings(cfg, getenv("PATH"))...)
 		warnings = append(warnings, issuerWarnings(ctx, cfg)...)
+		profileWarnings, tools := profileCounts(ctx, cfg, s, environ)
+		warnings = append(warnings, profileWarnings...)
 		for _, w := range warnings {
 			fmt.Fprintf(stdout, "%s: %s\n", s.config, w)
 		}
@@ -87,11 +89,10 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		}
 		fmt.Fprintf(stdout, "%s: ok, %d destination(s): %v%s\n", s.config, len(cfg.Names), cfg.Names, note)
 		for _, name := range cfg.ProfileNames {
-			fmt.Fprintf(stdout, "  profile %s (/p/%s/mcp): %v\n", name, name, cfg.Profiles[name].Destinations)
+			fmt.Fprintf(stdout, "  profile %s (/p/%s/mcp): %v, %d tools\n", name, name, cfg.Profiles[name].Destinations, tools[name])
 		}
 		if len(cfg.ProfileNames) > 0 {
-			// -check starts no server: what they list is known once they run.
-			fmt.Fprintf(stdout, "  (a profile's tool count, and names its members expose alike, are known once they run: the log and /healthz?verbose say them)\n")
+			fmt.Fprintf(stdout, "  (counted by starting each profile's members once, as the bridge does; they are stopped again)\n")
 		}
 		return 0
 	}

@@ -88,11 +88,14 @@ func TestRunCheckGood(t *testing.T) {
 }
 
 // TestRunCheckListsProfiles: -check lists each profile, its URL and its
-// members.
+// members; a member that does not start (cat answers no handshake) within
+// its start timeout is a warning that says its tools are not counted, and
+// -check still passes. (tests/TestProfileCollisionsReported counts real
+// ones.)
 func TestRunCheckListsProfiles(t *testing.T) {
-	path := writeFile(t, "profiles.yaml", "destinations:\n  a: {command: cat}\n  b: {command: cat, prefix: bb}\nprofiles:\n  both: {destinations: [a, b]}\n")
-	code, out, errOut := runCmd(t, []string{"-check", "-config", path}, nil)
-	if code != 0 || !strings.Contains(out, "profile both (/p/both/mcp): [a b]") || !strings.Contains(out, "/healthz?verbose") {
+	path := writeFile(t, "profiles.yaml", "destinations:\n  a: {command: cat, start_timeout: 300ms}\n  b: {command: cat, prefix: bb, start_timeout: 300ms}\nprofiles:\n  both: {destinations: [a, b]}\n")
+	code, out, errOut := runCmd(t, []string{"-check", "-config", path}, map[string]string{"PATH": os.Getenv("PATH")})
+	if code != 0 || !strings.Contains(out, "profile both (/p/both/mcp): [a b], 0 tools") || !strings.Contains(out, `profile "both": its member "a" did not start, so its tools are not counted`) {
 		t.Fatalf("-check: code %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

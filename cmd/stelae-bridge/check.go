@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/bridge"
+	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
+)
+
+// checkCountBound bounds -check's starting of the profiles' members (a
+// member's own start timeout bounds it too).
+const checkCountBound = time.Minute
+
+// profileCounts starts the members of cfg's profiles once, as the bridge
+// would, to count the tools each profile lists, and stops them: -check's
+// warnings about them (a profile past what clients take, names its
+// members expose alike, a member that did not start), and the count of
+// each profile.
+func profileCounts(ctx context.Context, cfg *config.Config, s *settings, environ []string) (warnings []string, tools map[string]int) {
+	if len(cfg.ProfileNames) == 0 {
+		return nil, nil
+	}
+	opts := s.options()
+	opts.Environ = supervisor.ChildEnviron(environ, append(bridgeEnvVars(), systemdVars...))
+	opts.Logger = hclog.NewNullLogger()
+	var err error
+	if opts.Reaper, err = supervisor.ReaperCommand(); err != nil {
+		return []string{fmt.Sprintf("the profiles' tools are not counted: %v", err)}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, checkCountBound)
+	defer cancel()
+	counts := bridge.CountProfileTools(ctx, cfg, opts)
+	tools = map[string]int{}
+	for _, name := range cfg.ProfileNames {
+		pc := counts[name]
+		tools[name] = pc.Tools
+		for _, w := range pc.Warnings {
+			warnings = append(warnings, fmt.Sprintf("profile %q: %s", name, w))
+		}
+		members := make([]string, 0, len(pc.NotStarted))
+		for m := range pc.NotStarted {
+			members = append(members, m)
+		}
+		slices.Sort(members)
+		for _, m := range members {
+			warnings = append(warnings, fmt.Sprintf("profile %q: its member %q did not start, so its tools are not counted: %s", name, m, pc.NotStarted[m]))
+		}
+	}
+	return warnings, tools
+}
