@@ -158,6 +158,9 @@ type profileHealth struct {
 	State    string   `json:"state"`
 	Sessions int      `json:"sessions"`
 	Tools    int      `json:"tools"`
+	// Dropped counts the members' messages the profile could not pass on
+	// to its clients (its queue was full).
+	Dropped  uint64   `json:"dropped"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -172,7 +175,7 @@ func (t *table) profilesHealth(verbose bool) map[string]profileHealth {
 		if ep == nil {
 			continue
 		}
-		ph := profileHealth{URL: "/p/" + name + "/mcp", Members: t.cfg.Profiles[name].Destinations, State: ep.Status().State, Sessions: ep.SessionCount(), Tools: t.reports[name].Tools()}
+		ph := profileHealth{URL: "/p/" + name + "/mcp", Members: t.cfg.Profiles[name].Destinations, State: ep.Status().State, Sessions: ep.SessionCount(), Tools: t.reports[name].Tools(), Dropped: t.reports[name].Dropped()}
 		if verbose {
 			ph.Warnings = t.reports[name].Warnings()
 		}

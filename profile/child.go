@@ -68,6 +68,10 @@ type Options struct {
 // errStopped answers what comes once the child stopped.
 var errStopped = errors.New("the profile's child has stopped")
 
+// childQueue bounds the messages waiting for the profile's dispatcher;
+// past it a member's notification is dropped (and counted: Report).
+const childQueue = 1024
+
 // maxListPages bounds the pages of one member's list.
 const maxListPages = 100
 
@@ -119,7 +123,7 @@ type childRequest struct {
 }
 
 func newChild(o Options) *child {
-	c := &child{o: o, log: o.Logger.Named("profile").With("profile", o.Name), out: make(chan []byte, 1024), stop: make(chan struct{}), exited: make(chan struct{}),
+	c := &child{o: o, log: o.Logger.Named("profile").With("profile", o.Name), out: make(chan []byte, childQueue), stop: make(chan struct{}), exited: make(chan struct{}),
 		calls: map[string]context.CancelFunc{}, childReqs: map[string]childRequest{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	for _, m := range o.Members {
@@ -214,7 +218,13 @@ func (c *child) send(msg []byte, wait bool) bool {
 	case c.out <- msg:
 		return true
 	default:
-		c.log.Warn("message for the profile's sessions dropped: its queue is full", "bytes", len(msg))
+		// Counted (/healthz?verbose); the first is a warning, the rest
+		// would flood the log as the member floods the profile.
+		if c.o.Report.drop() {
+			c.log.Warn("a member's message for the profile's clients dropped: its queue is full (counted as dropped in /healthz?verbose; later drops are logged at debug)", "bytes", len(msg))
+		} else {
+			c.log.Debug("a member's message for the profile's clients dropped: its queue is full", "bytes", len(msg))
+		}
 		return false
 	}
 }

@@ -3,6 +3,7 @@ package profile
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // Report is what a profile's child found in its members' lists, for the
@@ -14,6 +15,27 @@ type Report struct {
 	mu         sync.Mutex
 	collisions map[string][]Collision // by kind: tool, prompt, resource
 	tools      int
+	// dropped counts what the profile's child could not pass on to its
+	// clients (its queue was full).
+	dropped atomic.Uint64
+}
+
+// drop counts a message the child dropped; true for the first.
+func (r *Report) drop() bool {
+	if r == nil {
+		return true
+	}
+	return r.dropped.Add(1) == 1
+}
+
+// Dropped is how many messages of its members the profile's child could
+// not pass on to its clients because its queue was full (a member that
+// floods notifications faster than the profile's clients take them).
+func (r *Report) Dropped() uint64 {
+	if r == nil {
+		return 0
+	}
+	return r.dropped.Load()
 }
 
 // collided records the latest collisions of one kind.
