@@ -55,28 +55,29 @@ func (d *Dispatcher) Detach(s Session, cause error) {
 	}
 	d.mu.Lock()
 	_, attached := d.sessions[s]
-	delete(d.sessions, s)
+	var release []string
+	if attached {
+		delete(d.sessions, s)
+		for uri, set := range d.subs {
+			if _, ok := set[s]; ok {
+				delete(set, s)
+				if len(set) == 0 {
+					delete(d.subs, uri)
+					release = append(release, uri)
+				}
+			}
+		}
+	}
 	d.mu.Unlock()
 	if d.opts.Fan != nil {
 		// After s left: a call that attaches it elsewhere now finds it
-		// gone (Fan), and one that did before is detached here.
+		// gone (Fan), and one that did before is detached here — also
+		// for a session the dispatcher ended already (endAll).
 		d.opts.Fan.Detach(s, cause)
 	}
 	if !attached {
 		return
 	}
-	d.mu.Lock()
-	var release []string
-	for uri, set := range d.subs {
-		if _, ok := set[s]; ok {
-			delete(set, s)
-			if len(set) == 0 {
-				delete(d.subs, uri)
-				release = append(release, uri)
-			}
-		}
-	}
-	d.mu.Unlock()
 
 	var cancelled []uint64
 	var orphaned []string

@@ -16,17 +16,25 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
+// systemdProgram is the path of one of systemd's programs; the test is
+// skipped without it, and fails in CI (.ci/run installs Debian's systemd).
+func systemdProgram(t *testing.T, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed (.ci/run installs Debian's systemd)", name)
+		}
+		t.Skipf("%s is not installed", name)
+	}
+	return path
+}
+
 // TestSystemdUnit: deploy/stelae-bridge.service and .socket pass systemd-analyze
 // verify (unknown keys and directives are reported there), and the bridge
 // accepts its ExecStart's flags.
 func TestSystemdUnit(t *testing.T) {
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("systemd-analyze is not installed (.ci/run installs Debian's systemd)")
-		}
-		t.Skip("systemd-analyze is not installed")
-	}
+	analyze := systemdProgram(t, "systemd-analyze")
 	unit, err := os.ReadFile(filepath.Join("..", "deploy", "stelae-bridge.service"))
 	if err != nil {
 		t.Fatal(err)

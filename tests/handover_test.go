@@ -325,13 +325,7 @@ func TestSocketFromSystemdStaysWithTheBridge(t *testing.T) {
 // systemd-analyze) starts the bridge on the first connection with the
 // socket, and the bridge answers that connection's requests on it.
 func TestSocketActivatedBySystemd(t *testing.T) {
-	activate, err := exec.LookPath("systemd-socket-activate")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("systemd-socket-activate is not installed (.ci/run installs Debian's systemd)")
-		}
-		t.Skip("systemd-socket-activate is not installed")
-	}
+	activate := systemdProgram(t, "systemd-socket-activate")
 	addr := freeAddr(t)
 	config := fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer})
 	cmd := exec.Command(activate, "-l", addr, bridgeBinary(t), "-config", config, "-state-dir", t.TempDir())
