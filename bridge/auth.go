@@ -11,6 +11,7 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/console"
 	"github.com/stelae-bridge/stelae-bridge/oauth"
 	"github.com/stelae-bridge/stelae-bridge/session"
 )
@@ -135,6 +136,10 @@ func (b *Bridge) protection(r *http.Request) guarded {
 		}
 		return guarded{}
 	case isOAuthWellKnown(path), strings.HasPrefix(path, "/oauth/"):
+		return guarded{open: true}
+	case console.Serves(path):
+		// The console admits its viewers itself: an operator's
+		// credential, never an MCP client's token (console/access.go).
 		return guarded{open: true}
 	case path == "/mcp":
 		return guarded{dest: t.defaultKey(), route: "default"}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/console"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/oauth"
 	"github.com/stelae-bridge/stelae-bridge/session"
@@ -110,6 +111,11 @@ type Options struct {
 	// there directly in hclog's text format (cheaper than through hclog).
 	LogOutput io.Writer
 	LogJSON   bool
+	// NoConsole turns the operator console (/console) off; ConsoleRemote
+	// serves it beyond this machine while auth is off (it is served to
+	// loopback viewers only then).
+	NoConsole     bool
+	ConsoleRemote bool
 }
 
 // Defaults are the options a bridge runs with when none are given.
@@ -239,6 +245,10 @@ type Bridge struct {
 	// that retire what a reload changed or removed (drain waits for them).
 	reloadMu sync.Mutex
 	retiring sync.WaitGroup
+	// console serves /console (nil: -console=false); tail is the access
+	// entries its page follows, recorded by every endpoint.
+	console *console.Console
+	tail    *console.Tail
 }
 
 // The bridge's phases (Bridge.phase).
@@ -268,6 +278,9 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		limits: session.NewLimits(opts.MaxBodyMemory, opts.MaxBodyBytes, opts.MaxStreams), reg: prometheus.NewRegistry(), streams: make(chan struct{})}
 	b.life, b.endLife = context.WithCancel(context.Background())
 	b.metricSet = session.NewMetricSet(b.reg)
+	if !opts.NoConsole {
+		b.tail = console.NewTail()
+	}
 	t, err := b.buildTable(cfg, nil)
 	if err != nil {
 		return nil, err
@@ -281,6 +294,9 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 	}
 	b.registerMetrics()
 	b.authOn = len(opts.AuthTokens) > 0 || len(t.operatorPolicies) > 0
+	if !opts.NoConsole {
+		b.console = b.newConsole()
+	}
 	b.handler = b.layers((*router)(b))
 	t.prestart(nil)
 	return b, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/authserver"
+	"github.com/stelae-bridge/stelae-bridge/console"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"github.com/stelae-bridge/stelae-bridge/session"
@@ -70,6 +71,8 @@ func (b *Bridge) route(w http.ResponseWriter, r *http.Request) {
 func (b *Bridge) servePrefixed(w http.ResponseWriter, r *http.Request, path string) bool {
 	t := b.t()
 	switch {
+	case console.Serves(path):
+		b.serveConsole(w, r)
 	case strings.HasPrefix(path, prmPath):
 		b.serveResourceMetadata(w, r)
 	case b.opts.AuthServer != nil && (isOAuthWellKnown(path) || strings.HasPrefix(path, "/oauth/")):

@@ -59,6 +59,9 @@ func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 		ResponseMode: opts.ResponseMode, EventLogSize: opts.EventLogSize, ProtocolEras: opts.ProtocolEras, Sessionless: opts.Sessionless, StopTimeout: opts.stopTimeout(),
 		Logger: opts.Logger.Named("http"), LogOutput: opts.LogOutput, LogJSON: opts.LogJSON, Store: opts.SessionStore,
 	}
+	if b.tail != nil {
+		sopts.Tail = b.tail
+	}
 	for _, name := range cfg.Names {
 		d := cfg.Destinations[name]
 		t.names = append(t.names, name)

@@ -538,3 +538,62 @@ func TestWriteToAnExitingChildGoesToTheNext(t *testing.T) {
 		t.Fatalf("call: %s %v", ev.Answer, ev.Err)
 	}
 }
+
+// TestOperatorRestart: the console's restart stops the running child and
+// starts a fresh one at once (a new launch, the session served by it
+// after its handshake, no restart counted as a crash); a failed
+// destination starts anew.
+func TestOperatorRestart(t *testing.T) {
+	w := newWired(t, Options{NewBackOff: func() backoff.BackOff { return backoff.WithMaxRetries(backoff.NewConstantBackOff(time.Millisecond), 0) }})
+	s := &testSession{id: "a"}
+	c := w.attach(t, s, `{}`)
+	if err := w.d.Restart(); err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	var c2 *wireConn
+	select {
+	case c2 = <-w.conns:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Restart launched no new child within 10s")
+	}
+	if !c.dead() {
+		t.Error("the old child was not stopped")
+	}
+	call := w.d.Begin(context.Background(), s, mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), 10*time.Second, false)
+	up := c2.next(t).ID
+	c2.emit(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[]}}`, up))
+	if ev := nextEvent(t, call); ev.Err != nil {
+		t.Errorf("call after the restart: %v", ev.Err)
+	}
+	call.Release()
+	if st := w.d.Status(); st.State != supervisor.StateRunning || st.RestartsTotal != 0 || s.endedErr() != nil {
+		t.Errorf("after the operator's restart: %+v (session ended: %v)", st, s.endedErr())
+	}
+	// A crash with no restarts left fails the destination; Restart
+	// starts it again.
+	c2.crash()
+	deadline := time.Now().Add(10 * time.Second)
+	for w.d.Status().State != supervisor.StateFailed {
+		if time.Now().After(deadline) {
+			t.Fatalf("state %s, want failed", w.d.Status().State)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := w.d.Status(); st.Failed == "" {
+		t.Errorf("a failed destination says no reason: %+v", st)
+	}
+	if err := w.d.Restart(); err != nil {
+		t.Fatalf("Restart of a failed destination: %v", err)
+	}
+	select {
+	case <-w.conns:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Restart of a failed destination launched nothing")
+	}
+	for w.d.Status().State != supervisor.StateRunning {
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatalf("state %s after Restart, want running", w.d.Status().State)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -355,3 +355,8 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	}
 	return err
 }
+
+// Restart is the operator's restart of the child (supervisor.Restart): a
+// fresh child is started with the same command; sessions stay attached
+// and are served by it after its handshake.
+func (d *Dispatcher) Restart() error { return d.sup.Restart() }

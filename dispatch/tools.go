@@ -268,3 +268,24 @@ func toolName(tool []byte) string {
 	})
 	return name
 }
+
+// ToolMark is one tool of the child's catalogue and whether the
+// destination's allow/deny lists let clients see and call it.
+type ToolMark struct {
+	Name    string `json:"name"`
+	Allowed bool   `json:"allowed"`
+}
+
+// ToolMarks is the child's whole catalogue as last fetched (Tools), each
+// tool marked allowed or denied by the filter; known as in Tools.
+func (d *Dispatcher) ToolMarks() (marks []ToolMark, known bool) {
+	t := &d.tools
+	t.mu.Lock()
+	list, known := t.list, t.known
+	t.mu.Unlock()
+	for _, tool := range list {
+		name := toolName(tool)
+		marks = append(marks, ToolMark{Name: name, Allowed: d.toolAllowed(name)})
+	}
+	return marks, known
+}

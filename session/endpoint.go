@@ -79,6 +79,9 @@ type Options struct {
 	// (accesslog.go).
 	LogOutput io.Writer
 	LogJSON   bool
+	// Tail, when set, is given every POST the access log writes (the
+	// operator console's live log; tail.go).
+	Tail Tail
 }
 
 // DefaultOptions are the endpoint's defaults, written here once: the

@@ -98,6 +98,8 @@ type SessionInfo struct {
 	IdleS           float64 `json:"idle_s"`
 	Inflight        int     `json:"inflight"`
 	Streams         int     `json:"streams"`
+	// Principal is whose session it is (Principal.Short).
+	Principal string `json:"principal"`
 }
 
 // Sessions describes the live sessions, the most recently used first.
@@ -110,6 +112,7 @@ func (ep *Endpoint) Sessions() []SessionInfo {
 			AgeS: now.Sub(s.created).Round(time.Millisecond).Seconds(), IdleS: now.Sub(time.Unix(0, s.lastUsed.Load())).Round(time.Millisecond).Seconds()}
 		params := s.initParams
 		s.mu.Unlock()
+		info.Principal = s.owner.Short()
 		var p struct {
 			ClientInfo struct{ Name, Version string } `json:"clientInfo"`
 		}

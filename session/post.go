@@ -23,6 +23,8 @@ type postLog struct {
 	session  string
 	reqBody  []byte
 	respBody []byte
+	// era is how the POST was served, for the tail (tail.go).
+	era string
 	// ended is when the POST was answered, read once (end) for the
 	// metrics, the session's last use and the access log: the clock is
 	// among the costliest calls of a POST here.
@@ -55,6 +57,8 @@ type post struct {
 	kind  jsonrpc.Kind
 	// sseOK and jsonOK: the forms of answer the client's Accept allows.
 	sseOK, jsonOK bool
+	// principal is the request's, read only for the tail (tail.go).
+	principal Principal
 	// observe: the POST counts in the call metrics (a request that reached
 	// the handshake, a session's call or a sessionless one).
 	observe bool
@@ -76,15 +80,18 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	if !ep.readPost(w, r, p) {
 		return
 	}
+	if ep.opts.Tail != nil {
+		p.principal = PrincipalFrom(r)
+	}
 	switch sid := Header(r.Header, headerSessionID); {
 	case isModern(r, &p.m, &p.env):
-		p.observe = true
+		p.observe, p.rec.era = true, EraStateless
 		ep.serveModern(w, r, &p.m, &p.env, &p.rec)
 	case p.kind == jsonrpc.KindRequest && p.m.Method == "initialize" && sid == "":
-		p.observe = true
+		p.observe, p.rec.era = true, EraSession
 		ep.initialize(w, r, &p.m, &p.rec, p.jsonOK)
 	case sid == "" && p.kind == jsonrpc.KindRequest && ep.opts.Sessionless != SessionlessReject && ep.shared != nil:
-		p.observe = true
+		p.observe, p.rec.era = true, EraSessionless
 		ep.serveSessionless(w, r, &p.m, &p.rec)
 	case sid == "" && p.kind == jsonrpc.KindNotification && ep.shared != nil &&
 		((Header(r.Header, headerProtocolVersion) == eraModern && ep.opts.ProtocolEras != Eras2025) || ep.opts.Sessionless != SessionlessReject):
@@ -92,9 +99,10 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		// stateless 2025 client's notifications/initialized) concerns no
 		// call the bridge could map it to: accepted, not forwarded. A
 		// modern client cancels by closing the request's stream.
-		p.rec.status = http.StatusAccepted
+		p.rec.status, p.rec.era = http.StatusAccepted, EraSessionless
 		w.WriteHeader(http.StatusAccepted)
 	default:
+		p.rec.era = EraSession
 		ep.sessionPost(w, r, p)
 	}
 }
@@ -107,6 +115,9 @@ func (ep *Endpoint) endPost(p *post) {
 		ep.m.observeCall(p.rec.status, p.rec.end().Sub(p.start))
 	}
 	ep.logPost(&p.rec, p.start)
+	if ep.opts.Tail != nil {
+		ep.tail(p)
+	}
 	ep.releaseBody(&p.body)
 	*p = post{body: p.body}
 	postPool.Put(p)

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/hex"
 	"net/http"
 )
 
@@ -10,6 +11,16 @@ import (
 // session is bound to the principal that created it: another principal
 // using its id is told it does not exist (404).
 type Principal [32]byte
+
+// Short names p for the operator (the console, /healthz?verbose): the
+// first four bytes of its hash, or "anonymous" for the zero principal. It
+// reveals nothing of the token.
+func (p Principal) Short() string {
+	if p == (Principal{}) {
+		return "anonymous"
+	}
+	return "u:" + hex.EncodeToString(p[:4])
+}
 
 type principalKey struct{}
 

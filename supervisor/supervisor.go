@@ -152,6 +152,7 @@ type Supervisor[H any] struct {
 	lastExit        string
 	restarts        int
 	starting        time.Time // when the current start began; zero when not starting
+	nextRestart     time.Time // when the backoff's wait ends; zero when not waiting
 	restartingSince time.Time // when the current run of restarts began
 	holders         int
 	// lingerGen changes whenever the holders do; a pending stop for lack of
@@ -203,13 +204,26 @@ type Status struct {
 	// Waiting is how many calls wait for the child: to start, to restart,
 	// or to finish stopping before the next one starts.
 	Waiting int
+	// StartingSince is when the current start began (zero when none
+	// runs): how long a slow start (an npx download) has been going on.
+	StartingSince time.Time
+	// NextRestart is when the next restart is due while the child waits
+	// out its backoff (zero otherwise).
+	NextRestart time.Time
+	// Failed is why the destination failed, as its clients are told
+	// (state failed only).
+	Failed string
 }
 
 // Status reports the current state.
 func (s *Supervisor[H]) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{State: s.state.String(), Restarts: s.restarts, RestartsTotal: s.restartsTotal.Load(), LastExit: s.lastExit, Waiting: int(s.waiting.Load())}
+	st := Status{State: s.state.String(), Restarts: s.restarts, RestartsTotal: s.restartsTotal.Load(), LastExit: s.lastExit, Waiting: int(s.waiting.Load()),
+		StartingSince: s.starting, NextRestart: s.nextRestart}
+	if s.state == stateFailed && s.failErr != nil {
+		st.Failed = s.failErr.Error()
+	}
 	if s.state == stateStopping {
 		st.State, st.Stopping = StateIdle, true
 	}
@@ -435,6 +449,7 @@ func (s *Supervisor[H]) supervise(life *lifetime) {
 		s.restarts++
 		s.restartsTotal.Add(1)
 		n := s.restarts
+		s.nextRestart = time.Now().Add(delay)
 		s.mu.Unlock()
 		s.log.Warn("child stopped unexpectedly; restarting", "error", err, "restart", n, "delay", delay)
 		t := time.NewTimer(delay)
@@ -445,6 +460,9 @@ func (s *Supervisor[H]) supervise(life *lifetime) {
 			s.setIdle(life)
 			return
 		}
+		s.mu.Lock()
+		s.nextRestart = time.Time{}
+		s.mu.Unlock()
 	}
 }
 
@@ -552,6 +570,7 @@ func (s *Supervisor[H]) setIdle(life *lifetime) {
 	if s.life != life {
 		return
 	}
+	s.nextRestart = time.Time{}
 	s.setStateLocked(stateIdle)
 	var zero H
 	s.cur, s.curChild, s.life = zero, nil, nil
@@ -698,6 +717,38 @@ func (s *Supervisor[H]) Prestart() {
 	}
 	s.log.Info("starting the child ahead of any client (prestart)")
 	s.startLocked()
+}
+
+// Restart is the operator's restart (the console's): the running child,
+// or the one starting or waiting out its backoff, is stopped and a fresh
+// one started at once, with a new run of restarts; a failed or idle
+// destination starts anew. Calls waiting for the child wait for the new
+// one; calls in flight on the old one end as they do when a child exits.
+// It never changes what is started. It returns at once; the start is
+// owned by the supervisor (Close waits for it).
+func (s *Supervisor[H]) Restart() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("%w: destination %q: the bridge is shutting down", ErrUnavailable, s.opts.Name)
+	}
+	s.log.Info("restart asked by the operator", "state", s.state.String())
+	life := s.stopLifetimeLocked()
+	if life == nil {
+		s.startLocked()
+		return nil
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		<-life.done
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.closed && s.state == stateIdle && s.life == nil {
+			s.startLocked()
+		}
+	}()
+	return nil
 }
 
 // Close stops the child and refuses new starts. It returns when the child

@@ -58,6 +58,8 @@ type settings struct {
 	publicURL       string
 	stateDir        string
 	trustProxy      bool
+	noConsole       bool
+	consoleRemote   bool
 	oauthSkew       time.Duration
 	oauthKeysTTL    time.Duration
 	oauthRefetch    time.Duration
@@ -185,6 +187,8 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	str(&s.passphrase, "oauth-passphrase", "STELAE_OAUTH_PASSPHRASE", "", "passphrase of the built-in authorization server's approval page ('auth: {issuer: builtin}'); prefer the environment variable or the file: flags show in ps")
 	str(&s.passphraseFile, "oauth-passphrase-file", "STELAE_OAUTH_PASSPHRASE_FILE", "", "file holding that passphrase (its first line)")
 	boolean(&s.trustProxy, "trust-proxy-headers", "STELAE_TRUST_PROXY_HEADERS", "let X-Forwarded-Proto and X-Forwarded-Host shape absolute URLs (only behind a proxy you control)")
+	boolean(&s.noConsole, "no-console", "STELAE_NO_CONSOLE", "turn the operator console (/console) off")
+	boolean(&s.consoleRemote, "console-remote", "STELAE_CONSOLE_REMOTE", "serve the operator console beyond this machine while auth is off (it is served to loopback viewers only then); with auth on it always needs an operator token or the passphrase")
 	fs.Usage = func() {
 		fmt.Fprintf(out, "stelae-bridge serves stdio MCP servers as MCP Streamable HTTP at /{destination}/mcp.\n\nUsage: stelae-bridge [-config FILE] [-listen ADDR] [flags]\n       stelae-bridge -check -config FILE\n       stelae-bridge -version\n       stelae-bridge auth clients|revoke CLIENT_ID|unlock [-state-dir DIR]   the built-in authorization server's clients and lockout\n\nFlags (an environment variable applies when its flag is not given; children never see these variables):\n")
 		fs.PrintDefaults()
@@ -231,6 +235,8 @@ func (s *settings) options() bridge.Options {
 		AllowedOrigins:             list(s.allowedOrigins),
 		PublicURL:                  s.publicURL,
 		TrustProxyHeaders:          s.trustProxy,
+		NoConsole:                  s.noConsole,
+		ConsoleRemote:              s.consoleRemote,
 		ShutdownTimeout:            s.shutdownTimeout,
 		DrainTimeout:               s.drainTimeout,
 		OAuthSkew:                  s.oauthSkew,

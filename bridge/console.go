@@ -1,0 +1,189 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/authserver"
+	"github.com/stelae-bridge/stelae-bridge/console"
+	"github.com/stelae-bridge/stelae-bridge/session"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
+)
+
+// The operator console's seam (package console): the bridge hands it its
+// routing table's status — destinations, profiles, the built-in server's
+// clients — and takes its three actions.
+
+// newConsole makes the console. Its viewers need an operator's credential
+// whenever the bridge asks for any (or runs the built-in server, whose
+// passphrase is one).
+func (b *Bridge) newConsole() *console.Console {
+	o := console.Options{Backend: (*consoleBackend)(b), Tail: b.tail, AuthOn: b.authOn || b.opts.AuthServer != nil, Tokens: b.opts.AuthTokens,
+		Remote: b.opts.ConsoleRemote, BaseURL: b.baseURL, Version: b.opts.Version, Done: b.streams, Logger: b.opts.Logger.Named("console")}
+	if b.opts.AuthServer != nil {
+		o.Passphrase = b.opts.AuthServer
+	}
+	switch {
+	case o.AuthOn && len(o.Tokens) > 0 && o.Passphrase != nil:
+		o.AuthMode = "operator token or passphrase"
+	case o.AuthOn && len(o.Tokens) > 0:
+		o.AuthMode = "operator token"
+	case o.AuthOn && o.Passphrase != nil:
+		o.AuthMode = "passphrase"
+	case o.AuthOn:
+		o.AuthMode = "no operator credential configured"
+	case o.Remote:
+		o.AuthMode = "off (console open to all: -console-remote)"
+	default:
+		o.AuthMode = "off (console on this machine only)"
+	}
+	return console.New(o)
+}
+
+// serveConsole serves /console and under it, or says how to turn it on.
+func (b *Bridge) serveConsole(w http.ResponseWriter, r *http.Request) {
+	if b.console == nil {
+		session.WriteError(w, http.StatusNotFound, codeServer, "the operator console is off (-no-console)")
+		return
+	}
+	b.console.ServeHTTP(w, r)
+}
+
+// consoleBackend is the bridge as the console's Backend.
+type consoleBackend Bridge
+
+// Destinations describes every destination, then every profile's own
+// endpoint (its sessions are the profile's, at /p/{name}/mcp).
+func (cb *consoleBackend) Destinations() []console.Destination {
+	b := (*Bridge)(cb)
+	t := b.t()
+	out := make([]console.Destination, 0, len(t.names)+len(t.cfg.ProfileNames))
+	for _, n := range t.names {
+		out = append(out, describe(n, "/"+n+"/mcp", t.endpoints[n]))
+	}
+	for _, n := range t.cfg.ProfileNames {
+		if ep := t.profileEndpoint(n); ep != nil {
+			d := describe(profileKey(n), "/p/"+n+"/mcp", ep)
+			d.Isolation = "profile"
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// describe is one endpoint as the console shows it.
+func describe(name, url string, ep *session.Endpoint) console.Destination {
+	now := time.Now()
+	st := ep.Status()
+	d := console.Destination{Name: name, URL: url, Isolation: "shared", State: st.State, PID: st.PID, Restarts: st.RestartsTotal, RecentRestarts: st.Restarts,
+		LastExit: st.LastExit, FailedReason: st.Failed, Waiting: st.Waiting, Stopping: st.Stopping, Sessions: []console.Session{}, Tools: []console.Tool{}}
+	if ep.Isolated() {
+		d.Isolation = "session"
+	}
+	if !st.Started.IsZero() {
+		d.UptimeS = now.Sub(st.Started).Round(time.Millisecond).Seconds()
+	}
+	if !st.StartingSince.IsZero() {
+		d.StartingS = now.Sub(st.StartingSince).Round(100 * time.Millisecond).Seconds()
+	}
+	if !st.NextRestart.IsZero() {
+		d.NextRestartS = max(0, st.NextRestart.Sub(now).Round(100*time.Millisecond).Seconds())
+	}
+	for _, s := range ep.Sessions() {
+		d.Sessions = append(d.Sessions, console.Session{ID: s.ID, Client: s.Client, ProtocolVersion: s.ProtocolVersion, Era: session.EraSession,
+			Principal: s.Principal, AgeS: s.AgeS, IdleS: s.IdleS, Inflight: s.Inflight, Streams: s.Streams})
+	}
+	marks, known := ep.ToolMarks()
+	d.ToolsKnown = known
+	for _, m := range marks {
+		d.Tools = append(d.Tools, console.Tool{Name: m.Name, Allowed: m.Allowed})
+	}
+	return d
+}
+
+// Profiles lists the profiles and their members.
+func (cb *consoleBackend) Profiles() []console.Profile {
+	t := (*Bridge)(cb).t()
+	out := []console.Profile{}
+	for _, n := range t.cfg.ProfileNames {
+		out = append(out, console.Profile{Name: n, URL: "/p/" + n + "/mcp", Members: t.cfg.Profiles[n].Destinations})
+	}
+	return out
+}
+
+// Clients lists the built-in server's clients.
+func (cb *consoleBackend) Clients() ([]console.Client, bool, error) {
+	srv := cb.opts.AuthServer
+	if srv == nil {
+		return []console.Client{}, false, nil
+	}
+	list, err := srv.Store().Clients()
+	out := make([]console.Client, 0, len(list))
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	for _, c := range list {
+		out = append(out, console.Client{ID: c.ID, Name: c.Name, Source: c.Source, Created: stamp(c.Created), Approved: stamp(c.Approved),
+			LastUsed: stamp(c.LastUsed), Revoked: c.Revoked})
+	}
+	return out, true, err
+}
+
+// RevokeClient revokes a client of the built-in server, as 'stelae-bridge
+// auth revoke' does: its tokens are refused from now on.
+func (cb *consoleBackend) RevokeClient(id string) error {
+	srv := cb.opts.AuthServer
+	if srv == nil {
+		return fmt.Errorf("%w: the built-in authorization server is not running", console.ErrNotFound)
+	}
+	if err := srv.RevokeClient(id); err != nil {
+		if errors.Is(err, authserver.ErrUnknownClient) {
+			return fmt.Errorf("%w: %v", console.ErrNotFound, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// endpoint is the endpoint the console names name by (a destination, or
+// p/{profile}).
+func (cb *consoleBackend) endpoint(name string) (*session.Endpoint, error) {
+	if ep := (*Bridge)(cb).t().endpoints[name]; ep != nil {
+		return ep, nil
+	}
+	return nil, fmt.Errorf("%w: no destination named %q", console.ErrNotFound, name)
+}
+
+// EndSession ends a session as its client's DELETE would.
+func (cb *consoleBackend) EndSession(dest, id string) error {
+	ep, err := cb.endpoint(dest)
+	if err != nil {
+		return err
+	}
+	if err := ep.EndSession(id); errors.Is(err, session.ErrNoSuchSession) {
+		return fmt.Errorf("%w: session %s of %s: %v", console.ErrNotFound, id, dest, err)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// Restart restarts a destination's child with the command it has.
+func (cb *consoleBackend) Restart(dest string) error {
+	ep, err := cb.endpoint(dest)
+	if err != nil {
+		return err
+	}
+	if err := ep.Restart(); err != nil {
+		if errors.Is(err, supervisor.ErrUnavailable) {
+			return err
+		}
+		return fmt.Errorf("restarting %s: %w", dest, err)
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package console
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+)
+
+// ErrNotFound is what a Backend's action wraps when what it names does
+// not exist (404); any other error is a 409.
+var ErrNotFound = errors.New("not found")
+
+// serveAction takes one of the operator's actions: end a session, restart
+// a child, revoke a client. Each needs an admitted viewer, a same-origin
+// request and the page's CSRF token (X-CSRF-Token), and a small JSON body.
+func (c *Console) serveAction(w http.ResponseWriter, r *http.Request, action string) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, "the console's actions are POSTed")
+		return
+	}
+	v := c.admit(w, r, false)
+	if v == nil || !c.sameOrigin(w, r) {
+		return
+	}
+	if !v.csrfOK(r.Header.Get(csrfHeader)) {
+		writeError(w, http.StatusForbidden, "this action did not come from the console's page (CSRF check failed); reload the console")
+		return
+	}
+	var in struct {
+		Destination string `json:"destination"`
+		Session     string `json:"session"`
+		ClientID    string `json:"client_id"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10)).Decode(&in); err != nil {
+		writeError(w, http.StatusBadRequest, "the action's body must be a small JSON object: "+err.Error())
+		return
+	}
+	var err error
+	var done string
+	b := c.opts.Backend
+	switch action {
+	case "sessions/end":
+		err, done = b.EndSession(in.Destination, in.Session), "session "+in.Session+" of "+in.Destination+" ended; its next request gets 404"
+	case "restart":
+		err, done = b.Restart(in.Destination), "the child of "+in.Destination+" is restarting"
+	case "clients/revoke":
+		err, done = b.RevokeClient(in.ClientID), "client "+in.ClientID+" revoked; its tokens are refused from now on"
+	}
+	if err != nil {
+		status := http.StatusConflict
+		if errors.Is(err, ErrNotFound) {
+			status = http.StatusNotFound
+		}
+		writeError(w, status, err.Error())
+		return
+	}
+	c.log.Info("operator action", "action", action, "destination", in.Destination, "session", in.Session, "client_id", in.ClientID)
+	c.mu.Lock()
+	c.snap = nil // the next state shows the action's effect
+	c.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "message": done})
+}

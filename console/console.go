@@ -1,0 +1,232 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Options configure a Console.
+type Options struct {
+	// Backend is what the console shows and acts on.
+	Backend Backend
+	// Tail is the access entries the endpoints record (NewTail).
+	Tail *Tail
+	// AuthOn: the bridge asks for credentials (operator tokens, OAuth);
+	// the console then asks for an operator's.
+	AuthOn bool
+	// Tokens are the static operator tokens; Passphrase the built-in
+	// server (nil when it is not running).
+	Tokens     []string
+	Passphrase Passphrase
+	// Remote serves the console beyond this machine while auth is off
+	// (-console-remote).
+	Remote bool
+	// BaseURL is the bridge's origin as the request reached it (for the
+	// Origin check and Secure cookies).
+	BaseURL func(r *http.Request) string
+	// Version is the bridge's version; AuthMode says how the bridge
+	// authenticates, for the page.
+	Version  string
+	AuthMode string
+	// Done closes when the bridge stops: event streams end.
+	Done <-chan struct{}
+	// Every is how often a stream sends the state (default 1 s); the log
+	// goes every Every/4.
+	Every  time.Duration
+	Logger hclog.Logger
+}
+
+// maxStreams bounds the event streams open at once.
+const maxStreams = 32
+
+// Console serves /console and everything under it.
+type Console struct {
+	opts Options
+	log  hclog.Logger
+	// openCSRF is the CSRF token of the page while auth is off (one per
+	// process: there is no sign-in to bind it to).
+	openCSRF string
+	logins   logins
+	// streams counts the open event streams (mu).
+	// mu guards streams, snap, snapAt and prev.
+	mu      sync.Mutex
+	streams int
+	snap    []byte
+	snapAt  time.Time
+	// prev is the traffic at the last rate sample, and when.
+	prev   map[string]traffic
+	prevAt time.Time
+	rates  map[string][2]float64
+}
+
+// New returns the console.
+func New(opts Options) *Console {
+	if opts.Every <= 0 {
+		opts.Every = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.Tail == nil {
+		opts.Tail = NewTail()
+	}
+	if opts.BaseURL == nil {
+		opts.BaseURL = func(r *http.Request) string { return "http://" + r.Host }
+	}
+	return &Console{opts: opts, log: opts.Logger, openCSRF: random(), logins: logins{byHash: map[[32]byte]*login{}}}
+}
+
+// Path is where the console is served.
+const Path = "/console"
+
+// ServeHTTP serves /console and its paths.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// The bridge's CORS layer may have allowed the request's origin: the
+	// console is same-origin only.
+	h.Del("Access-Control-Allow-Origin")
+	h.Del("Access-Control-Expose-Headers")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin") // no-referrer makes a form's Origin "null", which sameOrigin refuses
+	h.Set("Cache-Control", "no-store")
+	switch path := strings.TrimSuffix(r.URL.Path, "/"); path {
+	case Path:
+		if onlyGet(w, r) {
+			if v := c.admit(w, r, true); v != nil {
+				c.renderConsole(w, v)
+			}
+		}
+	case Path + "/login":
+		c.serveLogin(w, r)
+	case Path + "/logout":
+		c.serveLogout(w, r)
+	case Path + "/events":
+		if onlyGet(w, r) {
+			if v := c.admit(w, r, false); v != nil {
+				c.serveEvents(w, r)
+			}
+		}
+	case Path + "/api/state":
+		if onlyGet(w, r) {
+			if v := c.admit(w, r, false); v != nil {
+				writeJSON(w, http.StatusOK, json.RawMessage(c.state()))
+			}
+		}
+	case Path + "/api/log":
+		if onlyGet(w, r) {
+			if v := c.admit(w, r, false); v != nil {
+				entries, _ := c.opts.Tail.since(0)
+				writeJSON(w, http.StatusOK, entries)
+			}
+		}
+	case Path + "/api/sessions/end", Path + "/api/restart", Path + "/api/clients/revoke":
+		c.serveAction(w, r, strings.TrimPrefix(path, Path+"/api/"))
+	default:
+		if name, ok := strings.CutPrefix(path, Path+"/assets/"); ok {
+			serveAsset(w, r, name)
+			return
+		}
+		writeError(w, http.StatusNotFound, "no console page at "+r.URL.Path+"; the console is at /console")
+	}
+}
+
+func onlyGet(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	writeError(w, http.StatusMethodNotAllowed, r.URL.Path+" answers GET only")
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"error":{"message":"could not encode the answer"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"message": msg}})
+}
+
+// state is the current State as JSON, made at most once per Every/2
+// whatever the number of viewers.
+func (c *Console) state() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if c.snap != nil && now.Sub(c.snapAt) < c.opts.Every/2 {
+		return c.snap
+	}
+	st := State{Bridge: BridgeInfo{Version: c.opts.Version, Auth: c.opts.AuthMode, Now: now.UTC()}}
+	st.Destinations = c.opts.Backend.Destinations()
+	st.Profiles = c.opts.Backend.Profiles()
+	clients, enabled, err := c.opts.Backend.Clients()
+	st.Clients, st.ClientsEnabled = clients, enabled
+	if err != nil {
+		st.ClientsError = err.Error()
+	}
+	c.sampleRates(now)
+	counts := c.opts.Tail.traffic()
+	for i := range st.Destinations {
+		d := &st.Destinations[i]
+		t := counts[d.Name]
+		d.Calls, d.Errors = t.calls, t.errors
+		r := c.rates[d.Name]
+		d.CallsPerS, d.ErrorsPerS = r[0], r[1]
+	}
+	body, err := json.Marshal(st)
+	if err != nil {
+		body = []byte(`{}`)
+	}
+	c.snap, c.snapAt = body, now
+	return body
+}
+
+// sampleRates updates the rates once at least a second has passed since
+// the last sample. c.mu must be held.
+func (c *Console) sampleRates(now time.Time) {
+	if !c.prevAt.IsZero() && now.Sub(c.prevAt) < time.Second {
+		return
+	}
+	counts := c.opts.Tail.traffic()
+	if el := now.Sub(c.prevAt).Seconds(); !c.prevAt.IsZero() && el < 10 {
+		c.rates = map[string][2]float64{}
+		for d, t := range counts {
+			p := c.prev[d]
+			c.rates[d] = [2]float64{float64(t.calls-p.calls) / el, float64(t.errors-p.errors) / el}
+		}
+	} else {
+		// The first sample, or the first for a while (nobody watched):
+		// no rate until the next.
+		c.rates = nil
+	}
+	c.prev, c.prevAt = counts, now
+}
+
+// Serves reports whether path (without a trailing slash) is the
+// console's: /console and what is under it, but not /console/mcp (and
+// the legacy /console/sse and /console/message), which stay a
+// destination's routes should one be named "console".
+func Serves(path string) bool {
+	rest, ok := strings.CutPrefix(path, Path)
+	if !ok || (rest != "" && rest[0] != '/') {
+		return false
+	}
+	switch rest {
+	case "/mcp", "/sse", "/message":
+		return false
+	}
+	return true
+}

@@ -1,0 +1,347 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/session"
+)
+
+// fakeBackend is a Backend with one destination whose name is a marker:
+// a page or answer that shows it leaked data.
+type fakeBackend struct {
+	mu      sync.Mutex
+	actions []string
+}
+
+const marker = "secret-destination-name"
+
+func (f *fakeBackend) Destinations() []Destination {
+	return []Destination{{Name: marker, URL: "/" + marker + "/mcp", State: "running", PID: 4242, Sessions: []Session{}, Tools: []Tool{{Name: "rm", Allowed: false}}}}
+}
+func (f *fakeBackend) Profiles() []Profile { return []Profile{} }
+func (f *fakeBackend) Clients() ([]Client, bool, error) {
+	return []Client{{ID: "c_1", Name: "Claude"}}, true, nil
+}
+func (f *fakeBackend) record(a string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.actions = append(f.actions, a)
+	return nil
+}
+func (f *fakeBackend) RevokeClient(id string) error { return f.record("revoke " + id) }
+func (f *fakeBackend) EndSession(d, s string) error {
+	if s == "missing1" {
+		return fmt.Errorf("%w: no such session", ErrNotFound)
+	}
+	return f.record("end " + d + " " + s)
+}
+func (f *fakeBackend) Restart(d string) error { return f.record("restart " + d) }
+func (f *fakeBackend) done() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.actions...)
+}
+
+// fakePassphrase is the built-in server's passphrase check.
+type fakePassphrase struct{ fails int }
+
+func (p *fakePassphrase) OperatorLocked(*http.Request) time.Duration { return 0 }
+func (p *fakePassphrase) OperatorPassphrase(g string) bool           { return g == "the passphrase" }
+func (p *fakePassphrase) OperatorFailed(*http.Request)               { p.fails++ }
+func (p *fakePassphrase) OperatorSucceeded(*http.Request)            {}
+
+// req is a request to the console as it reaches it, from addr.
+func req(method, target, addr string, body string, hdr ...string) *http.Request {
+	var r *http.Request
+	if body != "" {
+		r = httptest.NewRequest(method, target, strings.NewReader(body))
+	} else {
+		r = httptest.NewRequest(method, target, nil)
+	}
+	r.RemoteAddr = addr
+	r.Host = "127.0.0.1:9090"
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			r.Host = hdr[i+1]
+			continue
+		}
+		r.Header.Set(hdr[i], hdr[i+1])
+	}
+	return r
+}
+
+func serve(c *Console, r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	c.ServeHTTP(w, r)
+	return w
+}
+
+const local = "127.0.0.1:50000"
+
+// TestViewersWithoutCredentialSeeNoData: who the console admits, and
+// that a refused viewer gets 401 or 403 and none of the data.
+func TestViewersWithoutCredentialSeeNoData(t *testing.T) {
+	withToken := Options{AuthOn: true, Tokens: []string{"operator-token"}}
+	withPass := Options{AuthOn: true, Passphrase: &fakePassphrase{}}
+	for _, tc := range []struct {
+		name string
+		opts Options
+		r    *http.Request
+		want int
+	}{
+		{"auth on, no credential: page", withToken, req("GET", "/console", local, ""), 401},
+		{"auth on, no credential: state", withToken, req("GET", "/console/api/state", local, ""), 401},
+		{"auth on, no credential: events", withToken, req("GET", "/console/events", local, ""), 401},
+		{"auth on, no credential: log", withToken, req("GET", "/console/api/log", local, ""), 401},
+		{"auth on, wrong token", withToken, req("GET", "/console/api/state", local, "", "Authorization", "Bearer nope"), 401},
+		{"auth on, an MCP client's access token", withPass, req("GET", "/console/api/state", local, "", "Authorization", "Bearer eyJhbGciOiJFUzI1NiJ9.e30.sig"), 401},
+		{"auth on, a forged cookie", withToken, req("GET", "/console/api/state", local, "", "Cookie", cookieName+"="+strings.Repeat("a", 64)), 401},
+		{"auth on, no credential configured", Options{AuthOn: true}, req("GET", "/console", local, ""), 403},
+		{"auth on, operator token", withToken, req("GET", "/console/api/state", "203.0.113.9:1", "", "Authorization", "Bearer operator-token"), 200},
+		{"auth off, a remote peer", Options{}, req("GET", "/console/api/state", "203.0.113.9:1", ""), 403},
+		{"auth off, a remote peer: page", Options{}, req("GET", "/console", "203.0.113.9:1", ""), 403},
+		{"auth off, a public Host", Options{}, req("GET", "/console/api/state", local, "", "Host", "bridge.example.com"), 403},
+		{"auth off, through a tunnel", Options{}, req("GET", "/console/api/state", local, "", "X-Forwarded-For", "198.51.100.7"), 403},
+		{"auth off, through a proxy (Forwarded)", Options{}, req("GET", "/console/api/state", "[::1]:5", "", "Forwarded", "for=198.51.100.7"), 403},
+		{"auth off, this machine", Options{}, req("GET", "/console/api/state", local, ""), 200},
+		{"auth off, this machine over IPv6", Options{}, req("GET", "/console/api/state", "[::1]:5", "", "Host", "localhost:9090"), 200},
+		{"auth off, -console-remote", Options{Remote: true}, req("GET", "/console/api/state", "203.0.113.9:1", "", "Host", "bridge.example.com"), 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Backend = &fakeBackend{}
+			w := serve(New(tc.opts), tc.r)
+			if w.Code != tc.want {
+				t.Fatalf("status %d, want %d: %s", w.Code, tc.want, w.Body)
+			}
+			leaked := strings.Contains(w.Body.String(), marker)
+			if tc.want != 200 && leaked {
+				t.Errorf("a refused viewer got the data: %s", w.Body)
+			}
+			if tc.want == 200 && !leaked {
+				t.Errorf("an admitted viewer did not get the state: %s", w.Body)
+			}
+			if tc.want == 401 && w.Header().Get("WWW-Authenticate") == "" {
+				t.Error("a 401 without WWW-Authenticate")
+			}
+		})
+	}
+}
+
+// signIn signs in through the form and returns the cookie and the page's
+// CSRF token.
+func signIn(t *testing.T, c *Console, credential string) (*http.Cookie, string) {
+	t.Helper()
+	w := serve(c, req("POST", "/console/login", local, url.Values{"credential": {credential}}.Encode(), "Content-Type", "application/x-www-form-urlencoded", "Origin", "http://127.0.0.1:9090"))
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", w.Code, w.Body)
+	}
+	var ck *http.Cookie
+	for _, k := range w.Result().Cookies() {
+		if k.Name == cookieName {
+			ck = k
+		}
+	}
+	if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console" {
+		t.Fatalf("sign-in cookie: %+v", ck)
+	}
+	page := serve(c, req("GET", "/console", local, "", "Cookie", ck.String()))
+	if page.Code != 200 {
+		t.Fatalf("the page after sign-in: %d", page.Code)
+	}
+	_, rest, ok := strings.Cut(page.Body.String(), `name="csrf-token" content="`)
+	csrf, _, _ := strings.Cut(rest, `"`)
+	if !ok || len(csrf) != 64 {
+		t.Fatalf("no CSRF token in the page: %q", csrf)
+	}
+	return ck, csrf
+}
+
+// TestActionsNeedCSRFAndSameOrigin: an action takes effect only with the
+// page's CSRF token, from the console's own origin, by an admitted
+// viewer.
+func TestActionsNeedCSRFAndSameOrigin(t *testing.T) {
+	fb := &fakeBackend{}
+	c := New(Options{Backend: fb, AuthOn: true, Tokens: []string{"operator-token"}, Passphrase: &fakePassphrase{}})
+	ck, csrf := signIn(t, c, "the passphrase")
+	body := `{"destination":"echo","session":"abcd1234"}`
+	action := func(hdr ...string) *httptest.ResponseRecorder {
+		return serve(c, req("POST", "/console/api/sessions/end", local, body, append([]string{"Content-Type", "application/json"}, hdr...)...))
+	}
+	for _, tc := range []struct {
+		name string
+		hdr  []string
+		want int
+	}{
+		{"no cookie", []string{"X-CSRF-Token", csrf}, 401},
+		{"no CSRF token", []string{"Cookie", ck.String()}, 403},
+		{"a wrong CSRF token", []string{"Cookie", ck.String(), "X-CSRF-Token", strings.Repeat("0", 64)}, 403},
+		{"another origin", []string{"Cookie", ck.String(), "X-CSRF-Token", csrf, "Origin", "https://evil.example"}, 403},
+		{"another site", []string{"Cookie", ck.String(), "X-CSRF-Token", csrf, "Sec-Fetch-Site", "cross-site"}, 403},
+		{"GET", nil, 405},
+	} {
+		var w *httptest.ResponseRecorder
+		if tc.hdr == nil {
+			w = serve(c, req("GET", "/console/api/sessions/end", local, "", "Cookie", ck.String()))
+		} else {
+			w = action(tc.hdr...)
+		}
+		if w.Code != tc.want {
+			t.Errorf("%s: %d, want %d: %s", tc.name, w.Code, tc.want, w.Body)
+		}
+	}
+	if got := fb.done(); len(got) != 0 {
+		t.Fatalf("refused actions were taken: %v", got)
+	}
+	for _, a := range []struct{ path, body, want string }{
+		{"/console/api/sessions/end", body, "end echo abcd1234"},
+		{"/console/api/restart", `{"destination":"echo"}`, "restart echo"},
+		{"/console/api/clients/revoke", `{"client_id":"c_1"}`, "revoke c_1"},
+	} {
+		w := serve(c, req("POST", a.path, local, a.body, "Content-Type", "application/json", "Cookie", ck.String(), "X-CSRF-Token", csrf,
+			"Origin", "http://127.0.0.1:9090", "Sec-Fetch-Site", "same-origin"))
+		if w.Code != 200 {
+			t.Errorf("%s: %d %s", a.path, w.Code, w.Body)
+		}
+	}
+	if got := fb.done(); strings.Join(got, "|") != "end echo abcd1234|restart echo|revoke c_1" {
+		t.Errorf("actions taken: %v", got)
+	}
+	// What does not exist is a 404 with the backend's words.
+	w := serve(c, req("POST", "/console/api/sessions/end", local, `{"destination":"echo","session":"missing1"}`, "Cookie", ck.String(), "X-CSRF-Token", csrf))
+	if w.Code != 404 || !strings.Contains(w.Body.String(), "no such session") {
+		t.Errorf("ending a missing session: %d %s", w.Code, w.Body)
+	}
+	// A bearer-token request (a script's) needs no CSRF token: no
+	// browser sends that header by itself.
+	w = serve(c, req("POST", "/console/api/restart", local, `{"destination":"b"}`, "Authorization", "Bearer operator-token"))
+	if w.Code != 200 {
+		t.Errorf("a script's restart: %d %s", w.Code, w.Body)
+	}
+	// Signed out, the cookie opens nothing.
+	w = serve(c, req("POST", "/console/logout", local, url.Values{"csrf": {csrf}}.Encode(), "Content-Type", "application/x-www-form-urlencoded", "Cookie", ck.String()))
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d %s", w.Code, w.Body)
+	}
+	if w := serve(c, req("GET", "/console/api/state", local, "", "Cookie", ck.String())); w.Code != 401 {
+		t.Errorf("the cookie after sign-out: %d", w.Code)
+	}
+}
+
+// TestSignInHoldsGuesses: wrong credentials are charged to the built-in
+// server's lockout when it runs, else held by the console's own: past
+// freeTries, the sign-in answers 429 without checking anything.
+func TestSignInHoldsGuesses(t *testing.T) {
+	pp := &fakePassphrase{}
+	c := New(Options{Backend: &fakeBackend{}, AuthOn: true, Passphrase: pp})
+	try := func(c *Console, cred string) int {
+		return serve(c, req("POST", "/console/login", local, url.Values{"credential": {cred}}.Encode(), "Content-Type", "application/x-www-form-urlencoded")).Code
+	}
+	if got := try(c, "guess"); got != 401 || pp.fails != 1 {
+		t.Errorf("a wrong passphrase: %d, %d failures charged", got, pp.fails)
+	}
+	c = New(Options{Backend: &fakeBackend{}, AuthOn: true, Tokens: []string{"operator-token"}})
+	for i := range freeTries + 1 {
+		if got := try(c, fmt.Sprint("guess", i)); got != 401 {
+			t.Fatalf("wrong try %d: %d", i, got)
+		}
+	}
+	if got := try(c, "operator-token"); got != http.StatusTooManyRequests {
+		t.Errorf("after %d wrong tries: %d, want 429", freeTries+1, got)
+	}
+	// Another origin's form is refused before any check.
+	w := serve(c, req("POST", "/console/login", local, "credential=operator-token", "Content-Type", "application/x-www-form-urlencoded", "Origin", "https://evil.example"))
+	if w.Code != 403 {
+		t.Errorf("a cross-origin sign-in: %d", w.Code)
+	}
+}
+
+// TestEveryAnswerIsFramedAndScriptless: every console answer — the page,
+// the sign-in page, the API, an asset, a 404 — forbids framing and
+// inline script and style, and is not cached.
+func TestEveryAnswerIsFramedAndScriptless(t *testing.T) {
+	c := New(Options{Backend: &fakeBackend{}, AuthOn: true, Tokens: []string{"operator-token"}})
+	for _, r := range []*http.Request{
+		req("GET", "/console", local, ""),
+		req("GET", "/console", local, "", "Authorization", "Bearer operator-token"),
+		req("GET", "/console/api/state", local, "", "Authorization", "Bearer operator-token"),
+		req("GET", "/console/assets/console.js", local, ""),
+		req("GET", "/console/assets/console.css", local, ""),
+		req("GET", "/console/nothing", local, ""),
+	} {
+		w := httptest.NewRecorder()
+		w.Header().Set("Access-Control-Allow-Origin", "*") // as the CORS layer would
+		c.ServeHTTP(w, r)
+		h := w.Header()
+		csp := h.Get("Content-Security-Policy")
+		if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") || !strings.Contains(csp, "frame-ancestors 'none'") ||
+			h.Get("X-Frame-Options") != "DENY" || h.Get("Cache-Control") != "no-store" && h.Get("Cache-Control") != "no-cache" ||
+			h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("%s: headers %v", r.URL, h)
+		}
+	}
+	// The assets carry no inline script or style.
+	for _, name := range []string{"console.html", "login.html"} {
+		b, _ := assets.ReadFile("assets/" + name)
+		for _, bad := range []string{"<script>", "style=", "<style", "onclick", "onload", "javascript:"} {
+			if strings.Contains(string(b), bad) {
+				t.Errorf("%s holds %q: the CSP forbids it", name, bad)
+			}
+		}
+	}
+	js, _ := assets.ReadFile("assets/console.js")
+	for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", ".style."} {
+		if strings.Contains(string(js), bad) {
+			t.Errorf("console.js uses %s", bad)
+		}
+	}
+}
+
+// TestTailKeepsTheNewest: the tail returns what came after a seq, oldest
+// first, at most tailSize, and counts each destination's calls and
+// errors.
+func TestTailKeepsTheNewest(t *testing.T) {
+	tl := NewTail()
+	for i := range tailSize + 10 {
+		status := 200
+		if i%10 == 0 {
+			status = 500
+		}
+		tl.Access(session.AccessEntry{Destination: "d", Method: "tools/call", RPCID: fmt.Sprint(i), Status: status})
+	}
+	all, last := tl.since(0)
+	if len(all) != tailSize || last != tailSize+10 || all[0].Seq != 11 || all[len(all)-1].RPCID != fmt.Sprint(tailSize+9) {
+		t.Fatalf("since(0): %d entries, last %d, first seq %d", len(all), last, all[0].Seq)
+	}
+	if more, _ := tl.since(last - 3); len(more) != 3 || more[0].Seq != last-2 {
+		t.Errorf("since(last-3): %+v", more)
+	}
+	if none, _ := tl.since(last); len(none) != 0 {
+		t.Errorf("since(last): %d entries", len(none))
+	}
+	if tr := tl.traffic()["d"]; tr.calls != tailSize+10 || tr.errors != (tailSize+10)/10 {
+		t.Errorf("traffic: %+v", tr)
+	}
+	b, _ := json.Marshal(all[0])
+	if !strings.Contains(string(b), `"principal":"anonymous"`) {
+		t.Errorf("an entry of no principal: %s", b)
+	}
+}
+
+// TestServes: the console's paths, and a destination named "console"
+// keeps /console/mcp.
+func TestServes(t *testing.T) {
+	for p, want := range map[string]bool{"/console": true, "/console/api/state": true, "/console/assets/console.js": true, "/console/mcp": false,
+		"/console/sse": false, "/consoles": false, "/consolex/api": false, "/x/console": false} {
+		if Serves(p) != want {
+			t.Errorf("Serves(%q) = %v", p, !want)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package console
+
+import "time"
+
+// Backend is what the console reads and asks of the bridge. The bridge
+// implements it over its routing table; every method is safe for
+// concurrent use and returns promptly (no child is waited for).
+type Backend interface {
+	// Destinations describes each destination (Calls and rates are the
+	// console's own, from the tail).
+	Destinations() []Destination
+	// Profiles describes each profile.
+	Profiles() []Profile
+	// Clients lists the built-in authorization server's clients; enabled
+	// is false when it is not running.
+	Clients() (clients []Client, enabled bool, err error)
+	// RevokeClient, EndSession and Restart are the actions; their errors
+	// are shown to the operator as they are.
+	RevokeClient(id string) error
+	EndSession(destination, session string) error
+	Restart(destination string) error
+}
+
+// State is what the page shows, as one JSON document (GET
+// /console/api/state, and each "state" event).
+type State struct {
+	Bridge         BridgeInfo    `json:"bridge"`
+	Destinations   []Destination `json:"destinations"`
+	Profiles       []Profile     `json:"profiles"`
+	ClientsEnabled bool          `json:"clients_enabled"`
+	Clients        []Client      `json:"clients"`
+	// ClientsError says why the clients could not be read.
+	ClientsError string `json:"clients_error,omitempty"`
+}
+
+// BridgeInfo describes the bridge itself.
+type BridgeInfo struct {
+	Version string    `json:"version"`
+	Auth    string    `json:"auth"`
+	Now     time.Time `json:"now"`
+}
+
+// Destination is one destination's child, sessions, traffic and tools.
+type Destination struct {
+	Name           string  `json:"name"`
+	URL            string  `json:"url"`
+	Isolation      string  `json:"isolation"`
+	State          string  `json:"state"`
+	PID            int     `json:"pid"`
+	UptimeS        float64 `json:"uptime_s"`
+	Restarts       uint64  `json:"restarts"`
+	RecentRestarts int     `json:"recent_restarts"`
+	LastExit       string  `json:"last_exit"`
+	FailedReason   string  `json:"failed_reason"`
+	StartingS      float64 `json:"starting_s"`
+	NextRestartS   float64 `json:"next_restart_s"`
+	Waiting        int     `json:"waiting"`
+	Stopping       bool    `json:"stopping"`
+	// Calls and Errors count the POSTs (errors: answered 4xx or 5xx)
+	// since the bridge started; the rates are over the last second or so.
+	Calls      uint64    `json:"calls"`
+	Errors     uint64    `json:"errors"`
+	CallsPerS  float64   `json:"calls_per_s"`
+	ErrorsPerS float64   `json:"errors_per_s"`
+	Sessions   []Session `json:"sessions"`
+	ToolsKnown bool      `json:"tools_known"`
+	Tools      []Tool    `json:"tools"`
+}
+
+// Session is one live session.
+type Session struct {
+	ID              string  `json:"id"`
+	Client          string  `json:"client"`
+	ProtocolVersion string  `json:"protocol_version"`
+	Era             string  `json:"era"`
+	Principal       string  `json:"principal"`
+	AgeS            float64 `json:"age_s"`
+	IdleS           float64 `json:"idle_s"`
+	Inflight        int     `json:"inflight"`
+	Streams         int     `json:"streams"`
+}
+
+// Tool is one tool of a destination's catalogue.
+type Tool struct {
+	Name    string `json:"name"`
+	Allowed bool   `json:"allowed"`
+}
+
+// Profile is one profile and its members.
+type Profile struct {
+	Name    string   `json:"name"`
+	URL     string   `json:"url"`
+	Members []string `json:"members"`
+}
+
+// Client is one OAuth client of the built-in server.
+type Client struct {
+	ID       string `json:"client_id"`
+	Name     string `json:"client_name"`
+	Source   string `json:"source"`
+	Created  string `json:"created"`
+	Approved string `json:"approved"`
+	LastUsed string `json:"last_used"`
+	Revoked  bool   `json:"revoked"`
+}

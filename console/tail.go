@@ -1,0 +1,101 @@
+package console
+
+import (
+	"sync"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/session"
+)
+
+// tailSize is how many access entries the console keeps.
+const tailSize = 1000
+
+// Tail keeps the last tailSize access entries of every endpoint and
+// counts each destination's POSTs and errors; it is the session.Tail the
+// bridge gives its endpoints. Access is the only cost on the call path:
+// one short locked store of a value (the entry's strings are its own,
+// session.AccessEntry).
+type Tail struct {
+	// mu guards ring, seq and counts.
+	mu   sync.Mutex
+	ring [tailSize]session.AccessEntry
+	seqs [tailSize]uint64
+	seq  uint64
+	// counts are each destination's POSTs and errors since the start.
+	counts map[string]*traffic
+}
+
+type traffic struct{ calls, errors uint64 }
+
+// NewTail returns an empty tail.
+func NewTail() *Tail { return &Tail{counts: map[string]*traffic{}} }
+
+// Access records e (session.Tail).
+func (t *Tail) Access(e session.AccessEntry) {
+	t.mu.Lock()
+	t.seq++
+	i := t.seq % tailSize
+	t.ring[i], t.seqs[i] = e, t.seq
+	c := t.counts[e.Destination]
+	if c == nil {
+		c = &traffic{}
+		t.counts[e.Destination] = c
+	}
+	c.calls++
+	if e.Status >= 400 {
+		c.errors++
+	}
+	t.mu.Unlock()
+}
+
+// LogEntry is an access entry as the page gets it.
+type LogEntry struct {
+	Seq         uint64    `json:"seq"`
+	Time        time.Time `json:"time"`
+	Destination string    `json:"destination"`
+	Era         string    `json:"era"`
+	Method      string    `json:"method"`
+	Tool        string    `json:"tool"`
+	RPCID       string    `json:"rpc_id"`
+	Status      int       `json:"status"`
+	LatencyMs   float64   `json:"latency_ms"`
+	Session     string    `json:"session"`
+	Principal   string    `json:"principal"`
+}
+
+// since returns the entries after seq (oldest first; at most tailSize,
+// fewer when older ones were overwritten) and the newest seq.
+func (t *Tail) since(seq uint64) ([]LogEntry, uint64) {
+	t.mu.Lock()
+	last := t.seq
+	first := seq + 1
+	if last >= tailSize && first <= last-tailSize {
+		first = last - tailSize + 1
+	}
+	var raw []session.AccessEntry
+	var seqs []uint64
+	for s := first; s <= last; s++ {
+		i := s % tailSize
+		if t.seqs[i] == s {
+			raw, seqs = append(raw, t.ring[i]), append(seqs, s)
+		}
+	}
+	t.mu.Unlock()
+	out := make([]LogEntry, len(raw))
+	for i, e := range raw {
+		out[i] = LogEntry{Seq: seqs[i], Time: e.Time, Destination: e.Destination, Era: e.Era, Method: e.Method, Tool: e.Tool, RPCID: e.RPCID,
+			Status: e.Status, LatencyMs: float64(e.Latency.Microseconds()) / 1000, Session: e.Session, Principal: e.Principal.Short()}
+	}
+	return out, last
+}
+
+// traffic returns each destination's counts.
+func (t *Tail) traffic() map[string]traffic {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]traffic, len(t.counts))
+	for d, c := range t.counts {
+		out[d] = *c
+	}
+	return out
+}
