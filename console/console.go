@@ -122,7 +122,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case Path + "/api/log":
 		if onlyGet(w, r) {
 			if v := c.admit(w, r, false); v != nil {
-				entries, _ := c.opts.Tail.since(0)
+				entries, _ := c.opts.Tail.since(0, tailSize)
 				writeJSON(w, http.StatusOK, entries)
 			}
 		}

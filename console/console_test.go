@@ -316,18 +316,21 @@ func TestTailKeepsTheNewest(t *testing.T) {
 		}
 		tl.Access(session.AccessEntry{Destination: "d", Method: "tools/call", RPCID: fmt.Sprint(i), Status: status})
 	}
-	all, last := tl.since(0)
+	all, last := tl.since(0, tailSize)
 	if len(all) != tailSize || last != tailSize+10 || all[0].Seq != 11 || all[len(all)-1].RPCID != fmt.Sprint(tailSize+9) {
 		t.Fatalf("since(0): %d entries, last %d, first seq %d", len(all), last, all[0].Seq)
 	}
-	if more, _ := tl.since(last - 3); len(more) != 3 || more[0].Seq != last-2 {
+	if more, _ := tl.since(last-3, tailSize); len(more) != 3 || more[0].Seq != last-2 {
 		t.Errorf("since(last-3): %+v", more)
 	}
-	if none, _ := tl.since(last); len(none) != 0 {
+	if none, _ := tl.since(last, tailSize); len(none) != 0 {
 		t.Errorf("since(last): %d entries", len(none))
 	}
 	if tr := tl.traffic()["d"]; tr.calls != tailSize+10 || tr.errors != (tailSize+10)/10 {
 		t.Errorf("traffic: %+v", tr)
+	}
+	if newest, _ := tl.since(0, 5); len(newest) != 5 || newest[4].Seq != last || newest[0].Seq != last-4 {
+		t.Errorf("since(0, 5): %+v", newest)
 	}
 	b, _ := json.Marshal(all[0])
 	if !strings.Contains(string(b), `"principal":"anonymous"`) {
@@ -344,4 +347,16 @@ func TestServes(t *testing.T) {
 			t.Errorf("Serves(%q) = %v", p, !want)
 		}
 	}
+}
+
+// BenchmarkTailAccess is what each POST pays the console's tail.
+func BenchmarkTailAccess(b *testing.B) {
+	tl := NewTail()
+	e := session.AccessEntry{Destination: "d", Method: "tools/call", Tool: "echo", RPCID: "7", Status: 200, Time: time.Now()}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			tl.Access(e)
+		}
+	})
 }

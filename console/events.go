@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// pageEntries is how many log entries the page keeps.
+const pageEntries = 500
+
 // serveEvents is the page's one stream: a "state" event at once and every
 // Every, and "log" events with the access entries recorded since the last
 // (the recent ones first), checked four times as often. It ends when the
@@ -45,7 +48,9 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	var seq uint64
 	sendLog := func() bool {
-		entries, last := c.opts.Tail.since(seq)
+		// The page keeps pageEntries: more would be copied, encoded,
+		// sent and dropped (under load, the newest are what it shows).
+		entries, last := c.opts.Tail.since(seq, pageEntries)
 		seq = last
 		if len(entries) == 0 {
 			return true

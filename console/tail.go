@@ -63,17 +63,22 @@ type LogEntry struct {
 	Principal   string    `json:"principal"`
 }
 
-// since returns the entries after seq (oldest first; at most tailSize,
-// fewer when older ones were overwritten) and the newest seq.
-func (t *Tail) since(seq uint64) ([]LogEntry, uint64) {
+// since returns the newest entries after seq, at most limit (and
+// tailSize), oldest first, and the newest seq. Only those are copied
+// under the lock, which every POST takes: a reader never holds it long.
+func (t *Tail) since(seq uint64, limit int) ([]LogEntry, uint64) {
+	limit = min(limit, tailSize)
 	t.mu.Lock()
 	last := t.seq
 	first := seq + 1
-	if last >= tailSize && first <= last-tailSize {
-		first = last - tailSize + 1
+	if last >= uint64(limit) && first <= last-uint64(limit) {
+		first = last - uint64(limit) + 1
 	}
-	var raw []session.AccessEntry
-	var seqs []uint64
+	n := 0
+	if last >= first {
+		n = int(last - first + 1)
+	}
+	raw, seqs := make([]session.AccessEntry, 0, n), make([]uint64, 0, n)
 	for s := first; s <= last; s++ {
 		i := s % tailSize
 		if t.seqs[i] == s {

@@ -89,11 +89,35 @@ func (*benchBody) Close() error { return nil }
 // endpoint (body read, parse, session lookup, dispatch to an in-memory
 // child and back, the JSON answer, the access log to io.Discard): its
 // allocations are the endpoint's and the dispatcher's, without net/http's.
-func BenchmarkPost(b *testing.B) {
+func BenchmarkPost(b *testing.B) { benchPost(b, nil) }
+
+// BenchmarkPostTail is BenchmarkPost with a tail (the operator
+// console's, as cheap a one as it: a locked store in a ring): what the
+// console's log costs each POST.
+func BenchmarkPostTail(b *testing.B) { benchPost(b, &ringTail{}) }
+
+// ringTail keeps the last 1024 entries, as the console's tail does.
+type ringTail struct {
+	mu   sync.Mutex
+	n    int
+	ring [1024]AccessEntry
+}
+
+func (r *ringTail) Access(e AccessEntry) {
+	r.mu.Lock()
+	r.n++
+	r.ring[r.n%len(r.ring)] = e
+	r.mu.Unlock()
+}
+
+func benchPost(b *testing.B, tail Tail) {
 	d := dispatch.New(dispatch.Options{Name: "bench", Launch: func(context.Context) (supervisor.Child, error) { return newEchoChild(), nil }})
 	defer d.Close(context.Background())
-	ep := NewEndpoint("bench", d, nil, NewLimits(64<<20, 10<<20, 100), nil, Options{
-		Logger: hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Info}), LogOutput: io.Discard})
+	opts := Options{Logger: hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Info}), LogOutput: io.Discard}
+	if tail != nil {
+		opts.Tail = tail
+	}
+	ep := NewEndpoint("bench", d, nil, NewLimits(64<<20, 10<<20, 100), nil, opts)
 	defer ep.Shutdown(context.Background())
 	post := func(body, sid string) *benchWriter {
 		r, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/bench/mcp", strings.NewReader(body))
