@@ -224,12 +224,7 @@ func (v *viewer) csrfOK(got string) bool {
 // passphrase (the form's "credential"), then sends the browser to the
 // console.
 func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		writeError(w, http.StatusMethodNotAllowed, "sign in by POSTing the form of /console")
-		return
-	}
-	if !c.sameOrigin(w, r) {
+	if !c.formPost(w, r, "sign in by POSTing the form of /console") {
 		return
 	}
 	page := loginPage{Passphrase: c.opts.Passphrase != nil, Token: len(c.opts.Tokens) > 0}
@@ -243,7 +238,6 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		c.renderLogin(w, http.StatusTooManyRequests, page)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	given := r.PostFormValue("credential")
 	ok := given != "" && c.staticToken(given)
 	if !ok && given != "" && c.opts.Passphrase != nil {
@@ -280,15 +274,9 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 
 // serveLogout ends the sign-in of the request's cookie.
 func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		writeError(w, http.StatusMethodNotAllowed, "sign out by POSTing the console's sign-out form")
+	if !c.formPost(w, r, "sign out by POSTing the console's sign-out form") {
 		return
 	}
-	if !c.sameOrigin(w, r) {
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if l := c.loginOf(r); l != nil {
 		if subtle.ConstantTimeCompare([]byte(l.csrf), []byte(r.PostFormValue("csrf"))) != 1 {
 			writeError(w, http.StatusForbidden, "the sign-out form did not come from the console's page (CSRF check failed)")
@@ -301,6 +289,21 @@ func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/console", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, "/console", http.StatusSeeOther)
+}
+
+// formPost admits a sign-in or sign-out form: a POST (else 405, saying
+// how), same-origin, its body capped at 8 KiB.
+func (c *Console) formPost(w http.ResponseWriter, r *http.Request, how string) bool {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, how)
+		return false
+	}
+	if !c.sameOrigin(w, r) {
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	return true
 }
 
 // locked is how long r must wait before it may try a credential.

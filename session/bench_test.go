@@ -110,6 +110,32 @@ func (r *ringTail) Access(e AccessEntry) {
 	r.mu.Unlock()
 }
 
+// postTo POSTs body to ep on session sid ("" for none) as principal.
+func postTo(ep *Endpoint, body, sid string, principal Principal) *benchWriter {
+	r, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/"+ep.name+"/mcp", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		r.Header.Set(headerSessionID, sid)
+	}
+	r = r.WithContext(WithPrincipal(r.Context(), principal))
+	w := &benchWriter{h: http.Header{}}
+	ep.ServeHTTP(w, r)
+	return w
+}
+
+// startBenchSession initializes a session of ep for principal and
+// returns its id.
+func startBenchSession(tb testing.TB, ep *Endpoint, principal Principal) string {
+	tb.Helper()
+	w := postTo(ep, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`, "", principal)
+	sid := w.h.Get(headerSessionID)
+	if w.status != http.StatusOK || sid == "" {
+		tb.Fatalf("initialize: %d", w.status)
+	}
+	return sid
+}
+
 func benchPost(b *testing.B, tail Tail) {
 	d := dispatch.New(dispatch.Options{Name: "bench", Launch: func(context.Context) (supervisor.Child, error) { return newEchoChild(), nil }})
 	defer d.Close(context.Background())
@@ -119,22 +145,7 @@ func benchPost(b *testing.B, tail Tail) {
 	}
 	ep := NewEndpoint("bench", d, nil, NewLimits(64<<20, 10<<20, 100), nil, opts)
 	defer ep.Shutdown(context.Background())
-	post := func(body, sid string) *benchWriter {
-		r, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/bench/mcp", strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "application/json, text/event-stream")
-		if sid != "" {
-			r.Header.Set(headerSessionID, sid)
-		}
-		w := &benchWriter{h: http.Header{}}
-		ep.ServeHTTP(w, r)
-		return w
-	}
-	w := post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`, "")
-	sid := w.h.Get(headerSessionID)
-	if w.status != http.StatusOK || sid == "" {
-		b.Fatalf("initialize: %d", w.status)
-	}
+	sid := startBenchSession(b, ep, Principal{})
 	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
 	body := &benchBody{}
 	r, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/bench/mcp", body)

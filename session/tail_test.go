@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 
@@ -38,23 +37,8 @@ func TestTailOwnsItsStrings(t *testing.T) {
 	ep := NewEndpoint("tail", d, nil, NewLimits(64<<20, 10<<20, 100), nil, Options{
 		Logger: hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Info}), LogOutput: io.Discard, Tail: tail})
 	defer ep.Shutdown(context.Background())
-	post := func(body, sid string) *benchWriter {
-		r, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/tail/mcp", strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "application/json, text/event-stream")
-		if sid != "" {
-			r.Header.Set(headerSessionID, sid)
-		}
-		r = r.WithContext(WithPrincipal(r.Context(), Principal{1, 2, 3, 4}))
-		w := &benchWriter{h: http.Header{}}
-		ep.ServeHTTP(w, r)
-		return w
-	}
-	w := post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`, "")
-	sid := w.h.Get(headerSessionID)
-	if w.status != http.StatusOK || sid == "" {
-		t.Fatalf("initialize: %d", w.status)
-	}
+	sid := startBenchSession(t, ep, Principal{1, 2, 3, 4})
+	post := func(body, sid string) { postTo(ep, body, sid, Principal{1, 2, 3, 4}) }
 	// Calls whose names and ids differ but whose bodies are alike, so
 	// that each reuses the last one's buffer.
 	const n = 40
