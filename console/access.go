@@ -197,6 +197,22 @@ func (c *Console) loginOf(r *http.Request) *login {
 	return l
 }
 
+// signedIn reports whether l is still a live sign-in (not signed out,
+// not expired).
+func (c *Console) signedIn(l *login) bool {
+	c.logins.mu.Lock()
+	defer c.logins.mu.Unlock()
+	if time.Now().After(l.expires) {
+		return false
+	}
+	for _, o := range c.logins.byHash {
+		if o == l {
+			return true
+		}
+	}
+	return false
+}
+
 // sameOrigin refuses (false) a state-changing request a browser sent from
 // another site: its Origin, when sent, must be the bridge's own, and its
 // Sec-Fetch-Site, when sent, same-origin.

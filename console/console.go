@@ -110,7 +110,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case Path + "/events":
 		if onlyGet(w, r) {
 			if v := c.admit(w, r, false); v != nil {
-				c.serveEvents(w, r)
+				c.serveEvents(w, r, v)
 			}
 		}
 	case Path + "/api/state":

@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -359,4 +360,67 @@ func BenchmarkTailAccess(b *testing.B) {
 			tl.Access(e)
 		}
 	})
+}
+
+// TestStreamEndsWithItsSignIn: an event stream opened by a sign-in ends
+// when the operator signs out (as it does when the sign-in expires),
+// rather than showing the bridge to whoever holds the tab; the bridge's
+// stop ends it too.
+func TestStreamEndsWithItsSignIn(t *testing.T) {
+	done := make(chan struct{})
+	c := New(Options{Backend: &fakeBackend{}, AuthOn: true, Tokens: []string{"operator-token"}, Every: 40 * time.Millisecond, Done: done})
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	// On a failure, the bridge's stop ends what streams are left before
+	// the server waits for them.
+	var stop sync.Once
+	stopBridge := func() { stop.Do(func() { close(done) }) }
+	defer stopBridge()
+	ck, csrf := signIn(t, c, "operator-token")
+	open := func() <-chan error {
+		r, _ := http.NewRequest(http.MethodGet, srv.URL+"/console/events", nil)
+		r.AddCookie(ck)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("events: %v %v", err, resp)
+		}
+		ended := make(chan error, 1)
+		go func() {
+			defer resp.Body.Close()
+			_, err := io.Copy(io.Discard, resp.Body)
+			ended <- err
+		}()
+		return ended
+	}
+	ended := open()
+	select {
+	case err := <-ended:
+		t.Fatalf("the stream ended while signed in: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	w := serve(c, req("POST", "/console/logout", local, url.Values{"csrf": {csrf}}.Encode(), "Content-Type", "application/x-www-form-urlencoded", "Cookie", ck.String()))
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", w.Code)
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream outlived its sign-in by 10 s")
+	}
+	// A bearer-token stream ends when the bridge stops.
+	r, _ := http.NewRequest(http.MethodGet, srv.URL+"/console/events", nil)
+	r.Header.Set("Authorization", "Bearer operator-token")
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("events: %v %v", err, resp)
+	}
+	defer resp.Body.Close()
+	stopBridge()
+	stopped := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, resp.Body); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream outlived the bridge's stop by 10 s")
+	}
 }

@@ -12,8 +12,9 @@ const pageEntries = 500
 // serveEvents is the page's one stream: a "state" event at once and every
 // Every, and "log" events with the access entries recorded since the last
 // (the recent ones first), checked four times as often. It ends when the
-// viewer leaves, a write fails or stalls, or the bridge stops.
-func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
+// viewer leaves or its sign-in ends, a write fails or stalls, or the
+// bridge stops.
+func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request, v *viewer) {
 	c.mu.Lock()
 	if c.streams >= maxStreams {
 		c.mu.Unlock()
@@ -72,6 +73,11 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-stateEvery.C:
+			// A stream lasts as long as its sign-in: signed out, or
+			// expired, it ends (the page then shows the sign-in).
+			if v.login != nil && !c.signedIn(v.login) {
+				return
+			}
 			if !send("state", c.state()) {
 				return
 			}

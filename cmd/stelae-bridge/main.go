@@ -216,6 +216,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if cfg.Default != "" {
 		fmt.Fprintf(stdout, "  default (%s): http://%s/mcp\n", cfg.Default, ln.Addr())
 	}
+	if !s.noConsole {
+		fmt.Fprintf(stdout, "  operator console: http://%s/console\n", ln.Addr())
+	}
 	// SIGHUP (and with -watch a change of the file) reloads the file; it
 	// no longer ends the bridge. The reloader ends with ctx, before Serve
 	// returns its shutdown.
