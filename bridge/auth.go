@@ -141,10 +141,17 @@ func (b *Bridge) protection(r *http.Request) guarded {
 		// The console admits its viewers itself: an operator's
 		// credential, never an MCP client's token (console/access.go).
 		return guarded{open: true}
+	case (path == "/mcp" || path == "" && (r.Method == http.MethodPost || r.Method == http.MethodDelete || session.OpensStream(r))) && t.cfg.AwayDefault != "":
+		// Answered 421 naming its owner: no data, no token needed.
+		return guarded{open: true}
 	case path == "/mcp":
 		return guarded{dest: t.defaultKey(), route: "default"}
 	case path == "" && (r.Method == http.MethodPost || r.Method == http.MethodDelete || session.OpensStream(r)):
 		return guarded{dest: t.defaultKey(), route: "root"}
+	}
+	if path != "" && t.away(path) {
+		// Answered 421 naming its owner: no data, no token needed.
+		return guarded{open: true}
 	}
 	if dest, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && t.endpoints[dest] != nil {
 		return guarded{dest: dest, route: "dest"}

@@ -452,6 +452,10 @@ func (b *Bridge) handOver(srv *Server) {
 		tick.Stop()
 		linger.Stop()
 	}
+	// What is still open idle closes now: a request on it after this
+	// would get a 503 (HAProxy keeps idle connections to every server
+	// and sends on them at any time).
+	srv.CloseIdle()
 	b.phase.Store(phaseClosing)
 	b.drainCalls(start) // those of the requests the connections brought meanwhile
 }

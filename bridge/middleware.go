@@ -217,8 +217,12 @@ func (g *gateLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.next.ServeHTTP(w, r)
 }
 
-// refuseClosing answers a request that came once shutdown had begun.
+// refuseClosing answers a request that came once shutdown had begun, and
+// closes its connection: a client (or a proxy) retries on a new one,
+// which reaches the next bridge — on a kept one it would find this one's
+// 503 again.
 func refuseClosing(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
 	w.Header().Set("Retry-After", "5")
 	session.WriteError(w, http.StatusServiceUnavailable, codeServer, "the bridge is shutting down; retry when it is back")
 }

@@ -108,6 +108,9 @@ func (b *Bridge) destination(w http.ResponseWriter, r *http.Request) *session.En
 		if ep := t.profileEndpoint(name); ep != nil {
 			return ep
 		}
+		if b.misdirected(w, "p/"+name) {
+			return nil
+		}
 		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no profile named %q; configured profiles: %s", name, strings.Join(t.cfg.ProfileNames, ", ")))
 		return nil
 	}
@@ -116,6 +119,9 @@ func (b *Bridge) destination(w http.ResponseWriter, r *http.Request) *session.En
 		return nil
 	}
 	ep := t.endpoints[dest]
+	if ep == nil && b.misdirected(w, dest) {
+		return nil
+	}
 	if ep == nil {
 		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no destination named %q; configured destinations: %s", dest, b.list()))
 		return nil
@@ -151,6 +157,9 @@ func (b *Bridge) defaultEndpoint(w http.ResponseWriter) *session.Endpoint {
 		}
 	} else if ep := t.endpoints[t.cfg.Default]; ep != nil {
 		return ep
+	}
+	if t.cfg.AwayDefault != "" && b.misdirected(w, t.cfg.AwayDefault) {
+		return nil
 	}
 	session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no default destination: set 'default: NAME' in the destinations file, or use /{destination}/mcp (destinations: %s)", b.list()))
 	return nil

@@ -391,6 +391,16 @@ func (s *Server) scan() (busy bool) {
 	return busy
 }
 
+// CloseIdle closes every connection waiting for a request (the fast
+// path's and net/http's) and keeps none open after its next answer: a
+// hand-over's end, so that no request comes on them once the bridge
+// answers only 503 (a proxy then sends it on a new connection, to the
+// next bridge).
+func (s *Server) CloseIdle() {
+	s.std.SetKeepAlivesEnabled(false)
+	s.closeIdle()
+}
+
 // closeIdle closes the fast connections waiting for a request.
 func (s *Server) closeIdle() {
 	s.mu.Lock()

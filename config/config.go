@@ -40,6 +40,18 @@ type Config struct {
 	// Auth is the top-level 'auth:' block; nil when there is none. Every
 	// destination without its own carries it too (Destination.Auth).
 	Auth *Auth
+	// Instances are the fleet's bridges ('instances:'), in file order in
+	// InstanceNames (fleet.go); none for a lone bridge.
+	Instances     map[string]*Instance
+	InstanceNames []string
+	// Instance is the instance this configuration was selected for
+	// (ForInstance): then Destinations and Profiles are its own, Away says
+	// who serves the others, and AwayDefault names the default's key
+	// (a destination, or "p/" and a profile) when another instance serves
+	// it.
+	Instance    string
+	Away        map[string]Elsewhere
+	AwayDefault string
 	// Warnings are what the file has that the bridge skipped ("line N:
 	// warning: …"): keys of other clients in the 'mcpServers:' shape, a
 	// disabled entry, a name served under a URL-safe one.
@@ -284,7 +296,7 @@ type fileDestination struct {
 var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait", "session_ttl", "prefix"}
 
 // topKeys are the keys of the file's top level.
-var topKeys = []string{"destinations", "mcpServers", "default", "auth", "profiles"}
+var topKeys = []string{"destinations", "mcpServers", "default", "auth", "profiles", "instances"}
 
 // mcpServerKeys are the keys of an 'mcpServers:' entry: a destination's, and
 // 'type: stdio' as Claude Desktop, Claude Code and Cursor write it.
@@ -397,7 +409,7 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 		mcpShape bool
 	}
 	var sections []section
-	var def, profiles *yaml.Node
+	var def, profiles, instances *yaml.Node
 	// A file in the 'mcpServers:' shape was written for another client:
 	// what the bridge does not use there is skipped with a warning.
 	mcpFile := false
@@ -414,6 +426,8 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 			def = v
 		case "profiles":
 			profiles = v
+		case "instances":
+			instances = v
 		case "auth":
 			a, probs := parseAuth(v, "'auth'", topExpander(lookup, problem))
 			for _, p := range probs {
@@ -431,7 +445,7 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 				warn(fmt.Sprintf("line %d: warning: unknown key %q at the top level ignored", k.Line, k.Value))
 				continue
 			}
-			problem(k.Line, "unknown key %q at the top level%s (known: destinations, mcpServers, default, auth, profiles)", k.Value, didYouMean(k.Value, topKeys))
+			problem(k.Line, "unknown key %q at the top level%s (known: %s)", k.Value, didYouMean(k.Value, topKeys), strings.Join(topKeys, ", "))
 		}
 	}
 	if len(sections) == 0 {
@@ -464,6 +478,9 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 	}
 	if profiles != nil {
 		parseProfiles(profiles, cfg, problem)
+	}
+	if instances != nil {
+		parseInstances(instances, cfg, problem)
 	}
 	if def != nil {
 		declared := map[string]bool{}

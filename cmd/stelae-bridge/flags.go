@@ -59,6 +59,7 @@ type settings struct {
 	stateDir        string
 	trustProxy      bool
 	noConsole       bool
+	instance        string
 	consoleRemote   bool
 	oauthSkew       time.Duration
 	oauthKeysTTL    time.Duration
@@ -141,6 +142,7 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 		envOf[name] = env
 	}
 	str(&s.config, "config", "STELAE_CONFIG", "destinations.yaml", "destinations file")
+	str(&s.instance, "instance", "STELAE_INSTANCE", "", "in a fleet (the file's 'instances:'), which instance this bridge is: it runs that instance's destinations and answers 421 naming the owner for the others")
 	str(&s.listen, "listen", "STELAE_LISTEN", "127.0.0.1:9090", "address to listen on: HOST:PORT, :PORT for every interface, or a bare PORT for 127.0.0.1:PORT")
 	fs.BoolVar(&s.check, "check", false, "validate the destinations file, list every problem, and exit (0 ok, 1 problems); also warns about commands not found on PATH")
 	fs.BoolVar(&s.version, "version", false, "print the version, the commit it was built from and the Go version, and exit")

@@ -75,6 +75,13 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
 	}
+	if s.check && s.instance == "" && len(cfg.InstanceNames) > 0 {
+		// The whole fleet: who owns what; the file is checked whole.
+		printFleet(stdout, cfg)
+	} else if cfg, err = selectInstance(cfg, s.instance); err != nil {
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 1
+	}
 	if s.check {
 		warnings := append(slices.Clone(cfg.Warnings), commandWarnings(cfg, getenv("PATH"))...)
 		warnings = append(warnings, issuerWarnings(ctx, cfg)...)
@@ -219,13 +226,16 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if !s.noConsole {
 		fmt.Fprintf(stdout, "  operator console: http://%s/console\n", ln.Addr())
 	}
+	if cfg.Instance != "" {
+		fmt.Fprintf(stdout, "  instance %s of the fleet %v; served elsewhere (421 here): %s\n", cfg.Instance, cfg.InstanceNames, awayList(cfg))
+	}
 	// SIGHUP (and with -watch a change of the file) reloads the file; it
 	// no longer ends the bridge. The reloader ends with ctx, before Serve
 	// returns its shutdown.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	rl := &reloader{path: s.config, lookup: lookup, b: b, started: cfg, as: as, log: log.Named("config"), last: startDigest}
+	rl := &reloader{path: s.config, lookup: lookup, b: b, started: cfg, as: as, instance: s.instance, log: log.Named("config"), last: startDigest}
 	rctx, stopReloads := context.WithCancel(ctx)
 	reloads := make(chan struct{})
 	go func() {

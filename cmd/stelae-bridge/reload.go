@@ -29,7 +29,9 @@ type reloader struct {
 	// authorization server's clients were fixed then.
 	started *config.Config
 	as      *authserver.Server
-	log     hclog.Logger
+	// instance is the fleet instance this bridge is (-instance; "" alone).
+	instance string
+	log      hclog.Logger
 	// last is the digest of the content last read by a reload (or at the
 	// start): -watch reloads when the file's differs.
 	last [32]byte
@@ -82,6 +84,9 @@ func (rl *reloader) reload(why string) {
 		}
 		rl.last = sha256.Sum256(data)
 		cfg, err := config.Parse(rl.path, data, rl.lookup, bridge.ReservedNames...)
+		if err == nil {
+			cfg, err = selectInstance(cfg, rl.instance)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,53 @@
+package bridge
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/stelae-bridge/stelae-bridge/session"
+)
+
+// A bridge in a fleet ('instances:' in the destinations file, -instance)
+// serves its own destinations; a request for one another instance owns
+// is answered 421 Misdirected Request naming the owner — never served by
+// a second child.
+
+// misdirected answers a request for key (a destination, or "p/" and a
+// profile) that another instance of the fleet serves; false when no
+// instance does (the caller answers 404).
+func (b *Bridge) misdirected(w http.ResponseWriter, key string) bool {
+	t := b.t()
+	away, ok := t.cfg.Away[key]
+	if !ok {
+		return false
+	}
+	what := fmt.Sprintf("destination %q", key)
+	if name, profile := strings.CutPrefix(key, "p/"); profile {
+		what = fmt.Sprintf("profile %q", name)
+	}
+	owners := strings.Join(away.Instances, " or ")
+	if len(away.URLs) > 0 {
+		owners += " (" + strings.Join(away.URLs, ", ") + ")"
+	}
+	h := w.Header()
+	h.Set("Stelae-Instance", t.cfg.Instance)
+	h.Set("Stelae-Owner", strings.Join(away.Instances, ", "))
+	session.WriteError(w, http.StatusMisdirectedRequest, codeServer, fmt.Sprintf("%s is served by instance %s, not by this one (%s): send the request through the fleet's balancer, which routes by path to its owner; retrying there is safe", what, owners, t.cfg.Instance))
+	return true
+}
+
+// away reports whether path (without its trailing slash) names a
+// destination or profile another instance serves.
+func (t *table) away(path string) bool {
+	if len(t.cfg.Away) == 0 {
+		return false
+	}
+	dest, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	if name, _, nested := strings.Cut(rest, "/"); dest == "p" && nested {
+		_, ok := t.cfg.Away["p/"+name]
+		return ok
+	}
+	_, ok := t.cfg.Away[dest]
+	return ok
+}
