@@ -96,6 +96,21 @@ func parseInstances(node *yaml.Node, cfg *Config, problem func(int, string, ...a
 			problem(cfg.Instances[owners[1]].Line, "destination %q is served by instances %s: a shared child must have one owner (two would each start a child, and a session made on one is unknown to the other: 404s behind the balancer); serve it on one, or give it 'isolation: session' and route by Mcp-Session-Id", d, strings.Join(owners, " and "))
 		}
 	}
+	// The built-in authorization server's state is a file of one
+	// bridge's: the destinations that use it must share their instance.
+	var builtin []string
+	holders := map[string]bool{}
+	for _, d := range cfg.Names {
+		if a := cfg.Destinations[d].Auth; a != nil && a.Builtin() {
+			builtin = append(builtin, d)
+			for _, o := range cfg.Owners(d) {
+				holders[o] = true
+			}
+		}
+	}
+	if len(holders) > 1 {
+		problem(node.Line, "the destinations that use the built-in authorization server (%s) are served by more than one instance: its state (clients, keys, tokens) is one bridge's file, so each instance would run its own; serve them on one instance (route /oauth/ and /.well-known/oauth-* to it), or use an external issuer for the fleet", strings.Join(builtin, ", "))
+	}
 	for _, p := range cfg.ProfileNames {
 		if len(cfg.ProfileOwners(p)) == 0 {
 			var where []string

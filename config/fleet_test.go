@@ -69,6 +69,8 @@ func TestFleetErrors(t *testing.T) {
 		{"a bad url", dests + "instances:\n  a: {serves: [notes, files], url: ftp://x}\n", `'url' must be an http(s) URL`},
 		{"an unknown key", dests + "instances:\n  a: {server: [notes]}\n", `unknown key "server" (did you mean "serves"?)`},
 		{"not a mapping", dests + "instances: [a, b]\n", `'instances' must be a mapping`},
+		{"the built-in server on two instances", "auth: {issuer: builtin}\n" + dests + "instances:\n  a: {serves: [notes, files]}\n  b: {serves: [files]}\n", `served by instances a and b`},
+		{"the built-in server's destinations split", "destinations:\n  notes: {command: x, auth: {issuer: builtin}}\n  files: {command: x, auth: {issuer: builtin}}\ninstances:\n  a: {serves: [notes]}\n  b: {serves: [files]}\n", `use the built-in authorization server (notes, files) are served by more than one instance`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("fleet.yaml", []byte(tc.src), nil)
