@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,6 +65,15 @@ type testFleet struct {
 func startFleet(t *testing.T) *testFleet {
 	t.Helper()
 	bin := haproxyBinary(t)
+	f := startInstances(t)
+	path := f.balancerConfig("haproxy.cfg")
+	f.run(exec.Command(bin, "-db", "-f", path), "haproxy")
+	return f
+}
+
+// startInstances starts the fleet's three bridges.
+func startInstances(t *testing.T) *testFleet {
+	t.Helper()
 	f := &testFleet{t: t, instances: map[string]*fleetInstance{}}
 	for _, n := range []string{"a", "b", "c"} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -87,38 +97,56 @@ func startFleet(t *testing.T) *testFleet {
 	for _, n := range []string{"a", "b", "c"} {
 		f.start(n)
 	}
-	cfg, err := os.ReadFile("../deploy/fleet/haproxy.cfg")
+	return f
+}
+
+// balancerConfig writes deploy/fleet's file name with the test's
+// addresses (the balancer's own in f.lb) and returns its path.
+func (f *testFleet) balancerConfig(name string) string {
+	t := f.t
+	t.Helper()
+	cfg, err := os.ReadFile("../deploy/fleet/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lbAddr := freeAddr(t)
+	f.lb = "http://" + lbAddr
 	text := strings.NewReplacer("127.0.0.1:9090", lbAddr, "127.0.0.1:9101", f.instances["a"].addr, "127.0.0.1:9102", f.instances["b"].addr,
 		"127.0.0.1:9103", f.instances["c"].addr).Replace(string(cfg))
-	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	hp := exec.Command(bin, "-db", "-f", path)
+	return path
+}
+
+// run starts the balancer cmd, stopped at the test's end, and waits for
+// it to serve.
+func (f *testFleet) run(cmd *exec.Cmd, what string) {
+	t := f.t
+	t.Helper()
 	logs := &syncBuffer{}
-	hp.Stdout, hp.Stderr = logs, logs
-	if err := hp.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = logs, logs
+	// Its own process group, killed whole: nginx's workers outlive a
+	// killed master (and hold the output pipes).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { _ = hp.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		_ = hp.Process.Kill()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 		if t.Failed() {
-			t.Logf("haproxy:\n%s", logs)
+			t.Logf("%s:\n%s", what, logs)
 		}
 	})
-	f.lb = "http://" + lbAddr
-	waitFor(t, 20*time.Second, "HAProxy to serve", func() bool {
+	waitFor(t, 20*time.Second, what+" to serve", func() bool {
 		r, err := request(http.MethodGet, f.lb+"/readyz", "", "")
 		return err == nil && r.status == 200
 	})
-	return f
 }
 
 // appendFile appends text to the file at path.
@@ -143,19 +171,13 @@ func (f *testFleet) start(n string) {
 // url is the balancer's URL of a destination's endpoint.
 func (f *testFleet) url(dest string) string { return f.lb + "/" + dest + "/mcp" }
 
-// TestFleetBehindHAProxy: three instances of one destinations file behind
-// HAProxy (deploy/fleet/haproxy.cfg): 2025 sessions, 2026-07-28 requests,
-// an MRTR round and a listen stream on every destination through the
-// balancer; a session-isolated destination on two instances keeps each
-// session on its own; a request sent to an instance that does not own
-// its destination gets 421 naming the owner; a SIGKILLed instance's
-// destinations answer 503 with Retry-After until it is back while the
-// others go on; and a rolling restart of all three under load fails no
-// call and loses no session.
-func TestFleetBehindHAProxy(t *testing.T) {
-	f := startFleet(t)
-
-	// Every era on every destination, through the balancer.
+// everyEra drives every destination through the balancer: a 2025
+// session and a 2026-07-28 call each (scratch: sessions only, several,
+// each kept on its instance), the default at /mcp, an MRTR round on
+// search and a listen stream on files. It returns the sessions.
+func (f *testFleet) everyEra() map[string]*client {
+	t := f.t
+	t.Helper()
 	sessions := map[string]*client{}
 	for _, dest := range []string{"notes", "files", "search", "scratch"} {
 		c := newClient(t, f.url(dest))
@@ -207,6 +229,23 @@ func TestFleetBehindHAProxy(t *testing.T) {
 			echoCall(t, c, fmt.Sprint(j+1), fmt.Sprintf("scratch %d/%d", i, j))
 		}
 	}
+
+	return sessions
+}
+
+// TestFleetBehindHAProxy: three instances of one destinations file behind
+// HAProxy (deploy/fleet/haproxy.cfg): 2025 sessions, 2026-07-28 requests,
+// an MRTR round and a listen stream on every destination through the
+// balancer; a session-isolated destination on two instances keeps each
+// session on its own; a request sent to an instance that does not own
+// its destination gets 421 naming the owner; a SIGKILLed instance's
+// destinations answer 503 with Retry-After until it is back while the
+// others go on; and a rolling restart of all three under load fails no
+// call and loses no session.
+func TestFleetBehindHAProxy(t *testing.T) {
+	f := startFleet(t)
+
+	sessions := f.everyEra()
 
 	// An instance asked for a destination it does not own: 421 naming
 	// the owner, and no child started for it.
@@ -300,4 +339,38 @@ func TestFleetBehindHAProxy(t *testing.T) {
 	for dest, s := range load {
 		echoCall(t, s, `1000`, "after the rolling restart on "+dest)
 	}
+}
+
+// nginxBinary finds Debian's nginx as haproxyBinary finds haproxy.
+func nginxBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short skips the fleet behind nginx")
+	}
+	for _, p := range []string{"nginx", "/usr/sbin/nginx"} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("nginx is missing: .ci/run installs it with 'apt-get install -y nginx'")
+	}
+	t.Skip("nginx is not installed; run 'sudo apt-get install -y nginx' to run the fleet behind it")
+	return ""
+}
+
+// TestFleetBehindNginx: the same fleet behind nginx
+// (deploy/fleet/nginx.conf): every era on every destination, a listen
+// stream unbuffered, the session-isolated destination's sessions (on
+// one of its instances: nginx cannot keep a session where it was made).
+func TestFleetBehindNginx(t *testing.T) {
+	bin := nginxBinary(t)
+	f := startInstances(t)
+	path := f.balancerConfig("nginx.conf")
+	prefix := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(prefix, "tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.run(exec.Command(bin, "-p", prefix+"/", "-c", path, "-g", "daemon off;"), "nginx")
+	f.everyEra()
 }

@@ -81,7 +81,7 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 		spec := d.Spec.Template.Spec
 		if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-			t.Errorf("%s: replicas %v, strategy %q; want 1 and Recreate (never two owners)", d.Name, d.Spec.Replicas, d.Spec.Strategy.Type)
+			t.Errorf("%s: replicas %v, strategy %q; want 1 and Recreate (never two owners)", d.Name, ptrValue(d.Spec.Replicas), d.Spec.Strategy.Type)
 		}
 		c := spec.Containers[0]
 		if !slices.Equal(c.Args[:2], []string{"-instance", n}) || !slices.Contains(c.Args, "-drain-timeout") {
@@ -116,15 +116,11 @@ func TestKubernetesManifests(t *testing.T) {
 				if dest == "mcp" {
 					dest = cfg.Default
 				}
-				owners := cfg.Owners(dest)
-				if len(owners) == 1 && instanceOf[svc] != owners[0] {
-					t.Errorf("Ingress %s sends %s to %s; its owner is instance %s", ing.Name, p.Path, svc, owners[0])
-				}
-				if len(owners) > 1 {
-					sel := services[svc].Spec.Selector
-					if ing.Annotations["nginx.ingress.kubernetes.io/upstream-hash-by"] != "$http_mcp_session_id" || sel["serves-scratch"] != "true" {
-						t.Errorf("%s runs on %v: its Ingress must hash on Mcp-Session-Id to a Service of those instances (%v)", dest, owners, sel)
-					}
+				// One instance's Service: an Ingress cannot keep a session
+				// where it was made, so even a destination on several
+				// instances (isolation: session) goes to one of them.
+				if owners := cfg.Owners(dest); !slices.Contains(owners, instanceOf[svc]) {
+					t.Errorf("Ingress %s sends %s to %s; its owners are %v", ing.Name, p.Path, svc, owners)
 				}
 			}
 		}
@@ -135,4 +131,12 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 	t.Logf("%d deployments, %d services, %d ingresses checked", len(deployments), len(services), len(ingresses))
+}
+
+// ptrValue is *p, or nil.
+func ptrValue[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

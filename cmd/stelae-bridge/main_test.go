@@ -560,3 +560,27 @@ func TestRunCheckLivedInClaudeDesktopFile(t *testing.T) {
 		}
 	}
 }
+
+// TestRunFleet: -check on a fleet file says who serves what; with
+// -instance it checks that instance's part; a fleet file without
+// -instance is refused (the bridge would run every destination beside
+// their owners), and so is an instance the file does not declare.
+func TestRunFleet(t *testing.T) {
+	path := writeFile(t, "fleet.yaml", "default: a\ndestinations:\n  a: {command: cat}\n  b: {command: cat}\n  s: {command: cat, isolation: session}\ninstances:\n  one: {url: \"http://10.0.0.1:9090\", serves: [a, s]}\n  two: {serves: [b, s]}\n")
+	env := map[string]string{"PATH": os.Getenv("PATH")}
+	code, out, errOut := runCmd(t, []string{"-check", "-config", path}, env)
+	for _, want := range []string{"fleet of 2 instance(s)", "instance one (http://10.0.0.1:9090): destinations [a s]", "instance two: destinations [b s]", "s (isolation: session) runs on one and two", "default a (/mcp) is served by one", "ok, 3 destination(s)"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("-check: code %d, stdout %q (want %q), stderr %q", code, out, want, errOut)
+		}
+	}
+	if code, out, errOut := runCmd(t, []string{"-check", "-config", path, "-instance", "two"}, env); code != 0 || !strings.Contains(out, "ok, 2 destination(s): [b s]") {
+		t.Errorf("-check -instance two: code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := runCmd(t, []string{"-config", path, "-listen", "127.0.0.1:0"}, env); code != 1 || !strings.Contains(errOut, "start each bridge with -instance NAME") {
+		t.Errorf("a fleet file without -instance: code %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := runCmd(t, []string{"-config", path, "-listen", "127.0.0.1:0", "-instance", "three"}, env); code != 1 || !strings.Contains(errOut, `no instance "three"`) {
+		t.Errorf("an undeclared instance: code %d, stderr %q", code, errOut)
+	}
+}
