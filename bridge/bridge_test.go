@@ -180,6 +180,12 @@ func TestShutdownGate(t *testing.T) {
 	if w.Code != 503 || w.Header().Get("Retry-After") == "" {
 		t.Errorf("after shutdown: %d (Retry-After %q), want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
 	}
+	// And its connection closes: a client or proxy that retries (HAProxy
+	// in front of a fleet) must do it on a new connection, which reaches
+	// the next bridge, not on this one, which answers 503 again.
+	if got := w.Header().Get("Connection"); got != "close" {
+		t.Errorf("after shutdown: Connection %q, want close", got)
+	}
 	if w := serve(b, "GET", "/healthz"); w.Code != 200 {
 		t.Errorf("healthz after shutdown: %d", w.Code)
 	}
