@@ -327,6 +327,9 @@ func (b *Bridge) serveHealth(w http.ResponseWriter, r *http.Request) {
 		status = "degraded"
 	}
 	body := map[string]any{"status": status, "destinations": dests}
+	if t.cfg.Instance != "" {
+		body["instance"] = t.cfg.Instance
+	}
 	if ph := t.profilesHealth(verbose); ph != nil {
 		body["profiles"] = ph
 	}

@@ -3,6 +3,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -247,6 +248,17 @@ func TestFleetBehindHAProxy(t *testing.T) {
 
 	sessions := f.everyEra()
 
+	// Each instance says which it is, and serves only its own.
+	for n, in := range f.instances {
+		var h struct {
+			Instance     string                     `json:"instance"`
+			Destinations map[string]json.RawMessage `json:"destinations"`
+		}
+		r := mustRequest(t, http.MethodGet, "http://"+in.addr+"/healthz", "", "")
+		if err := json.Unmarshal(r.body, &h); err != nil || h.Instance != n || len(h.Destinations) != map[string]int{"a": 1, "b": 2, "c": 2}[n] {
+			t.Errorf("instance %s's /healthz: %v %s", n, err, r.body)
+		}
+	}
 	// An instance asked for a destination it does not own: 421 naming
 	// the owner, and no child started for it.
 	for _, tc := range []struct{ at, dest, owner string }{{"a", "search", "c"}, {"c", "notes", "a"}, {"a", "files", "b"}} {
