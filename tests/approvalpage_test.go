@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -22,22 +20,7 @@ import (
 // it is skipped.
 func chromium(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short skips the browser tests")
-	}
-	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("Chromium is missing: .ci/run installs it with 'apt-get install -y chromium'")
-	}
-	t.Skip("Chromium is not installed; run 'sudo apt-get install -y chromium' to run the approval page in a real browser")
-	return ""
+	return debianProgram(t, "chromium", "the browser tests", "/usr/bin/chromium", "/usr/bin/chromium-browser", "chromium")
 }
 
 // TestApprovalPageInABrowser: the approval page in headless Chromium — it

@@ -16,6 +16,27 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
+// debianProgram finds the program a Debian package installs, trying each
+// name: with -short the test is skipped, in CI a missing one fails it
+// (.ci/run installs the package), elsewhere it is skipped saying how to
+// install it. (what names the test, for the messages.)
+func debianProgram(t *testing.T, pkg, what string, names ...string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short skips %s", what)
+	}
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is missing: .ci/run installs it with 'apt-get install -y %s'", names[0], pkg)
+	}
+	t.Skipf("%s is not installed; run 'sudo apt-get install -y %s' to run %s", names[0], pkg, what)
+	return ""
+}
+
 // systemdProgram is the path of one of systemd's programs; the test is
 // skipped without it, and fails in CI (.ci/run installs Debian's systemd).
 func systemdProgram(t *testing.T, name string) string {

@@ -22,24 +22,9 @@ import (
 // A fleet behind HAProxy: three bridges of one destinations file, each
 // with its own destinations (deploy/fleet).
 
-// haproxyBinary finds Debian's haproxy: in CI a missing one fails the
-// test, elsewhere it is skipped saying how to install it; -short skips.
+// haproxyBinary finds Debian's haproxy (debianProgram).
 func haproxyBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short skips the fleet behind HAProxy")
-	}
-	if p, err := exec.LookPath("haproxy"); err == nil {
-		return p
-	}
-	if _, err := os.Stat("/usr/sbin/haproxy"); err == nil {
-		return "/usr/sbin/haproxy"
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("haproxy is missing: .ci/run installs it with 'apt-get install -y haproxy'")
-	}
-	t.Skip("haproxy is not installed; run 'sudo apt-get install -y haproxy' to run the fleet test")
-	return ""
+	return debianProgram(t, "haproxy", "the fleet behind HAProxy", "haproxy", "/usr/sbin/haproxy")
 }
 
 // fleetInstance is one bridge of the fleet: its socket (held by the test
@@ -358,22 +343,9 @@ func TestFleetBehindHAProxy(t *testing.T) {
 	}
 }
 
-// nginxBinary finds Debian's nginx as haproxyBinary finds haproxy.
+// nginxBinary finds Debian's nginx (debianProgram).
 func nginxBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short skips the fleet behind nginx")
-	}
-	for _, p := range []string{"nginx", "/usr/sbin/nginx"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("nginx is missing: .ci/run installs it with 'apt-get install -y nginx'")
-	}
-	t.Skip("nginx is not installed; run 'sudo apt-get install -y nginx' to run the fleet behind it")
-	return ""
+	return debianProgram(t, "nginx", "the fleet behind nginx", "nginx", "/usr/sbin/nginx")
 }
 
 // TestFleetBehindNginx: the same fleet behind nginx
