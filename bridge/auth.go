@@ -127,6 +127,8 @@ type guarded struct {
 func (b *Bridge) protection(r *http.Request) guarded {
 	t := b.t()
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	// rootCall: an MCP request at the origin's root (the default's).
+	rootCall := path == "" && (r.Method == http.MethodPost || r.Method == http.MethodDelete || session.OpensStream(r))
 	switch {
 	case path == "/readyz":
 		return guarded{open: true}
@@ -141,12 +143,12 @@ func (b *Bridge) protection(r *http.Request) guarded {
 		// The console admits its viewers itself: an operator's
 		// credential, never an MCP client's token (console/access.go).
 		return guarded{open: true}
-	case (path == "/mcp" || path == "" && (r.Method == http.MethodPost || r.Method == http.MethodDelete || session.OpensStream(r))) && t.cfg.AwayDefault != "":
+	case (path == "/mcp" || rootCall) && t.cfg.AwayDefault != "":
 		// Answered 421 naming its owner: no data, no token needed.
 		return guarded{open: true}
 	case path == "/mcp":
 		return guarded{dest: t.defaultKey(), route: "default"}
-	case path == "" && (r.Method == http.MethodPost || r.Method == http.MethodDelete || session.OpensStream(r)):
+	case rootCall:
 		return guarded{dest: t.defaultKey(), route: "root"}
 	}
 	if path != "" && t.away(path) {

@@ -26,10 +26,14 @@ func (b *Bridge) misdirected(w http.ResponseWriter, key string) bool {
 	if name, profile := strings.CutPrefix(key, "p/"); profile {
 		what = fmt.Sprintf("profile %q", name)
 	}
-	owners := strings.Join(away.Instances, " or ")
-	if len(away.URLs) > 0 {
-		owners += " (" + strings.Join(away.URLs, ", ") + ")"
+	named := make([]string, len(away.Instances))
+	for i, o := range away.Instances {
+		named[i] = o
+		if in := t.cfg.Instances[o]; in != nil && in.URL != "" {
+			named[i] += " (" + in.URL + ")"
+		}
 	}
+	owners := strings.Join(named, " or ")
 	h := w.Header()
 	h.Set("Stelae-Instance", t.cfg.Instance)
 	h.Set("Stelae-Owner", strings.Join(away.Instances, ", "))

@@ -150,11 +150,9 @@ func (c *Config) ProfileOwners(p string) []string {
 }
 
 // Elsewhere is where a destination or profile this instance does not
-// serve is served.
+// serve is served: its owners' names (their URLs are in Instances).
 type Elsewhere struct {
-	// Instances are its owners' names; URLs their URLs where given.
 	Instances []string
-	URLs      []string
 }
 
 // ForInstance returns the configuration instance name serves: only its
@@ -175,15 +173,7 @@ func (c *Config) ForInstance(name string) (*Config, error) {
 	out.Destinations, out.Names = map[string]*Destination{}, nil
 	out.Profiles, out.ProfileNames = nil, nil
 	out.Away = map[string]Elsewhere{}
-	where := func(owners []string) Elsewhere {
-		e := Elsewhere{Instances: owners}
-		for _, o := range owners {
-			if u := c.Instances[o].URL; u != "" {
-				e.URLs = append(e.URLs, u)
-			}
-		}
-		return e
-	}
+	where := func(owners []string) Elsewhere { return Elsewhere{Instances: owners} }
 	for _, d := range c.Names {
 		if slices.Contains(in.Serves, d) {
 			out.Destinations[d] = c.Destinations[d]

@@ -37,7 +37,7 @@ func TestFleetSelection(t *testing.T) {
 	if !reflect.DeepEqual(a.Names, []string{"notes", "files", "scratch"}) || !reflect.DeepEqual(a.ProfileNames, []string{"docs"}) || a.Default != "docs" || a.AwayDefault != "" {
 		t.Errorf("a: %v %v default %q away default %q", a.Names, a.ProfileNames, a.Default, a.AwayDefault)
 	}
-	if e := a.Away["search"]; !reflect.DeepEqual(e.Instances, []string{"b"}) || len(e.URLs) != 0 {
+	if e := a.Away["search"]; !reflect.DeepEqual(e.Instances, []string{"b"}) {
 		t.Errorf("a: search is away at %+v", e)
 	}
 	b, err := cfg.ForInstance("b")
@@ -47,7 +47,7 @@ func TestFleetSelection(t *testing.T) {
 	if !reflect.DeepEqual(b.Names, []string{"search", "scratch"}) || len(b.ProfileNames) != 0 || b.Default != "" || b.AwayDefault != "p/docs" {
 		t.Errorf("b: %v %v default %q away default %q", b.Names, b.ProfileNames, b.Default, b.AwayDefault)
 	}
-	if e := b.Away["p/docs"]; !reflect.DeepEqual(e.Instances, []string{"a"}) || !reflect.DeepEqual(e.URLs, []string{"http://10.0.0.1:9090"}) {
+	if e := b.Away["p/docs"]; !reflect.DeepEqual(e.Instances, []string{"a"}) || b.Instances["a"].URL != "http://10.0.0.1:9090" {
 		t.Errorf("b: docs is away at %+v", e)
 	}
 	if len(cfg.Names) != 4 {

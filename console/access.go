@@ -68,16 +68,13 @@ func random() string {
 	return hex.EncodeToString(b[:])
 }
 
-// authOn reports whether the console asks for an operator credential.
-func (c *Console) authOn() bool { return c.opts.AuthOn }
-
 // canSignIn reports whether any operator credential is configured.
 func (c *Console) canSignIn() bool { return len(c.opts.Tokens) > 0 || c.opts.Passphrase != nil }
 
 // admit returns r's viewer, or writes the refusal (401 with the sign-in
 // page for a page request, JSON otherwise) and returns nil.
 func (c *Console) admit(w http.ResponseWriter, r *http.Request, page bool) *viewer {
-	if !c.authOn() {
+	if !c.opts.AuthOn {
 		if why := c.notLocal(r); why != "" && !c.opts.Remote {
 			c.refuse(w, r, page, http.StatusForbidden, why)
 			return nil
@@ -244,7 +241,7 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := loginPage{Passphrase: c.opts.Passphrase != nil, Token: len(c.opts.Tokens) > 0}
-	if !c.authOn() || !c.canSignIn() {
+	if !c.opts.AuthOn || !c.canSignIn() {
 		http.Redirect(w, r, "/console", http.StatusSeeOther)
 		return
 	}

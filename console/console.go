@@ -52,16 +52,17 @@ type Console struct {
 	// process: there is no sign-in to bind it to).
 	openCSRF string
 	logins   logins
-	// streams counts the open event streams (mu).
-	// mu guards streams, snap, snapAt and prev.
+	// mu guards streams (the open event streams), snap and snapAt (the
+	// last state, shared by the viewers), prev and prevAt (the traffic at
+	// the last rate sample, and when) and rates (calls and errors per
+	// second by destination, from the last two samples).
 	mu      sync.Mutex
 	streams int
 	snap    []byte
 	snapAt  time.Time
-	// prev is the traffic at the last rate sample, and when.
-	prev   map[string]traffic
-	prevAt time.Time
-	rates  map[string][2]float64
+	prev    map[string]traffic
+	prevAt  time.Time
+	rates   map[string][2]float64
 }
 
 // New returns the console.
