@@ -8,6 +8,11 @@
 //     splicing (Replace): a member's value is replaced and every other byte
 //     of the object stays as it was — key order, whitespace, escapes, big
 //     numbers;
+//   - the exact reading of a member the bridge routes or filters on
+//     (ExactMember, ExactMembers): read only when every decoder reads the
+//     same value — one member of that name, none another decoder could
+//     take for it (letter case, folding, duplicates) — else an error the
+//     client can act on;
 //   - builders (AppendRequest, AppendResponse, ErrorResponse, AppendString)
 //     that append to a caller's buffer;
 //   - the named error codes (CodeParseError … CodeRequestCancelled) and
