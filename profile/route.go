@@ -2,7 +2,6 @@ package profile
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 )
@@ -30,9 +29,11 @@ func (e *RouteError) Error() string { return e.Message }
 // member must get them: a tools/call's or prompts/get's "name" and a
 // completion/complete's "ref" name turned back into the member's own;
 // resources/read, resources/subscribe and resources/unsubscribe, and a
-// completion of a resource ref, go to the URI's owner unchanged. A
-// params object whose name a lenient decoder could read differently (a
-// member "Name", or "name" that is not a string) is refused, as a direct
+// completion of a resource ref, go to the URI's owner unchanged. What it
+// routes on is what the member's child reads: a params object whose
+// "name", "uri", "ref" or the ref's "type" a decoder could read otherwise
+// (given twice, or also as "Name", "URI", "ſ"… — jsonrpc.ExactMember), or
+// that is not a string (an object for "ref"), is refused, as a direct
 // destination refuses it. Other methods are not routed by name: ok is
 // false.
 func (r *Routes) Route(method string, params []byte) (dest string, out []byte, ok bool, err error) {
@@ -45,8 +46,19 @@ func (r *Routes) Route(method string, params []byte) (dest string, out []byte, o
 		dest, err = r.byURI(params)
 		out = params
 	case "completion/complete":
-		ref := jsonrpc.Member(params, "ref")
-		switch typ, _ := stringMember(ref, "type"); typ {
+		const want = `completion/complete needs "ref": {"type": "ref/prompt", "name": …} or {"type": "ref/resource", "uri": …}`
+		ref, rerr := jsonrpc.ExactMember(params, "ref")
+		if rerr != nil {
+			return "", nil, true, &RouteError{jsonrpc.CodeInvalidParams, "completion/complete: " + rerr.Error()}
+		}
+		if len(ref) == 0 || ref[0] != '{' {
+			return "", nil, true, &RouteError{jsonrpc.CodeInvalidParams, want}
+		}
+		typ, terr := routedString(ref, "type", "completion ref")
+		if terr != nil {
+			return "", nil, true, terr
+		}
+		switch typ {
 		case "ref/prompt":
 			var newRef []byte
 			dest, newRef, err = r.byName(ref, "name", r.Prompts, "prompt")
@@ -57,7 +69,7 @@ func (r *Routes) Route(method string, params []byte) (dest string, out []byte, o
 			dest, err = r.byURI(ref)
 			out = params
 		default:
-			err = &RouteError{jsonrpc.CodeInvalidParams, `completion/complete needs "ref": {"type": "ref/prompt", "name": …} or {"type": "ref/resource", "uri": …}`}
+			err = &RouteError{jsonrpc.CodeInvalidParams, want}
 		}
 	default:
 		return "", params, false, nil
@@ -65,34 +77,33 @@ func (r *Routes) Route(method string, params []byte) (dest string, out []byte, o
 	return dest, out, true, err
 }
 
+// routedString is obj's member key, a string as every decoder reads it
+// (jsonrpc.ExactMember); a RouteError naming the noun's key when it is
+// not, or missing.
+func routedString(obj []byte, key, noun string) (string, error) {
+	val, err := jsonrpc.ExactMember(obj, key)
+	why := ""
+	switch {
+	case err != nil:
+		why = err.Error()
+	case val == nil:
+		why = fmt.Sprintf("%q is missing", key)
+	case val[0] != '"':
+		why = fmt.Sprintf("%q must be a string", key)
+	default:
+		return jsonrpc.String(val), nil
+	}
+	return "", &RouteError{jsonrpc.CodeInvalidParams, fmt.Sprintf("the %s's %s", noun, why)}
+}
+
 // byName routes by obj's member key, an exposed name of names.
 func (r *Routes) byName(obj []byte, key string, names *Names, noun string) (string, []byte, error) {
 	if len(obj) == 0 || obj[0] != '{' {
 		return "", nil, &RouteError{jsonrpc.CodeInvalidParams, fmt.Sprintf("%s needs an object with the %s's %q", noun, noun, key)}
 	}
-	var name string
-	var found bool
-	var bad error
-	jsonrpc.EachMember(obj, func(k string, val []byte) bool {
-		if !strings.EqualFold(k, key) {
-			return true
-		}
-		if k != key || len(val) == 0 || val[0] != '"' {
-			bad = &RouteError{jsonrpc.CodeInvalidParams, fmt.Sprintf("%q must be one string member named exactly %q", key, key)}
-			return false
-		}
-		if found && jsonrpc.String(val) != name {
-			bad = &RouteError{jsonrpc.CodeInvalidParams, fmt.Sprintf("%q is given twice", key)}
-			return false
-		}
-		name, found = jsonrpc.String(val), true
-		return true
-	})
-	switch {
-	case bad != nil:
-		return "", nil, bad
-	case !found:
-		return "", nil, &RouteError{jsonrpc.CodeInvalidParams, fmt.Sprintf("the %s's %q is missing", noun, key)}
+	name, err := routedString(obj, key, noun)
+	if err != nil {
+		return "", nil, err
 	}
 	o, ok := Origin{}, false
 	if names != nil {
@@ -107,9 +118,9 @@ func (r *Routes) byName(obj []byte, key string, names *Names, noun string) (stri
 
 // byURI routes by obj's "uri".
 func (r *Routes) byURI(obj []byte) (string, error) {
-	uri, ok := stringMember(obj, "uri")
-	if !ok {
-		return "", &RouteError{jsonrpc.CodeInvalidParams, `the resource's "uri" is missing or not a string`}
+	uri, err := routedString(obj, "uri", "resource")
+	if err != nil {
+		return "", err
 	}
 	if r.Resources != nil {
 		if d, ok := r.Resources.Owner(uri); ok {

@@ -34,6 +34,25 @@ func TestRoute(t *testing.T) {
 		{"completion/complete", `{"ref":{"type":"ref/resource","uri":"file:///a"}}`, "fs", `{"ref":{"type":"ref/resource","uri":"file:///a"}}`, 0, true},
 		{"completion/complete", `{"ref":{"type":"ref/other"}}`, "", "", jsonrpc.CodeInvalidParams, true},
 		{"ping", `{}`, "", `{}`, 0, false},
+		// What routes is what the member's child reads (issue 34): a
+		// decoder matching names in any case, or keeping the first or the
+		// last of duplicates, must not read another name or URI.
+		{"resources/read", `{"uri":"file:///a","URI":"file:///secret"}`, "", "", jsonrpc.CodeInvalidParams, true},
+		{"resources/read", `{"URI":"file:///secret","uri":"file:///a"}`, "", "", jsonrpc.CodeInvalidParams, true},
+		{"resources/read", `{"uri":"file:///a","uri":"file:///a"}`, "", "", jsonrpc.CodeInvalidParams, true},
+		{"resources/read", `{"uri":"file:///a","\u0075ri":"file:///secret"}`, "", "", jsonrpc.CodeInvalidParams, true},
+		{"resources/read", `{"\u0075ri":"file:///a"}`, "fs", `{"\u0075ri":"file:///a"}`, 0, true}, // escaped, but "uri" to every decoder
+		{"resources/read", `{"uri":["file:///a"]}`, "", "", jsonrpc.CodeInvalidParams, true},
+		{"resources/subscribe", `{"uri":"file:///a","Uri":"file:///secret"}`, "", "", jsonrpc.CodeInvalidParams, true},
+		{"resources/unsubscribe", `{"uri":"file:///a","URI":"file:///secret"}`, "", "", jsonrpc.CodeInvalidParams, true},
+		{"tools/call", `{"name":"everything__echo","name":"everything__echo"}`, "", "", jsonrpc.CodeInvalidParams, true},
+		{"tools/call", `{"name":"everything__echo","na_me":"mem__read_graph"}`, "", "", jsonrpc.CodeInvalidParams, true}, // encoding/json/v2 without case ignores '_'
+		{"prompts/get", `{"name":"everything__simple_prompt","NAME":"x"}`, "", "", jsonrpc.CodeInvalidParams, true},
+		{"completion/complete", `{"ref":{"type":"ref/resource","uri":"file:///a","URI":"file:///secret"}}`, "", "", jsonrpc.CodeInvalidParams, true},
+		{"completion/complete", `{"ref":{"type":"ref/resource","uri":"file:///a"},"Ref":{"type":"ref/resource","uri":"file:///secret"}}`, "", "", jsonrpc.CodeInvalidParams, true},
+		{"completion/complete", `{"ref":{"type":"ref/resource","uri":"file:///secret"},"ref":{"type":"ref/resource","uri":"file:///a"}}`, "", "", jsonrpc.CodeInvalidParams, true},
+		{"completion/complete", `{"ref":{"type":"ref/resource","Type":"ref/prompt","uri":"file:///a","name":"x"}}`, "", "", jsonrpc.CodeInvalidParams, true},
+		{"completion/complete", `{"ref":{"type":"ref/prompt","name":"everything__simple_prompt","Name":"x"}}`, "", "", jsonrpc.CodeInvalidParams, true},
 	} {
 		dest, out, routed, err := r.Route(tc.method, []byte(tc.params))
 		code := 0
@@ -53,12 +72,17 @@ func FuzzRoute(f *testing.F) {
 	for _, s := range []string{`{"name":"a__x"}`, `{"name":"a__x","Name":"b"}`, `{"na\u006de":"a__x"}`, `{"ref":{"type":"ref/prompt","name":"a__p"}}`, `{"uri":"u://1"}`, `{`, ``} {
 		f.Add("tools/call", s)
 		f.Add("completion/complete", s)
+		f.Add("resources/read", s)
 	}
+	f.Add("resources/read", `{"uri":"u://1","URI":"u://2"}`)
 	_, tools := MergeNamed([]Listing{{Destination: "a", Prefix: "a", Items: raws(`{"name":"x"}`)}}, nil)
 	_, prompts := MergeNamed([]Listing{{Destination: "a", Prefix: "a", Items: raws(`{"name":"p"}`)}}, nil)
 	_, _, res := MergeResources([]Listing{{Destination: "a", Items: raws(`{"uri":"u://1"}`)}}, nil, nil)
 	r := &Routes{Tools: tools, Prompts: prompts, Resources: res}
 	f.Fuzz(func(t *testing.T, method, params string) {
+		if !jsonrpc.Valid([]byte(params)) {
+			return // params come from a parsed message
+		}
 		dest, out, routed, err := r.Route(method, []byte(params))
 		if !routed || err != nil {
 			return
@@ -70,10 +94,22 @@ func FuzzRoute(f *testing.F) {
 		// and the name a decoder reads is the one routed.
 		var p struct {
 			Name string
-			Ref  struct{ Name string }
+			URI  string
+			Ref  struct{ Name, URI string }
 		}
-		if json.Unmarshal(out, &p) == nil && method == "tools/call" && p.Name != "x" {
-			t.Fatalf("%q became %q: a decoder reads name %q", params, out, p.Name)
+		var exact map[string]json.RawMessage // case-sensitive, the last of duplicates
+		if json.Unmarshal(out, &p) != nil || json.Unmarshal(out, &exact) != nil {
+			return
+		}
+		switch method {
+		case "tools/call":
+			if p.Name != "x" || string(exact["name"]) != `"x"` {
+				t.Fatalf("%q became %q: a decoder reads name %q (%s)", params, out, p.Name, exact["name"])
+			}
+		case "resources/read":
+			if p.URI != "u://1" || jsonrpc.String(exact["uri"]) != "u://1" {
+				t.Fatalf("%q routed as u://1: a decoder reads uri %q (%s)", params, p.URI, exact["uri"])
+			}
 		}
 	})
 }
