@@ -60,18 +60,27 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the index after the JSON string starting at b[i]. b must
-// be valid JSON.
+// be valid JSON. Like validString it is linear: the next quote is searched
+// for again only once an escape has passed it.
 func skipString(b []byte, i int) int {
 	i++
+	q := i - 1 // the next '"' at or after i, once q >= i
 	for i < len(b) {
 		// The next quote ends the string unless an escape comes first.
-		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return len(b)
+		if q < i {
+			n := bytes.IndexByte(b[i:], '"')
+			if n < 0 {
+				return len(b)
+			}
+			q = i + n
 		}
-		k := bytes.IndexByte(b[i:i+q], '\\')
+		if b[i] == '\\' {
+			i += 2 // an escape right after another: no search
+			continue
+		}
+		k := bytes.IndexByte(b[i:q], '\\')
 		if k < 0 {
-			return i + q + 1
+			return q + 1
 		}
 		i += k + 2 // past the escape and the byte it escapes
 	}

@@ -104,16 +104,25 @@ func validKey(b []byte, i int) (int, bool) {
 
 // validString checks the string starting at b[i] ('"') and returns the
 // index after it.
+//
+// It runs in time linear in the string's length however many escapes it
+// holds: the next quote, once found, is searched for again only when an
+// escape has passed it (\"), so no byte is searched twice. (It was
+// searched for again after every escape: 640 KB of \n cost 8.5 s.)
 func validString(b []byte, i int) (int, bool) {
 	i++
+	q := i - 1 // the next '"' at or after i, once q >= i
 	for {
-		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return len(b), false
+		if q < i {
+			n := bytes.IndexByte(b[i:], '"')
+			if n < 0 {
+				return len(b), false
+			}
+			q = i + n
 		}
-		// b[i:i+q] runs up to the next quote: no control character in it,
+		// b[i:q] runs up to the next quote: no control character in it,
 		// and an escape ends the fast run (it may escape that quote).
-		seg := b[i : i+q]
+		seg := b[i:q]
 		esc := -1
 		k := 0
 		// Eight bytes at a time while none is a control character or a
@@ -137,12 +146,9 @@ func validString(b []byte, i int) (int, bool) {
 			}
 		}
 		if esc < 0 {
-			return i + q + 1, true
+			return q + 1, true
 		}
-		i += esc + 1
-		if i >= len(b) {
-			return i, false
-		}
+		i += esc + 1 // the escaped byte: at q at most, so within b
 		switch b[i] {
 		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			i++
