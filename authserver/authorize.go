@@ -1,7 +1,6 @@
 package authserver
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -211,53 +210,19 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 		srv.redirectError(w, r, ar, "access_denied", "the operator denied access")
 		return
 	}
-	addr := clientAddr(r)
-	// A trusted browser's tries and an unlock code's are counted on their
-	// own; everyone else's against the address and the whole server.
-	browser := srv.trustedBrowser(r)
-	unlocked := browser == "" && srv.unlock.valid(r.PostForm.Get("unlock"))
-	var wait time.Duration
-	switch {
-	case browser != "":
-		wait = srv.lockout.lockedBrowser(browser)
-	case !unlocked:
-		wait = srv.lockout.locked(addr)
-	}
-	if wait > 0 {
-		w.Header().Set("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
-		d := srv.pageFor(r, ar, form, fmt.Sprintf("Too many wrong passphrases. Try again in %s.", wait.Round(time.Second)))
-		d.Locked = browser == ""
+	t := srv.tryPassphrase(w, r, r.PostForm.Get("passphrase"), r.PostForm.Get("unlock"), strings.HasPrefix(baseOf(r.Context()), "https://"), "approval")
+	if t.wait > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(int(t.wait.Seconds())+1))
+		d := srv.pageFor(r, ar, form, fmt.Sprintf("Too many wrong passphrases. Try again in %s.", t.wait.Round(time.Second)))
+		d.Locked = !t.browser
 		srv.page(w, http.StatusTooManyRequests, d)
 		return
 	}
-	given := sha256.Sum256([]byte(r.PostForm.Get("passphrase")))
-	if subtle.ConstantTimeCompare(given[:], srv.passHash[:]) != 1 {
-		switch {
-		case browser != "":
-			srv.lockout.failedBrowser(browser)
-		case unlocked:
-			srv.unlock.failed()
-		default:
-			srv.lockout.failed(addr)
-		}
-		srv.log.Warn("wrong passphrase on the approval page", "client_id", ar.client.ID, "remote", addr, "trusted_browser", browser != "", "unlock_code", unlocked)
+	if !t.ok {
 		d := srv.pageFor(r, ar, form, "Wrong passphrase.")
-		d.Locked = unlocked
+		d.Locked = t.unlocked
 		srv.page(w, http.StatusUnauthorized, d)
 		return
-	}
-	// A success forgets only the counts it was charged to: behind a
-	// tunnel the address is everyone's.
-	switch {
-	case browser != "":
-		srv.lockout.succeededBrowser(browser)
-	case unlocked:
-		srv.unlock.used()
-	default:
-		srv.lockout.succeeded(addr)
-	}
-	if browser == "" {
-		srv.trustBrowser(w, r)
 	}
 	codeValue := newID("", 32)
 	pc := pendingCode{ClientID: ar.client.ID, RedirectURI: ar.redirectURI, Challenge: ar.challenge, Resource: ar.resource, Scope: ar.scope, Expires: time.Now().Add(codeTTL)}

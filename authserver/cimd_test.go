@@ -116,30 +116,6 @@ func TestRedirectURIRules(t *testing.T) {
 	}
 }
 
-func TestLockoutBacksOff(t *testing.T) {
-	var l lockout
-	for i := 0; i < freeFailures; i++ {
-		if d := l.locked("a"); d != 0 {
-			t.Fatalf("locked after %d failures", i)
-		}
-		l.failed("a")
-	}
-	l.failed("a")
-	d1 := l.locked("a")
-	l.failed("a")
-	d2 := l.locked("a")
-	if d1 <= 0 || d2 <= d1 {
-		t.Errorf("lockout %s then %s; want growing", d1, d2)
-	}
-	if l.locked("b") > d1 {
-		t.Errorf("another address is locked longer than the guesser")
-	}
-	l.succeeded("a")
-	if d := l.locked("a"); d != 0 {
-		t.Errorf("still locked after a success: %s", d)
-	}
-}
-
 // TestKeyRotation: a key older than KeyRotation is replaced when the server
 // opens; the JWKS publishes the new and the previous key, so tokens signed
 // before still verify.

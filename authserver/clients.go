@@ -14,6 +14,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/stelae-bridge/stelae-bridge/lockout"
 )
 
 // Client is a client the server knows: registered (RFC 7591), identified by
@@ -195,7 +197,7 @@ func (srv *Server) register(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusMethodNotAllowed, "invalid_request", "POST the client metadata as JSON")
 		return
 	}
-	if !srv.registrations.allow(addrKey(clientAddr(r))) {
+	if !srv.registrations.allow(lockout.AddrKey(clientAddr(r))) {
 		w.Header().Set("Retry-After", "60")
 		oauthError(w, http.StatusTooManyRequests, "invalid_request", fmt.Sprintf("too many registrations from this address (%d a minute); retry in a minute", srv.opts.RegistrationsPerMinute))
 		return

@@ -8,7 +8,8 @@
 //   - the metadata (RFC 8414, also at the OIDC discovery path), the
 //     authorization endpoint and its approval page (CSRF token, passphrase
 //     compared in constant time, a lockout per address and for the whole
-//     server with the operator's own ways in: lockout.go), the token endpoint
+//     server with the operator's own ways in: lockout.go, which the
+//     console's sign-in uses too through OperatorSignIn), the token endpoint
 //     (authorization_code with PKCE S256, refresh_token with rotation and
 //     reuse detection), registration (RFC 7591), revocation (RFC 7009) and
 //     the JWKS;

@@ -1,16 +1,16 @@
 package authserver
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
-	"net/netip"
 	"strings"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/stelae-bridge/stelae-bridge/lockout"
 )
 
 // This file is the approval page's defence against passphrase guessing.
@@ -19,14 +19,16 @@ import (
 // address by its /64) and to the whole server: past freeFailures from one
 // address, or freeGlobalFailures from everyone together, each further try
 // waits twice as long as the last (2 s … 15 min). Failures are forgotten
-// an hour after the last. The addresses are kept in an LRU of at most
-// lockoutMaxAddrs (the least recently failing go first; nothing is cleared
-// wholesale), and while the server is locked no failure is even recorded.
+// an hour after the last; the addresses are kept in a bounded LRU (package
+// lockout, shared with the console), and while an address waits its tries
+// are not even checked. The console's sign-in checks the passphrase here
+// too (OperatorSignIn), with the same counts and the same ways in.
 //
 // The operator keeps a way in that others' failures cannot block:
-//   - a browser that entered the passphrase once gets a trusted-browser
-//     cookie (random, stored hashed, 30 days): its tries are counted on
-//     their own, never against the address or the server;
+//   - a browser that entered the passphrase once (on the approval page or
+//     the console's sign-in) gets a trusted-browser cookie (random, stored
+//     hashed, 30 days, sent to every operator page): its tries are counted
+//     on their own, never against the address or the server;
 //   - 'stelae-bridge auth unlock' (admin socket) clears the counts and
 //     prints a one-time unlock code (10 minutes); a form carrying it is not
 //     held by the lockout, and its success trusts that browser.
@@ -34,187 +36,125 @@ import (
 const (
 	freeFailures       = 5
 	freeGlobalFailures = 10
-	maxLockout         = 15 * time.Minute
-	forgetFailures     = time.Hour
-	lockoutMaxAddrs    = 10000
 	trustedBrowserFor  = 30 * 24 * time.Hour
 	operatorCookie     = "stelae_operator"
+	// operatorCookiePath is where the trusted-browser cookie is sent: the
+	// whole origin, so that the console's sign-in (another operator page,
+	// at its own path) sees it as the approval page does.
+	operatorCookiePath = "/"
 	unlockCodeFor      = 10 * time.Minute
 	unlockCodeTries    = 5
 )
 
 var bucketBrowsers = []byte("browsers")
 
-// failures counts one guesser's wrong tries.
-type failures struct {
-	n           int
-	until, last time.Time
+// guesses are the approval page's counts (and the console's, which asks
+// through OperatorSignIn): addrs by address and for the whole server,
+// browsers by trusted browser (the hash of its cookie), each on its own.
+type guesses struct {
+	addrs    lockout.Lockout
+	browsers lockout.Lockout
 }
 
-func (f *failures) wait(now time.Time) time.Duration {
-	if now.Before(f.until) {
-		return f.until.Sub(now)
-	}
-	return 0
-}
-
-func (f *failures) fail(now time.Time, free int) {
-	if now.Sub(f.last) > forgetFailures {
-		f.n = 0
-	}
-	f.last = now
-	f.n++
-	if f.n > free {
-		f.until = now.Add(min(2*time.Second<<min(f.n-free-1, 10), maxLockout))
-	}
-}
-
-// lockout keeps the counts. The zero value is ready.
-type lockout struct {
-	// mu guards the rest.
-	mu  sync.Mutex
-	all failures
-	// max bounds byKey (lockoutMaxAddrs when 0); order is its LRU, most
-	// recent first, of *addrEntry.
-	max      int
-	order    list.List
-	byKey    map[string]*list.Element
-	browsers map[string]*failures
-}
-
-type addrEntry struct {
-	key string
-	f   failures
-}
-
-// addrKey is the guesser an address stands for: an IPv4 address, or an
-// IPv6 address's /64 (one host usually has all of it).
-func addrKey(addr string) string {
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		return addr
-	}
-	a = a.WithZone("").Unmap()
-	if a.Is6() {
-		return netip.PrefixFrom(a, 64).Masked().String()
-	}
-	return a.String()
-}
-
-// locked returns how long a try from addr (no trusted browser) must wait.
-func (l *lockout) locked(addr string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	d := l.all.wait(now)
-	if e, ok := l.byKey[addrKey(addr)]; ok {
-		d = max(d, e.Value.(*addrEntry).f.wait(now))
-	}
-	return d
-}
-
-// failed charges a wrong passphrase to addr and to the whole server.
-func (l *lockout) failed(addr string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	l.all.fail(now, freeGlobalFailures)
-	key := addrKey(addr)
-	if l.byKey == nil {
-		l.byKey = map[string]*list.Element{}
-	}
-	e, ok := l.byKey[key]
-	if ok {
-		l.order.MoveToFront(e)
-	} else {
-		e = l.order.PushFront(&addrEntry{key: key})
-		l.byKey[key] = e
-		limit := l.max
-		if limit <= 0 {
-			limit = lockoutMaxAddrs
-		}
-		for l.order.Len() > limit {
-			last := l.order.Back()
-			l.order.Remove(last)
-			delete(l.byKey, last.Value.(*addrEntry).key)
-		}
-	}
-	e.Value.(*addrEntry).f.fail(now, freeFailures)
-}
-
-// succeeded forgets addr's failures (the server's stay until they are
-// forgotten: the operator's success says nothing about the others).
-func (l *lockout) succeeded(addr string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.byKey[addrKey(addr)]; ok {
-		l.order.Remove(e)
-		delete(l.byKey, addrKey(addr))
-	}
-}
-
-// lockedBrowser, failedBrowser and succeededBrowser count a trusted
-// browser's tries on their own (key: its cookie's hash).
-func (l *lockout) lockedBrowser(key string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if f := l.browsers[key]; f != nil {
-		return f.wait(time.Now())
-	}
-	return 0
-}
-
-func (l *lockout) failedBrowser(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.browsers == nil {
-		l.browsers = map[string]*failures{}
-	}
-	f := l.browsers[key]
-	if f == nil {
-		f = &failures{}
-		l.browsers[key] = f
-	}
-	f.fail(time.Now(), freeFailures)
-}
-
-func (l *lockout) succeededBrowser(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.browsers, key)
+func newGuesses() *guesses {
+	return &guesses{addrs: lockout.Lockout{Free: freeFailures, FreeAll: freeGlobalFailures}, browsers: lockout.Lockout{Free: freeFailures}}
 }
 
 // reset clears every count (auth unlock).
-func (l *lockout) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.all = failures{}
-	l.order.Init()
-	l.byKey = nil
-	l.browsers = nil
+func (g *guesses) reset() {
+	g.addrs.Reset()
+	g.browsers.Reset()
 }
 
-// trustedBrowser returns the key of the request's trusted-browser cookie
-// when it is one the server issued and still valid, else "".
-func (srv *Server) trustedBrowser(r *http.Request) string {
-	c, err := r.Cookie(operatorCookie)
-	if err != nil || c.Value == "" || len(c.Value) > 100 {
-		return ""
-	}
-	key := hashKey(c.Value)
-	var expires time.Time
-	err = srv.store.db.View(func(tx *bolt.Tx) error {
-		_, err := get(tx, bucketBrowsers, key, &expires)
-		return err
-	})
-	if err != nil || time.Now().After(expires) {
-		return ""
-	}
-	return string(key)
+// operatorTry is one try of the passphrase on an operator page, counted
+// as the approval page counts it.
+type operatorTry struct {
+	// ok: the passphrase was right. wait > 0: the try was held and
+	// nothing was checked.
+	ok   bool
+	wait time.Duration
+	// browser: a trusted browser's try (counted on its own); unlocked: an
+	// unlock code let it through the lockout.
+	browser, unlocked bool
 }
 
-// trustBrowser gives the browser of a successful approval its cookie.
-func (srv *Server) trustBrowser(w http.ResponseWriter, r *http.Request) {
+// tryPassphrase checks a passphrase typed on an operator page (the
+// approval page, the console's sign-in) under the lockout, with the
+// operator's ways in: a trusted browser's tries and an unlock code's are
+// counted on their own, everyone else's against the address and the
+// whole server. A success that was not a trusted browser's trusts the
+// browser (secure: its cookie is Secure). where names the page for the
+// log.
+func (srv *Server) tryPassphrase(w http.ResponseWriter, r *http.Request, passphrase, unlock string, secure bool, where string) operatorTry {
+	addr := lockout.AddrKey(clientAddr(r))
+	browser, browserValue := srv.trustedBrowser(r)
+	t := operatorTry{browser: browser != ""}
+	t.unlocked = browser == "" && srv.unlock.valid(unlock)
+	switch {
+	case t.browser:
+		t.wait = srv.guesses.browsers.Locked(browser)
+	case !t.unlocked:
+		t.wait = srv.guesses.addrs.Locked(addr)
+	}
+	if t.wait > 0 {
+		return t
+	}
+	given := sha256.Sum256([]byte(passphrase))
+	if subtle.ConstantTimeCompare(given[:], srv.passHash[:]) != 1 {
+		switch {
+		case t.browser:
+			srv.guesses.browsers.Failed(browser)
+		case t.unlocked:
+			srv.unlock.failed()
+		default:
+			srv.guesses.addrs.Failed(addr)
+		}
+		srv.log.Warn("wrong passphrase on an operator page", "page", where, "remote", clientAddr(r), "trusted_browser", t.browser, "unlock_code", t.unlocked)
+		return t
+	}
+	t.ok = true
+	// A success forgets only the counts it was charged to: behind a
+	// tunnel the address is everyone's.
+	switch {
+	case t.browser:
+		srv.guesses.browsers.Succeeded(browser)
+		// A browser trusted under an older cookie path gets the cookie
+		// where every operator page sees it.
+		setOperatorCookie(w, browserValue, secure)
+	case t.unlocked:
+		srv.unlock.used()
+		srv.trustBrowser(w, secure)
+	default:
+		srv.guesses.addrs.Succeeded(addr)
+		srv.trustBrowser(w, secure)
+	}
+	return t
+}
+
+// trustedBrowser returns the key (and the value) of the request's
+// trusted-browser cookie when it is one the server issued and still
+// valid, else "". A browser may hold it under two paths (an older
+// bridge's, the approval page's only): any valid one will do.
+func (srv *Server) trustedBrowser(r *http.Request) (key, value string) {
+	for _, c := range r.CookiesNamed(operatorCookie) {
+		if c.Value == "" || len(c.Value) > 100 {
+			continue
+		}
+		k := hashKey(c.Value)
+		var expires time.Time
+		err := srv.store.db.View(func(tx *bolt.Tx) error {
+			_, err := get(tx, bucketBrowsers, k, &expires)
+			return err
+		})
+		if err == nil && time.Now().Before(expires) {
+			return string(k), c.Value
+		}
+	}
+	return "", ""
+}
+
+// trustBrowser gives the browser of a successful passphrase its cookie.
+func (srv *Server) trustBrowser(w http.ResponseWriter, secure bool) {
 	value := newID("", 32)
 	expires := time.Now().Add(trustedBrowserFor).UTC()
 	err := srv.store.db.Update(func(tx *bolt.Tx) error {
@@ -239,8 +179,14 @@ func (srv *Server) trustBrowser(w http.ResponseWriter, r *http.Request) {
 		srv.log.Error("could not remember the operator's browser; it will be subject to the lockout", "error", err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: operatorCookie, Value: value, Path: PathAuthorize, HttpOnly: true,
-		Secure: strings.HasPrefix(baseOf(r.Context()), "https://"), SameSite: http.SameSiteStrictMode, MaxAge: int(trustedBrowserFor.Seconds())})
+	setOperatorCookie(w, value, secure)
+}
+
+// setOperatorCookie sets the trusted-browser cookie for every operator
+// page (the approval page, the console's sign-in).
+func setOperatorCookie(w http.ResponseWriter, value string, secure bool) {
+	http.SetCookie(w, &http.Cookie{Name: operatorCookie, Value: value, Path: operatorCookiePath, HttpOnly: true,
+		Secure: secure, SameSite: http.SameSiteStrictMode, MaxAge: int(trustedBrowserFor.Seconds())})
 }
 
 // unlockCode is the one-time code of 'auth unlock'.
@@ -256,7 +202,7 @@ type unlockCode struct {
 // unlockCodeFor, that lets a form through the lockout ('stelae-bridge auth
 // unlock' on the admin socket).
 func (srv *Server) Unlock() string {
-	srv.lockout.reset()
+	srv.guesses.reset()
 	code := newID("", 12)
 	srv.unlock.mu.Lock()
 	srv.unlock.hash, srv.unlock.until, srv.unlock.tries = sha256.Sum256([]byte(code)), time.Now().Add(unlockCodeFor), 0

@@ -1,36 +1,23 @@
 package authserver
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"net/http"
 	"time"
 )
 
-// OperatorLocked reports how long r's address must wait before it may try
-// the operator's passphrase again (0: it may now). Another operator page
-// (the bridge's console) asks it before checking any credential, so that
-// guesses there are held by the approval page's lockout.
-func (srv *Server) OperatorLocked(r *http.Request) time.Duration {
-	return srv.lockout.locked(clientAddr(r))
+// OperatorSignIn checks the passphrase typed on another operator page (the
+// bridge's console sign-in) exactly as the approval page checks its own:
+// under the same lockout (per address and for the whole server), with the
+// same ways in — a trusted browser's tries are counted on their own, and
+// the one-time code of 'auth unlock' (unlock) lets the try through the
+// lockout. A success trusts the browser (its cookie set on w, Secure when
+// secure), as an approval does.
+//
+// ok: the passphrase was right. wait > 0: the try was held and nothing was
+// checked. askUnlock: the page should offer the unlock-code field (the try
+// was held by the lockout, or an unlock code came with a wrong
+// passphrase).
+func (srv *Server) OperatorSignIn(w http.ResponseWriter, r *http.Request, passphrase, unlock string, secure bool) (ok bool, wait time.Duration, askUnlock bool) {
+	t := srv.tryPassphrase(w, r, passphrase, unlock, secure, "console")
+	return t.ok, t.wait, (t.wait > 0 && !t.browser) || (!t.ok && t.unlocked)
 }
-
-// OperatorPassphrase checks a passphrase typed on another operator page
-// (the console's sign-in) in constant time. It never trusts the browser
-// (the approval page's cookie stays the approval page's).
-func (srv *Server) OperatorPassphrase(given string) bool {
-	h := sha256.Sum256([]byte(given))
-	return subtle.ConstantTimeCompare(h[:], srv.passHash[:]) == 1
-}
-
-// OperatorFailed charges a wrong credential typed on another operator
-// page to r's address and the whole server, as a wrong passphrase on the
-// approval page is; OperatorSucceeded forgets the address's count.
-func (srv *Server) OperatorFailed(r *http.Request) {
-	addr := clientAddr(r)
-	srv.lockout.failed(addr)
-	srv.log.Warn("wrong operator credential on the console's sign-in", "remote", addr)
-}
-
-// OperatorSucceeded: see OperatorFailed.
-func (srv *Server) OperatorSucceeded(r *http.Request) { srv.lockout.succeeded(clientAddr(r)) }

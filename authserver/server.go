@@ -77,7 +77,7 @@ type Server struct {
 	// passHash is the passphrase's SHA-256, compared in constant time.
 	passHash      [32]byte
 	registrations addrLimit
-	lockout       lockout
+	guesses       *guesses
 	unlock        unlockCode
 	// verified remembers access tokens already checked.
 	verified oauth.TokenCache
@@ -103,7 +103,7 @@ func Open(path string, opts Options) (*Server, error) {
 		store.Close()
 		return nil, err
 	}
-	srv := &Server{opts: opts, log: opts.Logger, store: store, keys: keys, passHash: sha256.Sum256([]byte(opts.Passphrase)), revoked: map[string]bool{}, revokedFams: map[string]bool{}}
+	srv := &Server{opts: opts, log: opts.Logger, store: store, keys: keys, passHash: sha256.Sum256([]byte(opts.Passphrase)), guesses: newGuesses(), revoked: map[string]bool{}, revokedFams: map[string]bool{}}
 	clients, err := store.Clients()
 	if err != nil {
 		store.Close()

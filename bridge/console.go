@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/authserver"
@@ -173,17 +174,33 @@ func (cb *consoleBackend) EndSession(dest, id string) error {
 	return nil
 }
 
-// Restart restarts a destination's child with the command it has.
-func (cb *consoleBackend) Restart(dest string) error {
+// Restart restarts a destination's child with the command it has, and
+// says what happened: a destination with no child running starts none
+// (the next call starts one); a profile has no process of its own.
+func (cb *consoleBackend) Restart(dest string) (string, error) {
+	if name, ok := strings.CutPrefix(dest, "p/"); ok {
+		if p := (*Bridge)(cb).t().cfg.Profiles[name]; p != nil {
+			return "", fmt.Errorf("profile %s has no process of its own, so there is nothing of its to restart: restart its members (%s) one by one — each restart reaches every user of that destination", name, strings.Join(p.Destinations, ", "))
+		}
+	}
 	ep, err := cb.endpoint(dest)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if err := ep.Restart(); err != nil {
+	n, err := ep.Restart()
+	if err != nil {
 		if errors.Is(err, supervisor.ErrUnavailable) {
-			return err
+			return "", err
 		}
-		return fmt.Errorf("restarting %s: %w", dest, err)
+		return "", fmt.Errorf("restarting %s: %w", dest, err)
 	}
-	return nil
+	switch {
+	case n == 0 && ep.Isolated():
+		return "no session of " + dest + " has a child running, so none was restarted; each new session starts its own", nil
+	case n == 0:
+		return "no child of " + dest + " is running, so none was restarted; the next call starts one", nil
+	case ep.Isolated():
+		return fmt.Sprintf("%d children of %s (one per session) are restarting", n, dest), nil
+	}
+	return "the child of " + dest + " is restarting", nil
 }

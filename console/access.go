@@ -5,23 +5,29 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/lockout"
 )
 
 // Who may use the console, and how they sign in.
 
 // Passphrase is the built-in authorization server's operator passphrase
-// and its lockout (authserver.Server implements it).
+// (authserver.Server implements it). OperatorSignIn checks a passphrase
+// typed on the console's sign-in as the approval page checks its own:
+// under the approval page's lockout, with its ways in (a trusted browser's
+// tries counted on their own, the one-time code of 'auth unlock' through
+// the lockout), and a success trusts the browser (its cookie set on w,
+// Secure when secure). wait > 0: held, nothing checked; askUnlock: offer
+// the unlock-code field.
 type Passphrase interface {
-	OperatorLocked(r *http.Request) time.Duration
-	OperatorPassphrase(given string) bool
-	OperatorFailed(r *http.Request)
-	OperatorSucceeded(r *http.Request)
+	OperatorSignIn(w http.ResponseWriter, r *http.Request, passphrase, unlock string, secure bool) (ok bool, wait time.Duration, askUnlock bool)
 }
 
 const (
@@ -31,6 +37,14 @@ const (
 	// maxLogins bounds the sign-ins kept (the oldest goes first).
 	maxLogins  = 64
 	csrfHeader = "X-CSRF-Token"
+	// freeTries and freeAllTries are how many wrong tries the sign-in
+	// takes from one address (an IPv6 address by its /64), and from
+	// everyone together, before each waits (without a built-in server,
+	// whose lockout holds the passphrase's). Only wrong tries wait: the
+	// credentials that open the console then (operator tokens, the per-run
+	// token) cannot be guessed and are checked first, whatever the counts.
+	freeTries    = 10
+	freeAllTries = 30
 )
 
 // viewer is who a request is from, once admitted.
@@ -38,7 +52,7 @@ type viewer struct {
 	// csrf is the token its actions must carry ("" for a bearer-token
 	// request: no browser sends that header by itself).
 	csrf string
-	// login is its sign-in (nil: a bearer token, or auth off).
+	// login is its sign-in (nil: a bearer token).
 	login *login
 }
 
@@ -48,17 +62,15 @@ type login struct {
 	expires time.Time
 }
 
-// logins are the signed-in browsers, and the sign-in's own lockout when
-// there is no built-in server to hold guesses.
+// logins are the signed-in browsers, and the sign-in's own counts of
+// wrong tries when there is no built-in server to hold guesses.
 type logins struct {
-	// mu guards byHash, failures and lockedUntil.
+	// mu guards byHash.
 	mu     sync.Mutex
 	byHash map[[32]byte]*login
-	// failures and lockedUntil hold guesses when there is no
-	// Passphrase: past 10 wrong tries in a row, each waits twice as
-	// long as the last (2 s … 15 min).
-	failures    int
-	lockedUntil time.Time
+	// guesses are the wrong tries by address and for everyone, forgotten
+	// an hour after the last (it has its own lock).
+	guesses lockout.Lockout
 }
 
 // random is a fresh 32-byte token in hex.
@@ -68,18 +80,22 @@ func random() string {
 	return hex.EncodeToString(b[:])
 }
 
-// canSignIn reports whether any operator credential is configured.
-func (c *Console) canSignIn() bool { return len(c.opts.Tokens) > 0 || c.opts.Passphrase != nil }
+// canSignIn reports whether any operator credential is configured (with
+// auth off, the per-run token always is).
+func (c *Console) canSignIn() bool {
+	return !c.opts.AuthOn || len(c.opts.Tokens) > 0 || c.opts.Passphrase != nil
+}
+
+// OpenToken is the per-run token that opens the console while auth is
+// off ("" with auth on): the bridge prints it once, in its startup
+// banner, as the link http://HOST:PORT/console?token=…, and nowhere else.
+func (c *Console) OpenToken() string { return c.openToken }
 
 // admit returns r's viewer, or writes the refusal (401 with the sign-in
 // page for a page request, JSON otherwise) and returns nil.
 func (c *Console) admit(w http.ResponseWriter, r *http.Request, page bool) *viewer {
-	if !c.opts.AuthOn {
-		if why := c.notLocal(r); why != "" && !c.opts.Remote {
-			c.refuse(w, r, page, http.StatusForbidden, why)
-			return nil
-		}
-		return &viewer{csrf: c.openCSRF}
+	if !c.local(w, r, page) {
+		return nil
 	}
 	if !c.canSignIn() {
 		c.refuse(w, r, page, http.StatusForbidden, "the console needs an operator credential, and none is configured: give the bridge operator tokens (-auth-tokens-file) or run the built-in authorization server (STELAE_OAUTH_PASSPHRASE); an MCP client's access token never opens it")
@@ -89,21 +105,50 @@ func (c *Console) admit(w http.ResponseWriter, r *http.Request, page bool) *view
 		if c.staticToken(token) {
 			return &viewer{}
 		}
-		c.refuse(w, r, page, http.StatusUnauthorized, "this bearer token is not an operator token: the console takes the bridge's static operator tokens only (an MCP client's access token never opens it)")
+		why := "this bearer token is not an operator token: the console takes the bridge's static operator tokens only (an MCP client's access token never opens it)"
+		if !c.opts.AuthOn {
+			why = "this bearer token is not the console's token of this run (the bridge prints a new one each time it starts, in the console's link)"
+		}
+		c.refuse(w, r, page, http.StatusUnauthorized, why)
 		return nil
 	}
 	if l := c.loginOf(r); l != nil {
 		return &viewer{csrf: l.csrf, login: l}
 	}
-	c.refuse(w, r, page, http.StatusUnauthorized, "sign in with an operator token or the built-in server's passphrase")
+	why := "sign in with an operator token or the built-in server's passphrase"
+	if !c.opts.AuthOn {
+		why = "auth is off, so the console asks for its token of this run: open the link the bridge printed as it started (http://127.0.0.1:PORT/console?token=…), type that token on the sign-in page, or send Authorization: Bearer <token>"
+	}
+	c.refuse(w, r, page, http.StatusUnauthorized, why)
 	return nil
+}
+
+// local refuses (false) a request from beyond this machine while auth is
+// off, unless Options.Remote.
+func (c *Console) local(w http.ResponseWriter, r *http.Request, page bool) bool {
+	if c.opts.AuthOn || c.opts.Remote {
+		return true
+	}
+	if why := c.notLocal(r); why != "" {
+		c.refuse(w, r, page, http.StatusForbidden, why)
+		return false
+	}
+	return true
+}
+
+// loginPage is the sign-in page as this console shows it.
+func (c *Console) loginPage() loginPage {
+	if !c.opts.AuthOn {
+		return loginPage{Open: true}
+	}
+	return loginPage{Passphrase: c.opts.Passphrase != nil, Token: len(c.opts.Tokens) > 0}
 }
 
 // refuse answers a viewer the console does not admit: the sign-in page
 // (which shows no data) for a page, a JSON error otherwise.
 func (c *Console) refuse(w http.ResponseWriter, r *http.Request, page bool, status int, why string) {
 	if page {
-		d := loginPage{Passphrase: c.opts.Passphrase != nil, Token: len(c.opts.Tokens) > 0}
+		d := c.loginPage()
 		if status == http.StatusForbidden {
 			d.Unavailable = why
 		}
@@ -164,10 +209,12 @@ func bearer(r *http.Request) (string, bool) {
 	return token, true
 }
 
-// staticToken compares token in constant time with every operator token.
+// staticToken compares token in constant time with every credential
+// that cannot be guessed: the operator tokens, or with auth off the
+// per-run token.
 func (c *Console) staticToken(token string) bool {
 	ok := 0
-	for _, t := range c.opts.Tokens {
+	for _, t := range c.tokens {
 		ok |= subtle.ConstantTimeCompare([]byte(t), []byte(token))
 	}
 	return ok == 1
@@ -233,37 +280,100 @@ func (v *viewer) csrfOK(got string) bool {
 	return v.csrf == "" || subtle.ConstantTimeCompare([]byte(v.csrf), []byte(got)) == 1
 }
 
-// serveLogin signs an operator in with an operator token or the
-// passphrase (the form's "credential"), then sends the browser to the
-// console.
+// serveLogin signs an operator in with the form's "credential": an
+// operator token (with auth off, the per-run token) or the passphrase,
+// then sends the browser to the console. A token is checked first, in
+// constant time, and never held by any lockout (it cannot be guessed);
+// the passphrase is the built-in server's to check, under its lockout and
+// with its ways in (OperatorSignIn). Without a built-in server the
+// console's own counts hold wrong tries, per address and for everyone.
 func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 	if !c.formPost(w, r, "sign in by POSTing the form of /console") {
 		return
 	}
-	page := loginPage{Passphrase: c.opts.Passphrase != nil, Token: len(c.opts.Tokens) > 0}
-	if !c.opts.AuthOn || !c.canSignIn() {
+	if !c.local(w, r, true) {
+		return
+	}
+	if !c.canSignIn() {
 		http.Redirect(w, r, "/console", http.StatusSeeOther)
 		return
 	}
-	if wait := c.locked(r); wait > 0 {
-		w.Header().Set("Retry-After", strings.TrimSuffix(wait.Round(time.Second).String(), "s"))
-		page.Error = "Too many wrong tries. Try again in " + wait.Round(time.Second).String() + "."
-		c.renderLogin(w, http.StatusTooManyRequests, page)
-		return
-	}
 	given := r.PostFormValue("credential")
-	ok := given != "" && c.staticToken(given)
-	if !ok && given != "" && c.opts.Passphrase != nil {
-		ok = c.opts.Passphrase.OperatorPassphrase(given)
-	}
-	if !ok {
-		c.failed(r)
-		page.Error = "That is not an operator token or the passphrase."
-		w.Header().Set("WWW-Authenticate", `Bearer realm="stelae-bridge console"`)
-		c.renderLogin(w, http.StatusUnauthorized, page)
+	if given != "" && c.staticToken(given) {
+		c.signIn(w, r, "token")
 		return
 	}
-	c.succeeded(r)
+	page := c.loginPage()
+	if c.opts.Passphrase != nil {
+		ok, wait, askUnlock := c.opts.Passphrase.OperatorSignIn(w, r, given, r.PostFormValue("unlock"), c.secure(r))
+		page.Unlock = askUnlock
+		switch {
+		case wait > 0:
+			c.tooMany(w, wait, page)
+		case !ok:
+			c.wrong(w, page, "That is not an operator token or the passphrase.")
+		default:
+			c.signIn(w, r, "passphrase")
+		}
+		return
+	}
+	msg := "That is not an operator token."
+	if !c.opts.AuthOn {
+		msg = "That is not the console's token of this run (the bridge prints it as it starts, in the console's link)."
+	}
+	c.wrongTry(w, r, page, msg)
+}
+
+// serveTokenLink signs in the browser that opened the console's link of
+// this run (GET /console?token=…, auth off) and sends it to /console,
+// without the token in its address bar.
+func (c *Console) serveTokenLink(w http.ResponseWriter, r *http.Request, token string) {
+	if !c.local(w, r, true) {
+		return
+	}
+	if c.staticToken(token) {
+		c.signIn(w, r, "the console's link")
+		return
+	}
+	c.wrongTry(w, r, c.loginPage(), "That link's token is not this run's: the bridge prints a new link each time it starts.")
+}
+
+// wrongTry answers a wrong credential where the console's own counts hold
+// guesses: 429 while r's address (or everyone) waits, else 401 and a
+// failure charged.
+func (c *Console) wrongTry(w http.ResponseWriter, r *http.Request, page loginPage, msg string) {
+	key := lockout.AddrKey(r.RemoteAddr)
+	if wait := c.logins.guesses.Locked(key); wait > 0 {
+		c.tooMany(w, wait, page)
+		return
+	}
+	c.logins.guesses.Failed(key)
+	c.log.Warn("wrong credential on the console's sign-in", "remote", r.RemoteAddr)
+	c.wrong(w, page, msg)
+}
+
+func (c *Console) tooMany(w http.ResponseWriter, wait time.Duration, page loginPage) {
+	w.Header().Set("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
+	page.Error = "Too many wrong tries. Try again in " + wait.Round(time.Second).String() + "."
+	c.renderLogin(w, http.StatusTooManyRequests, page)
+}
+
+func (c *Console) wrong(w http.ResponseWriter, page loginPage, msg string) {
+	page.Error = msg
+	w.Header().Set("WWW-Authenticate", `Bearer realm="stelae-bridge console"`)
+	c.renderLogin(w, http.StatusUnauthorized, page)
+}
+
+// secure reports whether the console is reached over https (its cookies
+// are then Secure).
+func (c *Console) secure(r *http.Request) bool {
+	return strings.HasPrefix(c.opts.BaseURL(r), "https://")
+}
+
+// signIn starts a sign-in for r's browser (its cookie) and sends it to
+// the console; how names the credential for the log (never the
+// credential).
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request, how string) {
 	value := random()
 	l := &login{csrf: random(), expires: time.Now().Add(loginFor)}
 	c.logins.mu.Lock()
@@ -279,9 +389,9 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	c.logins.byHash[sha256.Sum256([]byte(value))] = l
 	c.logins.mu.Unlock()
-	c.log.Info("operator signed in to the console", "remote", r.RemoteAddr)
+	c.log.Info("operator signed in to the console", "remote", r.RemoteAddr, "with", how)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: "/console", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: strings.HasPrefix(c.opts.BaseURL(r), "https://"), MaxAge: int(loginFor.Seconds())})
+		Secure: c.secure(r), MaxAge: int(loginFor.Seconds())})
 	http.Redirect(w, r, "/console", http.StatusSeeOther)
 }
 
@@ -317,43 +427,4 @@ func (c *Console) formPost(w http.ResponseWriter, r *http.Request, how string) b
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	return true
-}
-
-// locked is how long r must wait before it may try a credential.
-func (c *Console) locked(r *http.Request) time.Duration {
-	if c.opts.Passphrase != nil {
-		return c.opts.Passphrase.OperatorLocked(r)
-	}
-	c.logins.mu.Lock()
-	defer c.logins.mu.Unlock()
-	return max(0, time.Until(c.logins.lockedUntil))
-}
-
-// freeTries is how many wrong tries in a row the sign-in takes before it
-// makes each wait (without a built-in server, whose lockout holds them).
-const freeTries = 10
-
-func (c *Console) failed(r *http.Request) {
-	if c.opts.Passphrase != nil {
-		c.opts.Passphrase.OperatorFailed(r)
-		return
-	}
-	c.log.Warn("wrong operator credential on the console's sign-in", "remote", r.RemoteAddr)
-	c.logins.mu.Lock()
-	defer c.logins.mu.Unlock()
-	c.logins.failures++
-	if n := c.logins.failures - freeTries; n > 0 {
-		wait := min(2*time.Second<<min(n-1, 10), 15*time.Minute)
-		c.logins.lockedUntil = time.Now().Add(wait)
-	}
-}
-
-func (c *Console) succeeded(r *http.Request) {
-	if c.opts.Passphrase != nil {
-		c.opts.Passphrase.OperatorSucceeded(r)
-		return
-	}
-	c.logins.mu.Lock()
-	c.logins.failures, c.logins.lockedUntil = 0, time.Time{}
-	c.logins.mu.Unlock()
 }

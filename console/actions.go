@@ -43,7 +43,7 @@ func (c *Console) serveAction(w http.ResponseWriter, r *http.Request, action str
 	case "sessions/end":
 		err, done = b.EndSession(in.Destination, in.Session), "session "+in.Session+" of "+in.Destination+" ended; its next request gets 404"
 	case "restart":
-		err, done = b.Restart(in.Destination), "the child of "+in.Destination+" is restarting"
+		done, err = b.Restart(in.Destination)
 	case "clients/revoke":
 		err, done = b.RevokeClient(in.ClientID), "client "+in.ClientID+" revoked; its tokens are refused from now on"
 	}

@@ -25,6 +25,10 @@ type loginPage struct {
 	Passphrase  bool
 	Token       bool
 	Unavailable string
+	// Open: auth is off, the page asks for the console's per-run token.
+	Open bool
+	// Unlock offers the field for the one-time code of 'auth unlock'.
+	Unlock bool
 }
 
 func (c *Console) renderLogin(w http.ResponseWriter, status int, d loginPage) {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/lockout"
 )
 
 // Options configure a Console.
@@ -17,7 +19,9 @@ type Options struct {
 	// Tail is the access entries the endpoints record (NewTail).
 	Tail *Tail
 	// AuthOn: the bridge asks for credentials (operator tokens, OAuth);
-	// the console then asks for an operator's.
+	// the console then asks for an operator's. With auth off it asks for
+	// its own per-run token (OpenToken), from this machine only unless
+	// Remote.
 	AuthOn bool
 	// Tokens are the static operator tokens; Passphrase the built-in
 	// server (nil when it is not running).
@@ -48,10 +52,12 @@ const maxStreams = 32
 type Console struct {
 	opts Options
 	log  hclog.Logger
-	// openCSRF is the CSRF token of the page while auth is off (one per
-	// process: there is no sign-in to bind it to).
-	openCSRF string
-	logins   logins
+	// openToken opens the console while auth is off: random, one per
+	// process ("" with auth on). tokens are the credentials that cannot
+	// be guessed: the operator tokens, or [openToken].
+	openToken string
+	tokens    []string
+	logins    logins
 	// mu guards streams (the open event streams), snap and snapAt (the
 	// last state, shared by the viewers), prev and prevAt (the traffic at
 	// the last rate sample, and when) and rates (calls and errors per
@@ -79,7 +85,13 @@ func New(opts Options) *Console {
 	if opts.BaseURL == nil {
 		opts.BaseURL = func(r *http.Request) string { return "http://" + r.Host }
 	}
-	return &Console{opts: opts, log: opts.Logger, openCSRF: random(), logins: logins{byHash: map[[32]byte]*login{}}}
+	c := &Console{opts: opts, log: opts.Logger, tokens: opts.Tokens,
+		logins: logins{byHash: map[[32]byte]*login{}, guesses: lockout.Lockout{Free: freeTries, FreeAll: freeAllTries}}}
+	if !opts.AuthOn {
+		c.openToken = random()
+		c.tokens = []string{c.openToken}
+	}
+	return c
 }
 
 // Path is where the console is served.
@@ -100,7 +112,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch path := strings.TrimSuffix(r.URL.Path, "/"); path {
 	case Path:
 		if onlyGet(w, r) {
-			if v := c.admit(w, r, true); v != nil {
+			if token := r.URL.Query().Get("token"); token != "" && !c.opts.AuthOn {
+				c.serveTokenLink(w, r, token)
+			} else if v := c.admit(w, r, true); v != nil {
 				c.renderConsole(w, v)
 			}
 		}

@@ -44,7 +44,9 @@ func (f *fakeBackend) EndSession(d, s string) error {
 	}
 	return f.record("end " + d + " " + s)
 }
-func (f *fakeBackend) Restart(d string) error { return f.record("restart " + d) }
+func (f *fakeBackend) Restart(d string) (string, error) {
+	return "the child of " + d + " is restarting", f.record("restart " + d)
+}
 func (f *fakeBackend) done() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

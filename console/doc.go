@@ -16,9 +16,17 @@
 // Who may see it (access.go): with auth on, an operator — a static
 // operator token (Authorization: Bearer, or typed on the sign-in page) or
 // the built-in authorization server's passphrase — never an MCP client's
-// access token alone; with auth off, viewers on this machine only (a
-// loopback peer, a loopback Host, no proxy's forwarding headers) unless
-// Options.Remote. Every answer carries a CSP without 'unsafe-inline',
-// X-Frame-Options DENY and no-store; every action needs the page's CSRF
-// token and a same-origin request.
+// access token alone; with auth off, whoever has the console's per-run
+// token (random, made by New, printed once in the bridge's banner as the
+// link /console?token=…, which signs the browser in) and is on this
+// machine (a loopback peer, a loopback Host, no proxy's forwarding
+// headers) unless Options.Remote. Tokens are checked first, in constant
+// time, and never held by a lockout (they cannot be guessed); the
+// passphrase is checked by the built-in server under the approval page's
+// lockout and with its ways in (a trusted browser, the unlock code);
+// without one, the console's own counts (package lockout: per address and
+// for everyone, forgotten after an hour) hold wrong tries. Every answer
+// carries a CSP without 'unsafe-inline', X-Frame-Options DENY and
+// no-store; every action needs the page's CSRF token and a same-origin
+// request.
 package console

@@ -15,10 +15,11 @@ type Backend interface {
 	// is false when it is not running.
 	Clients() (clients []Client, enabled bool, err error)
 	// RevokeClient, EndSession and Restart are the actions; their errors
-	// are shown to the operator as they are.
+	// are shown to the operator as they are. Restart also says what it
+	// did (a destination with no child running restarts nothing).
 	RevokeClient(id string) error
 	EndSession(destination, session string) error
-	Restart(destination string) error
+	Restart(destination string) (string, error)
 }
 
 // State is what the page shows, as one JSON document (GET

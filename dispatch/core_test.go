@@ -547,8 +547,8 @@ func TestOperatorRestart(t *testing.T) {
 	w := newWired(t, Options{NewBackOff: func() backoff.BackOff { return backoff.WithMaxRetries(backoff.NewConstantBackOff(time.Millisecond), 0) }})
 	s := &testSession{id: "a"}
 	c := w.attach(t, s, `{}`)
-	if err := w.d.Restart(); err != nil {
-		t.Fatalf("Restart: %v", err)
+	if started, err := w.d.Restart(); err != nil || !started {
+		t.Fatalf("Restart: %v, %v", started, err)
 	}
 	var c2 *wireConn
 	select {
@@ -582,8 +582,8 @@ func TestOperatorRestart(t *testing.T) {
 	if st := w.d.Status(); st.Failed == "" {
 		t.Errorf("a failed destination says no reason: %+v", st)
 	}
-	if err := w.d.Restart(); err != nil {
-		t.Fatalf("Restart of a failed destination: %v", err)
+	if started, err := w.d.Restart(); err != nil || !started {
+		t.Fatalf("Restart of a failed destination: %v, %v", started, err)
 	}
 	select {
 	case <-w.conns:

@@ -358,5 +358,6 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 
 // Restart is the operator's restart of the child (supervisor.Restart): a
 // fresh child is started with the same command; sessions stay attached
-// and are served by it after its handshake.
-func (d *Dispatcher) Restart() error { return d.sup.Restart() }
+// and are served by it after its handshake. It reports whether a child
+// is starting (false: none was running and none was needed).
+func (d *Dispatcher) Restart() (bool, error) { return d.sup.Restart() }

@@ -374,7 +374,7 @@ func (ep *Endpoint) end(ctx context.Context, reason error) {
 	if ep.shared != nil {
 		ep.sl.keeper.close(ep.shared)
 	}
-	for _, s := range ep.reg.all() {
+	for _, s := range ep.reg.takeAll() {
 		ep.endSession(s, reason)
 	}
 	ep.endParked()

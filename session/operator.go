@@ -3,7 +3,6 @@ package session
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 )
@@ -29,17 +28,9 @@ func (ep *Endpoint) EndSession(prefix string) error {
 	if len(prefix) < 8 {
 		return ErrNoSuchSession
 	}
-	var found *Session
-	for _, s := range ep.reg.all() {
-		if strings.HasPrefix(s.id, prefix) {
-			if found != nil {
-				return ErrAmbiguousShort
-			}
-			found = s
-		}
-	}
-	if found == nil {
-		return ErrNoSuchSession
+	found, err := ep.reg.find(prefix)
+	if err != nil {
+		return err
 	}
 	ep.log.Info("session ended by the operator", "session", found.id)
 	ep.endSession(found, errEndedByOperator)
@@ -47,10 +38,16 @@ func (ep *Endpoint) EndSession(prefix string) error {
 }
 
 // Restart restarts the destination's child (dispatch.Restart); isolated
-// per session, every session's own child.
-func (ep *Endpoint) Restart() error {
+// per session, every session's own child. It returns how many children
+// are starting because of it: 0 when none was running (nothing is
+// started for nobody; the next call starts one).
+func (ep *Endpoint) Restart() (int, error) {
 	if ep.perSession == nil {
-		return ep.shared.Restart()
+		started, err := ep.shared.Restart()
+		if started {
+			return 1, err
+		}
+		return 0, err
 	}
 	ep.kids.mu.Lock()
 	kids := make([]*dispatch.Dispatcher, 0, len(ep.kids.live))
@@ -58,11 +55,16 @@ func (ep *Endpoint) Restart() error {
 		kids = append(kids, d)
 	}
 	ep.kids.mu.Unlock()
+	n := 0
 	var errs []error
 	for _, d := range kids {
-		errs = append(errs, d.Restart())
+		started, err := d.Restart()
+		if started {
+			n++
+		}
+		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return n, errors.Join(errs...)
 }
 
 // ToolMarks is the destination's whole tool catalogue, each tool marked

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,6 +97,27 @@ func (r *registry) expired(ttl time.Duration) []*Session {
 	return out
 }
 
+// find returns the one session whose id starts with prefix, leaving it in
+// the registry (and every other session with it): ErrNoSuchSession when
+// none does, ErrAmbiguousShort when more than one does.
+func (r *registry) find(prefix string) (*Session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var found *Session
+	for id, s := range r.sessions {
+		if strings.HasPrefix(id, prefix) {
+			if found != nil {
+				return nil, ErrAmbiguousShort
+			}
+			found = s
+		}
+	}
+	if found == nil {
+		return nil, ErrNoSuchSession
+	}
+	return found, nil
+}
+
 // list returns the sessions, leaving them in the registry.
 func (r *registry) list() []*Session {
 	r.mu.Lock()
@@ -107,8 +129,10 @@ func (r *registry) list() []*Session {
 	return out
 }
 
-// all removes and returns every session.
-func (r *registry) all() []*Session {
+// takeAll removes and returns every session: only for ending them all
+// (the endpoint's shutdown or retirement). To look sessions up, use get,
+// find or list, which leave them where they are.
+func (r *registry) takeAll() []*Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]*Session, 0, len(r.sessions))

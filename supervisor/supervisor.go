@@ -721,22 +721,29 @@ func (s *Supervisor[H]) Prestart() {
 
 // Restart is the operator's restart (the console's): the running child,
 // or the one starting or waiting out its backoff, is stopped and a fresh
-// one started at once, with a new run of restarts; a failed or idle
-// destination starts anew. Calls waiting for the child wait for the new
-// one; calls in flight on the old one end as they do when a child exits.
-// It never changes what is started. It returns at once; the start is
-// owned by the supervisor (Close waits for it).
-func (s *Supervisor[H]) Restart() error {
+// one started at once, with a new run of restarts; a failed destination
+// starts anew. An idle destination (no child, or one stopping, and nobody
+// holding it) is left as it is: a child started then would serve nobody; the next call starts
+// one. It reports whether a child is starting because of it. Calls
+// waiting for the child wait for the new one; calls in flight on the old
+// one end as they do when a child exits. It never changes what is
+// started. It returns at once; the start is owned by the supervisor
+// (Close waits for it).
+func (s *Supervisor[H]) Restart() (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return fmt.Errorf("%w: destination %q: the bridge is shutting down", ErrUnavailable, s.opts.Name)
+		return false, fmt.Errorf("%w: destination %q: the bridge is shutting down", ErrUnavailable, s.opts.Name)
+	}
+	if (s.state == stateIdle || s.state == stateStopping) && s.holders == 0 {
+		s.log.Info("restart asked by the operator: no child is running and no session holds the destination; nothing started (the next call starts one)")
+		return false, nil
 	}
 	s.log.Info("restart asked by the operator", "state", s.state.String())
 	life := s.stopLifetimeLocked()
 	if life == nil {
 		s.startLocked()
-		return nil
+		return true, nil
 	}
 	s.wg.Add(1)
 	go func() {
@@ -748,7 +755,7 @@ func (s *Supervisor[H]) Restart() error {
 			s.startLocked()
 		}
 	}()
-	return nil
+	return true, nil
 }
 
 // Close stops the child and refuses new starts. It returns when the child

@@ -9,9 +9,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -308,17 +312,67 @@ func TestConsoleAdmitsOperatorsOnly(t *testing.T) {
 		t.Errorf("the access token at its destination: %d", r.status)
 	}
 
+	// Auth off: this machine only, and with the run's token only (a local
+	// forwarder that adds no header is this machine too).
 	open := newBridge(t, map[string]string{"notes": fakemcp.ModeServer, "console": fakemcp.ModeServer}, bridgeConfig{})
-	if r := mustRequest(t, http.MethodGet, open.srv.URL+"/console/api/state", "", ""); r.status != 200 || !bytes.Contains(r.body, []byte(`"notes"`)) {
-		t.Errorf("auth off, from this machine: %d %s", r.status, r.body)
+	runToken := open.bridge.ConsoleToken()
+	if r := mustRequest(t, http.MethodGet, open.srv.URL+"/console/api/state", "", ""); r.status != 401 || bytes.Contains(r.body, []byte(`"notes"`)) {
+		t.Errorf("auth off, from this machine without the run's token: %d %s", r.status, r.body)
 	}
-	if r := mustRequest(t, http.MethodGet, open.srv.URL+"/console/api/state", "", "", "X-Forwarded-For", "198.51.100.7"); r.status != 403 || bytes.Contains(r.body, []byte(`"notes"`)) {
+	if r := mustRequest(t, http.MethodGet, open.srv.URL+"/console/api/state", "", "", "Authorization", "Bearer "+runToken); r.status != 200 || !bytes.Contains(r.body, []byte(`"notes"`)) {
+		t.Errorf("auth off, from this machine with the run's token: %d %s", r.status, r.body)
+	}
+	if r := mustRequest(t, http.MethodGet, open.srv.URL+"/console/api/state", "", "", "X-Forwarded-For", "198.51.100.7", "Authorization", "Bearer "+runToken); r.status != 403 || bytes.Contains(r.body, []byte(`"notes"`)) {
 		t.Errorf("auth off, through a tunnel: %d %s", r.status, r.body)
 	}
 	// A destination named "console" keeps its MCP endpoint.
 	cc := newClient(t, open.srv.URL+"/console/mcp")
 	cc.initialize()
 	echoCall(t, cc, `1`, "hi")
+}
+
+// TestConsoleLinkOfTheBanner: with auth off the real binary prints the
+// console's link with the run's token, once, and nowhere else (stdout and
+// the log together name it once); the link signs a browser in and sends
+// it to /console without the token; the console without it is the
+// sign-in page (401), whatever forwards the request on this machine.
+func TestConsoleLinkOfTheBanner(t *testing.T) {
+	p := startBinary(t, fakeDestinations(t, map[string]string{"notes": fakemcp.ModeServer}))
+	link := consoleLink(t, p)
+	token := link.Query().Get("token")
+	if len(token) != 64 || link.Path != "/console" || "http://"+link.Host != p.base {
+		t.Fatalf("the banner's console link: %s (the bridge at %s)", link, p.base)
+	}
+	if r := mustRequest(t, http.MethodGet, p.base+"/console", "", ""); r.status != http.StatusUnauthorized || bytes.Contains(r.body, []byte("notes")) || !bytes.Contains(r.body, []byte(`name="credential"`)) {
+		t.Errorf("the console without the token: %d\n%s", r.status, r.body)
+	}
+	jar, _ := cookiejar.New(nil)
+	var hops []string
+	browser := &http.Client{Jar: jar, CheckRedirect: func(r *http.Request, _ []*http.Request) error {
+		hops = append(hops, r.URL.String())
+		return nil
+	}}
+	resp, err := browser.Get(link.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(hops) != 1 || hops[0] != p.base+"/console" || !bytes.Contains(body, []byte(`name="csrf-token"`)) {
+		t.Errorf("the link: %d after %v\n%s", resp.StatusCode, hops, body)
+	}
+	resp, err = browser.Get(p.base + "/console/api/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"notes"`)) {
+		t.Errorf("the state once signed in by the link: %d %s", resp.StatusCode, body)
+	}
+	if n := strings.Count(p.logs.String(), token); n != 1 {
+		t.Errorf("the token appears %d times in the bridge's output, want once (the banner):\n%s", n, p.logs.String())
+	}
 }
 
 // TestConsoleEventsFollowTheLog: the event stream sends the state at
@@ -328,6 +382,7 @@ func TestConsoleEventsFollowTheLog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+"/console/events", nil)
+	req.Header.Set("Authorization", "Bearer "+b.bridge.ConsoleToken()) // auth off: the run's token
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -421,7 +476,7 @@ func BenchmarkEchoConsole(b *testing.B) {
 				var logEvents atomic.Int64
 				stop := func() {}
 				if v.follows {
-					stop = followConsole(b, v.p.base, &logEvents)
+					stop = followConsole(b, v.p, &logEvents)
 				}
 				c := newClient(b, v.p.base+"/echo/mcp")
 				c.initialize()
@@ -437,11 +492,36 @@ func BenchmarkEchoConsole(b *testing.B) {
 	}
 }
 
-// followConsole opens the console's event stream at base and reads it
-// until the returned stop, counting its log events.
-func followConsole(b *testing.B, base string, logEvents *atomic.Int64) (stop func()) {
+// consoleLinkLine is the banner's console line; its link carries the
+// run's token while auth is off.
+var consoleLinkLine = regexp.MustCompile(`operator console: (http://\S+)`)
+
+// consoleLink is the console's link p printed in its banner.
+func consoleLink(t testing.TB, p *binaryProc) *url.URL {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := consoleLinkLine.FindStringSubmatch(p.logs.String()); m != nil {
+			u, err := url.Parse(m[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return u
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bridge printed no console link:\n%s", p.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// followConsole opens p's console event stream (with the run's token of
+// its banner) and reads it until the returned stop, counting its log
+// events.
+func followConsole(b *testing.B, p *binaryProc, logEvents *atomic.Int64) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/console/events", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/console/events", nil)
+	req.Header.Set("Authorization", "Bearer "+consoleLink(b, p).Query().Get("token"))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		cancel()

@@ -224,7 +224,13 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		fmt.Fprintf(stdout, "  default (%s): http://%s/mcp\n", cfg.Default, ln.Addr())
 	}
 	if !s.noConsole {
-		fmt.Fprintf(stdout, "  operator console: http://%s/console\n", ln.Addr())
+		// With auth off, the link carries the console's per-run token: this
+		// line is the only place it is shown.
+		link := fmt.Sprintf("http://%s/console", ln.Addr())
+		if token := b.ConsoleToken(); token != "" {
+			link += "?token=" + token
+		}
+		fmt.Fprintf(stdout, "  operator console: %s\n", link)
 	}
 	if cfg.Instance != "" {
 		fmt.Fprintf(stdout, "  instance %s of the fleet %v; served elsewhere (421 here): %s\n", cfg.Instance, cfg.InstanceNames, awayList(cfg))
