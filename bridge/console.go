@@ -43,6 +43,17 @@ func (b *Bridge) newConsole() *console.Console {
 	return console.New(o)
 }
 
+// ConsoleToken is the console's per-run token while auth is off ("" with
+// auth on, or with the console off): the startup banner prints it once,
+// in the console's link (http://HOST:PORT/console?token=…), and nothing
+// else may show or log it.
+func (b *Bridge) ConsoleToken() string {
+	if b.console == nil {
+		return ""
+	}
+	return b.console.OpenToken()
+}
+
 // serveConsole serves /console and under it, or says how to turn it on.
 func (b *Bridge) serveConsole(w http.ResponseWriter, r *http.Request) {
 	if b.console == nil {

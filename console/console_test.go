@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/lockout"
 	"github.com/stelae-bridge/stelae-bridge/session"
 )
 
@@ -53,13 +56,17 @@ func (f *fakeBackend) done() []string {
 	return append([]string(nil), f.actions...)
 }
 
-// fakePassphrase is the built-in server's passphrase check.
+// fakePassphrase is the built-in server's passphrase check (its lockout
+// is authserver's, tested in signin_test.go with the real server).
 type fakePassphrase struct{ fails int }
 
-func (p *fakePassphrase) OperatorLocked(*http.Request) time.Duration { return 0 }
-func (p *fakePassphrase) OperatorPassphrase(g string) bool           { return g == "the passphrase" }
-func (p *fakePassphrase) OperatorFailed(*http.Request)               { p.fails++ }
-func (p *fakePassphrase) OperatorSucceeded(*http.Request)            {}
+func (p *fakePassphrase) OperatorSignIn(_ http.ResponseWriter, _ *http.Request, given, _ string, _ bool) (bool, time.Duration, bool) {
+	if given == "the passphrase" {
+		return true, 0, false
+	}
+	p.fails++
+	return false, 0, false
+}
 
 // req is a request to the console as it reaches it, from addr.
 func req(method, target, addr string, body string, hdr ...string) *http.Request {
@@ -109,18 +116,26 @@ func TestViewersWithoutCredentialSeeNoData(t *testing.T) {
 		{"auth on, a forged cookie", withToken, req("GET", "/console/api/state", local, "", "Cookie", cookieName+"="+strings.Repeat("a", 64)), 401},
 		{"auth on, no credential configured", Options{AuthOn: true}, req("GET", "/console", local, ""), 403},
 		{"auth on, operator token", withToken, req("GET", "/console/api/state", "203.0.113.9:1", "", "Authorization", "Bearer operator-token"), 200},
-		{"auth off, a remote peer", Options{}, req("GET", "/console/api/state", "203.0.113.9:1", ""), 403},
-		{"auth off, a remote peer: page", Options{}, req("GET", "/console", "203.0.113.9:1", ""), 403},
-		{"auth off, a public Host", Options{}, req("GET", "/console/api/state", local, "", "Host", "bridge.example.com"), 403},
-		{"auth off, through a tunnel", Options{}, req("GET", "/console/api/state", local, "", "X-Forwarded-For", "198.51.100.7"), 403},
-		{"auth off, through a proxy (Forwarded)", Options{}, req("GET", "/console/api/state", "[::1]:5", "", "Forwarded", "for=198.51.100.7"), 403},
-		{"auth off, this machine", Options{}, req("GET", "/console/api/state", local, ""), 200},
-		{"auth off, this machine over IPv6", Options{}, req("GET", "/console/api/state", "[::1]:5", "", "Host", "localhost:9090"), 200},
-		{"auth off, -console-remote", Options{Remote: true}, req("GET", "/console/api/state", "203.0.113.9:1", "", "Host", "bridge.example.com"), 200},
+		{"auth off, a remote peer", Options{}, req("GET", "/console/api/state", "203.0.113.9:1", "", "Authorization", "Bearer RUN-TOKEN"), 403},
+		{"auth off, a remote peer: page", Options{}, req("GET", "/console", "203.0.113.9:1", "", "Authorization", "Bearer RUN-TOKEN"), 403},
+		{"auth off, a public Host", Options{}, req("GET", "/console/api/state", local, "", "Host", "bridge.example.com", "Authorization", "Bearer RUN-TOKEN"), 403},
+		{"auth off, through a tunnel", Options{}, req("GET", "/console/api/state", local, "", "X-Forwarded-For", "198.51.100.7", "Authorization", "Bearer RUN-TOKEN"), 403},
+		{"auth off, through a proxy (Forwarded)", Options{}, req("GET", "/console/api/state", "[::1]:5", "", "Forwarded", "for=198.51.100.7", "Authorization", "Bearer RUN-TOKEN"), 403},
+		{"auth off, a forwarder that adds no header, no token", Options{}, req("GET", "/console/api/state", local, ""), 401},
+		{"auth off, a forwarder that adds no header, no token: page", Options{}, req("GET", "/console", local, ""), 401},
+		{"auth off, a wrong token", Options{}, req("GET", "/console/api/state", local, "", "Authorization", "Bearer "+strings.Repeat("0", 64)), 401},
+		{"auth off, this machine, the run's token", Options{}, req("GET", "/console/api/state", local, "", "Authorization", "Bearer RUN-TOKEN"), 200},
+		{"auth off, this machine over IPv6, the run's token", Options{}, req("GET", "/console/api/state", "[::1]:5", "", "Host", "localhost:9090", "Authorization", "Bearer RUN-TOKEN"), 200},
+		{"auth off, -console-remote, the run's token", Options{Remote: true}, req("GET", "/console/api/state", "203.0.113.9:1", "", "Host", "bridge.example.com", "Authorization", "Bearer RUN-TOKEN"), 200},
+		{"auth off, -console-remote, no token", Options{Remote: true}, req("GET", "/console/api/state", "203.0.113.9:1", "", "Host", "bridge.example.com"), 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.Backend = &fakeBackend{}
-			w := serve(New(tc.opts), tc.r)
+			c := New(tc.opts)
+			if h := tc.r.Header.Get("Authorization"); strings.Contains(h, "RUN-TOKEN") {
+				tc.r.Header.Set("Authorization", strings.Replace(h, "RUN-TOKEN", c.OpenToken(), 1))
+			}
+			w := serve(c, tc.r)
 			if w.Code != tc.want {
 				t.Fatalf("status %d, want %d: %s", w.Code, tc.want, w.Body)
 			}
@@ -238,32 +253,170 @@ func TestActionsNeedCSRFAndSameOrigin(t *testing.T) {
 	}
 }
 
-// TestSignInHoldsGuesses: wrong credentials are charged to the built-in
-// server's lockout when it runs, else held by the console's own: past
-// freeTries, the sign-in answers 429 without checking anything.
+// tryFrom posts the sign-in form with cred from addr and returns the
+// status.
+func tryFrom(c *Console, addr, cred string) int {
+	return serve(c, req("POST", "/console/login", addr, url.Values{"credential": {cred}}.Encode(), "Content-Type", "application/x-www-form-urlencoded")).Code
+}
+
+// TestSignInHoldsGuesses: a wrong passphrase is charged to the built-in
+// server (which holds it); without one the console's own counts hold
+// wrong tries from the guesser's address, past freeTries; another
+// origin's form is refused before any check.
 func TestSignInHoldsGuesses(t *testing.T) {
 	pp := &fakePassphrase{}
 	c := New(Options{Backend: &fakeBackend{}, AuthOn: true, Passphrase: pp})
-	try := func(c *Console, cred string) int {
-		return serve(c, req("POST", "/console/login", local, url.Values{"credential": {cred}}.Encode(), "Content-Type", "application/x-www-form-urlencoded")).Code
-	}
-	if got := try(c, "guess"); got != 401 || pp.fails != 1 {
+	if got := tryFrom(c, local, "guess"); got != 401 || pp.fails != 1 {
 		t.Errorf("a wrong passphrase: %d, %d failures charged", got, pp.fails)
 	}
 	c = New(Options{Backend: &fakeBackend{}, AuthOn: true, Tokens: []string{"operator-token"}})
 	for i := range freeTries + 1 {
-		if got := try(c, fmt.Sprint("guess", i)); got != 401 {
+		if got := tryFrom(c, local, fmt.Sprint("guess", i)); got != 401 {
 			t.Fatalf("wrong try %d: %d", i, got)
 		}
 	}
-	if got := try(c, "operator-token"); got != http.StatusTooManyRequests {
+	if got := tryFrom(c, local, "guess again"); got != http.StatusTooManyRequests {
 		t.Errorf("after %d wrong tries: %d, want 429", freeTries+1, got)
 	}
-	// Another origin's form is refused before any check.
 	w := serve(c, req("POST", "/console/login", local, "credential=operator-token", "Content-Type", "application/x-www-form-urlencoded", "Origin", "https://evil.example"))
 	if w.Code != 403 {
 		t.Errorf("a cross-origin sign-in: %d", w.Code)
 	}
+}
+
+// TestOwnCountsArePerAddress: without a built-in server, a guesser's
+// wrong tries hold its own address only: a bystander's wrong try from
+// another address is checked (401, not 429), and an operator token from
+// the guesser's own address still signs in (it cannot be guessed, so no
+// count holds it).
+func TestOwnCountsArePerAddress(t *testing.T) {
+	c := New(Options{Backend: &fakeBackend{}, AuthOn: true, Tokens: []string{"operator-token"}})
+	const guesser, bystander = "198.51.100.7:4000", "203.0.113.5:4000"
+	for i := range freeTries + 1 {
+		tryFrom(c, guesser, fmt.Sprint("guess", i))
+	}
+	if got := tryFrom(c, guesser, "guess again"); got != http.StatusTooManyRequests {
+		t.Fatalf("the guesser after %d wrong tries: %d, want 429", freeTries+1, got)
+	}
+	if got := tryFrom(c, bystander, "a typo"); got != http.StatusUnauthorized {
+		t.Errorf("a bystander's typo from another address while the guesser waits: %d, want 401", got)
+	}
+	if got := tryFrom(c, bystander, "operator-token"); got != http.StatusSeeOther {
+		t.Errorf("the operator token from another address: %d, want 303", got)
+	}
+	if got := tryFrom(c, guesser, "operator-token"); got != http.StatusSeeOther {
+		t.Errorf("the operator token from the guesser's address: %d, want 303", got)
+	}
+}
+
+// TestOwnCountsDecay: the console's whole count (everyone's wrong tries
+// together) holds every address past freeAllTries, and is forgotten an
+// hour after the last failure (a clock moved by hand, no sleep), as each
+// address's is.
+func TestOwnCountsDecay(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := New(Options{Backend: &fakeBackend{}, AuthOn: true, Tokens: []string{"operator-token"}})
+	c.logins.guesses.Now = func() time.Time { return now }
+	for i := range freeAllTries + 1 {
+		tryFrom(c, fmt.Sprintf("10.0.%d.%d:1", i/200, i%200), "guess")
+	}
+	if got := tryFrom(c, "203.0.113.5:1", "a typo"); got != http.StatusTooManyRequests {
+		t.Fatalf("a new address after %d wrong tries from as many addresses: %d, want 429", freeAllTries+1, got)
+	}
+	if got := tryFrom(c, "203.0.113.5:1", "operator-token"); got != http.StatusSeeOther {
+		t.Errorf("the operator token while everyone waits: %d, want 303", got)
+	}
+	now = now.Add(lockout.MaxWait + time.Second)
+	tryFrom(c, "10.9.9.9:1", "guess") // within the hour: the count goes on
+	if got := tryFrom(c, "203.0.113.5:1", "a typo"); got != http.StatusTooManyRequests {
+		t.Errorf("within the hour, the whole count was forgotten: %d", got)
+	}
+	now = now.Add(lockout.Forget + time.Second)
+	if got := tryFrom(c, "203.0.113.5:1", "a typo"); got != http.StatusUnauthorized {
+		t.Errorf("an hour after the last wrong try: %d, want 401 (the count forgotten)", got)
+	}
+}
+
+// TestAuthOffNeedsTheRunsToken: with auth off, a request from this
+// machine (a local forwarder adds no header) sees nothing without the
+// per-run token: the sign-in page asks for it (401). The link of the
+// banner signs the browser in and sends it to /console without the
+// token in its address; a wrong link is refused; the token typed on the
+// form signs in too; a remote peer is refused even with the token
+// (loopback only) unless -console-remote; the token is never logged.
+func TestAuthOffNeedsTheRunsToken(t *testing.T) {
+	var logs strings.Builder
+	var logMu sync.Mutex
+	logger := hclog.New(&hclog.LoggerOptions{Output: lockedWriter{&logMu, &logs}, Level: hclog.Trace})
+	c := New(Options{Backend: &fakeBackend{}, Logger: logger})
+	token := c.OpenToken()
+	if len(token) != 64 {
+		t.Fatalf("the per-run token: %q", token)
+	}
+	if other := New(Options{Backend: &fakeBackend{}}).OpenToken(); other == token {
+		t.Fatal("two consoles share a token")
+	}
+	if New(Options{AuthOn: true, Tokens: []string{"t"}}).OpenToken() != "" {
+		t.Error("a console with auth on has a per-run token")
+	}
+	page := serve(c, req("GET", "/console", local, ""))
+	if page.Code != 401 || strings.Contains(page.Body.String(), marker) || !strings.Contains(page.Body.String(), "Console token") || !strings.Contains(page.Body.String(), `name="credential"`) {
+		t.Errorf("the page without the token: %d\n%s", page.Code, page.Body)
+	}
+	if w := serve(c, req("GET", "/console?token="+strings.Repeat("0", 64), local, "")); w.Code != 401 || len(w.Result().Cookies()) != 0 {
+		t.Errorf("a wrong link: %d, cookies %v", w.Code, w.Result().Cookies())
+	}
+	if w := serve(c, req("GET", "/console?token="+token, "203.0.113.9:1", "")); w.Code != 403 {
+		t.Errorf("the link from a remote peer: %d, want 403", w.Code)
+	}
+	link := serve(c, req("GET", "/console?token="+token, local, ""))
+	if link.Code != http.StatusSeeOther || link.Header().Get("Location") != "/console" {
+		t.Fatalf("the link: %d to %q", link.Code, link.Header().Get("Location"))
+	}
+	var ck *http.Cookie
+	for _, k := range link.Result().Cookies() {
+		if k.Name == cookieName {
+			ck = k
+		}
+	}
+	if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("the link's cookie: %+v", ck)
+	}
+	if w := serve(c, req("GET", "/console", local, "", "Cookie", ck.String())); w.Code != 200 || !strings.Contains(w.Body.String(), `name="csrf-token"`) {
+		t.Errorf("the page with the link's cookie: %d", w.Code)
+	}
+	if w := serve(c, req("GET", "/console/api/state", local, "", "Cookie", ck.String())); w.Code != 200 || !strings.Contains(w.Body.String(), marker) {
+		t.Errorf("the state with the link's cookie: %d", w.Code)
+	}
+	if w := serve(c, req("GET", "/console/api/state", "203.0.113.9:1", "", "Cookie", ck.String())); w.Code != 403 {
+		t.Errorf("the cookie from a remote peer: %d, want 403", w.Code)
+	}
+	if _, csrf := signIn(t, c, token); csrf == "" {
+		t.Error("the form with the token gave no CSRF token")
+	}
+	if got := tryFrom(c, local, "not the token"); got != 401 {
+		t.Errorf("a wrong token on the form: %d", got)
+	}
+	remote := New(Options{Backend: &fakeBackend{}, Remote: true})
+	if w := serve(remote, req("GET", "/console?token="+remote.OpenToken(), "203.0.113.9:1", "", "Host", "bridge.example.com")); w.Code != http.StatusSeeOther {
+		t.Errorf("-console-remote, the link from a remote peer: %d, want 303", w.Code)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if strings.Contains(logs.String(), token) || !strings.Contains(logs.String(), "signed in") {
+		t.Errorf("the log names the token, or no sign-in:\n%s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // TestEveryAnswerIsFramedAndScriptless: every console answer — the page,
