@@ -19,9 +19,11 @@ import (
 //
 //   - Exact: every client call in flight belongs to one user (one call, or
 //     several of the same user; abandoned calls the child may still be
-//     working on count too, abandoned.go). Requests and log lines go to
-//     that user's newest call: its stream (a 2025 POST stream, a
-//     stateless request's response stream), else its session's GET stream.
+//     working on count too, abandoned.go; calls parked for their clients'
+//     input do not count beside a call that runs alone, turns.go). Requests
+//     and log lines go to that user's newest call: its stream (a 2025 POST
+//     stream, a stateless request's response stream), else its session's
+//     GET stream.
 //   - Ambiguous: calls of several users are in flight. The bridge cannot
 //     know whose a request is, so the child gets an error at once
 //     (refused, counted in Status.Refused, and logged once per destination
@@ -85,7 +87,12 @@ func RefusalReasons() []string { return append([]string(nil), refusals[:]...) }
 // inflight returns how many users the client calls in flight on the child
 // belong to — 0, 1, or 2 for "more than one", abandoned calls included —
 // and, when it is one, that user's newest call (nil when its only calls
-// are abandoned ones). d.pmu must be held.
+// are abandoned ones). While a live call runs alone (turns.go), the calls
+// parked for their clients' input (Call.Park) do not count: each is
+// blocked on the answer to a request the child already sent for it, which
+// waits for its client's retry, so what the child sends meanwhile is the
+// call's that runs alone. (Abandoned calls, parked or not, still count:
+// the child may go on with them.) d.pmu must be held.
 func (d *Dispatcher) inflight(now time.Time) (newest *Call, users int) {
 	var owner any
 	see := func(u any) {
@@ -96,10 +103,22 @@ func (d *Dispatcher) inflight(now time.Time) (newest *Call, users int) {
 			users = 2
 		}
 	}
+	aloneRuns := false
+	if d.turns.alone {
+		for _, q := range d.pending {
+			if q.sess != nil && q.turn == alone {
+				aloneRuns = true
+				break
+			}
+		}
+	}
 	var up uint64
 	for u, q := range d.pending {
 		if q.sess == nil {
 			continue // the bridge's own call
+		}
+		if aloneRuns && q.parked != noTurn {
+			continue // parked beside a call that runs alone
 		}
 		see(q.sess.User())
 		if u > up {

@@ -472,6 +472,58 @@ func TestParkedCallDoesNotHoldAnInteractiveDestination(t *testing.T) {
 	}
 }
 
+// TestParkedCallLeavesAloneCallsExact: a call parked for its client's
+// input (an MRTR retry that never comes) is blocked on the request the
+// child sent for it, so while another user's call runs alone, what the
+// child asks and logs is that call's: delivered to it, not refused (issue
+// 34: one un-retried park refused every other user's asking call for the
+// whole input_wait). Beside a call that runs together it stays refused,
+// and once the parked call is abandoned it counts again.
+func TestParkedCallLeavesAloneCallsExact(t *testing.T) {
+	for _, interactive := range []string{"every call", "listed tools"} {
+		t.Run(interactive, func(t *testing.T) {
+			opts := Options{Interactive: true, Logs: LogsAttributed}
+			if interactive == "listed tools" {
+				opts = Options{InteractiveTool: func(name string) bool { return name == "ask" }, Logs: LogsAttributed}
+			}
+			w := newWired(t, opts)
+			w.d.grace = time.Millisecond // new calls wait that long for a retry
+			a, b := &testSession{id: "a"}, &testSession{id: "b"}
+			c := w.attach(t, a, samplingCaps)
+			w.d.Attach(b, json.RawMessage(`{"capabilities":`+samplingCaps+`}`))
+			parked, _ := beginTool(t, w, c, a, "1", "ask", 10*time.Second)
+			defer parked.Release()
+			c.emit(`{"jsonrpc":"2.0","id":"s0","method":"sampling/createMessage","params":{}}`)
+			waitDelivered(t, a, `"s0"`)
+			parked.Park() // its client is asked; its retry never comes
+			ask, upAsk := beginTool(t, w, c, b, "1", "ask", 10*time.Second)
+			c.emit(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}`)
+			waitDelivered(t, b, `"s1"`)
+			c.emit(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"b's"}}`)
+			waitUntil(t, "b's log line at b", func() bool { return len(b.got()) == 2 })
+			if got := a.got(); len(got) != 1 {
+				t.Errorf("a, parked, got %q; want only its own request", got)
+			}
+			if st := w.d.Status(); st.Refused[RefusedUsers] != 0 || st.LogsDropped != 0 {
+				t.Errorf("refused %v, logs dropped %d; want none", st.Refused, st.LogsDropped)
+			}
+			c.emit(`{"jsonrpc":"2.0","id":` + upAsk + `,"result":{}}`)
+			nextEvent(t, ask)
+			ask.Release()
+		})
+	}
+	// Beside a call that runs together, the parked call still counts.
+	w, c, a, b := askAlone(t)
+	w.d.grace = time.Millisecond
+	parked, _ := beginTool(t, w, c, a, "1", "ask", 10*time.Second)
+	defer parked.Release()
+	parked.Park()
+	echo, _ := beginTool(t, w, c, b, "1", "echo", 10*time.Second)
+	defer echo.Release()
+	c.emit(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}`)
+	childError(t, c, `"s1"`, "more than one user")
+}
+
 // TestParkedCallHoldsNewCallsForTheGrace: a call that runs alone and
 // starts just after another user's call parked waits for the parked call's
 // retry up to the grace, so that a retry that comes at once goes first and

@@ -387,7 +387,8 @@ func TestMRTRRetryAfterTheRequestTimeout(t *testing.T) {
 // TestUnretriedInputDoesNotHoldAnInteractiveDestination: on an
 // interactive: true destination a 2026-07-28 call that asked for input and
 // is never retried does not hold the destination: another user's call is
-// answered at once (issue 21: others got 504 for the park's 2 minutes).
+// answered at once (issue 21: others got 504 for the park's 2 minutes),
+// and another user's call that asks gets its own input request.
 func TestUnretriedInputDoesNotHoldAnInteractiveDestination(t *testing.T) {
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{interactive: true, opts: bridge.Options{RequestTimeout: 3 * time.Second}})
 	url := b.url("fake")
@@ -404,6 +405,18 @@ func TestUnretriedInputDoesNotHoldAnInteractiveDestination(t *testing.T) {
 	r := modernCall(t, url, "2", "tools/call", `{"name":"echo","arguments":{"text":"not held"},`+modernMeta+`}`)
 	if r.status != http.StatusOK || !strings.Contains(string(r.body), "not held") {
 		t.Errorf("another call beside an un-retried park: %d %s after %s; want its answer", r.status, r.body, time.Since(start).Round(time.Millisecond))
+	}
+	// Another user's call that asks runs alone beside the park: what the
+	// child asks is that call's (issue 34: refused for the whole
+	// input_wait), and the parked call's own request was not given to it.
+	for i := range 3 {
+		key, _ := inputRequired(t, modernCall(t, url, strconv.Itoa(3+i), "tools/call", `{"name":"ask",`+args+`,`+meta+`}`))
+		if key == "" {
+			t.Fatalf("asking call %d beside the park: no input request", i)
+		}
+	}
+	if n := b.status("fake").Refused["several_users"]; n != 0 {
+		t.Errorf("%d requests of the child refused for several users beside a parked call", n)
 	}
 }
 
