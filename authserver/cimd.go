@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sync/singleflight"
-	"golang.org/x/time/rate"
 )
 
 // This file is Client ID Metadata Documents: a client whose id is an https
@@ -27,12 +28,17 @@ import (
 // nothing. A failure is kept only seconds (cimdErrorFor) and a fetch that
 // did not finish is never kept, so nobody can lock a client out by naming
 // its document. Fetches are bounded at once (cimdMaxConcurrent) and per
-// minute (cimdPerMinute); past them, a document fetched before is served
-// from the cache for up to a day. Clients the operator approved are
-// fetched outside those bounds (in slots of their own), so nobody can keep
-// them out by using the budget up. The requester learns only that the
-// document could not be fetched; the log has why (no oracle on what
-// answers where).
+// minute: cimdPerMinute for the whole server, the outer bound, and
+// cimdPerAddrPerMinute for the address that asked (an IPv6 address by its
+// /64), so one address cannot use up everyone's. Only a fetch that reached
+// the network (dialed, or took a kept connection) is charged: a URL the
+// address guard refuses before dialing, a malformed one and a cache hit
+// cost nothing, so naming unfetchable documents spends nobody's budget.
+// Past the bounds, a document fetched before is served from the cache for
+// up to a day. Clients the operator approved are fetched outside those
+// bounds (in slots of their own), so nobody can keep them out by using the
+// budget up. The requester learns only that the document could not be
+// fetched; the log has why (no oracle on what answers where).
 
 const (
 	cimdMaxBytes      = 64 << 10
@@ -43,6 +49,10 @@ const (
 	cimdMaxCache      = 1000
 	cimdMaxConcurrent = 4
 	cimdPerMinute     = 30
+	// cimdPerAddrPerMinute is one requesting address's share of
+	// cimdPerMinute. (Behind a tunnel every request comes from its
+	// loopback address: the share is then everyone's, within the whole.)
+	cimdPerAddrPerMinute = 10
 	// cimdApprovedConcurrent bounds the fetches at once of clients the
 	// operator approved (once per cimdCacheFor each).
 	cimdApprovedConcurrent = 2
@@ -67,12 +77,13 @@ type cimdFetcher struct {
 	store *Store
 	log   hclog.Logger
 	group singleflight.Group
-	// slots bounds the fetches at once; perMinute their rate. Clients the
-	// operator approved have slots of their own (approvedSlots) and no
-	// rate: whoever uses up the budget cannot keep them out.
+	// slots bounds the fetches at once; budget their number a minute, for
+	// everyone and per requesting address. Clients the operator approved
+	// have slots of their own (approvedSlots) and no budget: whoever uses
+	// the budget up cannot keep them out.
 	slots         chan struct{}
 	approvedSlots chan struct{}
-	perMinute     *rate.Limiter
+	budget        *fetchBudget
 	// mu guards cache.
 	mu    sync.Mutex
 	cache map[string]cimdEntry
@@ -108,7 +119,7 @@ func newCIMDFetcher(store *Store, transport http.RoundTripper, log hclog.Logger)
 	return &cimdFetcher{store: store, log: log, cache: map[string]cimdEntry{},
 		slots:         make(chan struct{}, cimdMaxConcurrent),
 		approvedSlots: make(chan struct{}, cimdApprovedConcurrent),
-		perMinute:     rate.NewLimiter(rate.Every(time.Minute/cimdPerMinute), cimdPerMinute),
+		budget:        newFetchBudget(time.Minute, cimdPerMinute, cimdPerAddrPerMinute),
 		http: &http.Client{
 			Transport: transport,
 			Timeout:   cimdTimeout,
@@ -118,9 +129,10 @@ func newCIMDFetcher(store *Store, transport http.RoundTripper, log hclog.Logger)
 		}}
 }
 
-// client returns the client a metadata document at id describes. ctx only
-// bounds the wait: the fetch goes on without it.
-func (f *cimdFetcher) client(ctx context.Context, id string) (*Client, error) {
+// client returns the client a metadata document at id describes, for a
+// request from addr (its budget's key: lockout.AddrKey). ctx only bounds
+// the wait: the fetch goes on without it.
+func (f *cimdFetcher) client(ctx context.Context, id, addr string) (*Client, error) {
 	if err := checkCIMDURL(id); err != nil {
 		return nil, err
 	}
@@ -128,7 +140,7 @@ func (f *cimdFetcher) client(ctx context.Context, id string) (*Client, error) {
 	e, ok := f.cache[id]
 	f.mu.Unlock()
 	if !ok || !e.fresh(time.Now()) {
-		ch := f.group.DoChan(id, func() (any, error) { return f.fetchAndKeep(id), nil })
+		ch := f.group.DoChan(id, func() (any, error) { return f.fetchAndKeep(id, addr), nil })
 		select {
 		case r := <-ch:
 			e = r.Val.(cimdEntry)
@@ -151,9 +163,9 @@ func (f *cimdFetcher) client(ctx context.Context, id string) (*Client, error) {
 }
 
 // fetchAndKeep fetches id within the bounds, on a context of its own, and
-// keeps what it got.
-func (f *cimdFetcher) fetchAndKeep(id string) cimdEntry {
-	release, ok := f.acquire(id)
+// keeps what it got. addr asked first (concurrent asks share its fetch).
+func (f *cimdFetcher) fetchAndKeep(id, addr string) cimdEntry {
+	release, ok := f.acquire(id, addr)
 	if !ok {
 		f.mu.Lock()
 		old, ok := f.cache[id]
@@ -161,14 +173,22 @@ func (f *cimdFetcher) fetchAndKeep(id string) cimdEntry {
 		if ok && old.err == nil && time.Since(old.at) <= cimdStaleFor {
 			return old
 		}
-		f.log.Warn("client metadata document not fetched: the fetch bounds are reached", "client_id", truncate(id, 200),
-			"at_once", cimdMaxConcurrent, "per_minute", cimdPerMinute)
+		f.log.Warn("client metadata document not fetched: the fetch bounds are reached", "client_id", truncate(id, 200), "remote", addr,
+			"at_once", cimdMaxConcurrent, "per_minute", cimdPerMinute, "per_address_per_minute", cimdPerAddrPerMinute)
 		return cimdEntry{err: errCIMDBusy, at: time.Now()} // not kept
 	}
-	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), cimdTimeout)
 	defer cancel()
+	// A fetch is charged to the budget only once it reaches the network:
+	// a new connection is dialed (the guard lets nothing it refuses get
+	// that far) or a kept one is used.
+	var reached atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		ConnectStart: func(string, string) { reached.Store(true) },
+		GotConn:      func(httptrace.GotConnInfo) { reached.Store(true) },
+	})
 	c, err := f.fetch(ctx, id)
+	release(reached.Load())
 	e := cimdEntry{c: c, err: err, at: time.Now()}
 	if err != nil {
 		f.log.Warn("client metadata document could not be fetched", "client_id", truncate(id, 200), "error", err)
@@ -181,13 +201,15 @@ func (f *cimdFetcher) fetchAndKeep(id string) cimdEntry {
 	return e
 }
 
-// acquire takes a fetch slot and a token of the per-minute budget, or
-// for a client the operator approved one of its own slots.
-func (f *cimdFetcher) acquire(id string) (release func(), ok bool) {
+// acquire takes a fetch slot and a place in the budget (the whole
+// server's and addr's), or for a client the operator approved one of its
+// own slots. release(reached) gives the slot back, and the place too when
+// the fetch never reached the network.
+func (f *cimdFetcher) acquire(id, addr string) (release func(reached bool), ok bool) {
 	if c, err := f.store.client(id); err == nil && !c.Approved.IsZero() && !c.Revoked {
 		select {
 		case f.approvedSlots <- struct{}{}:
-			return func() { <-f.approvedSlots }, true
+			return func(bool) { <-f.approvedSlots }, true
 		default:
 			return nil, false
 		}
@@ -197,11 +219,93 @@ func (f *cimdFetcher) acquire(id string) (release func(), ok bool) {
 	default:
 		return nil, false
 	}
-	if !f.perMinute.Allow() {
+	place, ok := f.budget.take(addr)
+	if !ok {
 		<-f.slots
 		return nil, false
 	}
-	return func() { <-f.slots }, true
+	return func(reached bool) {
+		if !reached {
+			f.budget.refund(place)
+		}
+		<-f.slots
+	}, true
+}
+
+// fetchBudget counts the fetches of each window (a minute): at most max
+// for everyone together and perAddr for each requesting address. It keeps
+// at most addrLimitKeys addresses: past that, windows that ended go first,
+// then an arbitrary one (which may only be let through sooner).
+type fetchBudget struct {
+	per          time.Duration
+	max, perAddr int
+	// now is the clock (time.Now; tests move it).
+	now func() time.Time
+	// mu guards all and byAddr.
+	mu     sync.Mutex
+	all    window
+	byAddr map[string]*window
+}
+
+// budgetPlace is one fetch's place in the budget, to give back.
+type budgetPlace struct {
+	addr              string
+	allFrom, addrFrom time.Time
+}
+
+func newFetchBudget(per time.Duration, max, perAddr int) *fetchBudget {
+	return &fetchBudget{per: per, max: max, perAddr: perAddr, now: time.Now, byAddr: map[string]*window{}}
+}
+
+// take charges a fetch to the whole budget and to addr's, when both have
+// room (else it charges nothing).
+func (b *fetchBudget) take(addr string) (budgetPlace, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	if now.Sub(b.all.start) >= b.per {
+		b.all = window{start: now}
+	}
+	w := b.byAddr[addr]
+	if w == nil {
+		if len(b.byAddr) >= addrLimitKeys {
+			for k, v := range b.byAddr {
+				if now.Sub(v.start) >= b.per {
+					delete(b.byAddr, k)
+				}
+			}
+			for k := range b.byAddr {
+				if len(b.byAddr) < addrLimitKeys {
+					break
+				}
+				delete(b.byAddr, k)
+			}
+		}
+		w = &window{start: now}
+		b.byAddr[addr] = w
+	}
+	if now.Sub(w.start) >= b.per {
+		*w = window{start: now}
+	}
+	if b.all.n >= b.max || w.n >= b.perAddr {
+		return budgetPlace{}, false
+	}
+	b.all.n++
+	w.n++
+	return budgetPlace{addr: addr, allFrom: b.all.start, addrFrom: w.start}, true
+}
+
+// refund gives back a place whose fetch never reached the network (in
+// the windows it was taken from; a window since renewed owes nothing).
+func (b *fetchBudget) refund(p budgetPlace) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.all.start.Equal(p.allFrom) && b.all.n > 0 {
+		b.all.n--
+	}
+	if w := b.byAddr[p.addr]; w != nil && w.start.Equal(p.addrFrom) && w.n > 0 {
+		w.n--
+	}
 }
 
 // keep stores e; at the cap, entries past use go first, then the oldest.

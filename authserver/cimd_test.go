@@ -54,7 +54,7 @@ func TestCIMDRefusals(t *testing.T) {
 
 	srv := openTest(t, Options{CIMDTransportForTests: ts.Client().Transport})
 	ctx := context.Background()
-	if c, err := srv.cimd.client(ctx, ts.URL+"/good.json"); err != nil || c.Name != "ok" || c.Source != SourceCIMD {
+	if c, err := srv.cimd.client(ctx, ts.URL+"/good.json", "192.0.2.1"); err != nil || c.Name != "ok" || c.Source != SourceCIMD {
 		t.Fatalf("good document: %+v %v", c, err)
 	}
 	for path, want := range map[string]string{
@@ -64,21 +64,21 @@ func TestCIMDRefusals(t *testing.T) {
 		"/http-redirect-uri.json": "must use https",
 		"/missing.json":           "404",
 	} {
-		_, err := srv.cimd.client(ctx, ts.URL+path)
+		_, err := srv.cimd.client(ctx, ts.URL+path, "192.0.2.1")
 		var fe *fetchError
 		if !errors.Is(err, ErrUnknownClient) || !errors.As(err, &fe) || !strings.Contains(fe.detail.Error(), want) {
 			t.Errorf("%s: %v, want %q", path, err, want)
 		}
 	}
 	for _, id := range []string{"http://app.example/c.json", "https://app.example", "https://app.example/", "https://u:p@app.example/c.json"} {
-		if _, err := srv.cimd.client(ctx, id); !errors.Is(err, ErrUnknownClient) {
+		if _, err := srv.cimd.client(ctx, id, "192.0.2.1"); !errors.Is(err, ErrUnknownClient) {
 			t.Errorf("client id %s: %v", id, err)
 		}
 	}
 	// The real transport: loopback (and private) targets are refused
 	// before dialing.
 	prod := openTest(t, Options{})
-	_, err := prod.cimd.client(ctx, ts.URL+"/good.json")
+	_, err := prod.cimd.client(ctx, ts.URL+"/good.json", "192.0.2.1")
 	var fe *fetchError
 	if !errors.As(err, &fe) || !strings.Contains(fe.detail.Error(), "special-purpose address") {
 		t.Errorf("loopback document with the production transport: %v", err)

@@ -268,7 +268,7 @@ func (srv *Server) lookupClient(r *http.Request, id string) (*Client, error) {
 		return c, nil
 	}
 	if strings.HasPrefix(id, "https://") {
-		return srv.cimd.client(r.Context(), id)
+		return srv.cimd.client(r.Context(), id, lockout.AddrKey(clientAddr(r)))
 	}
 	c, err := srv.store.client(id)
 	if err != nil {

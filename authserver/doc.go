@@ -14,8 +14,10 @@
 //     reuse detection), registration (RFC 7591), revocation (RFC 7009) and
 //     the JWKS;
 //   - client identification: Client ID Metadata Documents (fetched on their
-//     own context, deduplicated and bounded, cimd.go, from public addresses
-//     only, ssrf.go), dynamic registration (rate-limited per address,
+//     own context, deduplicated and bounded — at once, a minute for
+//     everyone and per requesting address, charged only for fetches that
+//     reached the network: cimd.go — from public addresses only, ssrf.go),
+//     dynamic registration (rate-limited per address,
 //     capped, unapproved ones expire), clients pre-registered in the file;
 //   - its state in one bbolt file: ES256 signing keys (rotated; the
 //     previous one still published), clients, codes and refresh tokens
