@@ -318,7 +318,9 @@ func (d *Dispatcher) send(call *Call, c *child, clientID json.RawMessage, method
 		clientID = upID
 	}
 	call.clientID = clientID
-	if call.sess != nil && bytes.Contains(params, []byte(`"progressToken"`)) {
+	// A token in an escaped name ("progress\u0054oken") is a token to
+	// the child too (the screen refused any other spelling).
+	if call.sess != nil && (bytes.Contains(params, []byte(`"progressToken"`)) || bytes.Contains(params, []byte(`\u`))) {
 		params, call.clientToken = rewriteProgressToken(params, upID)
 	}
 	call.out = jsonrpc.AppendRequest(call.out[:0], upID, method, params)

@@ -23,7 +23,11 @@
 //     result answered to every session's initialize, version negotiation;
 //   - the tool catalogue and the tool filter (a hidden tool never reaches
 //     the child), and the screen that refuses what a lenient decoder could
-//     read differently.
+//     read differently: a method in another letter case, and any member
+//     the bridge routes, filters or rewrites by (a tool's or prompt's
+//     name, a resource's uri, _meta.progressToken, a cancellation's
+//     requestId) given twice or in another spelling (jsonrpc.ExactMember),
+//     so that the child reads what the bridge read.
 //
 // It never starts, restarts or stops a process itself — its
 // supervisor.Supervisor does, and hands it a running child through the

@@ -79,49 +79,109 @@ func (d *Dispatcher) screen(m *jsonrpc.Message, request bool) (code int, why str
 	if !request && !strings.HasPrefix(m.Method, "notifications/") {
 		return jsonrpc.CodeInvalidRequest, fmt.Sprintf("%q is a request method, not a notification: send it with an \"id\" to get an answer", truncate([]byte(m.Method), 100))
 	}
+	name, code, why := screenRouted(m, request)
+	if code != 0 {
+		return code, why
+	}
 	if f := d.filter.Load(); f != nil && m.Method == "tools/call" {
-		return d.screenToolCall(m, f.allows)
+		return d.screenToolCall(jsonrpc.String(name), f.allows)
 	}
 	return 0, ""
 }
 
-// screenToolCall refuses a tools/call that names a hidden tool, and any
-// whose name a lenient decoder could read differently: params must be an
-// object whose every member named "name" in any letter case is a string
-// naming an allowed tool, and there must be one.
-func (d *Dispatcher) screenToolCall(m *jsonrpc.Message, allowed func(string) bool) (int, string) {
-	if len(m.Params) == 0 || m.Params[0] != '{' {
-		return jsonrpc.CodeInvalidParams, `tools/call needs "params": an object with the tool's "name"`
+// screenRouted refuses a message whose members that the bridge routes,
+// filters or binds by — and what a profile, the Mcp-Name and Mcp-Param-*
+// headers and an MRTR requestState are checked against — a decoder could
+// read otherwise than the bridge (jsonrpc.ExactMember: given twice, or as
+// "Name", "URI", "\u212A"…): a tools/call's or prompts/get's "name" and
+// "arguments" (the tool filter, turns, tasks, MRTR), a resource's "uri"
+// (subscriptions are counted by it), a request's "_meta" and its
+// "progressToken" (rewritten by splicing), a cancellation's "requestId".
+// A name or URI, when given, must be a string (JavaScript reads ["x"] as
+// "x"); params, when given, an object. name is the raw "name" of a
+// tools/call or prompts/get, or a resource's "uri" (nil when absent).
+func screenRouted(m *jsonrpc.Message, request bool) (name []byte, code int, why string) {
+	var keys []string
+	switch m.Method {
+	case "tools/call", "prompts/get":
+		keys = routedByName[:]
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		keys = routedByURI[:]
+	case "notifications/cancelled":
+		if len(m.Params) == 0 || m.Params[0] != '{' {
+			return nil, 0, "" // nothing to cancel
+		}
+		keys = routedCancel[:]
+	default:
+		if !request || len(m.Params) == 0 || m.Params[0] != '{' {
+			return nil, 0, ""
+		}
+		keys = routedMeta[:]
 	}
-	var named bool
-	var code int
-	var why string
-	jsonrpc.EachMember(m.Params, func(key string, val []byte) bool {
-		if !strings.EqualFold(key, "name") {
-			return true
-		}
-		if key != "name" || len(val) == 0 || val[0] != '"' {
-			code, why = jsonrpc.CodeInvalidParams, `tools/call: "name" must be one string member named exactly "name"`
-			return false
-		}
-		name := jsonrpc.String(val)
-		if !validToolName(name) && !d.listsOddTool(name) {
-			d.log.Debug("call of a tool name outside the MCP grammar refused", "tool", truncate([]byte(name), 100))
-			code, why = jsonrpc.CodeInvalidParams, fmt.Sprintf("tool %q is not available on this destination: MCP tool names are 1 to 128 ASCII letters, digits, '_', '-' and '.', and the server lists no tool of that name", truncate([]byte(name), 100))
-			return false
-		}
-		if !allowed(name) {
-			d.log.Debug("call of a hidden tool refused", "tool", truncate([]byte(name), 100))
-			code, why = jsonrpc.CodeInvalidParams, fmt.Sprintf("tool %q is not available on this destination", truncate([]byte(name), 100))
-			return false
-		}
-		named = true
-		return true
-	})
-	if code == 0 && !named {
-		code, why = jsonrpc.CodeInvalidParams, `tools/call needs "params.name", the tool's name as a string`
+	noun, key := "tool's name", "name"
+	switch m.Method {
+	case "prompts/get":
+		noun = "prompt's name"
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		noun, key = "resource's URI", "uri"
 	}
-	return code, why
+	switch {
+	case len(m.Params) == 0:
+		return nil, 0, "" // no decoder reads a name (the filter refuses it)
+	case m.Params[0] != '{':
+		return nil, jsonrpc.CodeInvalidParams, fmt.Sprintf(`%s needs "params": an object with the %s (%q)`, m.Method, noun, key)
+	}
+	refuse := func(what string, err error) ([]byte, int, string) {
+		return nil, jsonrpc.CodeInvalidParams, fmt.Sprintf("%s: %v", what, err)
+	}
+	var vals [3][]byte
+	if err := jsonrpc.ExactMembers(m.Params, keys, vals[:]); err != nil {
+		return refuse(m.Method, err)
+	}
+	switch m.Method {
+	case "tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe":
+		// Absent, no decoder reads one (the child answers); a value
+		// that is not a string some decoders coerce (["x"] is "x" in
+		// JavaScript).
+		if len(vals[0]) > 0 && vals[0][0] != '"' {
+			return nil, jsonrpc.CodeInvalidParams, fmt.Sprintf(`%s needs "params.%s", the %s as a string`, m.Method, key, noun)
+		}
+		name = vals[0]
+	case "notifications/cancelled":
+		return nil, 0, ""
+	}
+	meta := vals[len(keys)-1]
+	if len(meta) > 0 && meta[0] == '{' {
+		if _, err := jsonrpc.ExactMember(meta, "progressToken"); err != nil {
+			return refuse(m.Method+": _meta", err)
+		}
+	}
+	return name, 0, ""
+}
+
+// The members screenRouted reads, by method; "_meta" last.
+var (
+	routedByName = [...]string{"name", "arguments", "_meta"}
+	routedByURI  = [...]string{"uri", "_meta"}
+	routedCancel = [...]string{"requestId"}
+	routedMeta   = [...]string{"_meta"}
+)
+
+// screenToolCall refuses a tools/call that names a hidden tool (name is
+// its one exact "name", screenRouted).
+func (d *Dispatcher) screenToolCall(name string, allowed func(string) bool) (int, string) {
+	if name == "" {
+		return jsonrpc.CodeInvalidParams, `tools/call needs "params.name", the tool's name as a string`
+	}
+	if !validToolName(name) && !d.listsOddTool(name) {
+		d.log.Debug("call of a tool name outside the MCP grammar refused", "tool", truncate([]byte(name), 100))
+		return jsonrpc.CodeInvalidParams, fmt.Sprintf("tool %q is not available on this destination: MCP tool names are 1 to 128 ASCII letters, digits, '_', '-' and '.', and the server lists no tool of that name", truncate([]byte(name), 100))
+	}
+	if !allowed(name) {
+		d.log.Debug("call of a hidden tool refused", "tool", truncate([]byte(name), 100))
+		return jsonrpc.CodeInvalidParams, fmt.Sprintf("tool %q is not available on this destination", truncate([]byte(name), 100))
+	}
+	return 0, ""
 }
 
 // maxToolName is the longest tool name of the MCP grammar (2025-11-25:

@@ -220,3 +220,166 @@ func normalized(name string) string {
 	out = strings.TrimPrefix(out, "./")
 	return strings.TrimSuffix(out, "/")
 }
+
+// TestScreenRefusesRoutedMembersADecoderReadsOtherwise: what the bridge
+// routes, filters or binds by (issue 34) is refused when a decoder could
+// read another value — with or without a tool filter.
+func TestScreenRefusesRoutedMembersADecoderReadsOtherwise(t *testing.T) {
+	for _, d := range []*Dispatcher{New(Options{}), New(Options{ToolAllowed: globs(false, "hidden")})} {
+		for _, tc := range []struct {
+			name, msg string
+			ok        bool
+		}{
+			{"read", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"res://a/public"}}`, true},
+			{"read, escaped name", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"\u0075ri":"res://a/public"}}`, true},
+			{"read, URI too", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"res://a/public","URI":"res://a/secret"}}`, false},
+			{"read, uri twice", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"res://a/secret","uri":"res://a/public"}}`, false},
+			{"read, uri as an array", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":["res://a/secret"]}}`, false},
+			{"read, no uri", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{}}`, true}, // no decoder reads one
+			{"subscribe, Uri too", `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"a","Uri":"b"}}`, false},
+			{"unsubscribe, URI too", `{"jsonrpc":"2.0","id":1,"method":"resources/unsubscribe","params":{"uri":"a","URI":"b"}}`, false},
+			{"unsubscribe", `{"jsonrpc":"2.0","id":1,"method":"resources/unsubscribe","params":{"uri":"a"}}`, true},
+			{"prompt", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","arguments":{"Name":"x"}}}`, true},
+			{"prompt, Name too", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","Name":"q"}}`, false},
+			{"call, name twice alike", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","name":"echo"}}`, false},
+			{"call, Arguments too", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"ARGUMENTS":{"a":1}}}`, false},
+			{"call, Kelvin in a key", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"_meta\":{\"progressToken\":1,\"progressTo\u212Aen\":2}}}", false},
+			{"call, progressToken", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":1}}}`, true},
+			{"call, ProgressToken too", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":1,"ProgressToken":2}}}`, false},
+			{"call, progressToken twice", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":1,"progressToken":2}}}`, false},
+			{"call, _Meta too", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":1},"_Meta":{"progressToken":2}}}`, false},
+			{"list, _META", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_META":{"progressToken":2}}}`, false},
+			{"list, _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":2}}}`, true},
+			{"other method, progreßToken", `{"jsonrpc":"2.0","id":1,"method":"x/y","params":{"_meta":{"progreßToken":2}}}`, false},
+			{"cancel", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, true},
+			{"cancel, no params", `{"jsonrpc":"2.0","method":"notifications/cancelled"}`, true},
+			{"cancel, requestId twice", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"requestId":2}}`, false},
+			{"cancel, RequestID too", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"RequestID":2}}`, false},
+		} {
+			if got := admitted(d, []byte(tc.msg)); got != tc.ok {
+				t.Errorf("filter %v: %s: admitted %v, want %v: %s", d.filter.Load() != nil, tc.name, got, tc.ok, tc.msg)
+			}
+		}
+	}
+}
+
+// progressTokens are the readings of a message's params._meta.progressToken
+// by a Go decoder (any case, the last), a case-sensitive one keeping the
+// last and one keeping the first; "" for none.
+func progressTokens(msg []byte) (lenient, last, first string) {
+	var l struct {
+		Params struct {
+			Meta struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
+		}
+	}
+	_ = json.Unmarshal(msg, &l)
+	var s struct {
+		Params map[string]json.RawMessage `json:"params"`
+	}
+	_ = json.Unmarshal(msg, &s)
+	var meta map[string]json.RawMessage
+	_ = json.Unmarshal(s.Params["_meta"], &meta)
+	firstOf := func(obj []byte, key string) []byte {
+		ms, _ := orderedMembers(obj)
+		for _, m := range ms {
+			if m.key == key {
+				return m.val
+			}
+		}
+		return nil
+	}
+	return string(l.Params.Meta.ProgressToken), string(meta["progressToken"]),
+		string(firstOf(firstOf(firstOf(msg, "params"), "_meta"), "progressToken"))
+}
+
+// TestChildReadsTheProgressTokenTheBridgeWrote: a client's progress token
+// is rewritten to the call's upstream id (progress is routed by it to the
+// call's caller); a token the bridge did not rewrite, read by the child,
+// would route the child's progress to whichever call has that id — another
+// user's. Every token a decoder could read is rewritten, or the call is
+// refused.
+func TestChildReadsTheProgressTokenTheBridgeWrote(t *testing.T) {
+	d, l := newToolDispatcher(t, Options{}, func(int) *scriptConn { return newScriptConn() })
+	s := &recSession{}
+	d.Attach(s, json.RawMessage(`{"capabilities":{}}`))
+	call(t, d, s, testInit)
+	for _, meta := range []string{
+		`{"progressToken":"mine"}`,
+		`{"progress\u0054oken":5}`, // "progressToken" to every decoder
+		`{"progressToken":"mine","ProgressToken":5}`,
+		`{"ProgressToken":5}`,
+		`{"progressToken":"mine","progressToken":5}`,
+		"{\"progressToken\":\"mine\",\"progressTo\u212Aen\":5}",
+	} {
+		for _, params := range []string{
+			`{"name":"echo","_meta":` + meta + `}`,
+			`{"name":"echo","_meta":{"progressToken":"mine"},"_Meta":` + meta + `}`,
+		} {
+			before := len(l.started()[0].written())
+			resp := call(t, d, s, `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":`+params+`}`)
+			for _, msg := range l.started()[0].written()[before:] {
+				m, err := jsonrpc.Parse([]byte(msg))
+				if err != nil || m.Method != "tools/call" {
+					continue
+				}
+				lenient, last, first := progressTokens([]byte(msg))
+				if lenient != string(m.ID) || last != string(m.ID) || first != string(m.ID) {
+					t.Errorf("params %s reached the child as %s: its tokens read %s (Go), %s (the last), %s (the first); the bridge routes progress by %s", params, msg, lenient, last, first, m.ID)
+				}
+			}
+			if !strings.Contains(string(resp), `"result"`) && !strings.Contains(string(resp), `"code":-32602`) {
+				t.Errorf("params %s: answered %s", params, resp)
+			}
+		}
+	}
+}
+
+// TestUnsubscribeCountsWhatTheChildReads: subscriptions are counted per
+// URI, so that one user's unsubscribe never ends another's; an unsubscribe
+// the bridge counts under one URI and the child reads as another would end
+// a bystander's subscription at the child.
+func TestUnsubscribeCountsWhatTheChildReads(t *testing.T) {
+	d, l := newToolDispatcher(t, Options{}, func(int) *scriptConn { return newScriptConn() })
+	bystander, other := &recSession{}, &recSession{}
+	d.Attach(bystander, json.RawMessage(`{"capabilities":{}}`))
+	d.Attach(other, json.RawMessage(`{"capabilities":{}}`))
+	call(t, d, bystander, `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"res://a"}}`)
+	call(t, d, other, `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"res://b"}}`)
+	for _, params := range []string{
+		`{"uri":"res://a","URI":"res://b"}`, // a Go decoder reads res://b, a JavaScript one res://a
+		`{"uri":"res://a","uri":"res://b"}`,
+		`{"uri":"res://b","Uri":"res://a"}`,
+		`{"uri":["res://a"]}`,
+	} {
+		resp := call(t, d, other, `{"jsonrpc":"2.0","id":2,"method":"resources/unsubscribe","params":`+params+`}`)
+		if !strings.Contains(string(resp), `"code":-32602`) {
+			t.Errorf("unsubscribe %s answered %s; want it refused", params, resp)
+		}
+	}
+	for _, msg := range l.started()[0].written() {
+		if strings.Contains(msg, "resources/unsubscribe") {
+			t.Errorf("the child got %s while the bystander is subscribed to res://a", msg)
+		}
+	}
+	// The other user's ordinary unsubscribe goes through; the
+	// bystander's subscription stays.
+	call(t, d, other, `{"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe","params":{"uri":"res://b"}}`)
+	d.mu.RLock()
+	_, subscribed := d.subs["res://a"][bystander]
+	_, left := d.subs["res://b"]
+	d.mu.RUnlock()
+	if !subscribed || left {
+		t.Errorf("after the other's unsubscribe: bystander subscribed %v (want true), res://b counted %v (want false)", subscribed, left)
+	}
+	var unsubscribed []string
+	for _, msg := range l.started()[0].written() {
+		if strings.Contains(msg, "resources/unsubscribe") {
+			unsubscribed = append(unsubscribed, msg)
+		}
+	}
+	if len(unsubscribed) != 1 || !strings.Contains(unsubscribed[0], `"params":{"uri":"res://b"}`) {
+		t.Errorf("the child got unsubscribes %q; want the one of res://b", unsubscribed)
+	}
+}

@@ -169,14 +169,14 @@ func (d *Dispatcher) unsubscribe(call *Call, s Session, m *jsonrpc.Message) *Cal
 	return d.forward(call, m)
 }
 
+// paramURI is the URI a subscription is counted under: params' one
+// "uri" as every decoder reads it (the screen refused any other).
 func paramURI(m *jsonrpc.Message) (string, bool) {
-	var p struct {
-		URI *string `json:"uri"`
-	}
-	if json.Unmarshal(m.Params, &p) != nil || p.URI == nil {
+	uri, err := jsonrpc.ExactMember(m.Params, "uri")
+	if err != nil || len(uri) == 0 || uri[0] != '"' {
 		return "", false
 	}
-	return *p.URI, true
+	return jsonrpc.String(uri), true
 }
 
 // failed reports whether a forwarded call did not succeed.

@@ -38,6 +38,8 @@ type scriptConn struct {
 	methods    []string
 	called     []string
 	cursors    []string
+	// sent are the messages written to the child, whole.
+	sent []string
 }
 
 func newScriptConn(tools ...string) *scriptConn {
@@ -64,6 +66,7 @@ func (c *scriptConn) WriteMessage(msg []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.methods = append(c.methods, m.Method)
+	c.sent = append(c.sent, string(msg))
 	if !m.HasID() || m.Method == "" {
 		return nil
 	}
@@ -139,6 +142,13 @@ func (c *scriptConn) snapshot() (methods, called, initParams, cursors []string) 
 	defer c.mu.Unlock()
 	return append([]string(nil), c.methods...), append([]string(nil), c.called...),
 		append([]string(nil), c.initParams...), append([]string(nil), c.cursors...)
+}
+
+// written are the messages written to the child.
+func (c *scriptConn) written() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.sent...)
 }
 
 func (c *scriptConn) set(f func(c *scriptConn)) {
@@ -344,19 +354,25 @@ func TestHiddenToolCallNeverReachesTheChild(t *testing.T) {
 	}
 
 	call(t, d, nil, testInit)
-	notExact := `tools/call: \"name\" must be one string member named exactly \"name\"`
+	notExact := func(found string) string {
+		return `tools/call: \"name\" must be one member named exactly \"name\", not \"` + found + `\"`
+	}
+	notString := `tools/call needs \"params.name\", the tool's name as a string`
 	hidden := []struct{ id, params, msg string }{
 		{`"a"`, `{"name":"crash"}`, notAvailable("crash")},
 		{`"b"`, `{"name":"secret_x","arguments":{"name":"echo"}}`, notAvailable("secret_x")},
-		{`"c"`, `{"name":"cr\u0061sh"}`, notAvailable("crash")},          // escapes are decoded
-		{`"d"`, `{"name":"echo","Name":"crash"}`, notExact},              // case-insensitive decoders
-		{`"e"`, `{"NAME":"crash"}`, notExact},                            // likewise
-		{`"e2"`, `{"NAME":"echo"}`, notExact},                            // even for an allowed tool
-		{`"f"`, `{"name":"crash","name":"echo"}`, notAvailable("crash")}, // duplicate keys
-		{`"g"`, `{"name":["crash"]}`, notExact},                          // a JS server coerces ["x"] to "x"
-		{`"h"`, `{"name":42}`, notExact},
-		{`"i"`, `{"arguments":{}}`, `tools/call needs \"params.name\", the tool's name as a string`},
-		{`"j"`, `["crash"]`, `tools/call needs \"params\": an object with the tool's \"name\"`},
+		{`"c"`, `{"name":"cr\u0061sh"}`, notAvailable("crash")},                                                                        // escapes are decoded
+		{`"d"`, `{"name":"echo","Name":"crash"}`, notExact("Name")},                                                                    // case-insensitive decoders
+		{`"e"`, `{"NAME":"crash"}`, notExact("NAME")},                                                                                  // likewise
+		{`"e2"`, `{"NAME":"echo"}`, notExact("NAME")},                                                                                  // even for an allowed tool
+		{`"f"`, `{"name":"crash","name":"echo"}`, `tools/call: \"name\" must be one member named exactly \"name\": it is given twice`}, // duplicate keys
+		{`"f2"`, `{"name":"echo","name":"echo"}`, `tools/call: \"name\" must be one member named exactly \"name\": it is given twice`},
+		{`"f3"`, `{"name":"echo","n\u0061me":"crash"}`, `tools/call: \"name\" must be one member named exactly \"name\": it is given twice`}, // escaped, a duplicate
+		{`"f4"`, `{"name":"echo","arguments":{},"Arguments":{"x":1}}`, `tools/call: \"arguments\" must be one member named exactly \"arguments\", not \"Arguments\"`},
+		{`"g"`, `{"name":["crash"]}`, notString}, // a JS server coerces ["x"] to "x"
+		{`"h"`, `{"name":42}`, notString},
+		{`"i"`, `{"arguments":{}}`, notString},
+		{`"j"`, `["crash"]`, `tools/call needs \"params\": an object with the tool's name (\"name\")`},
 		{`1.5e3`, `{ "name" : "secret_" }`, notAvailable("secret_")},
 	}
 	for _, h := range hidden {
@@ -656,7 +672,7 @@ func FuzzToolFilter(f *testing.F) {
 				t.Fatalf("unchanged result differs: %s → %s", data, out)
 			}
 		}
-		d.screenToolCall(&jsonrpc.Message{ID: json.RawMessage("1"), Method: "tools/call", Params: data}, deny)
+		d.screen(&jsonrpc.Message{ID: json.RawMessage("1"), Method: "tools/call", Params: data}, true)
 		toolName(data)
 		jsonrpc.EachElement(data, func([]byte) {})
 	})

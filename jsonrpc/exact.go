@@ -59,6 +59,10 @@ func ExactMembers(obj []byte, keys []string, vals [][]byte) error {
 	end := i + 1
 	EachMemberRaw(obj, func(rawKey []byte, start, stop int) bool {
 		end = stop
+		if len(rawKey) < 2 {
+			end = 0 // malformed: the check below refuses it
+			return false
+		}
 		raw := rawKey[1 : len(rawKey)-1]
 		if bytes.IndexByte(raw, '\\') >= 0 {
 			raw = []byte(String(rawKey)) // the name as decoders read it
@@ -110,6 +114,37 @@ func spaceAfter(b []byte, i int) int {
 // foldsTo reports whether a lenient decoder could take the member name
 // for key: their folded forms (nameFolder) are the same.
 func foldsTo(name []byte, key string) bool {
+	// ASCII first, at once; nameFolder from the first other byte on.
+	i, j := 0, 0
+	for {
+		for i < len(name) && (name[i] == '_' || name[i] == '-') {
+			i++
+		}
+		for j < len(key) && (key[j] == '_' || key[j] == '-') {
+			j++
+		}
+		if i == len(name) || j == len(key) {
+			return i == len(name) && j == len(key)
+		}
+		a, b := name[i], key[j]
+		if a >= utf8.RuneSelf || b >= utf8.RuneSelf {
+			return foldsToRunes(name[i:], key[j:])
+		}
+		if 'a' <= a && a <= 'z' {
+			a -= 'a' - 'A'
+		}
+		if 'a' <= b && b <= 'z' {
+			b -= 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+		i, j = i+1, j+1
+	}
+}
+
+// foldsToRunes is foldsTo rune by rune.
+func foldsToRunes(name []byte, key string) bool {
 	a, b := nameFolder{s: name}, nameFolder{s: []byte(key)}
 	for {
 		ra, okA := a.next()

@@ -140,3 +140,16 @@ func FuzzExactMember(f *testing.F) {
 }
 
 var fuzzKeys = []string{"uri", "name", "key", "s", "_meta", "progressToken", "requestId", "taskId"}
+
+// BenchmarkExactMembers: the screen's walk over a tools/call's params.
+func BenchmarkExactMembers(b *testing.B) {
+	params := []byte(`{"name":"echo","arguments":{"text":"hi","n":[1,2,3]},"_meta":{"progressToken":"tok-1"}}`)
+	keys := []string{"name", "arguments", "_meta"}
+	vals := make([][]byte, 3)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := ExactMembers(params, keys, vals); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
