@@ -148,22 +148,26 @@ func validString(b []byte, i int) (int, bool) {
 		if esc < 0 {
 			return q + 1, true
 		}
-		i += esc + 1 // the escaped byte: at q at most, so within b
-		switch b[i] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i++
-		case 'u':
-			if i+5 > len(b) {
-				return i, false
-			}
-			for _, h := range b[i+1 : i+5] {
-				if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+		// The escape, and those that follow it at once (a text of many
+		// lines is one after another), without looking for a fast run.
+		for i += esc; i < q && b[i] == '\\'; {
+			i++ // the escaped byte: at q at most, so within b
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if i+5 > len(b) {
 					return i, false
 				}
+				for _, h := range b[i+1 : i+5] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return i, false
+					}
+				}
+				i += 5
+			default:
+				return i, false
 			}
-			i += 5
-		default:
-			return i, false
 		}
 	}
 }
