@@ -15,7 +15,7 @@ import (
 func (s *Session) record() StoredSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return StoredSession{ID: s.id, Owner: s.owner, Version: s.version, InitParams: s.initParams, LastUsed: time.Unix(0, s.lastUsed.Load())}
+	return StoredSession{ID: s.id, Owner: s.owner, Version: s.version, InitParams: s.initParams, LastUsed: time.Unix(0, s.lastUsed.Load()), Created: s.created}
 }
 
 // persist writes a new session to the Store.
@@ -76,6 +76,15 @@ func (ep *Endpoint) Restore() {
 		}
 		s := ep.reg.restore(ep, r.ID, r.Owner)
 		s.lastUsed.Store(r.LastUsed.UnixNano())
+		// Its age goes on from its initialize, not from this restart (a
+		// record without it was made no later than its last use).
+		created := r.Created
+		if created.IsZero() || created.After(r.LastUsed) {
+			created = r.LastUsed
+		}
+		s.mu.Lock()
+		s.created = created
+		s.mu.Unlock()
 		s.setVersion(r.Version)
 		s.initParams = r.InitParams
 		s.d.Attach(s, r.InitParams)

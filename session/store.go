@@ -38,6 +38,9 @@ type StoredSession struct {
 	// clientInfo, as the dispatcher needs them.
 	InitParams json.RawMessage `json:"init_params"`
 	LastUsed   time.Time       `json:"last_used"`
+	// Created is when its initialize came (zero in files written before
+	// it was kept: Restore then takes LastUsed, the latest it can be).
+	Created time.Time `json:"created,omitempty"`
 }
 
 // BoltStore is a Store in a bbolt file (the state directory's
