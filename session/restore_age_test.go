@@ -47,7 +47,7 @@ func TestRestoredSessionsKeepTheirAge(t *testing.T) {
 	for _, info := range ep.Sessions() {
 		infos[info.ID] = info
 	}
-	if k := infos[kept.ID[:8]]; k.AgeS < (3 * time.Hour).Seconds() || k.AgeS < k.IdleS {
+	if k := infos[kept.ID[:8]]; k.AgeS < (3*time.Hour).Seconds() || k.AgeS < k.IdleS {
 		t.Errorf("a session initialized 3 h ago, used 1 min ago, after a restart: age %.0f s, idle %.0f s", k.AgeS, k.IdleS)
 	}
 	if l := infos[legacy.ID[:8]]; l.AgeS < l.IdleS {
