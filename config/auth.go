@@ -216,3 +216,30 @@ func parseAuthClients(v *yaml.Node, where string) ([]AuthClient, []string) {
 	}
 	return out, problems
 }
+
+// Unprotected reports whether no 'auth:' block stands anywhere in the
+// file: neither at the top level nor on any destination.
+func (c *Config) Unprotected() bool {
+	if c.Auth != nil {
+		return false
+	}
+	for _, d := range c.Destinations {
+		if d.Auth != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// ProtectAll gives a file with no 'auth:' block anywhere (Unprotected) the
+// top-level block a, as if the file had it: every destination (and so
+// every profile) carries it. It does nothing to a file with a block.
+func (c *Config) ProtectAll(a *Auth) {
+	if !c.Unprotected() {
+		return
+	}
+	c.Auth = a
+	for _, d := range c.Destinations {
+		d.Auth = a
+	}
+}

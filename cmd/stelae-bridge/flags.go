@@ -56,6 +56,7 @@ type settings struct {
 	authTokensFile  string
 	authTokens      string
 	publicURL       string
+	publicOpen      bool
 	stateDir        string
 	trustProxy      bool
 	noConsole       bool
@@ -181,6 +182,7 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	str(&s.authTokens, "auth-tokens", "STELAE_AUTH_TOKENS", "", "comma-separated bearer tokens (prefer the file or STELAE_AUTH_TOKENS: flags show in ps)")
 	str(&s.stateDir, "state-dir", "STELAE_STATE_DIR", "", "directory for the bridge's state (created 0700): the process groups of running children, so that a restart can kill what a bridge killed outright left behind; default $XDG_STATE_HOME/stelae-bridge or ~/.local/state/stelae-bridge (macOS: ~/Library/Application Support/stelae-bridge; Windows: %LocalAppData%\\stelae-bridge)")
 	str(&s.publicURL, "public-url", "STELAE_PUBLIC_URL", "", "base of absolute URLs in discovery documents (e.g. https://mcp.example.com); default: the request's Host")
+	boolean(&s.publicOpen, "public-open", "STELAE_PUBLIC_OPEN", "serve destinations with no protection (no 'auth:', no bearer tokens) at an https -public-url; without it the bridge refuses to start so (for when a proxy in front authenticates)")
 	dur(&s.oauthSkew, "oauth-clock-skew", "STELAE_OAUTH_CLOCK_SKEW", d.OAuthSkew, "clock difference tolerated on an access token's exp, nbf and iat")
 	dur(&s.oauthKeysTTL, "oauth-keys-ttl", "STELAE_OAUTH_KEYS_TTL", d.OAuthKeysTTL, "how long an issuer's metadata and signing keys (JWKS) are kept before they are fetched again")
 	dur(&s.oauthRefetch, "oauth-key-refetch", "STELAE_OAUTH_KEY_REFETCH", d.OAuthMinRefresh, "least time between fetches of an issuer's keys caused by tokens naming an unknown key (rotation), and between retries when the issuer cannot be reached")

@@ -83,6 +83,12 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 1
 	}
 	if s.check {
+		if tokens, err := loadTokens(s, os.ReadFile); err == nil {
+			if _, err := protection(cfg, s, len(tokens)); err != nil {
+				fmt.Fprintln(stderr, "stelae-bridge:", err)
+				return 1
+			}
+		}
 		warnings := append(slices.Clone(cfg.Warnings), commandWarnings(cfg, getenv("PATH"))...)
 		warnings = append(warnings, issuerWarnings(ctx, cfg)...)
 		profileWarnings, tools := profileCounts(ctx, cfg, s, environ)
@@ -108,6 +114,11 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
 	}
+	protectionNote, err := protection(cfg, s, len(tokens))
+	if err != nil {
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 1
+	}
 	level := hclog.LevelFromString(s.logLevel) // checked by parseSettings
 	logOut := newLogWriter(stderr)
 	defer logOut.Close()
@@ -120,6 +131,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if err != nil {
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
+	}
+	if open := openDestinations(cfg, len(tokens)); len(open) > 0 && !ln.Addr().(*net.TCPAddr).IP.IsLoopback() && !s.publicOpen {
+		log.Warn("the bridge listens beyond this machine and "+describeOpen(open)+" is open to whoever reaches it: protect it (an 'auth:' block, or -auth-tokens-file), or listen on loopback; -public-open silences this", "listen", ln.Addr().String())
 	}
 	allowedHosts := list(s.allowedHosts)
 	// On loopback, only loopback (or explicitly allowed) Host names: the
@@ -207,6 +221,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	switch {
 	case cfg.Auth.Builtin():
 		fmt.Fprintf(stdout, "  OAuth: the built-in authorization server (approve clients with the passphrase; 'stelae-bridge auth clients' lists them)\n")
+		fmt.Fprint(stdout, protectionNote)
 	case cfg.Auth != nil:
 		fmt.Fprintf(stdout, "  OAuth: access tokens from %s\n", cfg.Auth.Issuer)
 	}
@@ -241,7 +256,8 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	rl := &reloader{path: s.config, lookup: lookup, b: b, started: cfg, as: as, instance: s.instance, log: log.Named("config"), last: startDigest}
+	rl := &reloader{path: s.config, lookup: lookup, b: b, started: cfg, as: as, instance: s.instance, log: log.Named("config"), last: startDigest,
+		protect: func(cfg *config.Config) error { _, err := protection(cfg, s, len(tokens)); return err }}
 	rctx, stopReloads := context.WithCancel(ctx)
 	reloads := make(chan struct{})
 	go func() {

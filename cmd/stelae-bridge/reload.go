@@ -31,7 +31,11 @@ type reloader struct {
 	as      *authserver.Server
 	// instance is the fleet instance this bridge is (-instance; "" alone).
 	instance string
-	log      hclog.Logger
+	// protect applies to a reloaded file what the bridge's settings say
+	// of its protection (protection.go): a passphrase's implicit 'auth:',
+	// and no destination open at an https public URL.
+	protect func(*config.Config) error
+	log     hclog.Logger
 	// last is the digest of the content last read by a reload (or at the
 	// start): -watch reloads when the file's differs.
 	last [32]byte
@@ -89,6 +93,11 @@ func (rl *reloader) reload(why string) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if rl.protect != nil {
+			if err := rl.protect(cfg); err != nil {
+				return nil, fmt.Errorf("%w: %v", bridge.ErrReloadRefused, err)
+			}
 		}
 		for _, w := range cfg.Warnings {
 			rl.log.Warn("destinations file: "+w, "file", rl.path)
