@@ -144,16 +144,14 @@ func (b *Bridge) protection(r *http.Request) guarded {
 		// credential, never an MCP client's token (console/access.go).
 		return guarded{open: true}
 	case (path == "/mcp" || rootCall) && t.cfg.AwayDefault != "":
-		// Answered 421 naming its owner: no data, no token needed.
-		return guarded{open: true}
+		return b.awayGuard()
 	case path == "/mcp":
 		return guarded{dest: t.defaultKey(), route: "default"}
 	case rootCall:
 		return guarded{dest: t.defaultKey(), route: "root"}
 	}
 	if path != "" && t.away(path) {
-		// Answered 421 naming its owner: no data, no token needed.
-		return guarded{open: true}
+		return b.awayGuard()
 	}
 	if dest, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && t.endpoints[dest] != nil {
 		return guarded{dest: dest, route: "dest"}
@@ -161,6 +159,17 @@ func (b *Bridge) protection(r *http.Request) guarded {
 		// A profile: its key is its URL's path, so its resource and
 		// metadata URLs are made as a destination's.
 		return guarded{dest: profileKey(name), route: "dest"}
+	}
+	return guarded{}
+}
+
+// awayGuard guards a request another instance of the fleet serves (421
+// naming its owner, fleet.go): open when auth is off; with auth on it
+// needs a credential of the bridge's own routes first (401 without), so
+// nobody unauthenticated learns what the fleet serves where.
+func (b *Bridge) awayGuard() guarded {
+	if len(b.opts.AuthTokens) == 0 && len(b.t().operatorPolicies) == 0 {
+		return guarded{open: true}
 	}
 	return guarded{}
 }
