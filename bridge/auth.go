@@ -276,6 +276,9 @@ func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 			if b.log.IsDebug() {
 				b.logAccepted(g, c)
 			}
+			if b.console != nil {
+				b.console.NoteClient(c.Principal(), c.ClientID) // the console shows the principal with its client
+			}
 			return r.WithContext(session.WithPrincipal(r.Context(), c.Principal()))
 		}
 	}

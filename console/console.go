@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/stelae-bridge/stelae-bridge/lockout"
+	"github.com/stelae-bridge/stelae-bridge/session"
 )
 
 // Options configure a Console.
@@ -58,6 +59,7 @@ type Console struct {
 	openToken string
 	tokens    []string
 	logins    logins
+	labels    clientLabels
 	// mu guards streams (the open event streams), snap and snapAt (the
 	// last state, shared by the viewers), prev and prevAt (the traffic at
 	// the last rate sample, and when) and rates (calls and errors per
@@ -194,8 +196,19 @@ func (c *Console) state() []byte {
 	}
 	c.sampleRates(now)
 	counts := c.opts.Tail.traffic()
+	clientOf := c.labels.byShort()
+	names := map[string]string{}
+	for _, cl := range st.Clients {
+		names[cl.ID] = cl.Name
+	}
 	for i := range st.Destinations {
 		d := &st.Destinations[i]
+		for j := range d.Sessions {
+			s := &d.Sessions[j]
+			if id, ok := clientOf[s.Principal]; ok {
+				s.OAuthClient, s.OAuthClientName = id, names[id]
+			}
+		}
 		t := counts[d.Name]
 		d.Calls, d.Errors = t.calls, t.errors
 		r := c.rates[d.Name]
@@ -244,4 +257,67 @@ func Serves(path string) bool {
 		return false
 	}
 	return true
+}
+
+// maxLabels bounds the principals whose OAuth client is remembered (past
+// it an arbitrary one is forgotten: a label is for display only).
+const maxLabels = 4096
+
+// clientLabels remembers which OAuth client each principal's token named,
+// so that a session's principal (a hash) can be shown with its client.
+type clientLabels struct {
+	// mu guards byPrincipal.
+	mu          sync.RWMutex
+	byPrincipal map[session.Principal]string
+}
+
+// NoteClient records that p's access token was issued to the OAuth client
+// clientID (the bridge's auth layer calls it for each request an OAuth
+// token admitted; a label for the operator, never used to route or
+// admit).
+func (c *Console) NoteClient(p session.Principal, clientID string) {
+	if clientID == "" || p == (session.Principal{}) {
+		return
+	}
+	label := truncateLabel(clientID)
+	l := &c.labels
+	l.mu.RLock()
+	same := l.byPrincipal[p] == label
+	l.mu.RUnlock()
+	if same {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byPrincipal == nil {
+		l.byPrincipal = map[session.Principal]string{}
+	}
+	if _, ok := l.byPrincipal[p]; !ok && len(l.byPrincipal) >= maxLabels {
+		for k := range l.byPrincipal {
+			delete(l.byPrincipal, k)
+			break
+		}
+	}
+	l.byPrincipal[p] = label
+}
+
+// byShort is the labels by the principals' short names (as sessions show
+// them).
+func (l *clientLabels) byShort() map[string]string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make(map[string]string, len(l.byPrincipal))
+	for p, id := range l.byPrincipal {
+		out[p.Short()] = id
+	}
+	return out
+}
+
+// truncateLabel caps a client id at 300 bytes (a metadata document's URL
+// can be long; the page wraps it).
+func truncateLabel(s string) string {
+	if len(s) <= 300 {
+		return s
+	}
+	return s[:300] + "…"
 }

@@ -419,6 +419,47 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// sessionsBackend is fakeBackend with two sessions of two principals.
+type sessionsBackend struct{ fakeBackend }
+
+func (*sessionsBackend) Destinations() []Destination {
+	return []Destination{{Name: "notes", State: "running", Tools: []Tool{}, Sessions: []Session{
+		{ID: "aaaaaaaa", Principal: session.Principal{7}.Short()}, {ID: "bbbbbbbb", Principal: session.Principal{8}.Short()}}}}
+}
+
+// TestSessionsNameTheirOAuthClient: a session whose principal an OAuth
+// token made is shown with that token's client (its id, and its name
+// among the built-in server's clients); a bystander principal's session,
+// whose client the auth layer never named, is shown without one.
+func TestSessionsNameTheirOAuthClient(t *testing.T) {
+	c := New(Options{Backend: &sessionsBackend{}, AuthOn: true, Tokens: []string{"operator-token"}})
+	c.NoteClient(session.Principal{7}, "c_1")
+	c.NoteClient(session.Principal{}, "anonymous-never-labelled")
+	w := serve(c, req("GET", "/console/api/state", local, "", "Authorization", "Bearer operator-token"))
+	var st State
+	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || len(st.Destinations) != 1 || len(st.Destinations[0].Sessions) != 2 {
+		t.Fatalf("state: %v %s", err, w.Body)
+	}
+	for _, s := range st.Destinations[0].Sessions {
+		switch s.ID {
+		case "aaaaaaaa":
+			if s.OAuthClient != "c_1" || s.OAuthClientName != "Claude" {
+				t.Errorf("the OAuth session: client %q named %q, want c_1 named Claude", s.OAuthClient, s.OAuthClientName)
+			}
+		default:
+			if s.OAuthClient != "" || s.OAuthClientName != "" {
+				t.Errorf("a bystander's session shows client %q %q", s.OAuthClient, s.OAuthClientName)
+			}
+		}
+	}
+	for i := range maxLabels + 10 { // bounded
+		c.NoteClient(session.Principal{byte(i), byte(i >> 8), 1}, "c")
+	}
+	if n := len(c.labels.byShort()); n > maxLabels {
+		t.Errorf("%d labels kept, want at most %d", n, maxLabels)
+	}
+}
+
 // TestEveryAnswerIsFramedAndScriptless: every console answer — the page,
 // the sign-in page, the API, an asset, a 404 — forbids framing and
 // inline script and style, and is not cached.

@@ -70,11 +70,17 @@ type Destination struct {
 
 // Session is one live session.
 type Session struct {
-	ID              string  `json:"id"`
-	Client          string  `json:"client"`
-	ProtocolVersion string  `json:"protocol_version"`
-	Era             string  `json:"era"`
-	Principal       string  `json:"principal"`
+	ID              string `json:"id"`
+	Client          string `json:"client"`
+	ProtocolVersion string `json:"protocol_version"`
+	Era             string `json:"era"`
+	Principal       string `json:"principal"`
+	// OAuthClient is the OAuth client whose token made Principal (the
+	// client_id the auth layer saw, NoteClient), and OAuthClientName its
+	// name in the built-in server's clients; empty when the principal is
+	// not an OAuth one or made no request since the bridge started.
+	OAuthClient     string  `json:"oauth_client,omitempty"`
+	OAuthClientName string  `json:"oauth_client_name,omitempty"`
 	AgeS            float64 `json:"age_s"`
 	IdleS           float64 `json:"idle_s"`
 	Inflight        int     `json:"inflight"`

@@ -190,6 +190,12 @@ func TestConsoleInABrowser(t *testing.T) {
 	if client := p.text(fmt.Sprintf(`#sessions tr[data-session=%q] td.client`, short)); !strings.Contains(client, "test") {
 		t.Errorf("the session's client cell says %q, want the clientInfo name", client)
 	}
+	// Its principal (a hash) is named with the OAuth client whose token
+	// made it.
+	p.waitJS("the session's principal with its OAuth client", fmt.Sprintf(`/Test Connector/.test((document.querySelector('#sessions tr[data-session=%q] td.principal')||{}).textContent||"")`, short))
+	if oc := eval[string](p, fmt.Sprintf(`document.querySelector('#sessions tr[data-session=%q]').getAttribute("data-oauth-client")`, short)); oc != c.id {
+		t.Errorf("the session's OAuth client: %q, want %q", oc, c.id)
+	}
 	p.waitJS("notes running with a pid", `/^\d+$/.test((document.querySelector('section.destination[data-destination="notes"] .pid')||{}).textContent||"")`)
 	pid := strings.TrimSpace(p.text(`section.destination[data-destination="notes"] .pid`))
 	if st := p.text(`section.destination[data-destination="notes"] .state`); !strings.Contains(st, "running") {

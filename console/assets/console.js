@@ -222,7 +222,17 @@
     setText(f.client, str(s.client) || '—');
     setText(f.era, s.era);
     if (s.protocol_version) f.era.title = 'protocol ' + str(s.protocol_version);
-    setText(f.principal, s.principal);
+    // A principal is a hash; the OAuth client whose token made it is
+    // named beside it (its name in the clients below, else its id).
+    const oc = str(s.oauth_client);
+    setText(f.principal, oc ? `${str(s.principal)} · ${str(s.oauth_client_name) || oc}` : s.principal);
+    if (oc) {
+      f.principal.title = 'OAuth client ' + oc;
+      tr.setAttribute('data-oauth-client', oc);
+    } else {
+      f.principal.removeAttribute('title');
+      tr.removeAttribute('data-oauth-client');
+    }
     setText(f.age, dur(num(s.age_s)));
     setText(f.idle, dur(num(s.idle_s)));
     setText(f.inflight, num(s.inflight));
