@@ -24,6 +24,7 @@ import (
 type settings struct {
 	config          string
 	listen          string
+	listenSet       bool // -listen or STELAE_LISTEN given (else a fleet instance listens at its url)
 	check           bool
 	version         bool
 	maxSessions     int
@@ -292,6 +293,7 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 		}
 		return errors.New(msg)
 	}
+	s.listenSet = given["listen"] || fromEnv["listen"] != ""
 	addr, err := listenAddress(s.listen)
 	if err != nil {
 		return nil, invalid("listen", "-listen %s", err)

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -72,4 +74,26 @@ func awayList(cfg *config.Config) string {
 	}
 	slices.Sort(out)
 	return strings.Join(out, ", ")
+}
+
+// instanceListen is where a fleet instance listens when -listen was not
+// given: the host and port of its 'url:' (the address the balancer
+// reaches it at), not the lone bridge's default; "" when it has no url.
+func instanceListen(cfg *config.Config) string {
+	in := cfg.Instances[cfg.Instance]
+	if in == nil || in.URL == "" {
+		return ""
+	}
+	u, err := url.Parse(in.URL)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }

@@ -81,6 +81,8 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	} else if cfg, err = selectInstance(cfg, s.instance); err != nil {
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
+	} else if addr := instanceListen(cfg); addr != "" && !s.listenSet {
+		s.listen = addr
 	}
 	if s.check {
 		if tokens, err := loadTokens(s, os.ReadFile); err == nil {
@@ -129,6 +131,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 
 	ln, shared, err := listen(s.listen, getenv)
 	if err != nil {
+		if cfg.Instance != "" && !s.listenSet {
+			err = fmt.Errorf("%w (instance %s listens at the address of its 'url:' when -listen is not given: give -listen HOST:PORT if the url is not this machine's address)", err, cfg.Instance)
+		}
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
 	}

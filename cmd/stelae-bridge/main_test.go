@@ -583,4 +583,10 @@ func TestRunFleet(t *testing.T) {
 	if code, _, errOut := runCmd(t, []string{"-config", path, "-listen", "127.0.0.1:0", "-instance", "three"}, env); code != 1 || !strings.Contains(errOut, `no instance "three"`) {
 		t.Errorf("an undeclared instance: code %d, stderr %q", code, errOut)
 	}
+	// Without -listen an instance listens at its url's address (it once
+	// took the lone bridge's 127.0.0.1:9090): here one's, 10.0.0.1, is
+	// not this machine's, and the error says what to do.
+	if code, _, errOut := runCmd(t, []string{"-config", path, "-instance", "one"}, env); code != 1 || !strings.Contains(errOut, "10.0.0.1:9090") || !strings.Contains(errOut, "give -listen") {
+		t.Errorf("instance one without -listen: code %d, stderr %q; want it to listen at 10.0.0.1:9090, and to say so", code, errOut)
+	}
 }
