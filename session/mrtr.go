@@ -105,30 +105,33 @@ func sign(key, body []byte) []byte {
 // the params that name the work (name, arguments, uri) — so that a retry
 // must ask for the same thing; anything else (_meta, inputResponses,
 // requestState, members it does not know) may differ. The members are
-// read as readEnvelope and the dispatcher's screen read them (exact names;
-// the last of duplicates), never by a second decoder with other rules.
+// read as every decoder reads them (jsonrpc.ExactMembers: the dispatcher's
+// screen refused the request otherwise), never by a second decoder with
+// other rules; params read otherwise get a digest no retry matches.
 func paramsDigest(method string, params json.RawMessage) [32]byte {
+	var vals [3][]byte
+	if err := jsonrpc.ExactMembers(params, digestMembers[:], vals[:]); err != nil {
+		var none [32]byte
+		_, _ = rand.Read(none[:])
+		return none
+	}
 	var canon struct {
 		Name, Arguments, URI any
 	}
-	jsonrpc.EachMemberRaw(params, func(k []byte, start, end int) bool {
-		v := params[start:end]
-		switch {
-		case jsonrpc.KeyIs(k, "name"):
-			canon.Name = nil
-			_ = json.Unmarshal(v, &canon.Name)
-		case jsonrpc.KeyIs(k, "arguments"):
-			canon.Arguments = nil
-			_ = json.Unmarshal(v, &canon.Arguments)
-		case jsonrpc.KeyIs(k, "uri"):
-			canon.URI = nil
-			_ = json.Unmarshal(v, &canon.URI)
+	for i, v := range []*any{&canon.Name, &canon.Arguments, &canon.URI} {
+		if vals[i] != nil {
+			_ = json.Unmarshal(vals[i], v)
 		}
-		return true
-	})
+	}
 	b, _ := json.Marshal(canon) // key order and spacing do not matter
 	return sha256.Sum256(append([]byte(method+"\x00"), b...))
 }
+
+// digestMembers are the params paramsDigest binds, in canon's order.
+var digestMembers = [...]string{"name", "arguments", "uri"}
+
+// resumeMembers are what a retry resumes a parked call by.
+var resumeMembers = [...]string{"requestState", "inputResponses"}
 
 // parkOutcome is what park made of a call.
 type parkOutcome uint8
@@ -343,6 +346,13 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 	invalid := func(why string) {
 		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams, "requestState "+why+"; send the original request again without it", nil)
 	}
+	// Which call resumes, and with what answers, is read as every decoder
+	// reads it: one requestState, one inputResponses.
+	var resume [2][]byte
+	if err := jsonrpc.ExactMembers(m.Params, resumeMembers[:], resume[:]); err != nil {
+		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams, "a retry's "+err.Error(), nil)
+		return
+	}
 	state := jsonrpc.String(rawState)
 	bodyPart, macPart, ok := strings.Cut(state, ".")
 	body, err1 := base64.RawURLEncoding.DecodeString(bodyPart)
@@ -389,7 +399,7 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 	}
 	pc.timer.Stop()
 	var responses map[string]json.RawMessage
-	_ = json.Unmarshal(jsonrpc.Member(m.Params, "inputResponses"), &responses)
+	_ = json.Unmarshal(resume[1], &responses)
 	pc.f.inputs = map[string]json.RawMessage{}
 	for k, v := range responses {
 		if _, asked := pc.keys[k]; !asked {

@@ -195,3 +195,107 @@ func TestRequestStateLadder(t *testing.T) {
 		t.Errorf("the retry again: %d %q; want 400 saying it was already used", status, e.Message)
 	}
 }
+
+// modernPost posts a 2026-07-28 request of method from principal p with
+// params (a _meta with the version and caps is added) and the Mcp-Name
+// header name.
+func modernPost(ep *Endpoint, p Principal, id, method, params, name string) (int, map[string]json.RawMessage) {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	if params == "{}" {
+		params = "{" + meta + "}"
+	} else {
+		params = strings.TrimSuffix(params, "}") + "," + meta + "}"
+	}
+	body := `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":` + params + `}`
+	r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/ask/mcp", strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name} {
+		r.Header.Set(k, v)
+	}
+	r = r.WithContext(WithPrincipal(r.Context(), p))
+	w := httptest.NewRecorder()
+	ep.ServeHTTP(w, r)
+	var out map[string]json.RawMessage
+	_ = json.Unmarshal(w.Body.Bytes(), &out)
+	return w.Code, out
+}
+
+// errorMessage is the message of a JSON-RPC error answer ("" for none).
+func errorMessage(out map[string]json.RawMessage) string {
+	var e struct{ Message string }
+	_ = json.Unmarshal(out["error"], &e)
+	return e.Message
+}
+
+// TestMRTRReadsWhatEveryDecoderReads (issue 34): a call parks for its
+// client's input bound to the name and arguments it asked for, and a retry
+// resumes it by its requestState with its inputResponses — each read as
+// every decoder reads it. A request or retry that names any of them twice,
+// or also in another letter case, is refused before anything resumes or
+// reaches the child; the parked call waits on for the retry that is
+// exact, which resumes it.
+func TestMRTRReadsWhatEveryDecoderReads(t *testing.T) {
+	ep := askingEndpoint(t)
+	alice := Principal{1}
+	const caps = `{"elicitation":{}}`
+	// An original whose arguments a Go child reads as the second.
+	status, out := statelessCall(ep, alice, "1", caps, `,"Arguments":{"x":1}`)
+	if msg := errorMessage(out); !strings.Contains(msg, `"arguments" must be one member named exactly "arguments"`) {
+		t.Errorf("original with Arguments too: %d %s %s; want it refused", status, out["result"], out["error"])
+	}
+	status, first := statelessCall(ep, alice, "2", caps, "")
+	var res struct {
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+	}
+	if status != 200 || json.Unmarshal(first["result"], &res) != nil || len(res.InputRequests) != 1 {
+		t.Fatalf("first request: %d %s", status, first["result"])
+	}
+	var key string
+	for k := range res.InputRequests {
+		key = k
+	}
+	answer := func(name string) string {
+		return fmt.Sprintf(`{%q:{"action":"accept","content":{"name":%q}}}`, key, name)
+	}
+	state := fmt.Sprintf(`%q`, res.RequestState)
+	for _, tc := range []struct{ what, extra, want string }{
+		{"requestState twice", `,"inputResponses":` + answer("Ann") + `,"requestState":"x.y","requestState":` + state, `"requestState" must be one member named exactly "requestState": it is given twice`},
+		{"RequestState too", `,"inputResponses":` + answer("Ann") + `,"requestState":` + state + `,"RequestState":"x.y"`, `not "RequestState"`},
+		{"InputResponses too", `,"inputResponses":` + answer("Ann") + `,"InputResponses":` + answer("Eve") + `,"requestState":` + state, `not "InputResponses"`},
+		{"inputResponses twice", `,"inputResponses":` + answer("Eve") + `,"inputResponses":` + answer("Ann") + `,"requestState":` + state, `given twice`},
+		{"Name too", `,"Name":"other","inputResponses":` + answer("Ann") + `,"requestState":` + state, `"name" must be one member named exactly "name", not "Name"`},
+	} {
+		status, out := statelessCall(ep, alice, "3", caps, tc.extra)
+		if msg := errorMessage(out); status != http.StatusBadRequest || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %d %q %s; want 400 saying %q", tc.what, status, msg, out["result"], tc.want)
+		}
+	}
+	// The parked call waited: the exact retry resumes it.
+	status, done := statelessCall(ep, alice, "4", caps, `,"inputResponses":`+answer("Ann")+`,"requestState":`+state)
+	if status != 200 || !strings.Contains(string(done["result"]), `Ann`) || strings.Contains(string(done["result"]), `Eve`) {
+		t.Fatalf("the exact retry: %d %s %s; want the call's answer with Ann's name", status, done["result"], done["error"])
+	}
+}
+
+// TestTaskMethodsReadTheirTaskExactly (issue 34): tasks/get, tasks/update
+// and tasks/cancel find their task by taskId (which the Mcp-Name header
+// carries for intermediaries): one that names it twice, or also in another
+// letter case, is refused, saying so.
+func TestTaskMethodsReadTheirTaskExactly(t *testing.T) {
+	ep := askingEndpoint(t)
+	for _, tc := range []struct{ method, params, want string }{
+		{"tasks/get", `{"taskId":"a","TaskId":"b"}`, `not "TaskId"`},
+		{"tasks/cancel", `{"taskId":"b","taskId":"a"}`, "given twice"},
+		{"tasks/update", `{"taskId":"a","inputResponses":{},"InputResponses":{"k":{}}}`, `not "InputResponses"`},
+	} {
+		status, out := modernPost(ep, Principal{1}, "1", tc.method, tc.params, "a")
+		if msg := errorMessage(out); status != http.StatusBadRequest || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s %s: %d %q; want 400 saying %q", tc.method, tc.params, status, msg, tc.want)
+		}
+	}
+	// An exact one is looked up (and this one is unknown).
+	status, out := modernPost(ep, Principal{1}, "2", "tasks/get", `{"taskId":"a"}`, "a")
+	if msg := errorMessage(out); !strings.Contains(msg, "unknown task") {
+		t.Errorf("tasks/get of an unknown task: %d %q", status, msg)
+	}
+}

@@ -387,10 +387,20 @@ func (t *task) view(resultType string) json.RawMessage {
 
 func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
+// taskMembers are what serveTaskMethod reads of params.
+var taskMembers = [...]string{"taskId", "inputResponses"}
+
 // serveTaskMethod answers tasks/get, tasks/update and tasks/cancel.
 func (ep *Endpoint) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, env *envelope, rec *postLog) {
 	if !hasTasksExtension(env.caps) {
 		rec.status = missingTasksExtension(w, m.ID, m.Method+" needs the "+dispatch.TasksExtension+" extension in the request's "+metaClientCaps)
+		return
+	}
+	// The task and the answers are read as every decoder reads them
+	// (and the Mcp-Name header was checked against this taskId).
+	var vals [2][]byte
+	if err := jsonrpc.ExactMembers(m.Params, taskMembers[:], vals[:]); err != nil {
+		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams, m.Method+": "+err.Error(), nil)
 		return
 	}
 	id := jsonrpc.String(env.taskID)
