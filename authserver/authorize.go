@@ -281,8 +281,9 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <title>stelae-bridge: approve access</title>
 <style>
 body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#111}
-h1{font-size:1.4rem}dl{display:grid;grid-template-columns:auto 1fr;gap:.3rem 1rem}dt{font-weight:600}
-label{display:block;margin-top:1rem;font-weight:600}input[type=password]{width:100%;font-size:1rem;padding:.4rem}
+h1{font-size:1.4rem}dl{display:grid;grid-template-columns:auto minmax(0,1fr);gap:.3rem 1rem}dt{font-weight:600}
+dd{margin:0;min-width:0;overflow-wrap:anywhere}code{overflow-wrap:anywhere}
+label{display:block;margin-top:1rem;font-weight:600}input[type=password]{box-sizing:border-box;width:100%;font-size:1rem;padding:.4rem}
 button{font-size:1rem;padding:.5rem 1.2rem;margin:1rem .5rem 0 0}.problem{color:#a00;font-weight:600}
 </style>
 </head>
