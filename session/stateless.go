@@ -148,9 +148,19 @@ func modernError(w http.ResponseWriter, status int, id json.RawMessage, code int
 // visible ASCII, space or tab). It says what is wrong, or "".
 func paramHeadersMismatch(h http.Header, params []dispatch.ParamHeader, args json.RawMessage) string {
 	for _, p := range params {
+		// Read as every decoder reads it: the child must act on the value
+		// the header carries to intermediaries (jsonrpc.ExactMember).
 		val := args
 		for _, k := range p.Path {
-			val = jsonrpc.Member(val, k)
+			if len(val) == 0 || val[0] != '{' {
+				val = nil
+				break
+			}
+			v, err := jsonrpc.ExactMember(val, k)
+			if err != nil {
+				return fmt.Sprintf("arguments.%s is mirrored into the %s header: %v", strings.Join(p.Path, "."), p.Header, err)
+			}
+			val = v
 		}
 		sent, has := h[p.Header] // canonical: Mcp-Param-Region
 		switch {

@@ -33,6 +33,12 @@ func TestParamHeadersMismatch(t *testing.T) {
 		{`{"region":7}`, map[string]string{"Region": "7"}, "must be a string"},
 		{`{"db":{"shard":1.5}}`, map[string]string{"Shard": "1.5"}, "must be an integer"},
 		{`{"dry":false}`, map[string]string{"Dry": "true"}, "differs"},
+		// The value the header is checked against is what every decoder
+		// reads (issue 34): a Go server reads "Region", the last.
+		{`{"region":"us","Region":"eu"}`, map[string]string{"Region": "us"}, `not "Region"`},
+		{`{"region":"eu","region":"us"}`, map[string]string{"Region": "us"}, "given twice"},
+		{`{"db":{"shard":7,"SHARD":8}}`, map[string]string{"Shard": "7"}, `not "SHARD"`},
+		{`{"db":"x"}`, nil, ""},
 	} {
 		h := http.Header{}
 		for k, v := range tc.headers {

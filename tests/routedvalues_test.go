@@ -197,3 +197,40 @@ func TestRoutedValuesAreWhatTheChildReads(t *testing.T) {
 		t.Error("the bystander made no call while the attacker's were refused")
 	}
 }
+
+// TestParamHeaderIsWhatTheChildReads: a tool parameter mirrored into an
+// Mcp-Param-* header (SEP-2243; the fixture's test_custom_header mirrors
+// region into Mcp-Param-Region) is checked against the arguments so that
+// an intermediary routing on the header routes on what the tool acts on:
+// arguments whose region a Go child reads otherwise than the bridge
+// checked are refused; an exact request is served. (The fixture reads
+// arguments as a map, case-sensitively: the defect itself shows in
+// session's TestParamHeadersMismatch; this is the refusal through HTTP.)
+func TestParamHeaderIsWhatTheChildReads(t *testing.T) {
+	dest, _ := routedBridge(t)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	post := func(id int, args, region string) response {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"test_custom_header","arguments":%s,%s}}`, id, args, meta)
+		return mustRequest(t, http.MethodPost, dest, "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call",
+			"Mcp-Name", "test_custom_header", "Mcp-Param-Region", region)
+	}
+	// The bridge knows which parameters the tool mirrors once it has
+	// its tool list: a header that differs is refused from then on.
+	waitFor(t, 10*time.Second, "the bridge to check Mcp-Param-Region", func() bool {
+		return post(1, `{"region":"eu"}`, "zz").status == http.StatusBadRequest
+	})
+	for i, args := range []string{
+		`{"region":"eu","Region":"us"}`,
+		`{"Region":"us","region":"eu"}`,
+		`{"region":"us","region":"eu"}`,
+		`{"region":"eu","REGION":"us","query":"q"}`,
+	} {
+		r := post(10+i, args, "eu")
+		if r.status != http.StatusBadRequest || strings.Contains(string(r.body), "region us") {
+			t.Errorf("arguments %s with Mcp-Param-Region eu: %d %s; want 400", args, r.status, r.body)
+		}
+	}
+	if r := post(20, `{"region":"eu","query":"q"}`, "eu"); r.status != http.StatusOK || !strings.Contains(string(r.body), "region eu") {
+		t.Errorf("an exact request: %d %s; want the tool's answer for eu", r.status, r.body)
+	}
+}
