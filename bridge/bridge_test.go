@@ -66,7 +66,7 @@ func TestRoutes(t *testing.T) {
 		{"oauth well-known", "GET", "/.well-known/oauth-protected-resource/a/mcp", nil, 404, "does not use OAuth", [2]string{}},
 		{"openid well-known", "GET", "/.well-known/openid-configuration", nil, 404, "does not use OAuth", [2]string{}},
 		{"healthz", "GET", "/healthz", nil, 200, `"status": "ok"`, [2]string{}},
-		{"version", "GET", "/version", nil, 200, `"protocol_versions"`, [2]string{}},
+		{"version", "GET", "/version", nil, 200, `"2026-07-28"`, [2]string{}},
 		{"version is GET only", "POST", "/version", nil, 405, "GET only", [2]string{"Allow", "GET, HEAD"}},
 		{"root describes", "GET", "/", nil, 200, `"url": "http://127.0.0.1:8080/a/mcp"`, [2]string{}},
 		{"manifest", "GET", "/.well-known/mcp/manifest.json", nil, 200, `"transport": "streamable-http"`, [2]string{}},
@@ -77,7 +77,7 @@ func TestRoutes(t *testing.T) {
 		{"bad host", "GET", "/version", []string{"Host", "evil.example"}, 403, "-allowed-hosts evil.example", [2]string{}},
 		{"allowed host", "GET", "/version", []string{"Host", "mcp.example.com"}, 200, "stelae-bridge", [2]string{}},
 		{"cors preflight", "OPTIONS", "/a/mcp", []string{"Origin", "https://app.example.com", "Access-Control-Request-Method", "POST"}, 204, "", [2]string{"Access-Control-Allow-Origin", "https://app.example.com"}},
-		{"cors on answers", "GET", "/version", []string{"Origin", "https://app.example.com"}, 200, "", [2]string{"Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version"}},
+		{"cors on answers", "GET", "/version", []string{"Origin", "https://app.example.com"}, 200, "", [2]string{"Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := serve(b, tc.method, tc.target, tc.headers...)

@@ -160,7 +160,9 @@ func (c *corsLayer) preflight(w http.ResponseWriter, r *http.Request) bool {
 		hdr.Set("Access-Control-Allow-Origin", origin)
 		hdr.Add("Vary", "Origin")
 	}
-	hdr.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version")
+	// WWW-Authenticate: a browser client reads resource_metadata from a
+	// 401's challenge to find the authorization server (MCP authorization).
+	hdr.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate")
 	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
 		return false
 	}

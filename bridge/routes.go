@@ -261,7 +261,11 @@ func (b *Bridge) serveVersion(w http.ResponseWriter, r *http.Request) {
 	if !onlyGet(w, r) {
 		return
 	}
-	writeJSON(w, r, http.StatusOK, map[string]any{"name": "stelae-bridge", "version": b.opts.Version, "commit": b.opts.Commit, "go": runtime.Version(), "protocol_versions": dispatch.Versions()})
+	versions := dispatch.Versions()
+	if b.opts.ProtocolEras != session.Eras2025 {
+		versions = append(versions, dispatch.ModernVersion) // stateless requests (-protocol-eras both)
+	}
+	writeJSON(w, r, http.StatusOK, map[string]any{"name": "stelae-bridge", "version": b.opts.Version, "commit": b.opts.Commit, "go": runtime.Version(), "protocol_versions": versions})
 }
 
 // destinationHealth is one destination in /healthz: states and counts for

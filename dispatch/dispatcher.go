@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,6 +146,34 @@ type child struct {
 	conn supervisor.Child
 	// done is closed when the reader has seen the end of stdout.
 	done chan struct{}
+	// handshaken is set once the child answered initialize; before, its
+	// lines that are not JSON-RPC are noted (noise) for the error of a
+	// caller that gives up waiting for the start.
+	handshaken atomic.Bool
+	// noiseMu guards noise and lastNoise.
+	noiseMu   sync.Mutex
+	noise     int
+	lastNoise string
+}
+
+// noted records a line of the child's that is not JSON-RPC, written
+// before its handshake.
+func (c *child) noted(line []byte) {
+	c.noiseMu.Lock()
+	c.noise++
+	c.lastNoise = truncate(line, 120)
+	c.noiseMu.Unlock()
+}
+
+// startNote says what the child wrote instead of answering initialize
+// ("" when nothing was noted).
+func (c *child) startNote() string {
+	c.noiseMu.Lock()
+	defer c.noiseMu.Unlock()
+	if c.noise == 0 {
+		return ""
+	}
+	return fmt.Sprintf("it has written %d line(s) to stdout that are not JSON-RPC (the last: %q) and no answer to initialize: an MCP stdio server writes only JSON-RPC there (its logs go to stderr); check the command, its arguments, and that the server does not log to stdout", c.noise, c.lastNoise)
 }
 
 // Dispatcher multiplexes the sessions of one destination onto its child:
@@ -156,6 +185,8 @@ type Dispatcher struct {
 	log  hclog.Logger
 	sup  *supervisor.Supervisor[*child]
 	seq  atomic.Uint64
+	// starting is the child whose handshake runs (nil when none).
+	starting atomic.Pointer[child]
 
 	// mu guards initResult, sessions and subs. It may be held while taking
 	// pmu, never the other way round.
@@ -240,6 +271,7 @@ func New(opts Options) *Dispatcher {
 		StopTimeout:     opts.StopTimeout,
 		RestartPatience: opts.RestartPatience,
 		Logger:          opts.Logger,
+		StartNote:       d.startNote,
 	}, d.ready, d.endAll)
 	return d
 }
@@ -300,11 +332,23 @@ func (d *Dispatcher) current() *child {
 // performs the bridge's handshake with it.
 func (d *Dispatcher) ready(ctx context.Context, conn supervisor.Child) (*child, <-chan struct{}, error) {
 	c := &child{conn: conn, done: make(chan struct{})}
+	d.starting.Store(c)
+	defer d.starting.CompareAndSwap(c, nil)
 	go d.read(c) // ends with the child's stdout
 	if err := d.handshake(ctx, c); err != nil {
 		return nil, nil, err
 	}
+	c.handshaken.Store(true)
 	return c, c.done, nil
+}
+
+// startNote is the supervisor's StartNote: what the child being started
+// wrote instead of answering initialize.
+func (d *Dispatcher) startNote() string {
+	if c := d.starting.Load(); c != nil {
+		return c.startNote()
+	}
+	return ""
 }
 
 // endAll ends every session that attached before failure: the destination

@@ -40,6 +40,9 @@ func (d *Dispatcher) read(c *child) {
 		}
 		if err := jsonrpc.ParseInto(line, &m); err != nil {
 			d.log.Warn("child wrote a line that is not a JSON-RPC message; skipped", "error", err, "line", truncate(line, 200))
+			if !c.handshaken.Load() {
+				c.noted(line)
+			}
 			continue
 		}
 		switch m.Kind() {

@@ -72,6 +72,11 @@ type Options struct {
 	RestartPatience time.Duration
 	// Logger is the named logger, carrying the destination.
 	Logger hclog.Logger
+	// StartNote, when set, says what the owner has seen of a start that
+	// is taking long (the dispatcher: lines of the child's that are not
+	// JSON-RPC), for the error of a caller that gave up waiting; "" for
+	// nothing. It is called without the supervisor's lock.
+	StartNote func() string
 }
 
 // DefaultOptions are a supervisor's defaults, written here once (the
@@ -357,12 +362,19 @@ func (s *Supervisor[H]) restartingErrLocked() error {
 // ErrStarting (with how long the start has run) while it starts.
 func (s *Supervisor[H]) startingErr() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state == stateStarting && !s.starting.IsZero() {
-		return fmt.Errorf("%w: destination %q has been starting for %s (it may be downloading its package; start_timeout is %s); retry in a few seconds",
-			ErrStarting, s.opts.Name, time.Since(s.starting).Round(time.Second), s.opts.StartTimeout)
+	starting := s.state == stateStarting && !s.starting.IsZero()
+	since := time.Since(s.starting).Round(time.Second)
+	s.mu.Unlock()
+	if !starting {
+		return ErrTimeout
 	}
-	return ErrTimeout
+	if s.opts.StartNote != nil {
+		if note := s.opts.StartNote(); note != "" {
+			return fmt.Errorf("%w: destination %q has been starting for %s: %s (start_timeout is %s)", ErrStarting, s.opts.Name, since, note, s.opts.StartTimeout)
+		}
+	}
+	return fmt.Errorf("%w: destination %q has been starting for %s (it may be downloading its package; start_timeout is %s); retry in a few seconds",
+		ErrStarting, s.opts.Name, since, s.opts.StartTimeout)
 }
 
 // ctxErr is the error of a caller whose ctx ended: ErrTimeout for a

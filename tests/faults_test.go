@@ -243,6 +243,20 @@ func TestFaultExitAtStartFastPolicy(t *testing.T) {
 	}
 }
 
+// TestFaultNoisyChildExplained: a child that writes lines that are not
+// JSON-RPC instead of answering initialize (a server that logs to stdout,
+// a command that is not an MCP server) makes the caller that gave up
+// waiting hear what it wrote, not that it "may be downloading its
+// package" (issue 34).
+func TestFaultNoisyChildExplained(t *testing.T) {
+	b := newBridge(t, map[string]string{"noisy": fakemcp.ModeNoisy}, bridgeConfig{opts: bridge.Options{RequestTimeout: 2 * time.Second}})
+	r := newClient(t, b.url("noisy")).post(initBody)
+	msg := mustTransportError(t, "initialize", r, http.StatusServiceUnavailable, `"noisy"`, "not JSON-RPC", "Server running on stdio", "logs go to stderr")
+	if strings.Contains(msg, "downloading") {
+		t.Errorf("the error guesses a download: %s", msg)
+	}
+}
+
 // ---- 8. restart exhaustion after a successful start: its sessions end ----
 
 func TestFaultRestartExhaustionEndsSessions(t *testing.T) {

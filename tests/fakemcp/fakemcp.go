@@ -48,6 +48,10 @@ const (
 	ModeStubborn = "stubborn"
 	// ModeSleeper sleeps forever: a grandchild.
 	ModeSleeper = "sleeper"
+	// ModeNoisy logs to stdout and never answers: for every line it
+	// reads it writes a line that is not JSON-RPC (a server that logs to
+	// stdout, or a command that is not an MCP server), until stdin closes.
+	ModeNoisy = "noisy"
 )
 
 // Settings of the scripted server, read from its environment.
@@ -123,6 +127,13 @@ func Serve() {
 		exit(3)
 	case ModeSleeper:
 		time.Sleep(time.Hour)
+		os.Exit(0)
+	case ModeNoisy:
+		sc := bufio.NewScanner(os.Stdin)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			fmt.Println("Server running on stdio, waiting for requests")
+		}
 		os.Exit(0)
 	case ModeEcho:
 		echo(os.Stdin, os.Stdout)
