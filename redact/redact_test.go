@@ -46,6 +46,20 @@ var planted = []struct {
 	{"requestState", `{"params":{"name":"ask","requestState":"c3RhdGV2YWx1ZTAzMg.bWFj"}}`, "c3RhdGV2YWx1ZTAzMg"},
 	{"taskId", `{"params":{"taskId":"taskvalue033"}}`, "taskvalue033"},
 	{"task id in a result", `{"result":{"task":{"taskId":"taskvalue034","status":"working"}}}`, "taskvalue034"},
+	// Issue 34: the two the audit log still showed — an env assignment in a
+	// tool's text, a member named key — and their kin.
+	{"env assignment in a result's text", `{"result":{"content":[{"type":"text","text":"GITHUB_TOKEN=ghp_abc"}]}}`, "ghp_abc"},
+	{"member named key", `{"key":"s3cr3t035"}`, "s3cr3t035"},
+	{"env assignments in a .env file", `{"text":"HOST=db\nDB_PASSWORD=envpass036\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI037"}`, "envpass036"},
+	{"NAME: value in text", `{"text":"api_key: yamlkey038\nname: x"}`, "yamlkey038"},
+	{"export with quotes", `{"text":"export SLACK_TOKEN='quoted token 039'"}`, "quoted token 039"},
+	{"JSON in a log line", `{"log":"sent {\"password\": \"jsonpass040\"}"}`, "jsonpass040"},
+	{"escaped JSON in a log line", `{"log":"body={\\\"client_secret\\\":\\\"escsecret041\\\"}"}`, "escsecret041"},
+	{"apiKey member", `{"config":{"apiKey":"camelkey042"}}`, "camelkey042"},
+	{"db_pass member", `{"db_pass":"dbpass043"}`, "dbpass043"},
+	{"basicAuth member", `{"basicAuth":"user:basic044"}`, "user:basic044"},
+	{"AUTH word in text", `{"text":"AUTH_HEADER=authhdr045 sent"}`, "authhdr045"},
+	{"key: value in text", `{"text":"key: textkey046"}`, "textkey046"},
 }
 
 func TestJSONRedactsEveryPlantedSecret(t *testing.T) {
@@ -116,9 +130,91 @@ func TestSecretKey(t *testing.T) {
 		"progressToken": false, "progresstoken": false, "maxTokens": false, "name": false, "uri": false, "arguments": false,
 		"id": false, "": false, "mapping": false, "shipping": false, "primaryKey": false, "monkey": false, "keyboard": false,
 		"publicKey": false, "compat": false,
+		// Issue 34: key and the names ending in it, pass or auth as a word
+		// of their own; not the words that merely hold those letters.
+		"key": true, "Key": true, "KEY": true, "apiKey": true, "x-api-key": true, "APIKey": true, "XApiKey": true,
+		"licenseKey": true, "LICENSE_KEY": true, "encryption_key": true, "masterKey": true, "secretKey": true, "deploy.key": true,
+		"db_pass": true, "DB_PASS": true, "mysqlPass": true, "basicAuth": true, "basic_auth": true, "proxy-auth": true, "creds": true,
+		"aws_creds": true, "GITHUB_TOKEN": true, "sessionToken": true, "appSecret": true, "adminPassword": true,
+		"keywords": false, "keyword": false, "keys": false, "MONKEY": false, "Monkey": false, "turkey": false,
+		"hockey": false, "whiskey": false, "keyId": false, "key_id": false, "kid": false, "hotkey": false, "keypad": false,
+		"foreignKey": false, "foreign_key": false, "sortKey": false, "partitionKey": false, "PRIMARY_KEY": false, "cacheKey": false,
+		"idempotencyKey": false, "objectKey": false, "routingKey": false, "public_key": false, "passage": false, "bypass": false,
+		"compass": false, "passenger": false, "author": false, "authors": false, "oauth": false, "OAuth": false, "authority": false,
+		"tokenizer": false, "max_tokens": false, "tokens": false,
 	} {
 		if got := SecretKey(k); got != want {
 			t.Errorf("SecretKey(%q) = %v; want %v", k, got, want)
+		}
+	}
+}
+
+// TestTextAssignments: the value of an assignment to a credential's name
+// is masked, up to a blank, a quote or the end (or its closing quote), and
+// nothing else of the text (issue 34: GITHUB_TOKEN=ghp_abc was logged).
+func TestTextAssignments(t *testing.T) {
+	for in, want := range map[string]string{
+		"GITHUB_TOKEN=ghp_abc":                         "GITHUB_TOKEN=" + Mask,
+		"env: GITHUB_TOKEN=ghp_abc HOME=/root":         "env: GITHUB_TOKEN=" + Mask + " HOME=/root",
+		"DB_PASSWORD = hunter2\nDB_HOST = db":          "DB_PASSWORD = " + Mask + "\nDB_HOST = db",
+		"export AWS_SECRET_ACCESS_KEY=wJalr/K7MDENG+b": "export AWS_SECRET_ACCESS_KEY=" + Mask,
+		"MYSQL_PWD=pw;x,y":                             "MYSQL_PWD=" + Mask,
+		"db_pass: s3cr3t":                              "db_pass: " + Mask,
+		"Credential: abc def":                          "Credential: " + Mask + " def",
+		"AUTH_HEADER=x1 AuthMode=basic":                "AUTH_HEADER=" + Mask + " AuthMode=" + Mask,
+		"key: s3cr3t":                                  "key: " + Mask,
+		"apiKey=abc&b=1":                               "apiKey=" + Mask,
+		`token: "two words"`:                           `token: "` + Mask + `"`,
+		`password='it''s'`:                             `password='` + Mask + `''s'`,
+		`{"password": "hunter 2", "user": "bob"}`:      `{"password": "` + Mask + `", "user": "bob"}`,
+		`{\"secret\":\"x y\"}`:                         `{\"secret\":\"` + Mask + `\"}`,
+		"SECRET=\"a\nb\"":                              "SECRET=\"" + Mask + "\nb\"",
+		"pass=":                                        "pass=", // nothing to mask
+		"https://h/cb?code=abc&state=s#frag":           "https://h/cb?code=" + Mask + "&state=s#frag",
+		"--password=hunter2 --user bob":                "--password=" + Mask + " --user bob",
+		"TOKEN=PASSWORD: x":                            "TOKEN=" + Mask + " x", // a value is masked whole, separators and all
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q)\n got %q\nwant %q", in, got, want)
+		}
+	}
+}
+
+// TestTextKeepsHarmless: text that names no credential survives whole —
+// words that hold the letters of one, counts of tokens, test verdicts,
+// times, URLs.
+func TestTextKeepsHarmless(t *testing.T) {
+	for _, s := range []string{
+		"Note: remember the keyword",
+		"keywords: go, json, mcp",
+		"author: Jane Doe",
+		"authors=3",
+		"keyboard: us",
+		"monkey=banana",
+		"MONKEY: 1",
+		"the passage: Exodus 3",
+		"bypass=true",
+		"compass: north",
+		"oauth: enabled",
+		"authority: https://login.example.com",
+		"max_tokens: 100",
+		"tokens=42",
+		"progressToken: 7",
+		"primaryKey: id",
+		"sort_key=created_at",
+		"keyId: k1",
+		"--- PASS: TestSomething (0.01s)",
+		"PASS",
+		"at 12:30:45 the job ran",
+		"see https://example.com:8443/docs?page=2#top",
+		"a=1 b=2 c=3",
+		"ratio: 3:2",
+		"C:\\Users\\me",
+		"",
+		"The bearer of this note is welcome.",
+	} {
+		if got := Text(s); got != s {
+			t.Errorf("Text(%q) = %q; nothing in it is a secret", s, got)
 		}
 	}
 }
@@ -172,7 +268,8 @@ func FuzzJSON(f *testing.F) {
 }
 
 func FuzzText(f *testing.F) {
-	for _, s := range []string{"Bearer abcdefghijklmnopqrstuvwx", "postgres://u:p@h/db", "-----BEGIN PRIVATE KEY-----", "a=b&token=c", "héllo", ""} {
+	for _, s := range []string{"Bearer abcdefghijklmnopqrstuvwx", "postgres://u:p@h/db", "-----BEGIN PRIVATE KEY-----", "a=b&token=c", "héllo", "",
+		"GITHUB_TOKEN=ghp_abc HOME=/", `password: "a b"`, `{\"secret\":\"x\"}`, "key: v\nPASS: t", "?api_key=1#x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -127,3 +127,53 @@ func TestIsSecretKey(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditPlantedSecrets: secrets planted in requests and tool results,
+// in every shape the issue 34 campaign used, are all redacted from what
+// -audit-log-bodies logs (it logged 2 of its 19: GITHUB_TOKEN=… in a
+// result's text, and a member named "key"), and the body stays JSON.
+func TestAuditPlantedSecrets(t *testing.T) {
+	call := func(args string) string {
+		return `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run","arguments":` + args + `}}`
+	}
+	result := func(text string) string {
+		b, _ := json.Marshal(text)
+		return `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":` + string(b) + `}],"isError":false}}`
+	}
+	for _, p := range []struct{ name, body, secret string }{
+		{"env assignment in a result", result("GITHUB_TOKEN=ghp_abc"), "ghp_abc"},
+		{"member named key", call(`{"key":"s3cr3t"}`), "s3cr3t"},
+		{"bearer token in text", result("curl -H 'Authorization: Bearer plantedbearer0123456789' https://api"), "plantedbearer0123456789"},
+		{"Authorization header in text", result("GET / HTTP/1.1\r\nAuthorization: Basic cGxhbnRlZDpiYXNpYw==\r\n"), "cGxhbnRlZDpiYXNpYw=="},
+		{"JWT in text", result("token eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.cGxhbnRlZHNpZw"), "cGxhbnRlZHNpZw"},
+		{"GitHub token by prefix", result("use ghp_PLANTEDplantedPLANTED0123456789 now"), "ghp_PLANTEDplantedPLANTED0123456789"},
+		{"OpenAI key by prefix", result("OPENAI=sk-proj-PlantedPlantedPlanted01"), "PlantedPlantedPlanted01"},
+		{"Slack token by prefix", result("slack xoxb-1234567890-PlantedSlack"), "PlantedSlack"},
+		{"GitLab token by prefix", result("glpat-PlantedGitLab0123456789"), "PlantedGitLab0123456789"},
+		{"AWS access key id", result("AKIAPLANTEDPLANTED12"), "AKIAPLANTEDPLANTED12"},
+		{".env file in a result", result("HOST=db\nDB_PASSWORD=plantedpw\nSTRIPE_SECRET_KEY=plantedstripe\n"), "plantedpw"},
+		{"YAML in a result", result("auth:\n  token: plantedyaml\n"), "plantedyaml"},
+		{"password member", call(`{"user":"bob","password":"plantedpass"}`), "plantedpass"},
+		{"apiKey member", call(`{"apiKey":"plantedapikey"}`), "plantedapikey"},
+		{"x-api-key in headers", call(`{"headers":{"x-api-key":"plantedheader"}}`), "plantedheader"},
+		{"client_secret member", call(`{"client_secret":"plantedclient"}`), "plantedclient"},
+		{"password in a URL", call(`{"dsn":"postgres://app:plantedurlpw@db/app"}`), "plantedurlpw"},
+		{"token in a query", result("open https://x.example/cb?access_token=plantedquery&x=1"), "plantedquery"},
+		{"PEM private key", result("-----BEGIN PRIVATE KEY-----\nplantedpem\n-----END PRIVATE KEY-----"), "plantedpem"},
+		{"JSON text in a result", result(`{"db":{"password":"plantedjsontext"}}`), "plantedjsontext"},
+		{"cookie header in text", result("Cookie: session=plantedcookie"), "plantedcookie"},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			if !json.Valid([]byte(p.body)) {
+				t.Fatalf("the test's body is not JSON: %s", p.body)
+			}
+			got := redact([]byte(p.body))
+			if strings.Contains(string(got), p.secret) {
+				t.Errorf("the audit log shows %q: %s", p.secret, got)
+			}
+			if !json.Valid(got) || !strings.Contains(string(got), "[REDACTED]") {
+				t.Errorf("not JSON with a mask: %s", got)
+			}
+		})
+	}
+}
