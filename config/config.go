@@ -500,7 +500,7 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 		case cfg.Profiles[def.Value] != nil:
 			cfg.Default, cfg.DefaultProfile = def.Value, true
 		case !declared[def.Value]:
-			problem(def.Line, "'default' is %q, which names no destination%s (declared: %s)", def.Value, profileNote(cfg), strings.Join(cfg.Names, ", "))
+			problem(def.Line, "'default' is %q, which names no destination%s%s (declared: %s)", def.Value, profileNote(cfg), didYouMean(def.Value, append(slices.Clone(cfg.Names), cfg.ProfileNames...)), strings.Join(cfg.Names, ", "))
 		default:
 			cfg.Default = def.Value
 		}
@@ -577,10 +577,11 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 		v = kept
 	}
 	var fd fileDestination
-	if errs := decodeStrict(v, &fd, keys); errs != nil {
-		for _, p := range errs {
-			sub(p)
-		}
+	errs := decodeStrict(v, &fd, keys)
+	for _, p := range errs {
+		sub(p)
+	}
+	if v.Kind != yaml.MappingNode {
 		return nil
 	}
 	d := &Destination{Name: name, Line: k.Line, Env: map[string]string{}}
@@ -593,7 +594,7 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 	}
 	expand := func(field, s string) string { return expandAt(v.Line, field, s) }
 	d.Command = expand("command", strings.TrimSpace(fd.Command))
-	if d.Command == "" {
+	if d.Command == "" && !misspelt(v, keys, "command") {
 		problem(v.Line, "destination %q has no command; set 'command:' to the program that speaks MCP on stdio", name)
 	}
 	for j, a := range fd.Args {
@@ -1065,6 +1066,18 @@ func parseFilter(node *yaml.Node, key, noun string) (ToolFilter, []string) {
 	return f, nil
 }
 
+// misspelt reports whether an unknown key of the mapping node looks like
+// key (its "did you mean"): a problem that key's absence would add is
+// already said.
+func misspelt(node *yaml.Node, known []string, key string) bool {
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		if k := node.Content[i].Value; !slices.Contains(known, k) && suggest(k, known) == key {
+			return true
+		}
+	}
+	return false
+}
+
 // decodeStrict decodes node into out, rejecting unknown keys. It returns every
 // problem found, each with its line number.
 func decodeStrict(node *yaml.Node, out *fileDestination, known []string) []string {
@@ -1072,23 +1085,27 @@ func decodeStrict(node *yaml.Node, out *fileDestination, known []string) []strin
 		return []string{fmt.Sprintf("line %d: must be a mapping with at least 'command:'", node.Line)}
 	}
 	var problems []string
+	// The known keys are decoded even beside an unknown one, so that
+	// their own problems are reported in the same run (an unknown key
+	// once hid every other problem of its entry).
+	kept := *node
+	kept.Content = nil
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		k := node.Content[i]
 		if !slices.Contains(known, k.Value) {
 			problems = append(problems, fmt.Sprintf("line %d: unknown key %q%s (known: %s)", k.Line, k.Value, didYouMean(k.Value, known), strings.Join(known, ", ")))
+			continue
 		}
+		kept.Content = append(kept.Content, k, node.Content[i+1])
 	}
-	if len(problems) > 0 {
-		return problems
-	}
-	if err := node.Decode(out); err != nil {
+	if err := kept.Decode(out); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
-			return te.Errors
+			return append(problems, te.Errors...)
 		}
-		return []string{fmt.Sprintf("line %d: %v", node.Line, err)}
+		return append(problems, fmt.Sprintf("line %d: %v", node.Line, err))
 	}
-	return nil
+	return problems
 }
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)

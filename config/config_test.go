@@ -673,6 +673,19 @@ mcpServers:
 			count: 1,
 		},
 		{
+			// An unknown key no longer hides its entry's other problems.
+			name:  "unknown key beside another problem",
+			src:   "destinations:\n  a:\n    command: cat\n    isolaton: session\n    isolation: everyone\n    start_timeout: soon\n",
+			want:  [][]string{{"line 4", `unknown key "isolaton"`, `did you mean "isolation"?`}, {"line 5", "isolation"}, {"line 6", "start_timeout"}},
+			count: 3,
+		},
+		{
+			name:  "default misspelt",
+			src:   "default: everthing\ndestinations:\n  everything:\n    command: cat\n",
+			want:  [][]string{{"line 1", `'default' is "everthing"`, `did you mean "everything"?`}},
+			count: 1,
+		},
+		{
 			name:  "destinations key of another client stays an error",
 			src:   "destinations:\n  a:\n    command: cat\n    autoApprove: [x]\n",
 			want:  [][]string{{"line 4", `unknown key "autoApprove"`}},

@@ -668,11 +668,11 @@ func (c *child) listResources(ctx context.Context, method string) (json.RawMessa
 	return listResult("resourceTemplates", tpls)
 }
 
-// collisions logs the names two members met on (and reports them).
+// collisions reports the names two members met on, and warns of each
+// once per configuration of the profile (every list found them again).
 func (c *child) collisions(noun string, cs []Collision) {
-	c.o.Report.collided(noun, cs)
-	for _, col := range cs {
-		c.log.Warn("two members of the profile expose the same "+noun+" name", "collision", col.String())
+	for _, col := range c.o.Report.collided(noun, cs) {
+		c.log.Warn("two members of the profile expose the same "+noun+" name (said once; /healthz?verbose lists them)", "collision", col.String())
 	}
 }
 

@@ -11,10 +11,14 @@ import (
 // tools it lists. Safe for concurrent use; the child of each run writes
 // it, the bridge reads it.
 type Report struct {
-	// mu guards collisions and tools.
+	// mu guards collisions, said and tools.
 	mu         sync.Mutex
 	collisions map[string][]Collision // by kind: tool, prompt, resource
-	tools      int
+	// said holds the collisions already warned of ("kind collision"):
+	// each is said once per configuration of the profile (a Report lives
+	// as long as its configuration), not at every list.
+	said  map[string]bool
+	tools int
 	// dropped counts what the profile's child could not pass on to its
 	// clients (its queue was full).
 	dropped atomic.Uint64
@@ -38,17 +42,26 @@ func (r *Report) Dropped() uint64 {
 	return r.dropped.Load()
 }
 
-// collided records the latest collisions of one kind.
-func (r *Report) collided(kind string, cs []Collision) {
+// collided records the latest collisions of one kind and returns those
+// not said before (all of them without a Report).
+func (r *Report) collided(kind string, cs []Collision) []Collision {
 	if r == nil {
-		return
+		return cs
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.collisions == nil {
-		r.collisions = map[string][]Collision{}
+		r.collisions, r.said = map[string][]Collision{}, map[string]bool{}
 	}
 	r.collisions[kind] = cs
+	var fresh []Collision
+	for _, c := range cs {
+		if key := kind + " " + c.String(); !r.said[key] {
+			r.said[key] = true
+			fresh = append(fresh, c)
+		}
+	}
+	return fresh
 }
 
 // listed records how many tools the profile lists.

@@ -240,6 +240,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		}
 		fmt.Fprintf(stdout, "  %s: http://%s/%s/mcp%s\n", name, ln.Addr(), name, note)
 	}
+	for _, name := range cfg.ProfileNames {
+		fmt.Fprintf(stdout, "  profile %s (%s): http://%s/p/%s/mcp\n", name, strings.Join(cfg.Profiles[name].Destinations, ", "), ln.Addr(), name)
+	}
 	if cfg.Default != "" {
 		fmt.Fprintf(stdout, "  default (%s): http://%s/mcp\n", cfg.Default, ln.Addr())
 	}

@@ -271,8 +271,9 @@ func TestRunHelp(t *testing.T) {
 }
 
 func TestRunServesAndShutsDown(t *testing.T) {
-	// The server starts on a loopback port and stops when ctx ends.
-	path := writeFile(t, "good.yaml", "destinations:\n  a:\n    command: cat\n")
+	// The server starts on a loopback port and stops when ctx ends; the
+	// banner names each destination's and each profile's URL.
+	path := writeFile(t, "good.yaml", "destinations:\n  a:\n    command: cat\n  b:\n    command: cat\nprofiles:\n  all: {destinations: [a, b]}\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
@@ -280,7 +281,8 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		done <- run(ctx, []string{"-config", path, "-listen", "127.0.0.1:0", "-shutdown-timeout", "2s"}, nil, &stdout, &stderr)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(stdout.String()+stderr.String(), "/a/mcp") {
+	profileLine := regexp.MustCompile(`(?m)^  profile all \(a, b\): http://127\.0\.0\.1:\d+/p/all/mcp$`)
+	for !strings.Contains(stdout.String()+stderr.String(), "/a/mcp") || !profileLine.MatchString(stdout.String()) {
 		if time.Now().After(deadline) {
 			cancel()
 			t.Fatalf("no listening message within 10s\nstdout %s\nstderr %s", stdout.String(), stderr.String())
