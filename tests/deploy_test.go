@@ -196,3 +196,71 @@ func TestDockerfileStaticStage(t *testing.T) {
 		t.Errorf("/version of the image's binary: %s", r.body)
 	}
 }
+
+// TestDockerignore: the image's build context (the repository root) leaves
+// out what a checkout holds besides the build's inputs — .git and the
+// tests' node_modules (hundreds of MB that 'docker build' would send) —
+// and keeps every file the build reads: go.mod, go.sum, the Go sources of
+// the binary and destinations.yaml. Docker's pattern rules, as far as the
+// file uses them: a pattern matches a path or any of its parents, '**/'
+// any number of directories.
+func TestDockerignore(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", ".dockerignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patterns []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			patterns = append(patterns, l)
+		}
+	}
+	excluded := func(path string) bool {
+		parts := strings.Split(path, "/")
+		for i := 1; i <= len(parts); i++ {
+			prefix := strings.Join(parts[:i], "/")
+			for _, p := range patterns {
+				rest, any := strings.CutPrefix(p, "**/")
+				if ok, _ := filepath.Match(p, prefix); ok {
+					return true
+				}
+				if any {
+					for j := range i {
+						if ok, _ := filepath.Match(rest, strings.Join(parts[j:i], "/")); ok {
+							return true
+						}
+					}
+				}
+			}
+		}
+		return false
+	}
+	for _, p := range []string{".git/HEAD", "tests/node_modules/@modelcontextprotocol/x.js", "node_modules/a"} {
+		if !excluded(p) {
+			t.Errorf("%s is sent to docker build", p)
+		}
+	}
+	kept := []string{"go.mod", "go.sum", "destinations.yaml", "deploy/Dockerfile"}
+	// The files the binary is built from, as the image builds it.
+	list := exec.Command("go", "list", "-deps", "-f", `{{if not .Standard}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{end}}`, "./cmd/stelae-bridge")
+	list.Dir = ".."
+	list.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	root, _ := filepath.Abs("..")
+	for _, f := range strings.Fields(string(out)) {
+		if rel, err := filepath.Rel(root, f); err == nil && !strings.HasPrefix(rel, "..") {
+			kept = append(kept, filepath.ToSlash(rel))
+		}
+	}
+	if len(kept) < 50 {
+		t.Fatalf("only %d files of the build found", len(kept))
+	}
+	for _, p := range kept {
+		if excluded(p) {
+			t.Errorf("%s, which the image's build reads, is left out of the context", p)
+		}
+	}
+}
