@@ -187,9 +187,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	short := mcp.sid[:8]
 	p.waitJS("the call in the log", `document.querySelector('#log-table tbody tr[data-destination="notes"][data-tool="echo"]')`)
 	p.waitJS("the session in the sessions table", fmt.Sprintf(`document.querySelector('#sessions tr[data-session=%q][data-destination="notes"]')`, short))
-	if client := p.text(fmt.Sprintf(`#sessions tr[data-session=%q] td.client`, short)); !strings.Contains(client, "test") {
-		t.Errorf("the session's client cell says %q, want the clientInfo name", client)
-	}
+	// The row may come before its cells are filled: wait for the client's
+	// name (it was once read too early on a busy machine).
+	p.waitJS("the session's client cell to name the client", fmt.Sprintf(`/test/.test((document.querySelector('#sessions tr[data-session=%q] td.client')||{}).textContent||"")`, short))
 	// Its principal (a hash) is named with the OAuth client whose token
 	// made it.
 	p.waitJS("the session's principal with its OAuth client", fmt.Sprintf(`/Test Connector/.test((document.querySelector('#sessions tr[data-session=%q] td.principal')||{}).textContent||"")`, short))
@@ -233,11 +233,30 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Errorf("the revoked client's next request: %d %s, want 401", r.status, r.body)
 	}
 
-	// Restart notes' child from the page: a new pid.
+	// Restart notes' child from the page, while a session (the
+	// operator's own, by token) uses it: a new pid, and the session goes
+	// on. (With nobody using it, a restart starts nothing: the
+	// operator-action tests show that.)
+	user := newClient(t, b.url("notes"))
+	opAuth := []string{"Authorization", "Bearer " + consoleToken}
+	r = user.post(initBody, opAuth...)
+	user.sid = r.header.Get("Mcp-Session-Id")
+	if r.status != http.StatusOK || user.sid == "" {
+		t.Fatalf("initialize with the operator's token: %d %s", r.status, r.body)
+	}
+	if r := user.post(toolCallBody(`1`, "echo", map[string]string{"text": "before the restart"}), opAuth...); r.status != http.StatusOK {
+		t.Fatalf("tools/call before the restart: %d %s", r.status, r.body)
+	}
+	p.waitJS("notes running with a pid", `/running/.test(document.querySelector('section.destination[data-destination="notes"] .state').textContent) && /^\d+$/.test((document.querySelector('section.destination[data-destination="notes"] .pid')||{}).textContent||"")`)
+	pid = strings.TrimSpace(p.text(`section.destination[data-destination="notes"] .pid`))
 	p.confirm(`section.destination[data-destination="notes"] button.restart`)
+	p.waitJS("the notice that notes is restarting", `/restarting/.test(document.querySelector("#notice").textContent)`)
 	p.waitJS("notes to run again with a new pid", fmt.Sprintf(`(() => { const d = document.querySelector('section.destination[data-destination="notes"]'); return /running/.test(d.querySelector(".state").textContent) && /^\d+$/.test(d.querySelector(".pid").textContent.trim()) && d.querySelector(".pid").textContent.trim() !== %q })()`, pid))
 	if st := b.status("notes"); st.RestartsTotal != 0 {
 		t.Errorf("the operator's restart counted as a crash: %+v", st)
+	}
+	if r := user.post(toolCallBody(`2`, "echo", map[string]string{"text": "after the restart"}), opAuth...); r.status != http.StatusOK {
+		t.Errorf("the session's call after the restart: %d %s", r.status, r.body)
 	}
 }
 
