@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -247,7 +246,7 @@ func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 	}
 	token, hasToken := bearer(r)
 	if hasToken && b.staticToken(token) {
-		return r.WithContext(session.WithPrincipal(r.Context(), sha256.Sum256([]byte(token))))
+		return r.WithContext(session.WithPrincipal(r.Context(), b.opts.PrincipalKey.Token(token)))
 	}
 	if len(policies) == 0 {
 		if len(b.opts.AuthTokens) == 0 {
@@ -276,10 +275,11 @@ func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 			if b.log.IsDebug() {
 				b.logAccepted(g, c)
 			}
+			p := b.opts.PrincipalKey.Identity(c.Principal())
 			if b.console != nil {
-				b.console.NoteClient(c.Principal(), c.ClientID) // the console shows the principal with its client
+				b.console.NoteClient(p, c.ClientID) // the console shows the principal with its client
 			}
-			return r.WithContext(session.WithPrincipal(r.Context(), c.Principal()))
+			return r.WithContext(session.WithPrincipal(r.Context(), p))
 		}
 	}
 	b.refuseToken(w, g, policies, base, err)

@@ -101,6 +101,12 @@ type Options struct {
 	// SessionStore keeps the 2025 sessions of shared children across a
 	// restart (session.Store; nil: in memory only).
 	SessionStore session.Store
+	// PrincipalKey makes principals from tokens (cmd/stelae-bridge loads
+	// the state directory's principal.key). nil: a key of this process
+	// alone (session.RandomPrincipalKey), which costs nothing without a
+	// SessionStore; with one, the sessions it kept answer 404 after a
+	// restart and their clients initialize again.
+	PrincipalKey *session.PrincipalKey
 	// Commit is the commit the binary was built from ("" when unknown;
 	// "-dirty" when its tree had changes): stelae_build_info, /version.
 	Commit string
@@ -274,6 +280,9 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		return nil, errors.New("the configuration declares no destination")
 	}
 	opts.setDefaults()
+	if opts.PrincipalKey == nil {
+		opts.PrincipalKey = session.RandomPrincipalKey()
+	}
 	b := &Bridge{opts: opts, log: opts.Logger,
 		limits: session.NewLimits(opts.MaxBodyMemory, opts.MaxBodyBytes, opts.MaxStreams), reg: prometheus.NewRegistry(), streams: make(chan struct{})}
 	b.life, b.endLife = context.WithCancel(context.Background())

@@ -17,6 +17,10 @@ const (
 )
 
 // TokenCache maps token hashes to their claims. The zero value is ready.
+// The hashes are SHA-256 without a key: they are only ever in this
+// process's memory, beside the tokens themselves (in the requests that
+// carry them) and the principal key, so a key would hide nothing from
+// whoever can read them; nothing of them is written or shown.
 type TokenCache struct {
 	// mu guards m.
 	mu sync.Mutex

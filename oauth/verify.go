@@ -51,7 +51,10 @@ type Claims struct {
 
 // Principal identifies who the token speaks for: issuer, subject and
 // client, hashed. A refreshed token has the same principal, so a session
-// survives it.
+// survives it. It is an identity, not yet what the bridge keeps: the auth
+// layer keys it with the install's key (session.PrincipalKey.Identity)
+// before it names a session's owner, so that sessions.db and the console
+// hold nothing a guessed issuer, subject and client can be tested against.
 func (c *Claims) Principal() [32]byte {
 	if c.principal != nil {
 		return *c.principal

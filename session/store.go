@@ -29,9 +29,13 @@ type Store interface {
 // StoredSession is what a session is, as a Store keeps it.
 type StoredSession struct {
 	ID string `json:"id"`
-	// Owner is the principal that created it (a token's hash; zero
-	// without auth).
+	// Owner is the principal that created it (PrincipalKey: a keyed hash
+	// of a token; zero without auth).
 	Owner Principal `json:"owner"`
+	// OwnerKey names the principal key Owner was made with
+	// (PrincipalKey.ID; set by BoltStore.Save): empty in a file from before
+	// principals were keyed.
+	OwnerKey string `json:"owner_key,omitempty"`
 	// Version is the protocol version negotiated at initialize.
 	Version string `json:"version"`
 	// InitParams are the client's initialize params: its capabilities and
@@ -46,7 +50,12 @@ type StoredSession struct {
 // BoltStore is a Store in a bbolt file (the state directory's
 // sessions.db): one bucket per destination, a session's JSON under its id.
 // The file is the bridge's alone while it runs (bbolt locks it).
-type BoltStore struct{ db *bolt.DB }
+type BoltStore struct {
+	db *bolt.DB
+	// ownerKey is the ID of the principal key owners are made with
+	// (UsePrincipalKey, before the store is used; read-only after).
+	ownerKey string
+}
 
 // ErrStoreInUse is OpenStore's error when another process holds the file.
 var ErrStoreInUse = errors.New("another bridge holds the sessions file")
@@ -74,6 +83,7 @@ func (st *BoltStore) Save(dest string, recs []StoredSession) error {
 			return err
 		}
 		for _, r := range recs {
+			r.OwnerKey = st.ownerKey
 			v, err := json.Marshal(r)
 			if err != nil {
 				return err
@@ -114,4 +124,40 @@ func (st *BoltStore) Load(dest string) ([]StoredSession, error) {
 		})
 	})
 	return out, err
+}
+
+// UsePrincipalKey tells the store the ID of the key the bridge makes
+// principals with (PrincipalKey.ID): Save records it with each session,
+// and the sessions whose owner was made otherwise — in a file from before
+// principals were keyed (their owners are unsalted SHA-256 hashes of
+// tokens, which issue 34 took out of the file), or with a key since
+// removed — are deleted, as no request could match their owner now: their
+// clients get 404 and initialize again, as MCP clients do. Sessions
+// without an owner (auth off) stay. It returns how many it deleted. Call
+// it once, before the store is used.
+func (st *BoltStore) UsePrincipalKey(id string) (deleted int, err error) {
+	st.ownerKey = id
+	err = st.db.Update(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
+			var stale [][]byte
+			err := b.ForEach(func(k, v []byte) error {
+				var r StoredSession
+				if json.Unmarshal(v, &r) == nil && r.Owner != (Principal{}) && r.OwnerKey != id {
+					stale = append(stale, append([]byte(nil), k...)) // k is the page's, and the deletes change pages
+				}
+				return nil
+			})
+			for _, k := range stale {
+				if err == nil {
+					err = b.Delete(k)
+				}
+			}
+			deleted += len(stale)
+			return err
+		})
+	})
+	if err != nil {
+		deleted = 0
+	}
+	return deleted, err
 }

@@ -168,6 +168,11 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if n := run.records.Sweep(log.Named("supervisor")); n > 0 {
 		log.Warn("killed processes left by an earlier bridge that did not stop", "processes", n)
 	}
+	principalKey, err := loadPrincipalKey(s.stateDir, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 1
+	}
 	// The sessions of shared children outlive a restart in the state
 	// directory; a second bridge on the same directory goes without.
 	var store *session.BoltStore
@@ -178,6 +183,13 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		log.Warn("sessions will not survive a restart of this bridge", "error", err)
 	default:
 		defer store.Close()
+		// Sessions whose owner was not made with this key (a file from
+		// before principals were keyed) could never be resumed.
+		if n, err := store.UsePrincipalKey(principalKey.ID()); err != nil {
+			log.Warn("cannot check the owners of the kept sessions; those kept before principals were keyed will answer their clients 404", "error", err)
+		} else if n > 0 {
+			log.Info("kept sessions whose owner was not made with this install's principal key (kept before principals were keyed, or under a removed principal.key) are removed: their clients get 404 and initialize again", "sessions", n)
+		}
 	}
 	var as *authserver.Server
 	if usesBuiltin(cfg) {
@@ -205,6 +217,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	opts.Version, opts.Logger, opts.LogOutput = version, log, logOut
 	opts.Commit = readBuild().commitLabel()
 	opts.SharedListener = shared
+	opts.PrincipalKey = principalKey
 	if store != nil {
 		opts.SessionStore = store
 	}

@@ -1,14 +1,24 @@
 package main
 
 import (
+	"crypto/rand"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/stelae-bridge/stelae-bridge/session"
 )
 
 // bridgeEntries are the names the bridge keeps in its state directory.
-var bridgeEntries = map[string]bool{"children": true, "oauth.db": true, adminSocket: true}
+var bridgeEntries = map[string]bool{"children": true, "oauth.db": true, "sessions.db": true, principalKeyFile: true, adminSocket: true}
+
+// principalKeyFile is the install's principal key (session.PrincipalKey),
+// in the state directory.
+const principalKeyFile = "principal.key"
 
 // The platform files (private_unix.go, private_windows.go) hold, each
 // under one contract:
@@ -57,4 +67,69 @@ func prepareStateDir(dir string, log hclog.Logger) error {
 	}
 	log.Warn("the state directory was open to other users: tightened to 0700", "dir", dir, "was", fmt.Sprintf("%#o", mode))
 	return nil
+}
+
+// loadPrincipalKey reads the install's principal key from the state
+// directory dir, creating it on the first start: 32 bytes from crypto/rand,
+// mode 0600 (a key found open to others is tightened, and the operator
+// told). Principals are HMACs under it, so the same token is the same
+// principal across restarts, and sessions.db holds nothing a guessed token
+// can be tested against without this file. Removing it ends the sessions
+// sessions.db kept (their clients initialize again). The key is never
+// logged.
+func loadPrincipalKey(dir string, log hclog.Logger) (*session.PrincipalKey, error) {
+	path := filepath.Join(dir, principalKeyFile)
+	for range 2 { // read; else create, and read what is there
+		key, err := os.ReadFile(path)
+		if err == nil {
+			k, err := session.NewPrincipalKey(key)
+			if err != nil {
+				return nil, fmt.Errorf("the principal key %s is %d bytes, not %d: it is damaged; remove it and the bridge makes a new one (the sessions kept in sessions.db then end: their clients initialize again)",
+					path, len(key), session.PrincipalKeySize)
+			}
+			if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+				if err := os.Chmod(path, 0o600); err != nil {
+					log.Warn("the principal key is open to other users; left as it is", "file", path, "error", err, "fix", "chmod 600 the file")
+				} else {
+					log.Warn("the principal key was open to other users: tightened to 0600", "file", path, "was", fmt.Sprintf("%#o", st.Mode().Perm()))
+				}
+			}
+			return k, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("cannot read the principal key %s: %w (pass -state-dir a directory of the bridge's own)", path, err)
+		}
+		if err := createPrincipalKey(path); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("cannot create the principal key %s: %w (pass -state-dir a writable directory)", path, err)
+		}
+	}
+	return nil, fmt.Errorf("the principal key %s was created but cannot be read", path)
+}
+
+// createPrincipalKey writes a new key at path whole or not at all: into a
+// temporary file (0600) of the same directory, then linked to path — which
+// fails with fs.ErrExist, the temporary file removed, when another bridge
+// starting on the same directory made its key first (both then read that
+// one).
+func createPrincipalKey(path string) error {
+	key := make([]byte, session.PrincipalKeySize)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+principalKeyFile+"-*") // mode 0600
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(key)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Link(tmp.Name(), path)
 }
