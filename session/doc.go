@@ -14,7 +14,10 @@
 //   - SSE: the POST→SSE switch (response modes), GET streams with
 //     keepalives, per-session event logs and resumption with Last-Event-ID;
 //   - the access log, with audit bodies through package redact, and the
-//     endpoint's metrics (Metrics; the bridge registers them).
+//     endpoint's metrics (Metrics; the bridge registers them);
+//   - what a principal is (principal.go): a session's owner, made by
+//     PrincipalKey (HMAC-SHA256 under the install's key) from what the
+//     bridge's auth layer admitted.
 //
 // It never parses a bearer token, never routes between destinations and
 // never talks to a child: the principal comes from the request's context
