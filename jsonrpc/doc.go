@@ -18,6 +18,9 @@
 //   - the named error codes (CodeParseError … CodeRequestCancelled) and
 //     upstream id helpers (Uint, UintIDFromPrefix).
 //
+// Every scanner runs in time linear in its input, however many escapes
+// or levels of nesting it holds (TestScannersLinear, FuzzScanEscapes).
+//
 // It never re-encodes a message through a map or a struct: what a client
 // sends reaches the child unchanged except where the bridge must rewrite
 // (ids, progress tokens), and those are spliced.
