@@ -76,6 +76,10 @@ type Call struct {
 	// created it, and the call waits for its tasks/result (tasks.go).
 	augmented bool
 	childTask string
+	// ownsTask: the child's answer may create a task of its own, whose
+	// owner is this call's user (childtasks.go); read by the reader
+	// (routeResponse) while the call is pending.
+	ownsTask bool
 }
 
 // relatedQueue bounds the related messages waiting for their caller; past it
@@ -136,7 +140,7 @@ func (call *Call) Release() {
 	call.timer.Stop()
 	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after, call.relate = nil, nil, nil, nil, nil, nil, nil, nil
 	call.end, call.ended, call.follow = reply{}, false, false
-	call.augmented, call.childTask, call.parked, call.heldBy = false, "", noTurn, time.Time{}
+	call.augmented, call.childTask, call.parked, call.heldBy, call.ownsTask = false, "", noTurn, time.Time{}, false
 	recycle.Poison(call.out)
 	call.out = call.out[:0]
 	if cap(call.out) > 64<<10 {
@@ -222,10 +226,22 @@ func (d *Dispatcher) Begin(ctx context.Context, s Session, m *jsonrpc.Message, t
 	if d.scheduled() {
 		call.heldBy = time.Now().Add(timeout / 3)
 	}
-	if code, why := d.screen(m, true); code != 0 {
+	task, code, why := d.screen(m, true)
+	if code != 0 {
 		return call.finish(jsonrpc.ErrorResponse(m.ID, code, why), nil)
 	}
+	call.ownsTask = task && s != nil
 	switch m.Method {
+	case "tasks/get", "tasks/result", "tasks/cancel":
+		if s != nil {
+			if code, why := d.reachTask(s, m); code != 0 {
+				return call.finish(jsonrpc.ErrorResponse(m.ID, code, why), nil)
+			}
+		}
+	case "tasks/list":
+		if s != nil {
+			call.after = d.ownTasksOnly(s.User())
+		}
 	case "ping":
 		return call.finish(jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil)
 	case "initialize":
@@ -569,7 +585,7 @@ func (d *Dispatcher) initialize(ctx context.Context, timeout <-chan time.Time, m
 // bridge's business and is dropped; notifications/cancelled is mapped to the
 // upstream id.
 func (d *Dispatcher) Notify(s Session, m *jsonrpc.Message) error {
-	if code, why := d.screen(m, false); code != 0 {
+	if _, code, why := d.screen(m, false); code != 0 {
 		return fmt.Errorf("%w: %s", ErrRefused, why)
 	}
 	switch m.Method {

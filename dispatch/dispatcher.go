@@ -187,6 +187,8 @@ type Dispatcher struct {
 	seq  atomic.Uint64
 	// starting is the child whose handshake runs (nil when none).
 	starting atomic.Pointer[child]
+	// tasks are the owners of the child's own tasks (childtasks.go).
+	tasks childTasks
 
 	// mu guards initResult, sessions and subs. It may be held while taking
 	// pmu, never the other way round.

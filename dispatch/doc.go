@@ -11,11 +11,16 @@
 //   - routing of what the child writes: responses to their calls, progress
 //     (token rewritten both ways) to the call's caller, cancellations,
 //     resources/updated to subscribers (reference-counted subscriptions),
+//     the status of a task of the child's to the session that made it,
 //     other notifications to every session, and the child's own requests
 //     and log lines to the one user every client call in flight belongs
 //     to — or to nobody, when calls of several users are in flight
 //     (attribution.go: it refuses rather than guess); calls given up on
 //     that the child may still work on (abandoned.go);
+//   - the child's own tasks (MCP 2025-11-25, childtasks.go): each is the
+//     user's whose call created it; another user's tasks/get, tasks/result
+//     and tasks/cancel of it are answered as for an unknown task, and
+//     tasks/list shows each user only theirs;
 //   - the turns of an interactive destination (turns.go): the calls that
 //     may ask their clients things run alone, so their requests are
 //     routable;

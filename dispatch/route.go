@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -22,6 +23,7 @@ func (d *Dispatcher) read(c *child) {
 		clear(d.childReqs)
 		d.clearAbandonedLocked()
 		d.pmu.Unlock()
+		d.tasks.clear() // the child's tasks end with it
 		close(c.done)
 	}()
 	var m jsonrpc.Message
@@ -90,6 +92,11 @@ func (d *Dispatcher) routeResponse(m *jsonrpc.Message) {
 		d.log.Debug("response for no pending call; dropped", "id", string(m.ID))
 		return
 	}
+	if p.ownsTask && p.sess != nil && m.Error == nil {
+		// Recorded before the reader goes on: the task's status
+		// notifications that follow find their owner.
+		d.tasks.record(p.sess, m.Result, time.Now())
+	}
 	// The line is reused by the next read: build the client's response now.
 	p.reply <- reply{msg: jsonrpc.AppendResponse(make([]byte, 0, len(m.Result)+len(m.Error)+len(p.clientID)+40), p.clientID, m.Result, m.Error)}
 }
@@ -125,6 +132,9 @@ func (d *Dispatcher) routeNotification(m *jsonrpc.Message, line []byte) {
 		return
 	case "notifications/message":
 		d.routeLog(line)
+		return
+	case "notifications/tasks/status":
+		d.routeTaskStatus(m, line)
 		return
 	}
 	msg := append([]byte(nil), line...)

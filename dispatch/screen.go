@@ -65,28 +65,33 @@ func miscased(method string) string {
 // and why are zero when it may), as Begin screens every request: for a
 // request that reaches the child by another way (a 2026-07-28 retry, which
 // resumes a parked call).
-func (d *Dispatcher) Screen(m *jsonrpc.Message) (code int, why string) { return d.screen(m, true) }
+func (d *Dispatcher) Screen(m *jsonrpc.Message) (code int, why string) {
+	_, code, why = d.screen(m, true)
+	return code, why
+}
 
 // screen tells why a client's message must not reach the child: code and
-// why are zero when it may. request is false for a notification.
-func (d *Dispatcher) screen(m *jsonrpc.Message, request bool) (code int, why string) {
+// why are zero when it may. request is false for a notification. task
+// reports a tools/call that asks the child to run it as a task of its own
+// (its "task" member, MCP 2025-11-25: childtasks.go).
+func (d *Dispatcher) screen(m *jsonrpc.Message, request bool) (task bool, code int, why string) {
 	if len(m.Method) > maxMethod {
-		return jsonrpc.CodeInvalidRequest, fmt.Sprintf("method name of %d bytes; MCP method names are short (at most %d bytes)", len(m.Method), maxMethod)
+		return false, jsonrpc.CodeInvalidRequest, fmt.Sprintf("method name of %d bytes; MCP method names are short (at most %d bytes)", len(m.Method), maxMethod)
 	}
 	if canon := miscased(m.Method); canon != "" {
-		return jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q not found; MCP method names are case-sensitive (did you mean %q?)", truncate([]byte(m.Method), 100), canon)
+		return false, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q not found; MCP method names are case-sensitive (did you mean %q?)", truncate([]byte(m.Method), 100), canon)
 	}
 	if !request && !strings.HasPrefix(m.Method, "notifications/") {
-		return jsonrpc.CodeInvalidRequest, fmt.Sprintf("%q is a request method, not a notification: send it with an \"id\" to get an answer", truncate([]byte(m.Method), 100))
+		return false, jsonrpc.CodeInvalidRequest, fmt.Sprintf("%q is a request method, not a notification: send it with an \"id\" to get an answer", truncate([]byte(m.Method), 100))
 	}
-	name, code, why := screenRouted(m, request)
+	name, task, code, why := screenRouted(m, request)
 	if code != 0 {
-		return code, why
+		return false, code, why
 	}
 	if f := d.filter.Load(); f != nil && m.Method == "tools/call" {
-		return d.screenToolCall(jsonrpc.String(name), f.allows)
+		code, why = d.screenToolCall(jsonrpc.String(name), f.allows)
 	}
-	return 0, ""
+	return task, code, why
 }
 
 // screenRouted refuses a message whose members that the bridge routes,
@@ -100,21 +105,23 @@ func (d *Dispatcher) screen(m *jsonrpc.Message, request bool) (code int, why str
 // A name or URI, when given, must be a string (JavaScript reads ["x"] as
 // "x"); params, when given, an object. name is the raw "name" of a
 // tools/call or prompts/get, or a resource's "uri" (nil when absent).
-func screenRouted(m *jsonrpc.Message, request bool) (name []byte, code int, why string) {
+func screenRouted(m *jsonrpc.Message, request bool) (name []byte, task bool, code int, why string) {
 	var keys []string
 	switch m.Method {
-	case "tools/call", "prompts/get":
+	case "tools/call":
+		keys = routedToolCall[:]
+	case "prompts/get":
 		keys = routedByName[:]
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		keys = routedByURI[:]
 	case "notifications/cancelled":
 		if len(m.Params) == 0 || m.Params[0] != '{' {
-			return nil, 0, "" // nothing to cancel
+			return nil, false, 0, "" // nothing to cancel
 		}
 		keys = routedCancel[:]
 	default:
 		if !request || len(m.Params) == 0 || m.Params[0] != '{' {
-			return nil, 0, ""
+			return nil, false, 0, ""
 		}
 		keys = routedMeta[:]
 	}
@@ -127,15 +134,15 @@ func screenRouted(m *jsonrpc.Message, request bool) (name []byte, code int, why 
 	}
 	switch {
 	case len(m.Params) == 0:
-		return nil, 0, "" // no decoder reads a name (the filter refuses it)
+		return nil, false, 0, "" // no decoder reads a name (the filter refuses it)
 	case m.Params[0] != '{':
-		return nil, jsonrpc.CodeInvalidParams, fmt.Sprintf(`%s needs "params": an object with the %s (%q)`, m.Method, noun, key)
+		return nil, false, jsonrpc.CodeInvalidParams, fmt.Sprintf(`%s needs "params": an object with the %s (%q)`, m.Method, noun, key)
 	}
-	refuse := func(what string, err error) ([]byte, int, string) {
-		return nil, jsonrpc.CodeInvalidParams, fmt.Sprintf("%s: %v", what, err)
+	refuse := func(what string, err error) ([]byte, bool, int, string) {
+		return nil, false, jsonrpc.CodeInvalidParams, fmt.Sprintf("%s: %v", what, err)
 	}
-	var vals [3][]byte
-	if err := jsonrpc.ExactMembers(m.Params, keys, vals[:]); err != nil {
+	var vals [4][]byte
+	if err := jsonrpc.ExactMembers(m.Params, keys, vals[:len(keys)]); err != nil {
 		return refuse(m.Method, err)
 	}
 	switch m.Method {
@@ -144,11 +151,11 @@ func screenRouted(m *jsonrpc.Message, request bool) (name []byte, code int, why 
 		// that is not a string some decoders coerce (["x"] is "x" in
 		// JavaScript).
 		if len(vals[0]) > 0 && vals[0][0] != '"' {
-			return nil, jsonrpc.CodeInvalidParams, fmt.Sprintf(`%s needs "params.%s", the %s as a string`, m.Method, key, noun)
+			return nil, false, jsonrpc.CodeInvalidParams, fmt.Sprintf(`%s needs "params.%s", the %s as a string`, m.Method, key, noun)
 		}
 		name = vals[0]
 	case "notifications/cancelled":
-		return nil, 0, ""
+		return nil, false, 0, ""
 	}
 	meta := vals[len(keys)-1]
 	if len(meta) > 0 && meta[0] == '{' {
@@ -156,15 +163,20 @@ func screenRouted(m *jsonrpc.Message, request bool) (name []byte, code int, why 
 			return refuse(m.Method+": _meta", err)
 		}
 	}
-	return name, 0, ""
+	// A tools/call's "task" (read above, as every decoder reads it).
+	task = m.Method == "tools/call" && len(vals[2]) > 0 && vals[2][0] == '{'
+	return name, task, 0, ""
 }
 
 // The members screenRouted reads, by method; "_meta" last.
 var (
 	routedByName = [...]string{"name", "arguments", "_meta"}
-	routedByURI  = [...]string{"uri", "_meta"}
-	routedCancel = [...]string{"requestId"}
-	routedMeta   = [...]string{"_meta"}
+	// routedToolCall adds the "task" that makes the child run the call
+	// as a task of its own, which then belongs to the caller.
+	routedToolCall = [...]string{"name", "arguments", "task", "_meta"}
+	routedByURI    = [...]string{"uri", "_meta"}
+	routedCancel   = [...]string{"requestId"}
+	routedMeta     = [...]string{"_meta"}
 )
 
 // screenToolCall refuses a tools/call that names a hidden tool (name is

@@ -18,10 +18,10 @@ func admitted(d *Dispatcher, b []byte) bool {
 	}
 	switch m.Kind() {
 	case jsonrpc.KindRequest:
-		code, _ := d.screen(m, true)
+		_, code, _ := d.screen(m, true)
 		return code == 0
 	case jsonrpc.KindNotification:
-		code, _ := d.screen(m, false)
+		_, code, _ := d.screen(m, false)
 		return code == 0
 	}
 	return false

@@ -72,8 +72,8 @@ func (d *Dispatcher) ChildRunsToolTasks() bool {
 // child's task too (tasks/cancel).
 func (d *Dispatcher) BeginChildTask(ctx context.Context, s Session, m *jsonrpc.Message, timeout time.Duration) *Call {
 	call := d.getCall(ctx, timeout)
-	call.sess, call.follow, call.augmented = s, true, true
-	if code, why := d.screen(m, true); code != 0 {
+	call.sess, call.follow, call.augmented, call.ownsTask = s, true, true, s != nil
+	if _, code, why := d.screen(m, true); code != 0 {
 		return call.finish(jsonrpc.ErrorResponse(m.ID, code, why), nil)
 	}
 	return d.forward(call, m)
@@ -84,7 +84,7 @@ func (d *Dispatcher) BeginChildTask(ctx context.Context, s Session, m *jsonrpc.M
 // result.task.taskId), the call goes on with tasks/result for it and
 // awaitChildTask reports true.
 func (call *Call) awaitChildTask(r reply) bool {
-	call.augmented = false
+	call.augmented, call.ownsTask = false, false
 	if r.err != nil {
 		return false
 	}

@@ -456,3 +456,55 @@ func TestTasksPerPrincipal(t *testing.T) {
 		t.Fatalf("alice's task after one of hers ended: %d %s", r.status, r.body)
 	}
 }
+
+// TestEverythingTasksStayWithTheirUser: the official server-everything
+// runs simulate-research-query as a task of its own (MCP 2025-11-25) for a
+// 2025 session's call; on the shared child, another user's session neither
+// lists that task nor reads its result, while its owner does. (Through
+// the shipped configuration a second user read the first's report by its
+// task id, and saw every task in tasks/list.)
+func TestEverythingTasksStayWithTheirUser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the official server-everything (Node.js)")
+	}
+	p := startEverything(t)
+	url := p.base + "/everything/mcp"
+	const init = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"tasks":{}},"clientInfo":{"name":"tasks","version":"1"}}}`
+	session := func() *client {
+		c := newClient(t, url)
+		r := c.post(init)
+		if c.sid = r.header.Get("Mcp-Session-Id"); r.status != http.StatusOK || c.sid == "" {
+			t.Fatalf("initialize: %d %s", r.status, r.body)
+		}
+		c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		return c
+	}
+	a, b := session(), session()
+	var created struct {
+		Result struct {
+			Task struct{ TaskID string }
+		}
+	}
+	r := a.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"simulate-research-query","arguments":{"topic":"a's secret topic"},"task":{"ttl":60000}}}`)
+	if err := json.Unmarshal(r.body, &created); err != nil || created.Result.Task.TaskID == "" {
+		t.Fatalf("a's task: %d %s", r.status, r.body)
+	}
+	id := created.Result.Task.TaskID
+	if r := b.post(`{"jsonrpc":"2.0","id":2,"method":"tasks/list","params":{}}`); r.status != http.StatusOK || strings.Contains(string(r.body), id) {
+		t.Errorf("b's tasks/list shows a's task: %d %s", r.status, r.body)
+	}
+	if r := a.post(`{"jsonrpc":"2.0","id":2,"method":"tasks/list","params":{}}`); !strings.Contains(string(r.body), id) {
+		t.Errorf("a's tasks/list lacks its task: %d %s", r.status, r.body)
+	}
+	for _, m := range []string{"tasks/result", "tasks/get", "tasks/cancel"} {
+		r := b.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":%q,"params":{"taskId":%q}}`, m, id))
+		if rp := decode(t, r.body); rp.Error == nil || !strings.Contains(rp.Error.Message, "unknown task") || strings.Contains(string(r.body), "secret") {
+			t.Errorf("b's %s of a's task: %d %s; want unknown task", m, r.status, r.body)
+		}
+	}
+	// The owner reads its result (tasks/result waits for the task's end).
+	r = a.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tasks/result","params":{"taskId":%q}}`, id))
+	if !strings.Contains(string(r.body), "a's secret topic") {
+		t.Errorf("a's tasks/result: %d %s", r.status, r.body)
+	}
+}
