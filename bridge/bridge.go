@@ -46,7 +46,9 @@ type Options struct {
 	StreamQueue          int
 	WriteTimeout         time.Duration
 	AuditBodies          bool
-	// Shared by every destination.
+	// Shared by every destination. MaxConnections bounds the open client
+	// connections (half of them from one address; connlimit.go).
+	MaxConnections  int
 	MaxStreams      int
 	MaxBodyBytes    int64
 	MaxBodyMemory   int64
@@ -149,6 +151,7 @@ func Defaults() Options {
 		OAuthKeysTTL:         iss.KeysTTL,
 		OAuthMinRefresh:      iss.MinRefresh,
 		// The bridge's own.
+		MaxConnections:  defaultMaxConnections(),
 		MaxStreams:      10000,
 		MaxBodyMemory:   64 << 20,
 		ShutdownTimeout: 10 * time.Second,
@@ -181,6 +184,7 @@ func (o *Options) setDefaults() {
 	setInt(&o.MaxStreamsPerSession, d.MaxStreamsPerSession)
 	setInt(&o.StreamQueue, d.StreamQueue)
 	setDur(&o.WriteTimeout, d.WriteTimeout)
+	setInt(&o.MaxConnections, d.MaxConnections)
 	setInt(&o.MaxStreams, d.MaxStreams)
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = d.MaxBodyBytes
@@ -220,8 +224,10 @@ type Bridge struct {
 	opts Options
 	log  hclog.Logger
 	// cur is the table the bridge serves (table.go): Reload swaps it.
-	cur        atomic.Pointer[table]
-	limits     *session.Limits
+	cur    atomic.Pointer[table]
+	limits *session.Limits
+	// conns bounds the connections Serve's server holds (MaxConnections).
+	conns      *connLimit
 	reg        *prometheus.Registry
 	metricSet  *session.MetricSet
 	legacyHits *prometheus.CounterVec
@@ -284,7 +290,7 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		opts.PrincipalKey = session.RandomPrincipalKey()
 	}
 	b := &Bridge{opts: opts, log: opts.Logger,
-		limits: session.NewLimits(opts.MaxBodyMemory, opts.MaxBodyBytes, opts.MaxStreams), reg: prometheus.NewRegistry(), streams: make(chan struct{})}
+		limits: session.NewLimits(opts.MaxBodyMemory, opts.MaxBodyBytes, opts.MaxStreams), conns: newConnLimit(opts.MaxConnections), reg: prometheus.NewRegistry(), streams: make(chan struct{})}
 	b.life, b.endLife = context.WithCancel(context.Background())
 	b.metricSet = session.NewMetricSet(b.reg)
 	if !opts.NoConsole {
@@ -394,6 +400,7 @@ func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
 	// The server calls the handler itself, not ServeHTTP: one frame fewer
 	// on every request's stack (see session.post on stacks).
 	srv := NewServer(b.handler, b.log.Named("http"))
+	srv.limit = b.conns
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	var err error

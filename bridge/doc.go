@@ -11,7 +11,10 @@
 //     net/http, and the connection comes back once net/http has answered
 //     and waited a second for its next request. Server's doc states the contract:
 //     which requests the fast path takes, which of net/http's guarantees it
-//     keeps;
+//     keeps; and the connection limit (connlimit.go): -max-connections,
+//     half of them per source address, counted from accept to close on
+//     either path, the connection idle longest closed to make room, else
+//     503;
 //   - the router: /{destination}/mcp, /mcp and POST / for the default
 //     destination, the legacy HTTP+SSE routes (410 Gone), and the
 //     operator's routes (/, /healthz, /version, /metrics, /tools/list,

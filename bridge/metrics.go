@@ -30,7 +30,7 @@ func (b *Bridge) registerMetrics() {
 	b.lastReload.SetToCurrentTime()
 	b.refusedTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_auth_refused_total",
 		Help: "Requests the auth layer refused, by destination (\"\" for the operator's routes) and reason: missing (no token), wrong_token (not a configured static token), invalid (an access token refused: signature, expiry, audience…), insufficient_scope, forbidden (subject not allowed), unavailable (the issuer cannot be reached)."}, []string{"destination", "reason"})
-	b.reg.MustRegister(b.legacyHits, b.reloads, b.lastReload, b.refusedTokens,
+	b.reg.MustRegister(b.legacyHits, b.reloads, b.lastReload, b.refusedTokens, connCollector{b.conns},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stelae_request_body_bytes",
 			Help: "Buffer memory held by POST bodies being read or served, against -max-body-memory."}, func() float64 { return float64(b.limits.BodyBytes()) }),
 		stateCollector{b: b}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -38,6 +38,29 @@ func (b *Bridge) registerMetrics() {
 			Help:        "1, labelled with the bridge's version, the commit it was built from (\"\" when unknown, -dirty with changes) and its Go version.",
 			ConstLabels: prometheus.Labels{"version": b.opts.Version, "commit": b.opts.Commit, "go_version": runtime.Version()}}, func() float64 { return 1 }))
 	b.metricsHandler = promhttp.HandlerFor(b.reg, promhttp.HandlerOpts{})
+}
+
+// connCollector reports the connection limit's counts (connlimit.go).
+type connCollector struct{ l *connLimit }
+
+var (
+	descConns        = prometheus.NewDesc("stelae_connections", "Open client connections, against -max-connections: the fast path's, net/http's and hijacked GET streams'.", nil, nil)
+	descConnsEvicted = prometheus.NewDesc("stelae_connections_evicted_total", "Idle connections closed to make room for a new one, by the limit reached: max_connections, or per_address (the new one's address held half of -max-connections).", []string{"limit"}, nil)
+	descConnsRefused = prometheus.NewDesc("stelae_connections_refused_total", "New connections answered 503 because a limit was reached and no connection it could close was idle, by that limit (max_connections, per_address).", []string{"limit"}, nil)
+)
+
+func (c connCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descConns
+	ch <- descConnsEvicted
+	ch <- descConnsRefused
+}
+
+func (c connCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, float64(c.l.Open()))
+	for k := range limitKinds {
+		ch <- prometheus.MustNewConstMetric(descConnsEvicted, prometheus.CounterValue, float64(c.l.evicted[k].Load()), k.String())
+		ch <- prometheus.MustNewConstMetric(descConnsRefused, prometheus.CounterValue, float64(c.l.refused[k].Load()), k.String())
+	}
 }
 
 // stateCollector reports what the endpoints know at scrape time: sessions,

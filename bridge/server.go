@@ -80,11 +80,21 @@ import (
 //   - std's hooks (ConnState, ConnContext, BaseContext) and Request.TLS
 //     (TLS connections go to net/http); its header and idle timeouts the
 //     fast path keeps itself, with the same values.
+//
+// It holds at most a number of connections (-max-connections; connlimit.go),
+// and half of them from one source address, counting every connection
+// from its accept to its close wherever it is served (the fast path,
+// net/http, a hijacked stream, TLS): at a limit, the connection idle
+// longest (of the same address, at the address's share) is closed to make
+// room for the new one, and when none is idle the new one gets 503 with
+// Retry-After at once.
 type Server struct {
 	handler http.Handler
 	std     *http.Server
 	hand    *handoff
 	log     hclog.Logger
+	// limit counts the open connections (set before Serve).
+	limit *connLimit
 
 	headerTimeout, idleTimeout time.Duration
 	// backAfter is how long a connection net/http answered may wait for
@@ -103,15 +113,21 @@ type Server struct {
 	stop      chan struct{} // closed by Shutdown or Close
 	stopOnce  sync.Once
 	sweepDone chan struct{}
-	// mu guards ln, conns.
+	// mu guards ln, conns, refusing.
 	mu    sync.Mutex
 	ln    net.Listener
 	conns map[*fastConn]struct{}
+	// refusing are the refused connections lingering after their 503
+	// (refuse), at most maxRefusing.
+	refusing map[net.Conn]struct{}
 	// imu guards stdIdle: the connections net/http waits on for a next
-	// request (its ConnState hook keeps it).
-	imu     sync.Mutex
-	stdIdle map[net.Conn]struct{}
-	// conns' goroutines, and Serve's hand-off to std.
+	// request (its ConnState hook keeps it); and tlsSlots: the slots of
+	// TLS connections, which net/http serves from their accept.
+	imu      sync.Mutex
+	stdIdle  map[net.Conn]struct{}
+	tlsSlots map[net.Conn]*connSlot
+	// conns' goroutines, the refused connections' lingers, and Serve's
+	// hand-off to std.
 	wg sync.WaitGroup
 }
 
@@ -126,6 +142,7 @@ const watchAfter = 100 * time.Millisecond
 // NewServer returns a Server for h; log gets what net/http would print.
 func NewServer(h http.Handler, log hclog.Logger) *Server {
 	s := &Server{handler: h, log: log, headerTimeout: 10 * time.Second, idleTimeout: 2 * time.Minute, backAfter: time.Second, conns: map[*fastConn]struct{}{}, stdIdle: map[net.Conn]struct{}{},
+		limit: newConnLimit(defaultMaxConnections()), refusing: map[net.Conn]struct{}{}, tlsSlots: map[net.Conn]*connSlot{},
 		sweepWake: make(chan struct{}, 1), stop: make(chan struct{}), sweepDone: make(chan struct{})}
 	s.std = &http.Server{
 		Handler:           http.HandlerFunc(s.serveStd),
@@ -153,6 +170,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.ln = ln
 	s.hand = &handoff{addr: ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})}
 	s.mu.Unlock()
+	s.limit.warnFDs(s.log)
 	stdDone := make(chan struct{})
 	go func() {
 		defer close(stdDone)
@@ -185,12 +203,24 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		delay = 0
+		a := s.limit.admit(nc)
+		s.limit.logAdmitted(s.log, a, nc.RemoteAddr())
+		if a.slot == nil {
+			s.refuse(nc, a.limit)
+			continue
+		}
 		if _, isTLS := nc.(*tls.Conn); isTLS {
-			// net/http does the handshake and fills in Request.TLS.
+			// net/http does the handshake and fills in Request.TLS; its
+			// ConnState hook releases the slot. It is never idle for the
+			// limit.
+			a.slot.state.Store(connActive)
+			s.imu.Lock()
+			s.tlsSlots[nc] = a.slot
+			s.imu.Unlock()
 			s.hand.give(nc)
 			continue
 		}
-		s.start(&fastConn{s: s, nc: nc})
+		s.start(&fastConn{s: s, nc: nc, slot: a.slot})
 	}
 }
 
@@ -201,6 +231,7 @@ func (s *Server) start(c *fastConn) {
 	if s.closing.Load() {
 		s.mu.Unlock()
 		c.nc.Close()
+		s.limit.release(c.slot)
 		return
 	}
 	s.conns[c] = struct{}{}
@@ -233,13 +264,23 @@ func stdConnContext(ctx context.Context, nc net.Conn) context.Context {
 // stdConnState tells a handed-over connection whether net/http waits for
 // its next request (see replayConn), and keeps stdIdle.
 func (s *Server) stdConnState(nc net.Conn, st http.ConnState) {
+	var tlsSlot *connSlot
 	s.imu.Lock()
 	if st == http.StateIdle {
 		s.stdIdle[nc] = struct{}{}
 	} else {
 		delete(s.stdIdle, nc)
 	}
+	if st == http.StateClosed || st == http.StateHijacked {
+		// A hijacked TLS connection is no longer counted: its handler
+		// closes the tls.Conn, which nothing here sees.
+		tlsSlot = s.tlsSlots[nc]
+		delete(s.tlsSlots, nc)
+	}
 	s.imu.Unlock()
+	if tlsSlot != nil {
+		s.limit.release(tlsSlot)
+	}
 	if rc, ok := nc.(*replayConn); ok {
 		if st == http.StateIdle {
 			rc.wait.Store(waitIdle)
@@ -268,7 +309,7 @@ func (s *Server) IdleConns() int {
 	n := 0
 	s.mu.Lock()
 	for c := range s.conns {
-		if c.state.Load() == connIdle {
+		if c.slot.state.Load() == connIdle {
 			n++
 		}
 	}
@@ -320,6 +361,9 @@ func (s *Server) Close() error {
 	}
 	for c := range s.conns {
 		c.nc.Close()
+	}
+	for nc := range s.refusing {
+		nc.Close()
 	}
 	s.mu.Unlock()
 	err := s.std.Close()
@@ -406,7 +450,7 @@ func (s *Server) closeIdle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		if c.state.CompareAndSwap(connIdle, connClosed) {
+		if c.slot.state.CompareAndSwap(connIdle, connClosed) {
 			c.nc.Close()
 		}
 	}
@@ -425,18 +469,20 @@ func (s *Server) untrack(c *fastConn) {
 	s.mu.Unlock()
 }
 
-// Connection states (fastConn.state).
+// Connection states (connSlot.state).
 const (
-	connIdle   int32 = iota // waiting for a request
-	connActive              // reading or serving one
-	connClosed              // closed by Shutdown
+	connIdle   int32 = iota // waiting for a request, nothing of it read
+	connActive              // reading or serving one, or net/http's
+	connClosed              // closed while idle: by Shutdown, or for room
 )
 
 // fastConn is one connection served by the fast path.
 type fastConn struct {
-	s     *Server
-	nc    net.Conn
-	state atomic.Int32
+	s  *Server
+	nc net.Conn
+	// slot is the connection's place under the limit; its state says
+	// whether it is idle.
+	slot *connSlot
 	// resumed: the connection comes back from net/http, which answered its
 	// last request (a POST when afterPost).
 	resumed, afterPost bool
@@ -482,6 +528,7 @@ func (c *fastConn) serve() {
 		c.br.Discard(c.br.Buffered())
 		if !handed {
 			c.nc.Close()
+			c.s.limit.release(c.slot)
 		}
 		c.s.forget(c)
 	}()
@@ -503,21 +550,26 @@ func (c *fastConn) serve() {
 		first = false
 		// A deadline is moved only when it would move by more than
 		// deadlineSlack: each move is a timer update in the runtime.
-		if d := time.Now().Add(wait); d.Sub(c.readDeadline) > deadlineSlack {
+		now := time.Now()
+		if d := now.Add(wait); d.Sub(c.readDeadline) > deadlineSlack {
 			_ = c.nc.SetReadDeadline(d)
 			c.readDeadline = d
 		}
-		c.state.Store(connIdle)
-		if c.s.closing.Load() {
-			if c.state.CompareAndSwap(connIdle, connClosed) {
+		// Idle (Shutdown and the limit may close it) unless bytes of the
+		// next request are here already (pipelined): that one is in
+		// flight.
+		idle := c.br.Buffered() == 0 && !c.cr.hasPending
+		if idle {
+			c.slot.setIdle(c.s.limit, now)
+			if c.s.closing.Load() && c.slot.state.CompareAndSwap(connIdle, connClosed) {
 				return
 			}
 		}
 		if _, err := c.br.Peek(1); err != nil {
 			return
 		}
-		if !c.state.CompareAndSwap(connIdle, connActive) {
-			return // closed by Shutdown
+		if idle && !c.slot.state.CompareAndSwap(connIdle, connActive) {
+			return // closed by Shutdown, or to make room
 		}
 		if afterPost && !c.skipEmptyLines() {
 			return
@@ -633,7 +685,7 @@ func (c *fastConn) readHead() ([]byte, bool) {
 // which owns it from then on.
 func (c *fastConn) handOff() {
 	buf := c.br.bytes()
-	rc := &replayConn{Conn: c.nc, s: c.s, pending: append([]byte(nil), buf...)}
+	rc := &replayConn{Conn: c.nc, s: c.s, slot: c.slot, pending: append([]byte(nil), buf...)}
 	if c.cr.hasPending {
 		// A byte a watch read comes after what the buffer holds (the
 		// buffer's next fill normally takes it before a head is parsed).
@@ -694,9 +746,11 @@ func (c *fastConn) serveRequest(h *fastHead, fr *fastRequest) bool {
 	}
 	// A client whose watch read its end (EOF, or an error) still gets the
 	// answer, as from net/http: an EOF may be a half-close (CloseWrite)
-	// after the request, whose client waits for the answer. The connection
-	// then closes: nothing more can come from it.
-	return w.finish() && !w.closeAfter && !c.s.closing.Load() && !c.cr.gone.Load()
+	// after the request, whose client waits for the answer. Nothing more
+	// can come from it, but what it sent before its EOF (pipelined
+	// requests, read with this one) is served first, as net/http serves
+	// what its buffer holds; after an error (a reset) nobody reads.
+	return w.finish() && !w.closeAfter && !c.s.closing.Load() && (!c.cr.gone.Load() || c.cr.eof.Load() && c.br.Buffered() > 0)
 }
 
 // request makes the handler's request for the head h, with its body, in
@@ -768,6 +822,7 @@ func (c *fastConn) watchConn() {
 	if n == 1 {
 		c.cr.pending, c.cr.hasPending = b[0], true
 	} else if err != nil && !c.aborted {
+		c.cr.eof.Store(err == io.EOF)
 		c.cr.gone.Store(true)
 		c.cancel()
 	}
@@ -783,6 +838,7 @@ type connReader struct {
 	pending    byte
 	hasPending bool
 	gone       atomic.Bool // a watch saw the client go
+	eof        atomic.Bool // by its EOF (a half-close), set before gone
 }
 
 func (r *connReader) Read(p []byte) (int, error) {
@@ -878,6 +934,9 @@ func (b *fastBody) Close() error {
 type replayConn struct {
 	net.Conn
 	s *Server
+	// slot is the connection's place under the limit: idle while
+	// readOrBack waits.
+	slot *connSlot
 	// wait is where net/http is in its wait for the next request: waitNone,
 	// waitIdle (reported idle), waitPeek (the idle deadline set: its next
 	// read is the wait's). Set by net/http's hook and its calls on the
@@ -918,22 +977,39 @@ func (c *replayConn) Read(p []byte) (int, error) {
 // readOrBack is net/http's wait for the next request, with nothing of it
 // buffered: a keep-alive client's next request often follows at once (a
 // client of GETs, of large POSTs), and net/http serves it; a connection
-// that waits for s.backAfter comes back to the fast path (io.EOF).
+// that waits for s.backAfter comes back to the fast path (io.EOF). The
+// connection is idle for the limit while it waits: one closed for room
+// meanwhile gets net.ErrClosed, whatever the read brought.
 func (c *replayConn) readOrBack(p []byte) (int, error) {
+	now := time.Now()
+	c.slot.setIdle(c.s.limit, now)
+	n, back, err := c.waitRead(p, now)
+	if !c.slot.state.CompareAndSwap(connIdle, connActive) {
+		return 0, net.ErrClosed
+	}
+	if back {
+		c.back.Store(true)
+		return 0, io.EOF
+	}
+	return n, err
+}
+
+// waitRead is readOrBack's read; back: it waited s.backAfter for nothing.
+func (c *replayConn) waitRead(p []byte, now time.Time) (n int, back bool, err error) {
 	idleDeadline := c.deadline
-	if d := time.Now().Add(c.s.backAfter); idleDeadline.IsZero() || d.Before(idleDeadline) {
+	if d := now.Add(c.s.backAfter); idleDeadline.IsZero() || d.Before(idleDeadline) {
 		_ = c.Conn.SetReadDeadline(d)
 		n, err := c.Conn.Read(p)
 		if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) && !c.s.closing.Load() {
-			c.back.Store(true)
-			return 0, io.EOF
+			return 0, true, nil
 		}
 		_ = c.Conn.SetReadDeadline(idleDeadline)
 		if n > 0 || err != nil {
-			return n, err
+			return n, false, err
 		}
 	}
-	return c.Conn.Read(p)
+	n, err = c.Conn.Read(p)
+	return n, false, err
 }
 
 // Where net/http is in its wait for the next request (replayConn.wait).
@@ -968,10 +1044,12 @@ func (c *replayConn) Close() error {
 	}
 	if c.back.Load() {
 		_ = c.Conn.SetReadDeadline(time.Time{})
-		c.s.start(&fastConn{s: c.s, nc: c.Conn, resumed: true, afterPost: c.lastPost.Load()})
+		c.s.start(&fastConn{s: c.s, nc: c.Conn, slot: c.slot, resumed: true, afterPost: c.lastPost.Load()})
 		return nil
 	}
-	return c.Conn.Close()
+	err := c.Conn.Close()
+	c.s.limit.release(c.slot)
+	return err
 }
 
 // handoff is the listener net/http serves: it accepts the connections the

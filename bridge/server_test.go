@@ -92,6 +92,12 @@ func startTestServer(t testing.TB, h http.Handler, tune ...func(*Server)) (*Serv
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startTestServerOn(t, ln, h, tune...)
+}
+
+// startTestServerOn is startTestServer on ln.
+func startTestServerOn(t testing.TB, ln net.Listener, h http.Handler, tune ...func(*Server)) (*Server, string) {
+	t.Helper()
 	s := NewServer(h, hclog.NewNullLogger())
 	for _, f := range tune {
 		f(s)
@@ -802,7 +808,9 @@ func stdServer(t testing.TB, h http.Handler) string {
 // its side for writing (CloseWrite) gets its answer, as from net/http —
 // even when the request runs long enough to be watched, which reads the
 // client's EOF (and, as net/http's background read, cancels the request's
-// context).
+// context). A client that pipelines two requests before its half-close
+// gets both answers, as from net/http: what was read before the EOF is
+// served before the connection closes.
 func TestServerHalfClose(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -814,24 +822,34 @@ func TestServerHalfClose(t *testing.T) {
 			case <-time.After(20 * watchAfter):
 			}
 		}
-		w.Write([]byte("answer"))
+		w.Write([]byte("answer " + r.URL.Path))
 	})
 	_, fast := startTestServer(t, h)
 	std := stdServer(t, h)
-	for _, path := range []string{"/quick", "/slow"} {
+	for _, reqs := range [][]string{{"/quick"}, {"/slow"}, {"/quick", "/quick"}, {"/slow", "/quick"}, {"/quick", "/slow"}, {"/slow", "/slow", "/quick"}} {
 		for _, srv := range []struct{ name, addr string }{{"net/http", std}, {"fast path", fast}} {
 			c := dial(t, srv.addr)
-			io.WriteString(c, post(path, "{}"))
+			var raw strings.Builder
+			for _, path := range reqs {
+				raw.WriteString(post(path, "{}"))
+			}
+			io.WriteString(c, raw.String())
 			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
 				t.Fatal(err)
 			}
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			if err != nil {
-				t.Errorf("%s, %s: no answer after the client's half-close: %v", srv.name, path, err)
-				continue
+			br := bufio.NewReader(c)
+			for i, path := range reqs {
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Errorf("%s, %v: no answer %d after the client's half-close: %v", srv.name, reqs, i+1, err)
+					break
+				}
+				if got := bodyOf(t, resp); resp.StatusCode != 200 || got != "answer "+path {
+					t.Errorf("%s, %v: answer %d is %d %q, want 200 \"answer %s\"", srv.name, reqs, i+1, resp.StatusCode, got, path)
+				}
 			}
-			if got := bodyOf(t, resp); resp.StatusCode != 200 || got != "answer" {
-				t.Errorf("%s, %s: %d %q, want 200 \"answer\"", srv.name, path, resp.StatusCode, got)
+			if b, err := br.ReadByte(); err == nil {
+				t.Errorf("%s, %v: the connection goes on after the answers (%q)", srv.name, reqs, b)
 			}
 		}
 	}

@@ -28,6 +28,7 @@ type settings struct {
 	check           bool
 	version         bool
 	maxSessions     int
+	maxConnections  int
 	maxStreams      int
 	maxSessStreams  int
 	requestTimeout  time.Duration
@@ -151,6 +152,7 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	// The two names the project's specification fixes keep them; every other
 	// variable starts with STELAE_, so none collides with what children read.
 	integer(&s.maxSessions, "max-sessions", "MAX_STDIO_CONNECTIONS", d.MaxSessions, "sessions per destination; at the cap the least recently used session with no stream and no call in flight is evicted at once, else 503")
+	integer(&s.maxConnections, "max-connections", "STELAE_MAX_CONNECTIONS", d.MaxConnections, "open client connections the bridge holds at most, half of them from one address (IPv6: its /64); at the cap the connection idle longest (of that address, at its half) is closed to make room, else the new one gets 503 with Retry-After (unless set: half the file-descriptor limit, at most 16384)")
 	integer(&s.maxStreams, "max-streams", "STELAE_MAX_STREAMS", d.MaxStreams, "open streams (GET streams and 2026-07-28 subscriptions/listen streams) the whole bridge holds at most; past it a stream gets 503 with Retry-After")
 	integer(&s.maxSessStreams, "max-streams-per-session", "STELAE_MAX_STREAMS_PER_SESSION", d.MaxStreamsPerSession, "open GET streams one session may hold (past it a GET gets 429), and with auth the subscriptions/listen streams of one token (past it 503)")
 	dur(&s.requestTimeout, "request-timeout", "STELAE_REQUEST_TIMEOUT", d.RequestTimeout, "longest wait for a child's answer to one request (504 after it, and the request is cancelled at the child)")
@@ -228,6 +230,7 @@ func (s *settings) options() bridge.Options {
 		Sessionless:                s.sessionless,
 		MaxStreamsPerSession:       s.maxSessStreams,
 		AuditBodies:                s.auditBodies,
+		MaxConnections:             s.maxConnections,
 		MaxStreams:                 s.maxStreams,
 		MaxBodyBytes:               int64(s.maxBody),
 		MaxBodyMemory:              int64(s.maxBodyMemory),
@@ -300,6 +303,8 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 	}
 	s.listen = addr
 	switch {
+	case s.maxConnections < 1:
+		return nil, invalid("max-connections", "-max-connections must be at least 1")
 	case s.maxStreams < 1:
 		return nil, invalid("max-streams", "-max-streams must be at least 1")
 	case s.maxSessStreams < 1:
