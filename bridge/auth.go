@@ -258,12 +258,12 @@ func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 		}
 		b.refusedTokens.WithLabelValues(g.dest, reason).Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer realm="stelae-bridge"`)
-		session.WriteError(w, http.StatusUnauthorized, codeServer, "missing or wrong bearer token: send Authorization: Bearer <token> with a token the bridge's operator configured")
+		session.WriteErrorFor(w, r, http.StatusUnauthorized, codeServer, "missing or wrong bearer token: send Authorization: Bearer <token> with a token the bridge's operator configured")
 		return nil
 	}
 	base := b.baseURL(r)
 	if !hasToken {
-		b.refuseToken(w, g, policies, base, nil)
+		b.refuseToken(w, r, g, policies, base, nil)
 		return nil
 	}
 	var err error
@@ -282,7 +282,7 @@ func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 			return r.WithContext(session.WithPrincipal(r.Context(), p))
 		}
 	}
-	b.refuseToken(w, g, policies, base, err)
+	b.refuseToken(w, r, g, policies, base, err)
 	return nil
 }
 
@@ -293,19 +293,19 @@ func (b *Bridge) logAccepted(g guarded, c *oauth.Claims) {
 // refuseToken answers a request without an access token (err nil) or with
 // one refused by err. (Out of admit, whose frame is on the stack when the
 // token is checked: see authLayer.)
-func (b *Bridge) refuseToken(w http.ResponseWriter, g guarded, policies []*oauth.Policy, base string, err error) {
+func (b *Bridge) refuseToken(w http.ResponseWriter, r *http.Request, g guarded, policies []*oauth.Policy, base string, err error) {
 	prm := metadataURL(base, g)
 	b.refusedTokens.WithLabelValues(g.dest, refusal(err)).Inc()
 	if err == nil {
 		w.Header().Set("WWW-Authenticate", oauth.Challenge(prm, policies[0].Auth.Scopes, nil))
-		session.WriteError(w, http.StatusUnauthorized, codeServer, fmt.Sprintf("this endpoint needs an OAuth access token from %s: send Authorization: Bearer <token> (the authorization server is named in %s)", oauth.IssuerFor(policies[0].Verifier, base), prm))
+		session.WriteErrorFor(w, r, http.StatusUnauthorized, codeServer, fmt.Sprintf("this endpoint needs an OAuth access token from %s: send Authorization: Bearer <token> (the authorization server is named in %s)", oauth.IssuerFor(policies[0].Verifier, base), prm))
 		return
 	}
 	status := oauth.Status(err)
 	b.log.Info("access token refused", "destination", g.dest, "status", status, "reason", err)
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "10")
-		session.WriteError(w, status, codeServer, "the bridge cannot validate access tokens now: "+err.Error()+"; retry shortly (the operator should check that the issuer is reachable from the bridge)")
+		session.WriteErrorFor(w, r, status, codeServer, "the bridge cannot validate access tokens now: "+err.Error()+"; retry shortly (the operator should check that the issuer is reachable from the bridge)")
 		return
 	}
 	w.Header().Set("WWW-Authenticate", oauth.Challenge(prm, policies[0].Auth.Scopes, err))
@@ -313,7 +313,7 @@ func (b *Bridge) refuseToken(w http.ResponseWriter, g guarded, policies []*oauth
 	if errors.Is(err, oauth.ErrInvalidToken) {
 		msg = "the access token was refused: " + msg
 	}
-	session.WriteError(w, status, codeServer, msg)
+	session.WriteErrorFor(w, r, status, codeServer, msg)
 }
 
 // refusal is the reason label of a refused OAuth token (err nil: none
@@ -385,7 +385,7 @@ func (b *Bridge) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
 		if len(t.operatorPolicies) == 0 {
 			msg = "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)"
 		}
-		session.WriteError(w, http.StatusNotFound, codeServer, msg)
+		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, msg)
 		return
 	}
 	w.Header().Set("Cache-Control", "public, max-age=300")

@@ -16,7 +16,7 @@ import (
 // misdirected answers a request for key (a destination, or "p/" and a
 // profile) that another instance of the fleet serves; false when no
 // instance does (the caller answers 404).
-func (b *Bridge) misdirected(w http.ResponseWriter, key string) bool {
+func (b *Bridge) misdirected(w http.ResponseWriter, r *http.Request, key string) bool {
 	t := b.t()
 	away, ok := t.cfg.Away[key]
 	if !ok {
@@ -37,7 +37,7 @@ func (b *Bridge) misdirected(w http.ResponseWriter, key string) bool {
 	h := w.Header()
 	h.Set("Stelae-Instance", t.cfg.Instance)
 	h.Set("Stelae-Owner", strings.Join(away.Instances, ", "))
-	session.WriteError(w, http.StatusMisdirectedRequest, codeServer, fmt.Sprintf("%s is served by instance %s, not by this one (%s): send the request through the fleet's balancer, which routes by path to its owner; retrying there is safe", what, owners, t.cfg.Instance))
+	session.WriteErrorFor(w, r, http.StatusMisdirectedRequest, codeServer, fmt.Sprintf("%s is served by instance %s, not by this one (%s): send the request through the fleet's balancer, which routes by path to its owner; retrying there is safe", what, owners, t.cfg.Instance))
 	return true
 }
 

@@ -37,11 +37,11 @@ type guardLayer struct {
 func (g *guardLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b := g.b
 	if origin := session.Header(r.Header, "Origin"); origin != "" && !b.originAllowed(origin) && !b.sameOrigin(r, origin) {
-		refuse(w, "Origin %q is not allowed (DNS-rebinding protection); to serve browser clients from it, start the bridge with -allowed-origins %s", origin, origin)
+		refuse(w, r, "Origin %q is not allowed (DNS-rebinding protection); to serve browser clients from it, start the bridge with -allowed-origins %s", origin, origin)
 		return
 	}
 	if b.opts.CheckHost && !b.hostAllowed(r.Host) {
-		refuse(w, "Host %q is not allowed (DNS-rebinding protection); when the bridge is reached through a tunnel or proxy, start it with -allowed-hosts %s", r.Host, hostOnly(r.Host))
+		refuse(w, r, "Host %q is not allowed (DNS-rebinding protection); when the bridge is reached through a tunnel or proxy, start it with -allowed-hosts %s", r.Host, hostOnly(r.Host))
 		return
 	}
 	g.next.ServeHTTP(w, r)
@@ -49,8 +49,8 @@ func (g *guardLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // refuse answers 403 with the message format makes of a and b. (Out of
 // guard, whose frame is on the stack of every request; see session.post.)
-func refuse(w http.ResponseWriter, format, a, b string) {
-	session.WriteError(w, http.StatusForbidden, codeServer, fmt.Sprintf(format, a, b))
+func refuse(w http.ResponseWriter, r *http.Request, format, a, b string) {
+	session.WriteErrorFor(w, r, http.StatusForbidden, codeServer, fmt.Sprintf(format, a, b))
 }
 
 func (b *Bridge) hostAllowed(hostport string) bool {
@@ -212,7 +212,7 @@ func (g *gateLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 	default:
 		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
-			refuseClosing(w)
+			refuseClosing(w, r)
 			return
 		}
 	}
@@ -223,8 +223,8 @@ func (g *gateLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // closes its connection: a client (or a proxy) retries on a new one,
 // which reaches the next bridge — on a kept one it would find this one's
 // 503 again.
-func refuseClosing(w http.ResponseWriter) {
+func refuseClosing(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Connection", "close")
 	w.Header().Set("Retry-After", "5")
-	session.WriteError(w, http.StatusServiceUnavailable, codeServer, "the bridge is shutting down; retry when it is back")
+	session.WriteErrorFor(w, r, http.StatusServiceUnavailable, codeServer, "the bridge is shutting down; retry when it is back")
 }

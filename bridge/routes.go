@@ -38,7 +38,7 @@ func (b *Bridge) route(w http.ResponseWriter, r *http.Request) {
 	case "/readyz":
 		b.serveReady(w, r)
 	case "/mcp":
-		if ep := b.defaultEndpoint(w); ep != nil {
+		if ep := b.defaultEndpoint(w, r); ep != nil {
 			ep.ServeHTTP(w, r)
 		}
 	case "/version":
@@ -78,9 +78,9 @@ func (b *Bridge) servePrefixed(w http.ResponseWriter, r *http.Request, path stri
 	case b.opts.AuthServer != nil && (isOAuthWellKnown(path) || strings.HasPrefix(path, "/oauth/")):
 		b.opts.AuthServer.ServeHTTP(w, r.WithContext(authserver.WithBase(r.Context(), b.baseURL(r))))
 	case isOAuthWellKnown(path) && len(t.operatorPolicies) > 0:
-		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("this bridge is not an authorization server: its endpoints accept tokens from the issuer named in their protected-resource metadata (%s/{destination}/mcp)", prmPath))
+		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("this bridge is not an authorization server: its endpoints accept tokens from the issuer named in their protected-resource metadata (%s/{destination}/mcp)", prmPath))
 	case isOAuthWellKnown(path):
-		session.WriteError(w, http.StatusNotFound, codeServer, "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)")
+		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)")
 	default:
 		return false
 	}
@@ -108,22 +108,22 @@ func (b *Bridge) destination(w http.ResponseWriter, r *http.Request) *session.En
 		if ep := t.profileEndpoint(name); ep != nil {
 			return ep
 		}
-		if b.misdirected(w, "p/"+name) {
+		if b.misdirected(w, r, "p/"+name) {
 			return nil
 		}
-		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no profile named %q; configured profiles: %s", name, strings.Join(t.cfg.ProfileNames, ", ")))
+		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no profile named %q; configured profiles: %s", name, strings.Join(t.cfg.ProfileNames, ", ")))
 		return nil
 	}
 	if !ok || strings.Contains(route, "/") {
-		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; MCP endpoints are at /{destination}/mcp (destinations: %s)", r.URL.Path, b.list()))
+		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; MCP endpoints are at /{destination}/mcp (destinations: %s)", r.URL.Path, b.list()))
 		return nil
 	}
 	ep := t.endpoints[dest]
-	if ep == nil && b.misdirected(w, dest) {
+	if ep == nil && b.misdirected(w, r, dest) {
 		return nil
 	}
 	if ep == nil {
-		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no destination named %q; configured destinations: %s", dest, b.list()))
+		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no destination named %q; configured destinations: %s", dest, b.list()))
 		return nil
 	}
 	switch route {
@@ -131,9 +131,9 @@ func (b *Bridge) destination(w http.ResponseWriter, r *http.Request) *session.En
 		return ep
 	case "sse", "message":
 		b.legacyHits.WithLabelValues(dest).Inc()
-		session.WriteError(w, http.StatusGone, codeServer, fmt.Sprintf("the HTTP+SSE transport (/%s/sse, /%s/message) is gone; this bridge speaks MCP Streamable HTTP at /%s/mcp: configure your client with type \"http\" and that URL", dest, dest, dest))
+		session.WriteErrorFor(w, r, http.StatusGone, codeServer, fmt.Sprintf("the HTTP+SSE transport (/%s/sse, /%s/message) is gone; this bridge speaks MCP Streamable HTTP at /%s/mcp: configure your client with type \"http\" and that URL", dest, dest, dest))
 	default:
-		session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; the MCP endpoint of %q is /%s/mcp", r.URL.Path, dest, dest))
+		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; the MCP endpoint of %q is /%s/mcp", r.URL.Path, dest, dest))
 	}
 	return nil
 }
@@ -149,7 +149,7 @@ func (b *Bridge) list() string {
 
 // defaultEndpoint is the endpoint /mcp and / serve; when there is none it
 // writes the 404 and returns nil.
-func (b *Bridge) defaultEndpoint(w http.ResponseWriter) *session.Endpoint {
+func (b *Bridge) defaultEndpoint(w http.ResponseWriter, r *http.Request) *session.Endpoint {
 	t := b.t()
 	if t.cfg.DefaultProfile {
 		if ep := t.profileEndpoint(t.cfg.Default); ep != nil {
@@ -158,10 +158,10 @@ func (b *Bridge) defaultEndpoint(w http.ResponseWriter) *session.Endpoint {
 	} else if ep := t.endpoints[t.cfg.Default]; ep != nil {
 		return ep
 	}
-	if t.cfg.AwayDefault != "" && b.misdirected(w, t.cfg.AwayDefault) {
+	if t.cfg.AwayDefault != "" && b.misdirected(w, r, t.cfg.AwayDefault) {
 		return nil
 	}
-	session.WriteError(w, http.StatusNotFound, codeServer, fmt.Sprintf("no default destination: set 'default: NAME' in the destinations file, or use /{destination}/mcp (destinations: %s)", b.list()))
+	session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no default destination: set 'default: NAME' in the destinations file, or use /{destination}/mcp (destinations: %s)", b.list()))
 	return nil
 }
 
@@ -172,7 +172,7 @@ func (b *Bridge) serveRoot(w http.ResponseWriter, r *http.Request) {
 	t := b.t()
 	switch {
 	case r.Method == http.MethodPost || r.Method == http.MethodDelete || session.OpensStream(r):
-		if ep := b.defaultEndpoint(w); ep != nil {
+		if ep := b.defaultEndpoint(w, r); ep != nil {
 			ep.ServeHTTP(w, r)
 		}
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
@@ -203,7 +203,7 @@ func (b *Bridge) serveRoot(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, r, http.StatusOK, doc)
 	default:
 		w.Header().Set("Allow", "GET, HEAD, POST, DELETE, OPTIONS")
-		session.WriteError(w, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("method %s is not supported on /", r.Method))
+		session.WriteErrorFor(w, r, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("method %s is not supported on /", r.Method))
 	}
 }
 
@@ -231,7 +231,7 @@ func (b *Bridge) baseURL(r *http.Request) string {
 func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	body, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		session.WriteError(w, http.StatusInternalServerError, codeServer, "could not encode the answer: "+err.Error())
+		session.WriteErrorFor(w, r, http.StatusInternalServerError, codeServer, "could not encode the answer: "+err.Error())
 		return
 	}
 	h := w.Header()
@@ -252,7 +252,7 @@ func onlyGet(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	w.Header().Set("Allow", "GET, HEAD")
-	session.WriteError(w, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("%s answers GET only", r.URL.Path))
+	session.WriteErrorFor(w, r, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("%s answers GET only", r.URL.Path))
 	return false
 }
 

@@ -50,10 +50,10 @@ func await(call *dispatch.Call, a answering) {
 // streamedAnswer is the last message of a call answered on a stream: its
 // answer, or its error as a JSON-RPC error under id (a stream's status is
 // already sent).
-func (ep *Endpoint) streamedAnswer(id, resp []byte, err error) []byte {
+func (ep *Endpoint) streamedAnswer(id, resp []byte, err error, modern bool) []byte {
 	if err == nil {
 		return resp
 	}
-	_, msg := statusFor(ep.name, err)
-	return jsonrpc.ErrorResponse(id, codeServer, msg)
+	st, msg := statusFor(ep.name, err)
+	return jsonrpc.ErrorResponse(id, eraCode(modern, st, codeServer), msg)
 }

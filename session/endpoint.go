@@ -430,7 +430,7 @@ func serveOtherMethod(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		w.Header().Set("Allow", AllowMethods)
-		WriteError(w, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("method %s is not supported on an MCP endpoint; use POST, GET or DELETE", r.Method))
+		WriteErrorFor(w, r, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("method %s is not supported on an MCP endpoint; use POST, GET or DELETE", r.Method))
 	}
 }
 

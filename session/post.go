@@ -129,7 +129,7 @@ func (ep *Endpoint) readPost(w http.ResponseWriter, r *http.Request, p *post) bo
 	rec := &p.rec
 	if ct := Header(r.Header, "Content-Type"); ct != "" && ct != "application/json" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			rec.status = WriteError(w, http.StatusUnsupportedMediaType, codeServer, fmt.Sprintf("Content-Type %q is not supported: POST a JSON-RPC message as application/json", ct))
+			rec.status = WriteErrorFor(w, r, http.StatusUnsupportedMediaType, codeServer, fmt.Sprintf("Content-Type %q is not supported: POST a JSON-RPC message as application/json", ct))
 			return false
 		}
 	}
@@ -137,7 +137,7 @@ func (ep *Endpoint) readPost(w http.ResponseWriter, r *http.Request, p *post) bo
 	p.sseOK = accept != "" && accepts(accept, "text/event-stream")
 	p.jsonOK = accept == "" || accepts(accept, "application/json")
 	if !p.sseOK && !p.jsonOK {
-		rec.status = WriteError(w, http.StatusNotAcceptable, codeServer, fmt.Sprintf("Accept %q allows neither application/json nor text/event-stream, the two forms an MCP answer can take", accept))
+		rec.status = WriteErrorFor(w, r, http.StatusNotAcceptable, codeServer, fmt.Sprintf("Accept %q allows neither application/json nor text/event-stream, the two forms an MCP answer can take", accept))
 		return false
 	}
 	if err := ep.readBody(w, r, &p.body, p.start); err != nil {
@@ -150,7 +150,7 @@ func (ep *Endpoint) readPost(w http.ResponseWriter, r *http.Request, p *post) bo
 			// carry another request.
 			w.Header().Set("Connection", "close")
 		}
-		rec.status = WriteError(w, be.status, codeServer, be.msg)
+		rec.status = WriteErrorFor(w, r, be.status, codeServer, be.msg)
 		return false
 	}
 	body := p.body.b
@@ -340,7 +340,7 @@ func (ep *Endpoint) writeResult(w http.ResponseWriter, resp []byte, err error, r
 		if st == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "5")
 		}
-		rec.status = WriteError(w, st, codeServer, msg)
+		rec.status = WriteError(w, st, eraCode(rec.era == EraStateless, st, codeServer), msg)
 		return
 	}
 	h := w.Header()

@@ -101,7 +101,7 @@ func (pw *postAnswer) done(ev dispatch.Event) {
 		ep.writeResult(pw.w, ev.Answer, ev.Err, &p.rec)
 		return
 	}
-	resp := ep.streamedAnswer(p.m.ID, ev.Answer, ev.Err)
+	resp := ep.streamedAnswer(p.m.ID, ev.Answer, ev.Err, p.rec.era == EraStateless)
 	pw.sw.event(pw.s.emitPost(pw.stream, resp, true))
 	if ep.opts.AuditBodies {
 		p.rec.respBody = resp

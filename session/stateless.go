@@ -131,7 +131,7 @@ func modernError(w http.ResponseWriter, status int, id json.RawMessage, code int
 			Data    any    `json:"data,omitempty"`
 		} `json:"error"`
 	}{JSONRPC: "2.0", ID: id}
-	body.Error.Code, body.Error.Message, body.Error.Data = code, msg, data
+	body.Error.Code, body.Error.Message, body.Error.Data = eraCode(true, status, code), msg, data
 	b, _ := json.Marshal(body)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -650,7 +650,7 @@ func (ra *requestAnswer) write(resp []byte, err error) {
 		ra.ep.writeResult(ra.w, resp, err, ra.rec)
 		return
 	}
-	ra.sw.write(modernEvent(ra.ep.streamedAnswer(ra.m.ID, resp, err)))
+	ra.sw.write(modernEvent(ra.ep.streamedAnswer(ra.m.ID, resp, err, true)))
 }
 
 // answer is the final answer to m (the request, or the retry, being

@@ -597,3 +597,36 @@ func TestParkedCallsBoundedAndCounted(t *testing.T) {
 		t.Errorf("a call beside the parked ones: %d %s", r.status, r.body)
 	}
 }
+
+// TestModernErrorCodes: the bridge's own transport errors carry, for a
+// 2026-07-28 request, a code outside the sub-range that specification
+// marks legacy (-32000 to -32019, "SHOULD NOT use"): the HTTP status
+// itself; a 2025 request's keep -32000.
+func TestModernErrorCodes(t *testing.T) {
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{opts: bridge.Options{RequestTimeout: 500 * time.Millisecond}})
+	url := b.url("fake")
+	waitFor(t, 20*time.Second, "the child to be up", func() bool {
+		return modernCall(t, url, "0", "tools/list", "{"+modernMeta+"}").status == http.StatusOK
+	})
+	legacy := func(code int) bool { return code <= -32000 && code >= -32019 }
+	for _, tc := range []struct {
+		what   string
+		r      response
+		status int
+	}{
+		{"a call that times out", modernCall(t, url, "1", "tools/call", `{"name":"never","arguments":{},`+modernMeta+`}`), http.StatusGatewayTimeout},
+		{"no such destination", modernCall(t, b.srv.URL+"/nope/mcp", "2", "tools/list", "{"+modernMeta+"}"), http.StatusNotFound},
+		{"a body that is not JSON's type", modernCall(t, url, "3", "tools/list", "{"+modernMeta+"}", "Content-Type", "text/plain"), http.StatusUnsupportedMediaType},
+	} {
+		m := decode(t, tc.r.body)
+		if tc.r.status != tc.status || m.Error == nil || legacy(m.Error.Code) || m.Error.Code != tc.status {
+			t.Errorf("2026-07-28, %s: %d %s; want %d with code %d", tc.what, tc.r.status, tc.r.body, tc.status, tc.status)
+		}
+	}
+	// A 2025 session's keep -32000.
+	c := newClient(t, url)
+	c.initialize()
+	if r := c.callTool("1", "never", nil); r.status != http.StatusGatewayTimeout || decode(t, r.body).Error.Code != -32000 {
+		t.Errorf("2025, a call that times out: %d %s; want 504 with -32000", r.status, r.body)
+	}
+}
