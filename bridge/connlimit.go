@@ -57,10 +57,10 @@ type connLimit struct {
 }
 
 // maxConnectionsCeiling is the highest default of -max-connections: an
-// idle connection costs about 10 KiB (its goroutine, its state, the
-// kernel's socket), so 160 MiB at most; and it is above -max-streams'
-// default (10,000 streams, each holding a connection), with room for the
-// POSTs.
+// idle keep-alive connection costs the bridge 10–20 KiB of memory (10,000
+// of them after a GET each: 172 MB RSS), so some 300 MiB at most; and it
+// is above -max-streams' default (10,000 streams, each holding a
+// connection), with room for the POSTs.
 const maxConnectionsCeiling = 16384
 
 // defaultMaxConnections is -max-connections' default, derived once: half

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -649,6 +650,33 @@ func TestConnLimitOldestIdle(t *testing.T) {
 			if s.state.Load() == connClosed && !s.released {
 				t.Fatalf("round %d: a slot closed for room is still counted", round)
 			}
+		}
+	}
+}
+
+// TestAddrKey: what a connection counts against: an IPv4 address (also
+// when mapped into IPv6), an IPv6 address's /64.
+func TestAddrKey(t *testing.T) {
+	key := func(s string) string {
+		ap := netip.MustParseAddrPort(s)
+		return addrKey(net.TCPAddrFromAddrPort(ap)).String()
+	}
+	for _, tc := range []struct{ a, b string }{
+		{"127.0.0.1:1", "127.0.0.1:2"},
+		{"[::ffff:10.0.0.1]:1", "10.0.0.1:2"},
+		{"[2001:db8:1:2:aaaa::1]:1", "[2001:db8:1:2:bbbb::9]:2"},
+		{"[fe80::1%eth0]:1", "[fe80::2%eth1]:1"},
+	} {
+		if ka, kb := key(tc.a), key(tc.b); ka != kb {
+			t.Errorf("%s counts against %s, %s against %s: want the same", tc.a, ka, tc.b, kb)
+		}
+	}
+	for _, tc := range []struct{ a, b string }{
+		{"127.0.0.1:1", "127.0.0.2:1"},
+		{"[2001:db8:1:2::1]:1", "[2001:db8:1:3::1]:1"},
+	} {
+		if key(tc.a) == key(tc.b) {
+			t.Errorf("%s and %s count against one address (%s): want two", tc.a, tc.b, key(tc.a))
 		}
 	}
 }
