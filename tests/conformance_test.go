@@ -318,6 +318,10 @@ func TestConformance2026Fixture(t *testing.T) {
 		{"suite-all", []string{"--suite", "all"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// The two runs, each against a bridge and fixture of its own,
+			// run side by side: the suite mostly waits (half a minute
+			// each).
+			t.Parallel()
 			// prestart: a -race fixture takes longer to start than some of
 			// the suite's checks wait (600 ms); a deployed child is up before
 			// clients come.

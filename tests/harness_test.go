@@ -33,6 +33,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	fakemcp.NoExitSleep()
 	supervisor.RunReaperIfAsked()
 	fakemcp.Serve()
 	conformancefixture.Serve()

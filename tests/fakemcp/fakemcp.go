@@ -111,6 +111,18 @@ func Command(mode string) (command string, args []string, env map[string]string)
 	return exe, []string{"-test.run=^$"}, map[string]string{EnvMode: mode}
 }
 
+// NoExitSleep makes the processes this one starts from now on — this test
+// binary as a fake server, a reaper, a conformance fixture — exit at once:
+// a -race binary sleeps a second in the race runtime's exit hook
+// (GORACE atexit_sleep_ms, default 1000), so every child that stops by
+// itself would wait out the bridge's stop grace and be signalled, every
+// stop taking that long. Call it first in TestMain.
+func NoExitSleep() {
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
+}
+
 // Serve runs the fake server when EnvMode is set, then exits the process. It
 // returns at once otherwise.
 func Serve() {
