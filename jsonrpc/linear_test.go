@@ -5,60 +5,21 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
+
+	"github.com/stelae-bridge/stelae-bridge/tests/linear"
 )
 
 // Parsers run in linear time (issue 34, defect 2: validString and
 // skipString looked for the next quote again after every escape, so 640 KB
-// of \n cost 8.5 s of CPU). These tests compare the time per byte of an
-// input of n bytes with that of one of 16n: a linear scanner keeps it
-// (a ratio near 1), a quadratic one multiplies it by about 16. Each side is
-// the least of several runs, interleaved, and the same number of bytes is
-// scanned on both sides; a ratio over 4 is asked for three times before the
-// test fails, so a loaded machine does not fail it, and a linear scanner
-// takes a few milliseconds.
+// of \n cost 8.5 s of CPU): tests/linear's check, on every scanner.
 
-// growthLimit is the most the time per byte may grow from n to 16n bytes.
-const growthLimit = 4
-
-// perByteGrowth is how many times the time per byte of f grows from small
-// to big (len(big) = 16·len(small)).
-func perByteGrowth(f func([]byte), small, big []byte) float64 {
-	reps := len(big) / len(small)
-	tSmall, tBig := time.Duration(1<<62), time.Duration(1<<62)
-	for range 7 {
-		start := time.Now()
-		for range reps {
-			f(small)
-		}
-		tSmall = min(tSmall, time.Since(start))
-		start = time.Now()
-		f(big)
-		tBig = min(tBig, time.Since(start))
-	}
-	return (float64(tBig) / float64(len(big))) / (float64(tSmall) / float64(reps*len(small)))
-}
-
-// assertLinear fails t when f's time per byte grows with its input: make(n)
-// builds an input of about n bytes.
+// assertLinear fails t when f's time per byte grows with its input
+// (linear.Check, from 4 KiB to 64 KiB): make(n) builds an input of about
+// n bytes.
 func assertLinear(t *testing.T, f func([]byte), make func(n int) []byte) {
 	t.Helper()
-	const n = 4 << 10
-	small, big := make(n), make(16*n)
-	if len(big) < 15*len(small) || len(big) > 17*len(small) {
-		t.Fatalf("inputs of %d and %d bytes: not n and 16n", len(small), len(big))
-	}
-	var ratios []float64
-	for range 3 {
-		r := perByteGrowth(f, small, big)
-		if r <= growthLimit {
-			return
-		}
-		ratios = append(ratios, r)
-	}
-	t.Errorf("time per byte grows with the input: %.1f× from %d to %d bytes, three times (%.1f); a linear scanner keeps it (about 1×), a quadratic one multiplies it by about 16",
-		ratios[0], len(small), len(big), ratios)
+	linear.Check(t, t.Name(), f, make, 4<<10)
 }
 
 // escapeInputs are escape-heavy string bodies (without quotes) of about n
@@ -127,22 +88,10 @@ func TestScannersLinear(t *testing.T) {
 	t.Run("deep/Member", func(t *testing.T) {
 		// 9000 deep at most: small inputs, so this measures from 1 KiB
 		// to 16 KiB of nesting.
-		small, big := deep(1<<10), deep(16<<10)
-		for range 3 {
-			if perByteGrowth(func(b []byte) { Member(b, "k") }, small, big) <= growthLimit {
-				return
-			}
-		}
-		t.Error("skipValue's time per byte grows with the depth")
+		linear.Check(t, "skipValue", func(b []byte) { Member(b, "k") }, deep, 1<<10)
 	})
 	t.Run("deep/Valid", func(t *testing.T) {
-		small, big := deep(1<<10), deep(16<<10)
-		for range 3 {
-			if perByteGrowth(func(b []byte) { Valid(b) }, small, big) <= growthLimit {
-				return
-			}
-		}
-		t.Error("Valid's time per byte grows with the depth")
+		linear.Check(t, "Valid", func(b []byte) { Valid(b) }, deep, 1<<10)
 	})
 	t.Run("members/EachMember", func(t *testing.T) {
 		// Many members, each with an escaped string.

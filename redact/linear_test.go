@@ -3,31 +3,13 @@ package redact
 import (
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/tests/linear"
 )
 
 // The redactor runs in time linear in what it is given (issue 34: parsers
-// run in linear time; a 10 MiB body is logged with -audit-log-bodies). As
-// jsonrpc's TestScannersLinear does, this compares the time per byte of an
-// input of n bytes with that of one of 16n — the least of several runs,
-// interleaved, the same bytes on both sides — and fails when it grows over
-// 4× three times (a quadratic step gives about 16×).
-
-func perByteGrowth(f func(string), small, big string) float64 {
-	reps := len(big) / len(small)
-	tSmall, tBig := time.Duration(1<<62), time.Duration(1<<62)
-	for range 5 {
-		start := time.Now()
-		for range reps {
-			f(small)
-		}
-		tSmall = min(tSmall, time.Since(start))
-		start = time.Now()
-		f(big)
-		tBig = min(tBig, time.Since(start))
-	}
-	return (float64(tBig) / float64(len(big))) / (float64(tSmall) / float64(reps*len(small)))
-}
+// run in linear time; a 10 MiB body is logged with -audit-log-bodies):
+// tests/linear's check.
 
 // repeatTo is unit repeated to about n bytes.
 func repeatTo(unit string, n int) string { return strings.Repeat(unit, max(n/len(unit), 1)) }
@@ -56,17 +38,7 @@ func TestRedactorLinear(t *testing.T) {
 	const n = 1 << 10
 	for name, unit := range texts {
 		t.Run("Text/"+name, func(t *testing.T) {
-			small, big := repeatTo(unit, n), repeatTo(unit, 16*n)
-			var ratios []float64
-			for range 3 {
-				r := perByteGrowth(func(s string) { Text(s) }, small, big)
-				t.Logf("%.2f×", r)
-				if r <= 4 {
-					return
-				}
-				ratios = append(ratios, r)
-			}
-			t.Errorf("Text's time per byte grows with its input: %.1f from %d to %d bytes", ratios, len(small), len(big))
+			linear.Check(t, "Text", func(s string) { Text(s) }, func(n int) string { return repeatTo(unit, n) }, n)
 		})
 	}
 	// Bodies: a long string of escapes, many members, JSON inside strings.
@@ -83,17 +55,7 @@ func TestRedactorLinear(t *testing.T) {
 	}
 	for name, body := range bodies {
 		t.Run("JSON/"+name, func(t *testing.T) {
-			small, big := body(n), body(16*n)
-			var ratios []float64
-			for range 3 {
-				r := perByteGrowth(func(s string) { JSON([]byte(s), MaxBody) }, small, big)
-				t.Logf("%.2f×", r)
-				if r <= 4 {
-					return
-				}
-				ratios = append(ratios, r)
-			}
-			t.Errorf("JSON's time per byte grows with its input: %.1f from %d to %d bytes", ratios, len(small), len(big))
+			linear.Check(t, "JSON", func(s string) { JSON([]byte(s), MaxBody) }, body, n)
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
+	"github.com/stelae-bridge/stelae-bridge/tests/linear"
 )
 
 // TestDroppedBodiesCollect: body buffers dropped past an eighth of the
@@ -108,36 +109,9 @@ func TestPostLinear(t *testing.T) {
 			if name == "nested" {
 				n = 1 << 10 // 9000 deep at most: 1 KiB to 16 KiB of brackets
 			}
-			small, big := body(n), body(16*n)
-			var ratios []float64
-			for range 3 {
-				r := postGrowth(post, small, big)
-				if r <= 4 {
-					return
-				}
-				ratios = append(ratios, r)
-			}
-			t.Errorf("the time per byte of a POST grows with its body: %.1f from %d to %d bytes, three times; a linear path keeps it (about 1×), a quadratic step multiplies it by about 16", ratios, len(small), len(big))
+			linear.Check(t, "a POST", post, body, n)
 		})
 	}
-}
-
-// postGrowth is how many times the time per byte of post grows from small
-// to big: the least of 5 runs each, the same bytes on both sides.
-func postGrowth(post func(string), small, big string) float64 {
-	reps := len(big) / len(small)
-	tSmall, tBig := time.Duration(1<<62), time.Duration(1<<62)
-	for range 5 {
-		start := time.Now()
-		for range reps {
-			post(small)
-		}
-		tSmall = min(tSmall, time.Since(start))
-		start = time.Now()
-		post(big)
-		tBig = min(tBig, time.Since(start))
-	}
-	return (float64(tBig) / float64(len(big))) / (float64(tSmall) / float64(reps*len(small)))
 }
 
 // BenchmarkPostMaxBody: a call whose body is as large as the default
