@@ -9,7 +9,9 @@ import sys
 from collections import defaultdict
 
 output = defaultdict(list)  # (package, test) -> lines
-elapsed = []                # (seconds, package, test) of top-level tests
+# elapsed[(package, top-level test)]: its time, at least its longest
+# subtest's (a test whose subtests run in parallel reports 0 itself).
+elapsed = defaultdict(float)
 packages = []               # (seconds, package, action)
 failed = False
 
@@ -30,13 +32,15 @@ for line in sys.stdin:
     if action not in ("pass", "fail", "skip"):
         continue
     if test is None:
+        if action == "skip":
+            continue  # no test files: go test's "?" line said so
         packages.append((e.get("Elapsed", 0.0), short, action))
-        print(f"{'ok  ' if action == 'pass' else 'FAIL' if action == 'fail' else 'skip'}\t{pkg}\t{e.get('Elapsed', 0.0):.1f}s", flush=True)
+        print(f"{'ok  ' if action == 'pass' else 'FAIL'}\t{pkg}\t{e.get('Elapsed', 0.0):.1f}s", flush=True)
         if action == "fail":
             failed = True
         continue
-    if "/" not in test:
-        elapsed.append((e.get("Elapsed", 0.0), short, test))
+    top = (short, test.split("/", 1)[0])
+    elapsed[top] = max(elapsed[top], e.get("Elapsed", 0.0))
     if action == "fail":
         failed = True
         print(f"--- FAIL: {test} ({short}, {e.get('Elapsed', 0.0):.2f}s)")
@@ -44,7 +48,7 @@ for line in sys.stdin:
     output.pop((pkg, test), None)
 
 print("\n== the 25 slowest tests")
-for secs, pkg, test in sorted(elapsed, reverse=True)[:25]:
+for (pkg, test), secs in sorted(elapsed.items(), key=lambda kv: -kv[1])[:25]:
     print(f"{secs:8.1f}s  {pkg:20s} {test}")
 print("== packages")
 for secs, pkg, action in sorted(packages, reverse=True):
