@@ -233,9 +233,8 @@ func (f *cimdFetcher) acquire(id, addr string) (release func(reached bool), ok b
 }
 
 // fetchBudget counts the fetches of each window (a minute): at most max
-// for everyone together and perAddr for each requesting address. It keeps
-// at most addrLimitKeys addresses: past that, windows that ended go first,
-// then an arbitrary one (which may only be let through sooner).
+// for everyone together and perAddr for each requesting address (windows:
+// at most addrLimitKeys addresses).
 type fetchBudget struct {
 	per          time.Duration
 	max, perAddr int
@@ -244,7 +243,7 @@ type fetchBudget struct {
 	// mu guards all and byAddr.
 	mu     sync.Mutex
 	all    window
-	byAddr map[string]*window
+	byAddr windows
 }
 
 // budgetPlace is one fetch's place in the budget, to give back.
@@ -254,7 +253,7 @@ type budgetPlace struct {
 }
 
 func newFetchBudget(per time.Duration, max, perAddr int) *fetchBudget {
-	return &fetchBudget{per: per, max: max, perAddr: perAddr, now: time.Now, byAddr: map[string]*window{}}
+	return &fetchBudget{per: per, max: max, perAddr: perAddr, now: time.Now, byAddr: windows{}}
 }
 
 // take charges a fetch to the whole budget and to addr's, when both have
@@ -266,27 +265,7 @@ func (b *fetchBudget) take(addr string) (budgetPlace, bool) {
 	if now.Sub(b.all.start) >= b.per {
 		b.all = window{start: now}
 	}
-	w := b.byAddr[addr]
-	if w == nil {
-		if len(b.byAddr) >= addrLimitKeys {
-			for k, v := range b.byAddr {
-				if now.Sub(v.start) >= b.per {
-					delete(b.byAddr, k)
-				}
-			}
-			for k := range b.byAddr {
-				if len(b.byAddr) < addrLimitKeys {
-					break
-				}
-				delete(b.byAddr, k)
-			}
-		}
-		w = &window{start: now}
-		b.byAddr[addr] = w
-	}
-	if now.Sub(w.start) >= b.per {
-		*w = window{start: now}
-	}
+	w := b.byAddr.at(addr, now, b.per)
 	if b.all.n >= b.max || w.n >= b.perAddr {
 		return budgetPlace{}, false
 	}

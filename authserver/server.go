@@ -252,52 +252,61 @@ func oauthError(w http.ResponseWriter, status int, code, desc string) {
 }
 
 // addrLimit allows max events per window from each address (addrKey).
-// It remembers at most addrLimitKeys addresses: past that, windows that
-// ended go first, then an arbitrary one (which may only be let through
-// sooner).
 type addrLimit struct {
 	per time.Duration
 	max int
 	// mu guards byKey.
 	mu    sync.Mutex
-	byKey map[string]*window
+	byKey windows
 }
 
+// window counts the events of one period from its start.
 type window struct {
 	start time.Time
 	n     int
 }
 
+// windows are the current windows by key (an address). They hold at most
+// addrLimitKeys keys: past that, windows that ended go first, then an
+// arbitrary one (whose address may only be let through sooner).
+type windows map[string]*window
+
 const addrLimitKeys = 10000
+
+// at is key's window at now: its own, a new one when it has none, renewed
+// when its period per has passed.
+func (ws windows) at(key string, now time.Time, per time.Duration) *window {
+	w := ws[key]
+	if w == nil {
+		if len(ws) >= addrLimitKeys {
+			for k, v := range ws {
+				if now.Sub(v.start) >= per {
+					delete(ws, k)
+				}
+			}
+			for k := range ws {
+				if len(ws) < addrLimitKeys {
+					break
+				}
+				delete(ws, k)
+			}
+		}
+		w = &window{start: now}
+		ws[key] = w
+	}
+	if now.Sub(w.start) >= per {
+		*w = window{start: now}
+	}
+	return w
+}
 
 func (l *addrLimit) allow(key string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := time.Now()
 	if l.byKey == nil {
-		l.byKey = map[string]*window{}
+		l.byKey = windows{}
 	}
-	w := l.byKey[key]
-	if w == nil {
-		if len(l.byKey) >= addrLimitKeys {
-			for k, v := range l.byKey {
-				if now.Sub(v.start) > l.per {
-					delete(l.byKey, k)
-				}
-			}
-			for k := range l.byKey {
-				if len(l.byKey) < addrLimitKeys {
-					break
-				}
-				delete(l.byKey, k)
-			}
-		}
-		w = &window{start: now}
-		l.byKey[key] = w
-	}
-	if now.Sub(w.start) > l.per {
-		w.start, w.n = now, 0
-	}
+	w := l.byKey.at(key, time.Now(), l.per)
 	w.n++
 	return w.n <= l.max
 }
