@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -246,7 +247,8 @@ func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 	}
 	token, hasToken := bearer(r)
 	if hasToken && b.staticToken(token) {
-		return r.WithContext(session.WithPrincipal(r.Context(), b.opts.PrincipalKey.Token(token)))
+		id := b.tokens[token]
+		return r.WithContext(session.WithIdentity(r.Context(), id.principal, id.user))
 	}
 	if len(policies) == 0 {
 		if len(b.opts.AuthTokens) == 0 {
@@ -279,7 +281,7 @@ func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 			if b.console != nil {
 				b.console.NoteClient(p, c.ClientID) // the console shows the principal with its client
 			}
-			return r.WithContext(session.WithPrincipal(r.Context(), p))
+			return r.WithContext(session.WithIdentity(r.Context(), p, b.oauthUser(c)))
 		}
 	}
 	b.refuseToken(w, r, g, policies, base, err)
@@ -340,6 +342,36 @@ func bearer(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return token, true
+}
+
+// tokenIdentity is who a static token is: its principal and its user.
+type tokenIdentity struct {
+	principal session.Principal
+	user      session.User
+	named     bool // the operator named it (the tokens file's "NAME: TOKEN")
+}
+
+// tokenIdentities makes the static tokens' identities: a named token's
+// user is its name ("t:alice"), an unnamed one's a keyed digest of it
+// ("h:…").
+func tokenIdentities(o Options) map[string]tokenIdentity {
+	out := make(map[string]tokenIdentity, len(o.AuthTokens))
+	for _, token := range o.AuthTokens {
+		p := o.PrincipalKey.Token(token)
+		u := session.User{Key: "h:" + hex.EncodeToString(p[:12]), Name: p.Short()}
+		name := o.TokenNames[token]
+		if name != "" {
+			u = session.User{Key: "t:" + name, Name: name}
+		}
+		out[token] = tokenIdentity{p, u, name != ""}
+	}
+	return out
+}
+
+// oauthUser is the person an access token speaks for: its issuer and
+// subject (one person across their clients and token refreshes).
+func (b *Bridge) oauthUser(c *oauth.Claims) session.User {
+	return session.User{Key: b.opts.PrincipalKey.UserKey(c.Issuer, c.Subject), Name: c.Subject}
 }
 
 // staticToken compares token in constant time with every configured one.

@@ -69,10 +69,15 @@ type Options struct {
 	Reaper  []string
 	Records *supervisor.Records
 	// The operator's surface.
-	CheckHost         bool
-	AllowedHosts      []string
-	AllowedOrigins    []string
-	AuthTokens        []string
+	CheckHost      bool
+	AllowedHosts   []string
+	AllowedOrigins []string
+	AuthTokens     []string
+	// TokenNames names static tokens (token → name: the tokens file's
+	// "alice: TOKEN" lines): the name is the token's user, shown in the
+	// console and the logs instead of a hash. An unnamed token is a user
+	// of its own too.
+	TokenNames        map[string]string
 	PublicURL         string
 	TrustProxyHeaders bool
 	ShutdownTimeout   time.Duration
@@ -223,6 +228,9 @@ func (o *Options) stopTimeout() time.Duration { return supervisor.StopTimeout(o.
 type Bridge struct {
 	opts Options
 	log  hclog.Logger
+	// tokens are the static tokens' identities (their principal and
+	// user), made once: a request's token is looked up once it matched.
+	tokens map[string]tokenIdentity
 	// cur is the table the bridge serves (table.go): Reload swaps it.
 	cur    atomic.Pointer[table]
 	limits *session.Limits
@@ -289,12 +297,17 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 	if opts.PrincipalKey == nil {
 		opts.PrincipalKey = session.RandomPrincipalKey()
 	}
-	b := &Bridge{opts: opts, log: opts.Logger,
+	b := &Bridge{opts: opts, log: opts.Logger, tokens: tokenIdentities(opts),
 		limits: session.NewLimits(opts.MaxBodyMemory, opts.MaxBodyBytes, opts.MaxStreams), conns: newConnLimit(opts.MaxConnections), reg: prometheus.NewRegistry(), streams: make(chan struct{})}
 	b.life, b.endLife = context.WithCancel(context.Background())
 	b.metricSet = session.NewMetricSet(b.reg)
 	if !opts.NoConsole {
 		b.tail = console.NewTail()
+		for _, id := range b.tokens {
+			if id.named {
+				b.tail.Name(id.principal, id.user.Name)
+			}
+		}
 	}
 	t, err := b.buildTable(cfg, nil)
 	if err != nil {

@@ -82,6 +82,16 @@ func (cb *consoleBackend) Destinations() []console.Destination {
 			out = append(out, d)
 		}
 	}
+	// A named static token's sessions show its name, not its hash.
+	for i := range out {
+		for j := range out[i].Sessions {
+			for _, id := range b.tokens {
+				if id.named && id.principal.Short() == out[i].Sessions[j].Principal {
+					out[i].Sessions[j].Principal = id.user.Name
+				}
+			}
+		}
+	}
 	return out
 }
 

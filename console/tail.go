@@ -16,13 +16,34 @@ const tailSize = 1000
 // one short locked store of a value (the entry's strings are its own,
 // session.AccessEntry).
 type Tail struct {
-	// mu guards ring, seq and counts.
+	// mu guards ring, seq, counts and names.
 	mu   sync.Mutex
 	ring [tailSize]session.AccessEntry
 	seqs [tailSize]uint64
 	seq  uint64
 	// counts are each destination's POSTs and errors since the start.
 	counts map[string]*traffic
+	// names are the operator's names of principals (named static tokens),
+	// shown instead of their hashes.
+	names map[session.Principal]string
+}
+
+// Name shows p as name (a named static token's principal).
+func (t *Tail) Name(p session.Principal, name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.names == nil {
+		t.names = map[session.Principal]string{}
+	}
+	t.names[p] = name
+}
+
+// label is how the page shows p. t.mu must be held.
+func (t *Tail) label(p session.Principal) string {
+	if n, ok := t.names[p]; ok {
+		return n
+	}
+	return p.Short()
 }
 
 type traffic struct{ calls, errors uint64 }
@@ -85,11 +106,15 @@ func (t *Tail) since(seq uint64, limit int) ([]LogEntry, uint64) {
 			raw, seqs = append(raw, t.ring[i]), append(seqs, s)
 		}
 	}
+	labels := make([]string, len(raw))
+	for i, e := range raw {
+		labels[i] = t.label(e.Principal)
+	}
 	t.mu.Unlock()
 	out := make([]LogEntry, len(raw))
 	for i, e := range raw {
 		out[i] = LogEntry{Seq: seqs[i], Time: e.Time, Destination: e.Destination, Era: e.Era, Method: e.Method, Tool: e.Tool, RPCID: e.RPCID,
-			Status: e.Status, LatencyMs: float64(e.Latency.Microseconds()) / 1000, Session: e.Session, Principal: e.Principal.Short()}
+			Status: e.Status, LatencyMs: float64(e.Latency.Microseconds()) / 1000, Session: e.Session, Principal: labels[i]}
 	}
 	return out, last
 }

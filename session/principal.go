@@ -79,6 +79,14 @@ func (k *PrincipalKey) Token(token string) Principal { return k.of("token", toke
 // for: digest is oauth.Claims.Principal (issuer, subject and client).
 func (k *PrincipalKey) Identity(digest [32]byte) Principal { return k.of("oauth", string(digest[:])) }
 
+// UserKey is the key of the person an authorization server vouches for
+// (issuer and subject: one person across their clients and token
+// refreshes), for User.Key: keyed like a principal, so it reveals neither.
+func (k *PrincipalKey) UserKey(issuer, subject string) string {
+	p := k.of("user", issuer+"\x00"+subject)
+	return "o:" + hex.EncodeToString(p[:12])
+}
+
 // ID names the key without revealing it (16 hex digits): sessions.db
 // records which key its owners were made with (BoltStore.UsePrincipalKey).
 func (k *PrincipalKey) ID() string {
@@ -100,13 +108,36 @@ func (k *PrincipalKey) of(kind, v string) Principal {
 
 type principalCtxKey struct{}
 
-// WithPrincipal returns ctx carrying p.
+// identity is what the auth layer established of a request, carried in
+// its context as one value (one allocation per request).
+type identity struct {
+	p Principal
+	u User
+}
+
+// WithPrincipal returns ctx carrying p (and no user).
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalCtxKey{}, p)
+	return context.WithValue(ctx, principalCtxKey{}, &identity{p: p})
+}
+
+// WithIdentity returns ctx carrying principal p and user u.
+func WithIdentity(ctx context.Context, p Principal, u User) context.Context {
+	return context.WithValue(ctx, principalCtxKey{}, &identity{p: p, u: u})
 }
 
 // PrincipalFrom is the principal r carries (zero for none).
 func PrincipalFrom(r *http.Request) Principal {
-	p, _ := r.Context().Value(principalCtxKey{}).(Principal)
-	return p
+	if id, _ := r.Context().Value(principalCtxKey{}).(*identity); id != nil {
+		return id.p
+	}
+	return Principal{}
+}
+
+// UserFrom is the user r carries (zero for none: auth off, or a request
+// the auth layer let in without a credential).
+func UserFrom(r *http.Request) User {
+	if id, _ := r.Context().Value(principalCtxKey{}).(*identity); id != nil {
+		return id.u
+	}
+	return User{}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -281,4 +282,55 @@ func TestOperatorRestartsOneDestination(t *testing.T) {
 		t.Errorf("restart of the profile: %d %q; want 409 naming its members", status, msg)
 	}
 	unchanged("shared", "iso", "other")
+}
+
+// TestNamedTokensInTheConsole: the tokens file's "NAME: TOKEN" lines name
+// their users (issue 35): the console shows each session's and each
+// logged call's user by that name, not a hash, and never the token.
+func TestNamedTokensInTheConsole(t *testing.T) {
+	o := newOperatorBinary(t)
+	if err := os.WriteFile(o.tokens, []byte("alice: "+operatorToken+"\nbob: "+otherToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := o.start(t)
+	for _, token := range []string{operatorToken, otherToken} {
+		c := authedClient(t, p.base+"/shared/mcp", token)
+		c.initialize()
+		echoCall(t, c, `"n"`, "named")
+	}
+	var state struct {
+		Destinations []struct {
+			Name     string
+			Sessions []struct{ Principal string }
+		}
+	}
+	r := mustRequest(t, http.MethodGet, p.base+"/console/api/state", "", "", "Authorization", "Bearer "+operatorToken)
+	if err := json.Unmarshal(r.body, &state); err != nil {
+		t.Fatalf("state: %d %v: %.300s", r.status, err, r.body)
+	}
+	var seen []string
+	for _, d := range state.Destinations {
+		for _, s := range d.Sessions {
+			seen = append(seen, s.Principal)
+		}
+	}
+	slices.Sort(seen)
+	if strings.Join(seen, ",") != "alice,bob" {
+		t.Errorf("the console's sessions show %v; want alice and bob", seen)
+	}
+	if strings.Contains(string(r.body), operatorToken) || strings.Contains(string(r.body), otherToken) {
+		t.Error("the console's state holds a token")
+	}
+	var log []struct{ Principal string }
+	r = mustRequest(t, http.MethodGet, p.base+"/console/api/log", "", "", "Authorization", "Bearer "+operatorToken)
+	if err := json.Unmarshal(r.body, &log); err != nil {
+		t.Fatalf("log: %d %v: %.300s", r.status, err, r.body)
+	}
+	logged := map[string]bool{}
+	for _, e := range log {
+		logged[e.Principal] = true
+	}
+	if !logged["alice"] || !logged["bob"] {
+		t.Errorf("the console's log names %v; want alice and bob", logged)
+	}
 }

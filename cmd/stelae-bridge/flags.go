@@ -411,8 +411,6 @@ func list(v string) []string {
 	return out
 }
 
-// loadTokens gathers the bearer tokens from -auth-tokens-file and
-// -auth-tokens / STELAE_AUTH_TOKENS. Their values are never printed.
 // loadPassphrase is the built-in authorization server's passphrase.
 func loadPassphrase(s *settings, readFile func(string) ([]byte, error)) (string, error) {
 	if s.passphraseFile == "" {
@@ -426,22 +424,52 @@ func loadPassphrase(s *settings, readFile func(string) ([]byte, error)) (string,
 	return strings.TrimSpace(line), nil
 }
 
-func loadTokens(s *settings, readFile func(string) ([]byte, error)) ([]string, error) {
-	tokens := list(s.authTokens)
+// tokenName is a static token's name in the tokens file ("alice: TOKEN").
+var tokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// loadTokens gathers the bearer tokens from -auth-tokens-file and
+// -auth-tokens / STELAE_AUTH_TOKENS (their values are never printed);
+// names are the file's "NAME: TOKEN" lines' (token → name):
+// each named token is a user of that name (the console and the logs show
+// it; 'isolation: user' gives it its own children).
+func loadTokens(s *settings, readFile func(string) ([]byte, error)) (tokens []string, names map[string]string, err error) {
+	tokens = list(s.authTokens)
 	if s.authTokensFile != "" {
 		b, err := readFile(s.authTokensFile)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read -auth-tokens-file: %v", err)
+			return nil, nil, fmt.Errorf("cannot read -auth-tokens-file: %v", err)
 		}
 		n := len(tokens)
-		for _, line := range strings.Split(string(b), "\n") {
-			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-				tokens = append(tokens, line)
+		named := map[string]int{} // name → line
+		for i, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+				continue
 			}
+			if name, ok := strings.CutSuffix(line, ":"); ok && tokenName.MatchString(strings.TrimSpace(name)) {
+				return nil, nil, fmt.Errorf("-auth-tokens-file %s, line %d: %s has no token after the colon", s.authTokensFile, i+1, strings.TrimSpace(name))
+			}
+			if name, token, ok := strings.Cut(line, ": "); ok {
+				name, token = strings.TrimSpace(name), strings.TrimSpace(token)
+				switch {
+				case !tokenName.MatchString(name):
+					return nil, nil, fmt.Errorf("-auth-tokens-file %s, line %d: a token's name is 1 to 64 letters, digits, '.', '_' or '-' (a line is TOKEN, or NAME: TOKEN)", s.authTokensFile, i+1)
+				case token == "":
+					return nil, nil, fmt.Errorf("-auth-tokens-file %s, line %d: %s has no token after the colon", s.authTokensFile, i+1, name)
+				case named[name] != 0:
+					return nil, nil, fmt.Errorf("-auth-tokens-file %s, line %d: the name %s is given to another token too (line %d): each name is one user", s.authTokensFile, i+1, name, named[name])
+				}
+				named[name] = i + 1
+				if names == nil {
+					names = map[string]string{}
+				}
+				names[token] = name
+				line = token
+			}
+			tokens = append(tokens, line)
 		}
 		if len(tokens) == n {
-			return nil, fmt.Errorf("-auth-tokens-file %s holds no token (one per line)", s.authTokensFile)
+			return nil, nil, fmt.Errorf("-auth-tokens-file %s holds no token (one per line, or NAME: TOKEN)", s.authTokensFile)
 		}
 	}
-	return tokens, nil
+	return tokens, names, nil
 }

@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		s.listen = addr
 	}
 	if s.check {
-		if tokens, err := loadTokens(s, os.ReadFile); err == nil {
+		if tokens, _, err := loadTokens(s, os.ReadFile); err == nil {
 			if _, err := protection(cfg, s, len(tokens)); err != nil {
 				fmt.Fprintln(stderr, "stelae-bridge:", err)
 				return 1
@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		}
 		return 0
 	}
-	tokens, err := loadTokens(s, os.ReadFile)
+	tokens, tokenNames, err := loadTokens(s, os.ReadFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
@@ -213,7 +213,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	opts := s.options()
 	opts.Environ, opts.Reaper, opts.Records = run.environ, run.reaper, run.records
-	opts.CheckHost, opts.AllowedHosts, opts.AuthTokens, opts.AuthServer = checkHost, allowedHosts, tokens, as
+	opts.CheckHost, opts.AllowedHosts, opts.AuthTokens, opts.TokenNames, opts.AuthServer = checkHost, allowedHosts, tokens, tokenNames, as
 	opts.Version, opts.Logger, opts.LogOutput = version, log, logOut
 	opts.Commit = readBuild().commitLabel()
 	opts.SharedListener = shared
