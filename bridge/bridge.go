@@ -48,8 +48,11 @@ type Options struct {
 	AuditBodies          bool
 	// Shared by every destination. MaxConnections bounds the open client
 	// connections (half of them from one address; connlimit.go).
-	MaxConnections  int
-	MaxStreams      int
+	MaxConnections int
+	MaxStreams     int
+	// MaxUserChildren bounds the children of every 'isolation: user'
+	// destination together, those stopping included.
+	MaxUserChildren int
 	MaxBodyBytes    int64
 	MaxBodyMemory   int64
 	BodyTimeout     time.Duration
@@ -158,6 +161,7 @@ func Defaults() Options {
 		// The bridge's own.
 		MaxConnections:  defaultMaxConnections(),
 		MaxStreams:      10000,
+		MaxUserChildren: 100,
 		MaxBodyMemory:   64 << 20,
 		ShutdownTimeout: 10 * time.Second,
 		DrainTimeout:    30 * time.Second,
@@ -191,6 +195,7 @@ func (o *Options) setDefaults() {
 	setDur(&o.WriteTimeout, d.WriteTimeout)
 	setInt(&o.MaxConnections, d.MaxConnections)
 	setInt(&o.MaxStreams, d.MaxStreams)
+	setInt(&o.MaxUserChildren, d.MaxUserChildren)
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = d.MaxBodyBytes
 	}
@@ -231,6 +236,9 @@ type Bridge struct {
 	// tokens are the static tokens' identities (their principal and
 	// user), made once: a request's token is looked up once it matched.
 	tokens map[string]tokenIdentity
+	// userChildren bounds the children of every 'isolation: user'
+	// destination together (MaxUserChildren), across reloads.
+	userChildren *session.UserBudget
 	// cur is the table the bridge serves (table.go): Reload swaps it.
 	cur    atomic.Pointer[table]
 	limits *session.Limits
@@ -297,7 +305,7 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 	if opts.PrincipalKey == nil {
 		opts.PrincipalKey = session.RandomPrincipalKey()
 	}
-	b := &Bridge{opts: opts, log: opts.Logger, tokens: tokenIdentities(opts),
+	b := &Bridge{opts: opts, log: opts.Logger, tokens: tokenIdentities(opts), userChildren: session.NewUserBudget(opts.MaxUserChildren),
 		limits: session.NewLimits(opts.MaxBodyMemory, opts.MaxBodyBytes, opts.MaxStreams), conns: newConnLimit(opts.MaxConnections), reg: prometheus.NewRegistry(), streams: make(chan struct{})}
 	b.life, b.endLife = context.WithCancel(context.Background())
 	b.metricSet = session.NewMetricSet(b.reg)

@@ -101,8 +101,11 @@ func describe(name, url string, ep *session.Endpoint) console.Destination {
 	st := ep.Status()
 	d := console.Destination{Name: name, URL: url, Isolation: "shared", State: st.State, PID: st.PID, Restarts: st.RestartsTotal, RecentRestarts: st.Restarts,
 		LastExit: st.LastExit, FailedReason: st.Failed, Waiting: st.Waiting, Stopping: st.Stopping, Sessions: []console.Session{}, Tools: []console.Tool{}}
-	if ep.Isolated() {
+	switch {
+	case ep.Isolated():
 		d.Isolation = "session"
+	case ep.UserIsolated():
+		d.Isolation = "user"
 	}
 	if !st.Started.IsZero() {
 		d.UptimeS = now.Sub(st.Started).Round(time.Millisecond).Seconds()
@@ -218,6 +221,10 @@ func (cb *consoleBackend) Restart(dest string) (string, error) {
 	switch {
 	case n == 0 && ep.Isolated():
 		return "no session of " + dest + " has a child running, so none was restarted; each new session starts its own", nil
+	case n == 0 && ep.UserIsolated():
+		return "no user of " + dest + " has a child running, so none was restarted; each user's next call starts theirs", nil
+	case ep.UserIsolated():
+		return fmt.Sprintf("%d children of %s (one per user) are restarting", n, dest), nil
 	case n == 0:
 		return "no child of " + dest + " is running, so none was restarted; the next call starts one", nil
 	case ep.Isolated():

@@ -311,8 +311,11 @@ func (b *Bridge) serveHealth(w http.ResponseWriter, r *http.Request) {
 		if verbose {
 			dh.PID, dh.LastExit, dh.Isolation = &st.PID, &st.LastExit, "shared"
 			dh.SessionList = ep.Sessions()
-			if ep.Isolated() {
+			switch {
+			case ep.Isolated():
 				dh.Isolation = "session"
+			case ep.UserIsolated():
+				dh.Isolation = "user"
 			}
 		}
 		if !st.Started.IsZero() {

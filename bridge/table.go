@@ -79,12 +79,15 @@ func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 		switch {
 		case d.SessionTTL > 0:
 			dopts.SessionTTL = d.SessionTTL
-		case d.Isolation == config.IsolationSession:
+		case d.Isolation == config.IsolationSession || d.Isolation == config.IsolationUser:
 			dopts.SessionTTL = min(dopts.SessionTTL, config.IsolatedSessionTTL)
 		}
-		if d.Isolation == config.IsolationSession {
+		switch d.Isolation {
+		case config.IsolationSession:
 			t.endpoints[name] = session.NewEndpoint(name, nil, newDispatcher, b.limits, b.metricSet.For(name), dopts)
-		} else {
+		case config.IsolationUser:
+			t.endpoints[name] = b.userEndpoint(name, d, newDispatcher, dopts)
+		default:
 			shared := newDispatcher()
 			t.dispatchers[name] = shared
 			t.endpoints[name] = session.NewEndpoint(name, shared, nil, b.limits, b.metricSet.For(name), dopts)
@@ -308,4 +311,21 @@ func (b *Bridge) retire(name string, ep *session.Endpoint, d *dispatch.Dispatche
 		}
 	}
 	b.log.Info("reconfigured destination retired", "destination", name, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// userEndpoint serves destination d with a child per user ('isolation:
+// user'): each user's endpoint has a shared dispatcher of its own, made
+// on their first request.
+func (b *Bridge) userEndpoint(name string, d *config.Destination, newDispatcher func() *dispatch.Dispatcher, opts session.Options) *session.Endpoint {
+	caps := session.UserCaps{Max: d.MaxUsers, Idle: d.UserIdle, Budget: b.userChildren}
+	if caps.Max == 0 {
+		caps.Max = config.DefaultMaxUsers
+	}
+	m := b.metricSet.For(name)
+	forUser := func(u session.User) *session.Endpoint {
+		uopts := opts
+		uopts.Logger = opts.Logger.With("user", u.String())
+		return session.NewEndpoint(name, newDispatcher(), nil, b.limits, m, uopts)
+	}
+	return session.NewUserEndpoint(name, forUser, caps, m, opts)
 }

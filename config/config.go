@@ -83,10 +83,16 @@ type Destination struct {
 	// a shared child ('roots:'), each a file:// URI; nil when the file has no
 	// 'roots:', empty when it lists none.
 	Roots []Root
-	// Isolation is IsolationShared (one child serves every session) or
-	// IsolationSession (one child per session) ('isolation:'); empty means
-	// shared.
+	// Isolation is IsolationShared (one child serves every session),
+	// IsolationSession (one child per session) or IsolationUser (one child
+	// per authenticated user) ('isolation:'); empty means shared.
 	Isolation string
+	// MaxUsers is how many users may have a child at once ('max_users:',
+	// isolation: user); 0 when the file sets none (DefaultMaxUsers).
+	MaxUsers int
+	// UserIdle is how long a user's child stays with nothing to do
+	// ('user_idle:', isolation: user); 0 when the file sets none.
+	UserIdle time.Duration
 	// StartTimeout is how long a child may take to start and answer
 	// initialize ('start_timeout:'); 0 when the file sets none, and the caller
 	// applies its default.
@@ -189,7 +195,14 @@ const (
 	IsolationShared = "shared"
 	// IsolationSession runs one child per session.
 	IsolationSession = "session"
+	// IsolationUser runs one child per authenticated user, shared by
+	// their sessions and stateless requests.
+	IsolationUser = "user"
 )
+
+// DefaultMaxUsers is a user-isolated destination's 'max_users:' when the
+// file sets none.
+const DefaultMaxUsers = 20
 
 // stderrLevels are the values of 'stderr_log_level:'.
 var stderrLevels = []string{"trace", "debug", "info", "warn", "error", "off"}
@@ -287,13 +300,15 @@ type fileDestination struct {
 	InputWait      yaml.Node         `yaml:"input_wait"`
 	SessionTTL     yaml.Node         `yaml:"session_ttl"`
 	Prefix         yaml.Node         `yaml:"prefix"`
+	MaxUsers       yaml.Node         `yaml:"max_users"`
+	UserIdle       yaml.Node         `yaml:"user_idle"`
 	// Type is accepted in 'mcpServers:' entries only, and only as "stdio".
 	Type yaml.Node `yaml:"type"`
 }
 
 // destinationKeys are the keys a destination may have, in the order the
 // messages list them.
-var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait", "session_ttl", "prefix"}
+var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait", "session_ttl", "prefix", "max_users", "user_idle"}
 
 // topKeys are the keys of the file's top level.
 var topKeys = []string{"destinations", "mcpServers", "default", "auth", "profiles", "instances"}
@@ -645,11 +660,29 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 	}
 	d.BaseEnv = oneOf(&fd.BaseEnv, "base_env", []string{BaseEnvInherit, BaseEnvMinimal},
 		"inherit: the bridge's environment without its own settings; minimal: only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR, TERM")
-	d.Isolation = oneOf(&fd.Isolation, "isolation", []string{IsolationShared, IsolationSession},
-		"shared: one child for every session; session: one child per session")
+	d.Isolation = oneOf(&fd.Isolation, "isolation", []string{IsolationShared, IsolationSession, IsolationUser},
+		"shared: one child for every session; session: one child per session; user: one child per authenticated user")
 	if d.Isolation == IsolationSession && d.Prestart {
 		problem(fd.Isolation.Line, "destination %q: 'prestart' cannot be used with 'isolation: session': each session starts its own child with its initialize; remove one of them", name)
 	}
+	if d.Isolation == IsolationUser && d.Prestart {
+		problem(fd.Isolation.Line, "destination %q: 'prestart' cannot be used with 'isolation: user': each user's child starts with their first call; remove one of them", name)
+	}
+	for _, k := range []*yaml.Node{&fd.MaxUsers, &fd.UserIdle} {
+		if k.Kind != 0 && d.Isolation != IsolationUser {
+			problem(k.Line, "destination %q: 'max_users' and 'user_idle' apply to 'isolation: user' only", name)
+		}
+	}
+	if n := &fd.MaxUsers; n.Kind != 0 {
+		if v, err := strconv.Atoi(n.Value); n.Kind != yaml.ScalarNode || err != nil || v < 1 {
+			problem(n.Line, "destination %q: 'max_users' must be a whole number of users, 1 or more, not %s", name, nodeText(n))
+		} else {
+			d.MaxUsers = v
+		}
+	}
+	d.UserIdle = positiveDuration(&fd.UserIdle, "user_idle", "5m or 30m", func(line int, format string, args ...any) {
+		problem(line, "destination %q: "+format, append([]any{name}, args...)...)
+	})
 	d.Logs = oneOf(&fd.Logs, "logs", []string{LogsAttributed, LogsFanout, LogsDrop},
 		"what becomes of a child's log line that cannot be attributed to one session: attributed gives it to the sole session, fanout to every session, drop to none")
 	if n := &fd.Interactive; n.Kind != 0 {

@@ -394,7 +394,7 @@ servers:
 		{
 			name:  "isolation is unknown",
 			src:   "destinations:\n  a:\n    command: cat\n    isolation: per-session\n",
-			want:  [][]string{{`"a"`, "line 4", "'isolation'", "shared or session", `"per-session"`}},
+			want:  [][]string{{`"a"`, "line 4", "'isolation'", "shared, session or user", `"per-session"`}},
 			count: 1,
 		},
 		{
@@ -645,7 +645,7 @@ mcpServers:
 		{
 			name:  "mcpServers misspelt key lists type",
 			src:   "mcpServers:\n  a:\n    command: cat\n    isolaton: session\n",
-			want:  [][]string{{"line 4", `"a"`, `unknown key "isolaton"`, `did you mean "isolation"?`, "logs, cache, tasks, input_wait, session_ttl, prefix, type"}},
+			want:  [][]string{{"line 4", `"a"`, `unknown key "isolaton"`, `did you mean "isolation"?`, "logs, cache, tasks, input_wait, session_ttl, prefix, max_users, user_idle, type"}},
 			count: 1,
 		},
 		{

@@ -17,7 +17,11 @@
 //     endpoint's metrics (Metrics; the bridge registers them);
 //   - what a principal is (principal.go): a session's owner, made by
 //     PrincipalKey (HMAC-SHA256 under the install's key) from what the
-//     bridge's auth layer admitted.
+//     bridge's auth layer admitted; and what a user is (user.go): the
+//     person behind it, for a child per user;
+//   - children per session ('isolation: session', isolation.go) and per
+//     user ('isolation: user', users.go: an endpoint of each user's own,
+//     made on their first request and let go when idle, under caps).
 //
 // It never parses a bearer token, never routes between destinations and
 // never talks to a child: the principal comes from the request's context

@@ -234,6 +234,10 @@ type Endpoint struct {
 	pumps sync.WaitGroup
 	// sl is what the endpoint keeps for requests without a session.
 	sl stateless
+	// users are the endpoints of a destination with a child per user
+	// (users.go); nil for another. With them this endpoint serves no
+	// session itself: it routes each request to its user's.
+	users *users
 	// calls counts the calls being answered on POSTs: a session's, a
 	// request's without a session, an initialize's (Drain waits for
 	// none). A subscriptions/listen stream is not one: it lasts as long as
@@ -282,6 +286,9 @@ func (ep *Endpoint) callDone() {
 
 // Isolated reports whether each session has a child of its own.
 func (ep *Endpoint) Isolated() bool { return ep.perSession != nil }
+
+// UserIsolated reports whether each user has a child of their own.
+func (ep *Endpoint) UserIsolated() bool { return ep.users != nil }
 
 // janitor expires idle sessions.
 func (ep *Endpoint) janitor() {
@@ -350,6 +357,13 @@ func (ep *Endpoint) Retire(ctx context.Context) { ep.end(ctx, errReconfigured) }
 // is not running: what waits for it to start would wait in vain, and the
 // shutdown that follows answers it (503).
 func (ep *Endpoint) Drain(ctx context.Context) bool {
+	if ep.users != nil {
+		ok := true
+		for _, ue := range ep.users.all() {
+			ok = ue.ep.Drain(ctx) && ok
+		}
+		return ok
+	}
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for ep.calls.Load() > 0 {
@@ -367,6 +381,11 @@ func (ep *Endpoint) Drain(ctx context.Context) bool {
 
 // end ends every session with reason, and what the endpoint runs.
 func (ep *Endpoint) end(ctx context.Context, reason error) {
+	if ep.users != nil {
+		ep.shutdownOnce.Do(func() { close(ep.shutdown) })
+		ep.users.endAll(ctx, ep, reason)
+		return
+	}
 	if reason == errShutdown {
 		ep.saveSessions()
 	}
@@ -401,10 +420,23 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // SessionCount is the number of live sessions.
-func (ep *Endpoint) SessionCount() int { return ep.reg.count() }
+func (ep *Endpoint) SessionCount() int {
+	if ep.users != nil {
+		n := 0
+		for _, ue := range ep.users.all() {
+			n += ue.ep.reg.count()
+		}
+		return n
+	}
+	return ep.reg.count()
+}
 
 // ServeHTTP serves the destination's MCP endpoint.
 func (ep *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if ep.users != nil {
+		ep.serveUser(w, r)
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		ep.servePost(w, r)

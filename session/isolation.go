@@ -150,6 +150,9 @@ func (ep *Endpoint) waitOwnChildren(ctx context.Context) { waitGroup(ctx, &ep.ki
 // Status reports the destination's state: its shared child's, or for an
 // isolated destination a summary of its children (running when any runs).
 func (ep *Endpoint) Status() dispatch.Status {
+	if ep.users != nil {
+		return ep.users.status()
+	}
 	if ep.perSession == nil {
 		return ep.shared.Status()
 	}
@@ -183,6 +186,9 @@ func (ep *Endpoint) Status() dispatch.Status {
 // Catalogue returns the destination's tools as clients see them (filtered),
 // and whether they are known (a child has run).
 func (ep *Endpoint) Catalogue() ([]json.RawMessage, bool) {
+	if ep.users != nil {
+		return ep.users.catalogue()
+	}
 	if ep.perSession == nil {
 		return ep.shared.Tools()
 	}

@@ -28,6 +28,14 @@ func (ep *Endpoint) EndSession(prefix string) error {
 	if len(prefix) < 8 {
 		return ErrNoSuchSession
 	}
+	if ep.users != nil {
+		for _, ue := range ep.users.all() {
+			if err := ue.ep.EndSession(prefix); !errors.Is(err, ErrNoSuchSession) {
+				return err
+			}
+		}
+		return ErrNoSuchSession
+	}
 	found, err := ep.reg.find(prefix)
 	if err != nil {
 		return err
@@ -42,6 +50,16 @@ func (ep *Endpoint) EndSession(prefix string) error {
 // are starting because of it: 0 when none was running (nothing is
 // started for nobody; the next call starts one).
 func (ep *Endpoint) Restart() (int, error) {
+	if ep.users != nil {
+		n := 0
+		var errs []error
+		for _, ue := range ep.users.all() {
+			k, err := ue.ep.Restart()
+			n += k
+			errs = append(errs, err)
+		}
+		return n, errors.Join(errs...)
+	}
 	if ep.perSession == nil {
 		started, err := ep.shared.Restart()
 		if started {
@@ -71,6 +89,14 @@ func (ep *Endpoint) Restart() (int, error) {
 // allowed or denied by its lists (dispatch.ToolMarks); isolated per
 // session, a live session's child's.
 func (ep *Endpoint) ToolMarks() ([]dispatch.ToolMark, bool) {
+	if ep.users != nil {
+		for _, ue := range ep.users.all() {
+			if marks, known := ue.ep.ToolMarks(); known {
+				return marks, true
+			}
+		}
+		return nil, false
+	}
 	if ep.perSession == nil {
 		return ep.shared.ToolMarks()
 	}

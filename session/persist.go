@@ -113,6 +113,13 @@ type SessionInfo struct {
 
 // Sessions describes the live sessions, the most recently used first.
 func (ep *Endpoint) Sessions() []SessionInfo {
+	if ep.users != nil {
+		var out []SessionInfo
+		for _, ue := range ep.users.all() {
+			out = append(out, ue.ep.Sessions()...)
+		}
+		return out
+	}
 	now := time.Now()
 	var out []SessionInfo
 	for _, s := range ep.reg.list() {

@@ -72,6 +72,12 @@ type bridgeConfig struct {
 	roots        []config.Root
 	startTimeout time.Duration
 	isolated     bool
+	// isolation, when set, is every destination's 'isolation:' (isolated
+	// is 'session'); maxUsers and userIdle its 'max_users:' and
+	// 'user_idle:'.
+	isolation string
+	maxUsers  int
+	userIdle  time.Duration
 	// interactive and logs are every destination's 'interactive:' and
 	// 'logs:'.
 	interactive bool
@@ -143,6 +149,9 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 		d := &config.Destination{Name: name, Command: command, Args: args, Env: env, Tools: cfg.tools, Roots: cfg.roots, StartTimeout: cfg.startTimeout}
 		if cfg.isolated {
 			d.Isolation = config.IsolationSession
+		}
+		if cfg.isolation != "" {
+			d.Isolation, d.MaxUsers, d.UserIdle = cfg.isolation, cfg.maxUsers, cfg.userIdle
 		}
 		d.Interactive, d.Logs = cfg.interactive, cfg.logs
 		d.CacheTTL, d.CacheScope = cfg.cacheTTL, cfg.cacheScope

@@ -108,7 +108,7 @@ func writeTokens(t *testing.T, tokens ...string) string {
 // credential protects is refused at the start, naming the destination and
 // the ways to protect it, unless -public-open says it is meant to be; a
 // passphrase beside 'auth:' blocks that all name another issuer is
-// refused too.
+// refused too, and so is 'isolation: user' with no users to tell apart.
 func TestOpenAtAPublicURLRefused(t *testing.T) {
 	config := fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer})
 	refusedAtStart(t, nil, []string{"-config", config, "-public-url", "https://bridge.example.test"},
@@ -117,6 +117,10 @@ func TestOpenAtAPublicURLRefused(t *testing.T) {
 	c := newClient(t, p.base+"/fake/mcp")
 	c.initialize()
 	echoCall(t, c, `"open"`, "open on purpose")
+
+	// A child per user with nothing to tell users apart (issue 35).
+	perUser := fakeDestinationsWith(t, map[string]string{"fake": fakemcp.ModeServer}, "    isolation: user\n")
+	refusedAtStart(t, nil, []string{"-config", perUser}, "destination fake is 'isolation: user'", "nothing tells its users apart", "NAME: TOKEN")
 
 	issuer := fakeDestinationsWith(t, map[string]string{"fake": fakemcp.ModeServer}, "    auth:\n      issuer: https://idp.example.test\n")
 	refusedAtStart(t, []string{"STELAE_OAUTH_PASSPHRASE=a long passphrase for the test"}, []string{"-config", issuer},

@@ -29,6 +29,7 @@ type settings struct {
 	version         bool
 	maxSessions     int
 	maxConnections  int
+	maxUserChildren int
 	maxStreams      int
 	maxSessStreams  int
 	requestTimeout  time.Duration
@@ -153,6 +154,7 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	// variable starts with STELAE_, so none collides with what children read.
 	integer(&s.maxSessions, "max-sessions", "MAX_STDIO_CONNECTIONS", d.MaxSessions, "sessions per destination; at the cap the least recently used session with no stream and no call in flight is evicted at once, else 503")
 	integer(&s.maxConnections, "max-connections", "STELAE_MAX_CONNECTIONS", d.MaxConnections, "open client connections the bridge holds at most, half of them from one address (IPv6: its /64); at the cap the connection idle longest (of that address, at its half) is closed to make room, else the new one gets 503 with Retry-After (unless set: half the file-descriptor limit, at most 16384)")
+	integer(&s.maxUserChildren, "max-user-children", "STELAE_MAX_USER_CHILDREN", d.MaxUserChildren, "children of every 'isolation: user' destination together (one per user with a child, those stopping included); past it a new user gets 503 with Retry-After (each destination's 'max_users:' bounds its own)")
 	integer(&s.maxStreams, "max-streams", "STELAE_MAX_STREAMS", d.MaxStreams, "open streams (GET streams and 2026-07-28 subscriptions/listen streams) the whole bridge holds at most; past it a stream gets 503 with Retry-After")
 	integer(&s.maxSessStreams, "max-streams-per-session", "STELAE_MAX_STREAMS_PER_SESSION", d.MaxStreamsPerSession, "open GET streams one session may hold (past it a GET gets 429), and with auth the subscriptions/listen streams of one token (past it 503)")
 	dur(&s.requestTimeout, "request-timeout", "STELAE_REQUEST_TIMEOUT", d.RequestTimeout, "longest wait for a child's answer to one request (504 after it, and the request is cancelled at the child)")
@@ -231,6 +233,7 @@ func (s *settings) options() bridge.Options {
 		MaxStreamsPerSession:       s.maxSessStreams,
 		AuditBodies:                s.auditBodies,
 		MaxConnections:             s.maxConnections,
+		MaxUserChildren:            s.maxUserChildren,
 		MaxStreams:                 s.maxStreams,
 		MaxBodyBytes:               int64(s.maxBody),
 		MaxBodyMemory:              int64(s.maxBodyMemory),
@@ -305,6 +308,8 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 	switch {
 	case s.maxConnections < 1:
 		return nil, invalid("max-connections", "-max-connections must be at least 1")
+	case s.maxUserChildren < 1:
+		return nil, invalid("max-user-children", "-max-user-children must be at least 1")
 	case s.maxStreams < 1:
 		return nil, invalid("max-streams", "-max-streams must be at least 1")
 	case s.maxSessStreams < 1:

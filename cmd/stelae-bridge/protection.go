@@ -41,6 +41,11 @@ func protection(cfg *config.Config, s *settings, tokens int) (string, error) {
 			return "", errors.New("a passphrase is set (STELAE_OAUTH_PASSPHRASE, -oauth-passphrase or -oauth-passphrase-file), which only the built-in authorization server uses, but every 'auth:' block in " + s.config + " names another issuer: add 'auth: {issuer: builtin}' to the destinations it should protect, or unset the passphrase")
 		}
 	}
+	for _, name := range cfg.Names {
+		if d := cfg.Destinations[name]; d.Isolation == config.IsolationUser && d.Auth == nil && tokens == 0 {
+			return "", fmt.Errorf("destination %s is 'isolation: user' (a child per user), but nothing tells its users apart: without auth every request is nobody's. Give it an 'auth:' block (the built-in server: 'auth: {issuer: builtin}' with STELAE_OAUTH_PASSPHRASE, or your identity provider), or -auth-tokens-file with a NAME: TOKEN line per user", name)
+		}
+	}
 	if open := openDestinations(cfg, tokens); len(open) > 0 && publicHTTPS(s.publicURL) && !s.publicOpen {
 		return "", fmt.Errorf("-public-url %s puts the bridge on the internet, and %s would be open to anyone who reaches it (no 'auth:' block, no bearer tokens): protect it — 'auth: {issuer: builtin}' in %s with STELAE_OAUTH_PASSPHRASE set (what ChatGPT and claude.ai connectors need), -auth-tokens-file, or an 'auth:' block naming your identity provider — or start the bridge with -public-open if it is meant to be open (e.g. a proxy in front authenticates)",
 			s.publicURL, describeOpen(open), s.config)
