@@ -16,7 +16,10 @@ import (
 
 // This file is the authorization endpoint and its approval page: the
 // operator sees which client asks for which destination, types the
-// passphrase, and approves or denies.
+// passphrase, and approves or denies. Once the operator invited users
+// (users.go), the page also asks for a name: a user types theirs and their
+// secret (usersignin.go) and the grant is theirs; with no name, the
+// passphrase approves as the operator, as before.
 
 // authRequest is a validated authorization request.
 type authRequest struct {
@@ -37,6 +40,7 @@ type pendingCode struct {
 	Resource    string    `json:"resource"`
 	Scope       string    `json:"scope"`
 	Expires     time.Time `json:"expires"`
+	grantee
 }
 
 // codeTTL bounds an authorization code's life.
@@ -138,10 +142,7 @@ var errorDescriptions = map[string]string{
 // authorize serves GET (the approval page) and POST (the operator's
 // decision).
 func (srv *Server) authorize(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-	w.Header().Set("Referrer-Policy", "same-origin") // no-referrer would make the form post Origin: null
+	pageHeaders(w)
 	switch r.Method {
 	case http.MethodGet:
 		ar, pe, code := srv.parseAuthRequest(r, r.URL.Query())
@@ -164,6 +165,16 @@ func (srv *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// pageHeaders are the headers of the server's pages (the approval page,
+// the invite page): never cached, never framed, no script, no resource from
+// anywhere.
+func pageHeaders(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	w.Header().Set("Referrer-Policy", "same-origin") // no-referrer would make the form post Origin: null
+}
+
 func (srv *Server) pageFor(r *http.Request, ar *authRequest, csrf, problem string) pageData {
 	host := ar.redirectURI
 	if u, err := url.Parse(ar.redirectURI); err == nil {
@@ -174,7 +185,7 @@ func (srv *Server) pageFor(r *http.Request, ar *authRequest, csrf, problem strin
 		name = ar.client.ID
 	}
 	return pageData{ClientName: name, ClientID: ar.client.ID, RedirectHost: host, Destination: ar.destination, Scope: ar.scope,
-		Query: r.URL.RawQuery, CSRF: csrf, Problem: problem, Approved: !ar.client.Approved.IsZero()}
+		Query: r.URL.RawQuery, CSRF: csrf, Problem: problem, Approved: !ar.client.Approved.IsZero(), Users: srv.users.any()}
 }
 
 // decide handles the form: CSRF, lockout, passphrase, then a code.
@@ -210,22 +221,37 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 		srv.redirectError(w, r, ar, "access_denied", "the operator denied access")
 		return
 	}
-	t := srv.tryPassphrase(w, r, r.PostForm.Get("passphrase"), r.PostForm.Get("unlock"), strings.HasPrefix(baseOf(r.Context()), "https://"), "approval")
-	if t.wait > 0 {
-		w.Header().Set("Retry-After", fmt.Sprint(int(t.wait.Seconds())+1))
-		d := srv.pageFor(r, ar, form, fmt.Sprintf("Too many wrong passphrases. Try again in %s.", t.wait.Round(time.Second)))
-		d.Locked = !t.browser
-		srv.page(w, http.StatusTooManyRequests, d)
-		return
-	}
-	if !t.ok {
-		d := srv.pageFor(r, ar, form, "Wrong passphrase.")
-		d.Locked = t.unlocked
-		srv.page(w, http.StatusUnauthorized, d)
+	secure := strings.HasPrefix(baseOf(r.Context()), "https://")
+	var g grantee
+	if name := strings.TrimSpace(r.PostForm.Get("name")); name != "" && !strings.EqualFold(name, OperatorSubject) {
+		ut := srv.tryUser(w, r, name, r.PostForm.Get("passphrase"), secure)
+		problem, status := "", 0
+		switch {
+		case ut.wait > 0:
+			w.Header().Set("Retry-After", fmt.Sprint(int(ut.wait.Seconds())+1))
+			problem, status = fmt.Sprintf("Too many wrong secrets for this name or from this address. Try again in %s, or ask the bridge's operator.", ut.wait.Round(time.Second)), http.StatusTooManyRequests
+		case ut.busy:
+			w.Header().Set("Retry-After", "5")
+			problem, status = "The bridge is checking too many sign-ins at once. Try again in a few seconds.", http.StatusServiceUnavailable
+		case ut.disabled:
+			problem, status = "Your account is disabled. Ask the bridge's operator.", http.StatusForbidden
+		case !ut.ok:
+			problem, status = "Wrong name or secret.", http.StatusUnauthorized
+		}
+		if problem != "" {
+			d := srv.pageFor(r, ar, form, problem)
+			if CheckName(name) == nil {
+				d.Name = name // a name, never the secret
+			}
+			srv.page(w, status, d)
+			return
+		}
+		g = ut.g
+	} else if !srv.operatorApproves(w, r, ar, form, secure) {
 		return
 	}
 	codeValue := newID("", 32)
-	pc := pendingCode{ClientID: ar.client.ID, RedirectURI: ar.redirectURI, Challenge: ar.challenge, Resource: ar.resource, Scope: ar.scope, Expires: time.Now().Add(codeTTL)}
+	pc := pendingCode{ClientID: ar.client.ID, RedirectURI: ar.redirectURI, Challenge: ar.challenge, Resource: ar.resource, Scope: ar.scope, Expires: time.Now().Add(codeTTL), grantee: g}
 	now := time.Now().UTC()
 	err = srv.store.db.Update(func(tx *bolt.Tx) error {
 		// A client approved for the first time is kept (metadata-document
@@ -251,8 +277,32 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 		srv.page(w, http.StatusInternalServerError, pageData{Error: "The bridge could not store the approval; see its log."})
 		return
 	}
-	srv.log.Info("authorization approved", "client_id", ar.client.ID, "destination", ar.destination)
+	if g.Subject != "" {
+		srv.log.Info("authorization approved by a user", "client_id", ar.client.ID, "destination", ar.destination, "user", strings.TrimSpace(r.PostForm.Get("name")), "subject", g.Subject)
+	} else {
+		srv.log.Info("authorization approved", "client_id", ar.client.ID, "destination", ar.destination)
+	}
 	redirectBack(w, r, ar, "code", codeValue)
+}
+
+// operatorApproves checks the operator's passphrase on the approval form
+// (lockout.go); false when it answered the page itself.
+func (srv *Server) operatorApproves(w http.ResponseWriter, r *http.Request, ar *authRequest, form string, secure bool) bool {
+	t := srv.tryPassphrase(w, r, r.PostForm.Get("passphrase"), r.PostForm.Get("unlock"), secure, "approval")
+	if t.wait > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(int(t.wait.Seconds())+1))
+		d := srv.pageFor(r, ar, form, fmt.Sprintf("Too many wrong passphrases. Try again in %s.", t.wait.Round(time.Second)))
+		d.Locked = !t.browser
+		srv.page(w, http.StatusTooManyRequests, d)
+		return false
+	}
+	if !t.ok {
+		d := srv.pageFor(r, ar, form, "Wrong passphrase.")
+		d.Locked = t.unlocked
+		srv.page(w, http.StatusUnauthorized, d)
+		return false
+	}
+	return true
 }
 
 // pageData fills the page template.
@@ -263,6 +313,10 @@ type pageData struct {
 	Approved                                        bool
 	// Locked asks for an unlock code ('stelae-bridge auth unlock').
 	Locked bool
+	// Users asks for a name besides the secret (the operator invited
+	// users); Name is the name typed before.
+	Users bool
+	Name  string
 }
 
 func (srv *Server) page(w http.ResponseWriter, status int, d pageData) {
@@ -283,7 +337,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#111}
 h1{font-size:1.4rem}dl{display:grid;grid-template-columns:auto minmax(0,1fr);gap:.3rem 1rem}dt{font-weight:600}
 dd{margin:0;min-width:0;overflow-wrap:anywhere}code{overflow-wrap:anywhere}
-label{display:block;margin-top:1rem;font-weight:600}input[type=password]{box-sizing:border-box;width:100%;font-size:1rem;padding:.4rem}
+label{display:block;margin-top:1rem;font-weight:600}input[type=password],input[type=text]{box-sizing:border-box;width:100%;font-size:1rem;padding:.4rem}
 button{font-size:1rem;padding:.5rem 1.2rem;margin:1rem .5rem 0 0}.problem{color:#a00;font-weight:600}
 </style>
 </head>
@@ -306,8 +360,14 @@ button{font-size:1rem;padding:.5rem 1.2rem;margin:1rem .5rem 0 0}.problem{color:
 <form method="post" action="/oauth/authorize">
 <input type="hidden" name="query" value="{{.Query}}">
 <input type="hidden" name="csrf" value="{{.CSRF}}">
-<label for="passphrase">Bridge passphrase</label>
+{{if .Users}}<label for="name">Your name</label>
+<p>The name the operator invited you as. The bridge's operator leaves it empty and types the bridge passphrase.</p>
+<input type="text" id="name" name="name" value="{{.Name}}" autocomplete="username" autocapitalize="none" spellcheck="false" maxlength="64" autofocus>
+<label for="passphrase">Your secret (or the bridge passphrase)</label>
+<input type="password" id="passphrase" name="passphrase" autocomplete="current-password">
+{{else}}<label for="passphrase">Bridge passphrase</label>
 <input type="password" id="passphrase" name="passphrase" autocomplete="current-password" autofocus>
+{{end}}
 {{if .Locked}}<label for="unlock">Unlock code</label>
 <p>If you are the bridge's operator: run <code>stelae-bridge auth unlock</code> on its host and enter the code it prints.</p>
 <input type="password" id="unlock" name="unlock" autocomplete="off">

@@ -19,15 +19,28 @@
 //     reached the network: cimd.go — from public addresses only, ssrf.go),
 //     dynamic registration (rate-limited per address,
 //     capped, unapproved ones expire), clients pre-registered in the file;
+//   - users (users.go): people the operator invites ('stelae-bridge auth
+//     invite NAME' prints a one-time link to the invite page, invite.go,
+//     where they set their own secret, kept as an argon2id hash:
+//     secret.go); each signs in on the approval page with name and secret
+//     under a lockout of their own (usersignin.go), and their tokens carry
+//     their own subject ("u_" and 32 hex digits, never reused) where the
+//     passphrase's carry OperatorSubject. Disabling or removing a user
+//     refuses their tokens at once and calls OnUserGone's functions (the
+//     bridge stops their children); Users and UserName show them to the
+//     rest of the bridge. With no users, everything is as before them;
 //   - its state in one bbolt file: ES256 signing keys (rotated; the
 //     previous one still published), clients, codes and refresh tokens
-//     (stored hashed);
+//     (stored hashed), trusted browsers, users and invites (codes stored
+//     hashed, secrets by argon2id);
 //   - the Verifier the resource side (package oauth's Policy) checks its
 //     tokens with; a revoked client's tokens, and those of a revoked
-//     refresh-token family, are refused at once.
+//     refresh-token family, and those of a user disabled or removed, are
+//     refused at once.
 //
-// It never sees a client's MCP traffic, never stores a code or refresh
-// token in clear, and never logs a token, code or the passphrase. Its
+// It never sees a client's MCP traffic, never stores a code, refresh token
+// or secret in clear, and never logs a token, code, secret or the
+// passphrase. Its
 // issuer URL is the bridge's public URL of each request (WithBase), so it
 // serves under whatever name clients reach the bridge by.
 //

@@ -141,12 +141,16 @@ func (srv *Server) trustedBrowser(r *http.Request) (key, value string) {
 			continue
 		}
 		k := hashKey(c.Value)
-		var expires time.Time
-		err := srv.store.db.View(func(tx *bolt.Tx) error {
-			_, err := get(tx, bucketBrowsers, k, &expires)
-			return err
+		var rec browserRecord
+		var ok bool
+		_ = srv.store.db.View(func(tx *bolt.Tx) error {
+			if v := tx.Bucket(bucketBrowsers).Get(k); v != nil {
+				rec, ok = readBrowser(v)
+			}
+			return nil
 		})
-		if err == nil && time.Now().Before(expires) {
+		// A user's trusted browser is never the operator's.
+		if ok && rec.Subject == "" && time.Now().Before(rec.Expires) {
 			return string(k), c.Value
 		}
 	}
@@ -156,25 +160,8 @@ func (srv *Server) trustedBrowser(r *http.Request) (key, value string) {
 // trustBrowser gives the browser of a successful passphrase its cookie.
 func (srv *Server) trustBrowser(w http.ResponseWriter, secure bool) {
 	value := newID("", 32)
-	expires := time.Now().Add(trustedBrowserFor).UTC()
-	err := srv.store.db.Update(func(tx *bolt.Tx) error {
-		// Expired ones go when a new one comes.
-		b := tx.Bucket(bucketBrowsers)
-		var stale [][]byte
-		_ = b.ForEach(func(k, v []byte) error {
-			var t time.Time
-			if t.UnmarshalJSON(v) != nil || time.Now().After(t) {
-				stale = append(stale, append([]byte(nil), k...))
-			}
-			return nil
-		})
-		for _, k := range stale {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		return put(tx, bucketBrowsers, hashKey(value), expires)
-	})
+	// Expired ones go when a new one comes.
+	err := srv.store.saveBrowser(hashKey(value), browserRecord{Expires: time.Now().Add(trustedBrowserFor).UTC()})
 	if err != nil {
 		srv.log.Error("could not remember the operator's browser; it will be subject to the lockout", "error", err)
 		return
@@ -198,11 +185,12 @@ type unlockCode struct {
 	tries int
 }
 
-// Unlock clears the lockout's counts and returns a one-time code, valid for
+// Unlock clears the lockout's counts (the users' too: usersignin.go) and returns a one-time code, valid for
 // unlockCodeFor, that lets a form through the lockout ('stelae-bridge auth
 // unlock' on the admin socket).
 func (srv *Server) Unlock() string {
 	srv.guesses.reset()
+	srv.userGuesses.reset()
 	code := newID("", 12)
 	srv.unlock.mu.Lock()
 	srv.unlock.hash, srv.unlock.until, srv.unlock.tries = sha256.Sum256([]byte(code)), time.Now().Add(unlockCodeFor), 0

@@ -78,7 +78,14 @@ type Server struct {
 	passHash      [32]byte
 	registrations addrLimit
 	guesses       *guesses
+	userGuesses   *userGuesses
 	unlock        unlockCode
+	// users are the invited users as the checks of each request need
+	// them (users.go).
+	users users
+	// now is the clock of users' invites and sign-ins (time.Now; tests
+	// set it before the server serves).
+	now func() time.Time
 	// verified remembers access tokens already checked.
 	verified oauth.TokenCache
 	// revMu guards revoked, the clients revoked, and revokedFams, the
@@ -103,7 +110,7 @@ func Open(path string, opts Options) (*Server, error) {
 		store.Close()
 		return nil, err
 	}
-	srv := &Server{opts: opts, log: opts.Logger, store: store, keys: keys, passHash: sha256.Sum256([]byte(opts.Passphrase)), guesses: newGuesses(), revoked: map[string]bool{}, revokedFams: map[string]bool{}}
+	srv := &Server{opts: opts, log: opts.Logger, store: store, keys: keys, passHash: sha256.Sum256([]byte(opts.Passphrase)), guesses: newGuesses(), userGuesses: newUserGuesses(), now: time.Now, revoked: map[string]bool{}, revokedFams: map[string]bool{}}
 	clients, err := store.Clients()
 	if err != nil {
 		store.Close()
@@ -117,6 +124,10 @@ func Open(path string, opts Options) (*Server, error) {
 	if err := store.revokedFamilies(func(id string) { srv.revokedFams[id] = true }); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("reading the refresh-token families: %w", err)
+	}
+	if err := srv.loadUsers(); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("reading the users: %w", err)
 	}
 	srv.cimd = newCIMDFetcher(store, opts.CIMDTransportForTests, opts.Logger.Named("cimd"))
 	srv.registrations = addrLimit{per: time.Minute, max: opts.RegistrationsPerMinute}
@@ -173,6 +184,7 @@ const (
 	PathRegister  = "/oauth/register"
 	PathRevoke    = "/oauth/revoke"
 	PathJWKS      = "/oauth/jwks"
+	PathInvite    = "/oauth/invite"
 )
 
 // baseKey carries the issuer base URL of a request in its context.
@@ -201,6 +213,8 @@ func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		srv.register(w, r)
 	case path == PathRevoke:
 		srv.revoke(w, r)
+	case path == PathInvite:
+		srv.invite(w, r)
 	case path == PathJWKS:
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		writeJSON(w, http.StatusOK, srv.keys.keySet())

@@ -15,8 +15,11 @@ import (
 
 // This file is the authorization server's state: one bbolt file (0600,
 // transactional, so a crash leaves either the old or the new state) holding
-// signing keys, clients, authorization codes and refresh-token families.
-// Codes and refresh tokens are stored by their SHA-256, never in clear.
+// signing keys, clients, authorization codes and refresh-token families,
+// trusted browsers, users and their invites (users.go). Codes, refresh
+// tokens, trusted-browser cookies and invite codes are stored by their
+// SHA-256, never in clear; users' secrets by their argon2id hash
+// (secret.go).
 
 var (
 	bucketKeys     = []byte("keys")
@@ -45,7 +48,7 @@ func OpenStore(path string) (*Store, error) {
 		return nil, fmt.Errorf("cannot open %s: %w (set -state-dir to a writable directory)", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketKeys, bucketClients, bucketCodes, bucketRefresh, bucketFamilies, bucketMeta, bucketBrowsers} {
+		for _, b := range [][]byte{bucketKeys, bucketClients, bucketCodes, bucketRefresh, bucketFamilies, bucketMeta, bucketBrowsers, bucketUsers, bucketInvites} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -31,16 +31,49 @@ type refreshRecord struct {
 	Scope    string    `json:"scope"`
 	Expires  time.Time `json:"expires"`
 	Used     bool      `json:"used,omitempty"`
+	grantee
 }
 
 // family is one chain of refresh tokens from one approval.
 type family struct {
 	ClientID string `json:"client_id"`
 	Revoked  bool   `json:"revoked,omitempty"`
+	grantee
 }
 
-// subject is who the tokens speak for: the bridge's operator, who approved.
-const subject = "operator"
+// grantee is who approved a grant, whom its tokens speak for: a user
+// (their subject, and their key: folded name), or the operator (both
+// empty, as in what bridges before users stored).
+type grantee struct {
+	Subject string `json:"subject,omitempty"`
+	User    string `json:"user,omitempty"`
+}
+
+// subject is the tokens' sub.
+func (g grantee) subject() string {
+	if g.Subject == "" {
+		return OperatorSubject
+	}
+	return g.Subject
+}
+
+// check returns errUserGone when g is a user who is no longer active (or
+// another person under the name).
+func (g grantee) check(tx *bolt.Tx) error {
+	if g.Subject == "" {
+		return nil
+	}
+	u, ok, err := getUser(tx, g.User)
+	if err != nil {
+		return err
+	}
+	if !ok || u.Subject != g.Subject || !u.active() {
+		return errUserGone
+	}
+	return nil
+}
+
+var errUserGone = errors.New("the user who approved this grant was disabled or removed")
 
 var errInvalidGrant = errors.New("invalid_grant")
 
@@ -117,7 +150,7 @@ func (srv *Server) exchangeCode(w http.ResponseWriter, r *http.Request, c *Clien
 	case f.Get("resource") != "" && f.Get("resource") != pc.Resource:
 		oauthError(w, http.StatusBadRequest, "invalid_target", "resource differs from the authorization request's")
 	default:
-		srv.issue(w, r, c, newID("fam_", 12), pc.Resource, pc.Scope)
+		srv.issue(w, r, c, newID("fam_", 12), pc.Resource, pc.Scope, pc.grantee)
 	}
 }
 
@@ -148,6 +181,9 @@ func (srv *Server) refresh(w http.ResponseWriter, r *http.Request, c *Client) {
 		case fam.Revoked, rec.ClientID != c.ID, time.Now().After(rec.Expires):
 			return errInvalidGrant
 		}
+		if err := rec.grantee.check(tx); err != nil {
+			return err
+		}
 		rec.Used = true
 		return put(tx, bucketRefresh, key, rec)
 	})
@@ -160,24 +196,29 @@ func (srv *Server) refresh(w http.ResponseWriter, r *http.Request, c *Client) {
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "this refresh token was already used; every token of its grant is revoked (sign in again)")
 	case errors.Is(err, errInvalidGrant):
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "unknown, expired, revoked or foreign refresh token")
+	case errors.Is(err, errUserGone):
+		oauthError(w, http.StatusBadRequest, "invalid_grant", "the user who approved this grant was disabled or removed by the operator")
 	case err != nil:
 		oauthError(w, http.StatusInternalServerError, "server_error", "could not read the refresh token")
 	case f.Get("resource") != "" && f.Get("resource") != rec.Resource:
 		oauthError(w, http.StatusBadRequest, "invalid_target", "resource differs from the grant's")
 	default:
-		srv.issue(w, r, c, rec.Family, rec.Resource, rec.Scope)
+		srv.issue(w, r, c, rec.Family, rec.Resource, rec.Scope, rec.grantee)
 	}
 }
 
 // issue answers with a new access token and refresh token of family.
-func (srv *Server) issue(w http.ResponseWriter, r *http.Request, c *Client, fam, resource, scope string) {
+// The grant's user must still be active when the refresh token is stored
+// (in the same transaction as the check); a user disabled after that has
+// the family revoked with theirs.
+func (srv *Server) issue(w http.ResponseWriter, r *http.Request, c *Client, fam, resource, scope string, g grantee) {
 	now := time.Now()
 	signer, err := srv.keys.signer()
 	if err != nil {
 		oauthError(w, http.StatusInternalServerError, "server_error", "could not sign")
 		return
 	}
-	claims := map[string]any{"iss": baseOf(r.Context()), "sub": subject, "aud": resource, "client_id": c.ID, "scope": scope,
+	claims := map[string]any{"iss": baseOf(r.Context()), "sub": g.subject(), "aud": resource, "client_id": c.ID, "scope": scope,
 		"iat": now.Unix(), "exp": now.Add(srv.opts.AccessTTL).Unix(), "jti": newID("", 12), "sid": fam}
 	access, err := jwt.Signed(signer).Claims(claims).Serialize()
 	if err != nil {
@@ -186,17 +227,20 @@ func (srv *Server) issue(w http.ResponseWriter, r *http.Request, c *Client, fam,
 	}
 	refreshValue := newID("rt_", 32)
 	err = srv.store.db.Update(func(tx *bolt.Tx) error {
+		if err := g.check(tx); err != nil {
+			return err
+		}
 		var fm family
 		ok, err := get(tx, bucketFamilies, []byte(fam), &fm)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			if err := put(tx, bucketFamilies, []byte(fam), family{ClientID: c.ID}); err != nil {
+			if err := put(tx, bucketFamilies, []byte(fam), family{ClientID: c.ID, grantee: g}); err != nil {
 				return err
 			}
 		}
-		if err := put(tx, bucketRefresh, hashKey(refreshValue), refreshRecord{Family: fam, ClientID: c.ID, Resource: resource, Scope: scope, Expires: now.Add(srv.opts.RefreshTTL)}); err != nil {
+		if err := put(tx, bucketRefresh, hashKey(refreshValue), refreshRecord{Family: fam, ClientID: c.ID, Resource: resource, Scope: scope, Expires: now.Add(srv.opts.RefreshTTL), grantee: g}); err != nil {
 			return err
 		}
 		var stored Client
@@ -206,11 +250,19 @@ func (srv *Server) issue(w http.ResponseWriter, r *http.Request, c *Client, fam,
 		}
 		return nil
 	})
+	if errors.Is(err, errUserGone) {
+		oauthError(w, http.StatusBadRequest, "invalid_grant", "the user who approved this grant was disabled or removed by the operator")
+		return
+	}
 	if err != nil {
 		oauthError(w, http.StatusInternalServerError, "server_error", "could not store the refresh token")
 		return
 	}
-	srv.log.Info("tokens issued", "client_id", c.ID, "resource", resource)
+	if g.Subject != "" {
+		srv.log.Info("tokens issued", "client_id", c.ID, "resource", resource, "subject", g.Subject)
+	} else {
+		srv.log.Info("tokens issued", "client_id", c.ID, "resource", resource)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": int(srv.opts.AccessTTL.Seconds()), "refresh_token": refreshValue, "scope": scope})
 }
 
@@ -235,7 +287,7 @@ func (srv *Server) revoke(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		found = true
-		return put(tx, bucketFamilies, []byte(rec.Family), family{ClientID: rec.ClientID, Revoked: true})
+		return put(tx, bucketFamilies, []byte(rec.Family), family{ClientID: rec.ClientID, Revoked: true, grantee: rec.grantee})
 	})
 	if err != nil {
 		srv.log.Error("could not revoke a refresh token", "error", err)
@@ -277,7 +329,12 @@ func revokeFamiliesOf(tx *bolt.Tx, clientID string) error {
 		return err
 	}
 	for _, k := range keys {
-		if err := put(tx, bucketFamilies, k, family{ClientID: clientID, Revoked: true}); err != nil {
+		var f family
+		if _, err := get(tx, bucketFamilies, k, &f); err != nil {
+			return err
+		}
+		f.Revoked = true
+		if err := put(tx, bucketFamilies, k, f); err != nil {
 			return err
 		}
 	}
@@ -300,7 +357,8 @@ func (v verifier) IssuerFor(base string) string { return base }
 
 // Verify checks raw against the server's keys, for the issuer base carried
 // by ctx (WithBase). A token checked before is remembered (by its hash)
-// until it expires, but a revoked client's tokens are refused at once.
+// until it expires, but a revoked client's tokens, a revoked family's and
+// those of a user disabled or removed are refused at once.
 func (v verifier) Verify(ctx context.Context, raw string) (*oauth.Claims, error) {
 	base := baseOf(ctx)
 	if base == "" {
@@ -320,6 +378,9 @@ func (v verifier) Verify(ctx context.Context, raw string) (*oauth.Claims, error)
 	}
 	if v.srv.isRevoked(c.ClientID) {
 		return nil, fmt.Errorf("%w: its client was revoked by the operator", oauth.ErrInvalidToken)
+	}
+	if !v.srv.subjectActive(c.Subject) {
+		return nil, fmt.Errorf("%w: its user was disabled or removed by the operator", oauth.ErrInvalidToken)
 	}
 	if c.Session != "" && v.srv.isFamilyRevoked(c.Session) {
 		return nil, fmt.Errorf("%w: its grant was revoked (its refresh token was reused or revoked); sign in again", oauth.ErrInvalidToken)
