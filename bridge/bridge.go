@@ -18,6 +18,7 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/console"
+	"github.com/stelae-bridge/stelae-bridge/credstore"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/oauth"
 	"github.com/stelae-bridge/stelae-bridge/session"
@@ -53,6 +54,11 @@ type Options struct {
 	// MaxUserChildren bounds the children of every 'isolation: user'
 	// destination together, those stopping included.
 	MaxUserChildren int
+	// CredentialsDir holds the operator's provisioned credentials of
+	// users ('credentials:'): DIR/{destination}/{user}, NAME=value lines;
+	// CredStore what users entered themselves. Either may be unset.
+	CredentialsDir  string
+	CredStore       *credstore.Store
 	MaxBodyBytes    int64
 	MaxBodyMemory   int64
 	BodyTimeout     time.Duration

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -322,10 +323,27 @@ func (b *Bridge) userEndpoint(name string, d *config.Destination, newDispatcher 
 		caps.Max = config.DefaultMaxUsers
 	}
 	m := b.metricSet.For(name)
+	var ep *session.Endpoint
 	forUser := func(u session.User) *session.Endpoint {
 		uopts := opts
 		uopts.Logger = opts.Logger.With("user", u.String())
-		return session.NewEndpoint(name, newDispatcher(), nil, b.limits, m, uopts)
+		disp := newDispatcher
+		if len(d.Credentials) > 0 {
+			// The user's own credentials in their child's environment;
+			// without them, a stand-in that says how to give them.
+			creds, missing, err := b.credentialsOf(d, u)
+			if err != nil {
+				b.log.Error("a user's credentials could not be read; their child waits for them", "destination", name, "user", u.String(), "error", err)
+			}
+			if len(missing) > 0 || err != nil {
+				tools := func() []json.RawMessage { t, _ := ep.Catalogue(); return t }
+				disp = b.standInFactory(d, standInLauncher(name, u.String(), b.credentialsURL(name), missing, tools))
+			} else {
+				disp = b.dispatcherFactory(userDestination(d, creds))
+			}
+		}
+		return session.NewEndpoint(name, disp(), nil, b.limits, m, uopts)
 	}
-	return session.NewUserEndpoint(name, forUser, caps, m, opts)
+	ep = session.NewUserEndpoint(name, forUser, caps, m, opts)
+	return ep
 }

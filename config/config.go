@@ -93,6 +93,9 @@ type Destination struct {
 	// UserIdle is how long a user's child stays with nothing to do
 	// ('user_idle:', isolation: user); 0 when the file sets none.
 	UserIdle time.Duration
+	// Credentials are what each user supplies for their child
+	// ('credentials:', isolation: user), in file order.
+	Credentials []Credential
 	// StartTimeout is how long a child may take to start and answer
 	// initialize ('start_timeout:'); 0 when the file sets none, and the caller
 	// applies its default.
@@ -302,13 +305,14 @@ type fileDestination struct {
 	Prefix         yaml.Node         `yaml:"prefix"`
 	MaxUsers       yaml.Node         `yaml:"max_users"`
 	UserIdle       yaml.Node         `yaml:"user_idle"`
+	Credentials    yaml.Node         `yaml:"credentials"`
 	// Type is accepted in 'mcpServers:' entries only, and only as "stdio".
 	Type yaml.Node `yaml:"type"`
 }
 
 // destinationKeys are the keys a destination may have, in the order the
 // messages list them.
-var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait", "session_ttl", "prefix", "max_users", "user_idle"}
+var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait", "session_ttl", "prefix", "max_users", "user_idle", "credentials"}
 
 // topKeys are the keys of the file's top level.
 var topKeys = []string{"destinations", "mcpServers", "default", "auth", "profiles", "instances"}
@@ -683,6 +687,14 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 	d.UserIdle = positiveDuration(&fd.UserIdle, "user_idle", "5m or 30m", func(line int, format string, args ...any) {
 		problem(line, "destination %q: "+format, append([]any{name}, args...)...)
 	})
+	if n := &fd.Credentials; n.Kind != 0 {
+		if d.Isolation != IsolationUser {
+			problem(n.Line, "destination %q: 'credentials' are each user's own, so they need 'isolation: user' (a child per user); add it, or set the variables in 'env:' for everyone", name)
+		}
+		d.Credentials = parseCredentials(n, fd.Env, func(line int, format string, args ...any) {
+			problem(line, "destination %q: "+format, append([]any{name}, args...)...)
+		})
+	}
 	d.Logs = oneOf(&fd.Logs, "logs", []string{LogsAttributed, LogsFanout, LogsDrop},
 		"what becomes of a child's log line that cannot be attributed to one session: attributed gives it to the sole session, fanout to every session, drop to none")
 	if n := &fd.Interactive; n.Kind != 0 {

@@ -78,6 +78,8 @@ type bridgeConfig struct {
 	isolation string
 	maxUsers  int
 	userIdle  time.Duration
+	// credentials are every destination's 'credentials:'.
+	credentials []config.Credential
 	// interactive and logs are every destination's 'interactive:' and
 	// 'logs:'.
 	interactive bool
@@ -152,6 +154,7 @@ func newBridge(t *testing.T, modes map[string]string, cfg bridgeConfig) *testBri
 		}
 		if cfg.isolation != "" {
 			d.Isolation, d.MaxUsers, d.UserIdle = cfg.isolation, cfg.maxUsers, cfg.userIdle
+			d.Credentials = cfg.credentials
 		}
 		d.Interactive, d.Logs = cfg.interactive, cfg.logs
 		d.CacheTTL, d.CacheScope = cfg.cacheTTL, cfg.cacheScope

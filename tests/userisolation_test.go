@@ -5,6 +5,9 @@ package tests
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +107,92 @@ func TestUserIsolation(t *testing.T) {
 	stolen := &client{t: t, url: url, sid: bob.sid, http: authedClient(t, url, "tok-carol").http}
 	if r := stolen.callTool(`"s"`, "whoami", nil); r.status != http.StatusNotFound {
 		t.Errorf("carol using bob's session id: %d %s; want 404", r.status, fmt.Sprint(string(r.body)))
+	}
+}
+
+// getenvCall calls the fake child's getenv tool for name in c's session:
+// the value, or the tool error's text.
+func getenvCall(t *testing.T, c *client, name string) (value string, isError bool, text string) {
+	t.Helper()
+	r := c.callTool(`"e"`, "getenv", map[string]string{"name": name})
+	res := resultOK(t, "getenv", r)
+	var v struct {
+		Value   string `json:"value"`
+		IsError bool   `json:"isError"`
+	}
+	_ = jsonUnmarshal(res, &v)
+	return v.Value, v.IsError, textOf(res)
+}
+
+// TestUserCredentials: a user-isolated destination's 'credentials:' —
+// each user's child has that user's own value in its environment (here
+// provisioned by the operator: CredentialsDir/{destination}/{user}); a user
+// without them gets no child at all but a stand-in that lists the tools
+// and answers a call with a tool error saying what to supply and how; the
+// values reach no log, no /healthz, no console state.
+func TestUserCredentials(t *testing.T) {
+	dir := t.TempDir()
+	const aliceSecret, carolBad = "tok-alice-s3cr3t-value", "not-a-token-s3cr3t"
+	if err := os.MkdirAll(filepath.Join(dir, "fake"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for user, content := range map[string]string{"alice": "# alice's\nAPI_TOKEN=" + aliceSecret + "\nOTHER=ignored\n", "carol": "API_TOKEN=" + carolBad + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, "fake", user), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tokens := []string{"tok-alice", "tok-bob", "tok-carol"}
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{
+		opts:      bridge.Options{AuthTokens: tokens, TokenNames: map[string]string{"tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"}, CredentialsDir: dir},
+		isolation: config.IsolationUser,
+		credentials: []config.Credential{{Name: "API_TOKEN", Description: "your API token", Pattern: regexp.MustCompile(`^tok-`)},
+			{Name: "API_HOST", Description: "your host", Optional: true}},
+	})
+	url := b.url("fake")
+	alice := authedClient(t, url, "tok-alice")
+	alice.initialize()
+	if v, isErr, text := getenvCall(t, alice, "API_TOKEN"); isErr || v != aliceSecret {
+		t.Fatalf("alice's child's API_TOKEN: %q (error %v: %s); want her own", v, isErr, text)
+	}
+	if v, _, _ := getenvCall(t, alice, "OTHER"); v != "" {
+		t.Errorf("an undeclared variable of the provisioning file reached the child: %q", v)
+	}
+	starts := func() int {
+		n := 0
+		for _, e := range b.journal() {
+			if e.kind == "start" {
+				n++
+			}
+		}
+		return n
+	}
+	// bob has none, carol's does not match the pattern: no child, a
+	// stand-in that tells them.
+	for _, u := range []struct{ token, want string }{{"tok-bob", "API_TOKEN (your API token)"}, {"tok-carol", "does not have the expected form"}} {
+		c := authedClient(t, url, u.token)
+		c.initialize()
+		r := c.post(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+		if r.status != http.StatusOK {
+			t.Fatalf("%s: tools/list: %d %s", u.token, r.status, r.body)
+		}
+		v, isErr, text := getenvCall(t, c, "API_TOKEN")
+		if !isErr || v != "" || !strings.Contains(text, u.want) || !strings.Contains(text, "operator to provision") {
+			t.Errorf("%s: a call without credentials: %q error %v text %q; want a tool error saying %q", u.token, v, isErr, text, u.want)
+		}
+	}
+	if n := starts(); n != 1 {
+		t.Errorf("%d children started; want alice's alone (no half-configured child)", n)
+	}
+	// The values are nowhere but in alice's child.
+	for _, where := range []struct{ name, text string }{
+		{"the bridge's log", b.logs.String()},
+		{"/healthz?verbose", string(mustRequest(t, http.MethodGet, b.srv.URL+"/healthz?verbose", "", "", "Authorization", "Bearer tok-alice").body)},
+		{"the console's state", string(mustRequest(t, http.MethodGet, b.srv.URL+"/console/api/state", "", "", "Authorization", "Bearer tok-alice").body)},
+	} {
+		for _, secret := range []string{aliceSecret, carolBad} {
+			if strings.Contains(where.text, secret) {
+				t.Errorf("%s holds a credential", where.name)
+			}
+		}
 	}
 }

@@ -60,6 +60,8 @@ type settings struct {
 	authTokens      string
 	publicURL       string
 	publicOpen      bool
+	credentialsDir  string
+	credentialsKey  string
 	stateDir        string
 	trustProxy      bool
 	noConsole       bool
@@ -187,6 +189,8 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	str(&s.authTokens, "auth-tokens", "STELAE_AUTH_TOKENS", "", "comma-separated bearer tokens (prefer the file or STELAE_AUTH_TOKENS: flags show in ps)")
 	str(&s.stateDir, "state-dir", "STELAE_STATE_DIR", "", "directory for the bridge's state (created 0700): the process groups of running children, so that a restart can kill what a bridge killed outright left behind; default $XDG_STATE_HOME/stelae-bridge or ~/.local/state/stelae-bridge (macOS: ~/Library/Application Support/stelae-bridge; Windows: %LocalAppData%\\stelae-bridge)")
 	str(&s.publicURL, "public-url", "STELAE_PUBLIC_URL", "", "base of absolute URLs in discovery documents (e.g. https://mcp.example.com); default: the request's Host")
+	str(&s.credentialsDir, "credentials-dir", "STELAE_CREDENTIALS_DIR", "", "directory of users' credentials the operator provisions ('credentials:' with 'isolation: user'): DIR/DESTINATION/USER files of NAME=value lines (USER: a token's name or an OAuth subject); what a user enters on the credentials page overrides them")
+	str(&s.credentialsKey, "credentials-key", "STELAE_CREDENTIALS_KEY", "", "key file of the users' credentials the bridge keeps encrypted (32 bytes, 0600; made on first use); default STATE_DIR/credentials.key, or the systemd credential of that name ($CREDENTIALS_DIRECTORY)")
 	boolean(&s.publicOpen, "public-open", "STELAE_PUBLIC_OPEN", "serve destinations with no protection (no 'auth:', no bearer tokens) at an https -public-url; without it the bridge refuses to start so (for when a proxy in front authenticates)")
 	dur(&s.oauthSkew, "oauth-clock-skew", "STELAE_OAUTH_CLOCK_SKEW", d.OAuthSkew, "clock difference tolerated on an access token's exp, nbf and iat")
 	dur(&s.oauthKeysTTL, "oauth-keys-ttl", "STELAE_OAUTH_KEYS_TTL", d.OAuthKeysTTL, "how long an issuer's metadata and signing keys (JWKS) are kept before they are fetched again")
@@ -234,6 +238,7 @@ func (s *settings) options() bridge.Options {
 		AuditBodies:                s.auditBodies,
 		MaxConnections:             s.maxConnections,
 		MaxUserChildren:            s.maxUserChildren,
+		CredentialsDir:             s.credentialsDir,
 		MaxStreams:                 s.maxStreams,
 		MaxBodyBytes:               int64(s.maxBody),
 		MaxBodyMemory:              int64(s.maxBodyMemory),

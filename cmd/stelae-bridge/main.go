@@ -211,7 +211,17 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		}
 		defer stopAdmin()
 	}
+	credStore, err := openCredentials(cfg, s, getenv, log.Named("credentials"))
+	if err != nil {
+		ln.Close()
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 1
+	}
+	if credStore != nil {
+		defer credStore.Close()
+	}
 	opts := s.options()
+	opts.CredStore = credStore
 	opts.Environ, opts.Reaper, opts.Records = run.environ, run.reaper, run.records
 	opts.CheckHost, opts.AllowedHosts, opts.AuthTokens, opts.TokenNames, opts.AuthServer = checkHost, allowedHosts, tokens, tokenNames, as
 	opts.Version, opts.Logger, opts.LogOutput = version, log, logOut

@@ -493,7 +493,7 @@ func (s *server) request(m message) {
 		})
 	case "tools/list":
 		tools := []map[string]any{}
-		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify", "search", "fetch", "ask", "ask_later", "stderr"} {
+		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify", "search", "fetch", "ask", "ask_later", "stderr", "getenv"} {
 			tool := map[string]any{"name": n, "description": "fake " + n, "inputSchema": map[string]any{"type": "object"}}
 			switch n {
 			case "slow", "never", "ask":
@@ -630,6 +630,11 @@ func (s *server) call(m message) {
 	case "fetch":
 		doc, _ := json.Marshal(map[string]string{"id": arg("id"), "title": "Document " + arg("id"), "text": "full text of " + arg("id"), "url": "https://example.com/" + arg("id")})
 		s.reply(m.ID, text(string(doc)))
+	case "getenv":
+		// The value of the environment variable "name" in this child
+		// (a user's credential, in the tests of 'isolation: user').
+		v, ok := os.LookupEnv(arg("name"))
+		s.reply(m.ID, answered(map[string]any{"value": v, "set": ok, "pid": os.Getpid()}))
 	case "whoami":
 		s.mu.Lock()
 		inits := s.inits

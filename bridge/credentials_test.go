@@ -1,0 +1,77 @@
+package bridge
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/credstore"
+	"github.com/stelae-bridge/stelae-bridge/session"
+)
+
+// TestCredentialsOf: a user's credentials are what they entered (the
+// encrypted store) over what the operator provisioned, the declared ones
+// only; a required one absent or not of its pattern is missing, named with
+// its description, its value never in the answer; another user's are never
+// taken.
+func TestCredentialsOf(t *testing.T) {
+	dir := t.TempDir()
+	key, err := credstore.LoadKey(filepath.Join(dir, "credentials.key"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := credstore.Open(filepath.Join(dir, "credentials.db"), key, credstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	prov := filepath.Join(dir, "provisioned")
+	if err := os.MkdirAll(filepath.Join(prov, "gh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write := func(user, content string) {
+		if err := os.WriteFile(filepath.Join(prov, "gh", user), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("alice", "TOKEN=tok-provisioned\nHOST=example.test\nEXTRA=x\n")
+	write("bob", "TOKEN=bad-form-s3cret\n")
+	if err := store.Set("gh", "t:alice", "alice", map[string]string{"TOKEN": "tok-entered"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Set("gh", "t:carol", "carol", map[string]string{"TOKEN": "tok-carol"}); err != nil {
+		t.Fatal(err)
+	}
+	d := &config.Destination{Name: "gh", Isolation: config.IsolationUser, Credentials: []config.Credential{
+		{Name: "TOKEN", Description: "a token", Pattern: regexp.MustCompile(`^tok-`)}, {Name: "HOST", Optional: true}}}
+	b := &Bridge{opts: Options{CredentialsDir: prov, CredStore: store}}
+	for _, tc := range []struct {
+		user    session.User
+		want    map[string]string
+		missing string
+	}{
+		{session.User{Key: "t:alice", Name: "alice"}, map[string]string{"TOKEN": "tok-entered", "HOST": "example.test"}, ""},
+		{session.User{Key: "t:bob", Name: "bob"}, map[string]string{}, "TOKEN (a token), which does not have the expected form"},
+		{session.User{Key: "t:dave", Name: "dave"}, map[string]string{}, "TOKEN (a token)"},
+		{session.User{Key: "t:carol", Name: "../carol"}, map[string]string{"TOKEN": "tok-carol"}, ""},
+	} {
+		env, missing, err := b.credentialsOf(d, tc.user)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.user.Name, err)
+		}
+		if len(env) != len(tc.want) || strings.Join(missing, ";") != tc.missing {
+			t.Errorf("%s: env %v missing %q; want %v and %q", tc.user.Name, env, missing, tc.want, tc.missing)
+		}
+		for k, v := range tc.want {
+			if env[k] != v {
+				t.Errorf("%s: %s=%q; want %q", tc.user.Name, k, env[k], v)
+			}
+		}
+		if strings.Contains(strings.Join(missing, ";"), "s3cret") {
+			t.Errorf("%s: a value in what is missing: %q", tc.user.Name, missing)
+		}
+	}
+}
