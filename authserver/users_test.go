@@ -621,3 +621,30 @@ func ExampleCheckName() {
 	// operator false
 	// no spaces false
 }
+
+// TestGhostNamesKeepUsersCounts: guesses at names nobody has, from many
+// addresses, never push a user's count out of the lockout (their LRU is
+// their own), and a made-up name is held as a user's is (the lockout
+// does not tell which names exist).
+func TestGhostNamesKeepUsersCounts(t *testing.T) {
+	srv := usersServer(t, "", nil)
+	addUser(t, srv, "hana", "hana's secret 1")
+	const keep = 4 // each count keeps this many names here
+	srv.userGuesses.names.Max, srv.userGuesses.ghosts.Max = keep, keep
+	for i := range freeFailures + 1 {
+		signIn(srv, fmt.Sprintf("198.51.100.%d:4000", i), "hana", "guess guess guess")
+		signIn(srv, fmt.Sprintf("198.51.100.%d:4000", i), "nobody", "guess guess guess")
+	}
+	for i := range 3 * keep {
+		signIn(srv, fmt.Sprintf("203.0.113.%d:4000", i), fmt.Sprintf("ghost%d", i), "guess guess guess")
+	}
+	if rec := signIn(srv, "192.0.2.200:4000", "hana", "hana's secret 1"); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("hana after guesses at %d made-up names: %d, want 429 (her count kept)", 3*keep, rec.Code)
+	}
+	for i := range freeFailures + 1 {
+		signIn(srv, fmt.Sprintf("198.51.100.%d:4000", 100+i), "nobody2", "guess guess guess")
+	}
+	if rec := signIn(srv, "192.0.2.201:4000", "nobody2", "guess guess guess"); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("a made-up name guessed at as hana was: %d, want 429 as for a user", rec.Code)
+	}
+}

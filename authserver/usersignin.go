@@ -31,17 +31,30 @@ import (
 const userCookie = "stelae_user"
 
 // userGuesses are the users' counts: by name and by address, and by
-// trusted browser.
+// trusted browser. Names nobody has are counted as a user's are (so the
+// lockout does not tell which names exist) but apart, in ghosts: guesses
+// at made-up names never push a user's count out of names' LRU, which
+// holds every user's.
 type userGuesses struct {
-	names, addrs, browsers lockout.Lockout
+	names, ghosts, addrs, browsers lockout.Lockout
 }
 
 func newUserGuesses() *userGuesses {
-	return &userGuesses{names: lockout.Lockout{Free: freeFailures}, addrs: lockout.Lockout{Free: freeFailures}, browsers: lockout.Lockout{Free: freeFailures}}
+	return &userGuesses{names: lockout.Lockout{Free: freeFailures, Max: maxUsers}, ghosts: lockout.Lockout{Free: freeFailures},
+		addrs: lockout.Lockout{Free: freeFailures}, browsers: lockout.Lockout{Free: freeFailures}}
+}
+
+// byName is the count of the name typed: a user's, or a ghost's.
+func (g *userGuesses) byName(exists bool) *lockout.Lockout {
+	if exists {
+		return &g.names
+	}
+	return &g.ghosts
 }
 
 func (g *userGuesses) reset() {
 	g.names.Reset()
+	g.ghosts.Reset()
 	g.addrs.Reset()
 	g.browsers.Reset()
 }
@@ -102,7 +115,7 @@ func (srv *Server) tryUser(w http.ResponseWriter, r *http.Request, name, secret 
 	case browser != "":
 		t.wait = srv.userGuesses.browsers.Locked(browser)
 	case valid:
-		t.wait = max(srv.userGuesses.names.Locked(key), srv.userGuesses.addrs.Locked(addr))
+		t.wait = max(srv.userGuesses.byName(u != nil).Locked(key), srv.userGuesses.addrs.Locked(addr))
 	default:
 		t.wait = srv.userGuesses.addrs.Locked(addr)
 	}
@@ -127,7 +140,7 @@ func (srv *Server) tryUser(w http.ResponseWriter, r *http.Request, name, secret 
 		case browser != "":
 			srv.userGuesses.browsers.Failed(browser)
 		case valid:
-			srv.userGuesses.names.Failed(key)
+			srv.userGuesses.byName(u != nil).Failed(key)
 			srv.userGuesses.addrs.Failed(addr)
 		default:
 			srv.userGuesses.addrs.Failed(addr)
