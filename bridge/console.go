@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/console"
+	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
@@ -80,6 +82,11 @@ func (cb *consoleBackend) Destinations() []console.Destination {
 			d := describe(profileKey(n), "/p/"+n+"/mcp", ep)
 			d.Isolation = "profile"
 			out = append(out, d)
+		}
+	}
+	for i := range out {
+		if ep := t.endpoints[out[i].Name]; ep != nil && ep.UserIsolated() {
+			out[i].Users = b.consoleUsers(out[i].Name, ep)
 		}
 	}
 	// A named static token's sessions show its name, not its hash.
@@ -231,4 +238,77 @@ func (cb *consoleBackend) Restart(dest string) (string, error) {
 		return fmt.Sprintf("%d children of %s (one per session) are restarting", n, dest), nil
 	}
 	return "the child of " + dest + " is restarting", nil
+}
+
+// consoleUsers lists a user-isolated destination's users: those with a
+// child, and those with credentials stored (names and times, never a
+// value).
+func (b *Bridge) consoleUsers(dest string, ep *session.Endpoint) []console.User {
+	byKey := map[string]*console.User{}
+	var keys []string
+	add := func(key, name string) *console.User {
+		if u := byKey[key]; u != nil {
+			return u
+		}
+		u := &console.User{Key: key, Name: name, State: dispatch.StateIdle, Credentials: []string{}}
+		byKey[key] = u
+		keys = append(keys, key)
+		return u
+	}
+	for _, ui := range ep.Users() {
+		u := add(ui.Key, ui.Name)
+		u.State, u.PID, u.Sessions = ui.State, ui.PID, ui.Sessions
+	}
+	if store := b.opts.CredStore; store != nil {
+		entries, err := store.List(dest)
+		if err != nil {
+			b.log.Warn("the users' credentials could not be listed for the console", "destination", dest, "error", err)
+		}
+		for _, e := range entries {
+			u := add(e.User, e.Display)
+			u.Credentials = append(u.Credentials, e.Names...)
+			if !e.Updated.IsZero() {
+				u.CredentialsUpdated = e.Updated.UTC().Format(time.RFC3339)
+			}
+		}
+	}
+	sort.Strings(keys)
+	out := make([]console.User, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, *byKey[k])
+	}
+	return out
+}
+
+// StopUser stops a user's child of a user-isolated destination.
+func (cb *consoleBackend) StopUser(dest, user string) error {
+	ep, err := cb.endpoint(dest)
+	if err != nil {
+		return err
+	}
+	if !ep.UserIsolated() {
+		return fmt.Errorf("%s does not give each user a child of their own ('isolation: user')", dest)
+	}
+	if !ep.EndUser(user, "the bridge's operator stopped your child") {
+		return fmt.Errorf("%w: user %s has no child of %s", console.ErrNotFound, user, dest)
+	}
+	return nil
+}
+
+// DeleteCredentials deletes what a user entered for a destination and
+// stops their child, which had them.
+func (cb *consoleBackend) DeleteCredentials(dest, user string) error {
+	ep, err := cb.endpoint(dest)
+	if err != nil {
+		return err
+	}
+	store := cb.opts.CredStore
+	if store == nil {
+		return fmt.Errorf("%w: the bridge keeps no users' credentials (no destination declares 'credentials:')", console.ErrNotFound)
+	}
+	if err := store.Delete(dest, user); err != nil {
+		return fmt.Errorf("deleting %s's credentials for %s: %w", user, dest, err)
+	}
+	ep.EndUser(user, "your credentials were deleted by the bridge's operator")
+	return nil
 }

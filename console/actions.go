@@ -31,6 +31,7 @@ func (c *Console) serveAction(w http.ResponseWriter, r *http.Request, action str
 		Destination string `json:"destination"`
 		Session     string `json:"session"`
 		ClientID    string `json:"client_id"`
+		User        string `json:"user"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10)).Decode(&in); err != nil {
 		writeError(w, http.StatusBadRequest, "the action's body must be a small JSON object: "+err.Error())
@@ -42,6 +43,10 @@ func (c *Console) serveAction(w http.ResponseWriter, r *http.Request, action str
 	switch action {
 	case "sessions/end":
 		err, done = b.EndSession(in.Destination, in.Session), "session "+in.Session+" of "+in.Destination+" ended; its next request gets 404"
+	case "users/stop":
+		err, done = b.StopUser(in.Destination, in.User), "the child of user "+in.User+" of "+in.Destination+" is stopping; their next call starts it again"
+	case "credentials/delete":
+		err, done = b.DeleteCredentials(in.Destination, in.User), "the credentials user "+in.User+" entered for "+in.Destination+" are deleted, and their child stopped"
 	case "restart":
 		done, err = b.Restart(in.Destination)
 	case "clients/revoke":

@@ -143,7 +143,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeJSON(w, http.StatusOK, entries)
 			}
 		}
-	case Path + "/api/sessions/end", Path + "/api/restart", Path + "/api/clients/revoke":
+	case Path + "/api/sessions/end", Path + "/api/restart", Path + "/api/clients/revoke", Path + "/api/users/stop", Path + "/api/credentials/delete":
 		c.serveAction(w, r, strings.TrimPrefix(path, Path+"/api/"))
 	default:
 		if name, ok := strings.CutPrefix(path, Path+"/assets/"); ok {

@@ -50,6 +50,10 @@ func (f *fakeBackend) EndSession(d, s string) error {
 func (f *fakeBackend) Restart(d string) (string, error) {
 	return "the child of " + d + " is restarting", f.record("restart " + d)
 }
+func (f *fakeBackend) StopUser(d, u string) error { return f.record("stop " + d + " " + u) }
+func (f *fakeBackend) DeleteCredentials(d, u string) error {
+	return f.record("delete credentials " + d + " " + u)
+}
 func (f *fakeBackend) done() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

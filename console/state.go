@@ -20,6 +20,11 @@ type Backend interface {
 	RevokeClient(id string) error
 	EndSession(destination, session string) error
 	Restart(destination string) (string, error)
+	// StopUser stops a user's child of a user-isolated destination (their
+	// sessions end); DeleteCredentials deletes what the user entered for
+	// it (and stops their child, which had them). user is User.Key.
+	StopUser(destination, user string) error
+	DeleteCredentials(destination, user string) error
 }
 
 // State is what the page shows, as one JSON document (GET
@@ -66,6 +71,9 @@ type Destination struct {
 	Sessions   []Session `json:"sessions"`
 	ToolsKnown bool      `json:"tools_known"`
 	Tools      []Tool    `json:"tools"`
+	// Users are a user-isolated destination's users: those with a child,
+	// and those with credentials set (none for another destination).
+	Users []User `json:"users,omitempty"`
 }
 
 // Session is one live session.
@@ -85,6 +93,22 @@ type Session struct {
 	IdleS           float64 `json:"idle_s"`
 	Inflight        int     `json:"inflight"`
 	Streams         int     `json:"streams"`
+}
+
+// User is a user of a user-isolated destination ('isolation: user'): their
+// child, and which credentials they have set — never a value.
+type User struct {
+	// Key names the user in the actions (a token's name, or a keyed
+	// digest: no credential); Name is how the operator knows them.
+	Key      string `json:"key"`
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	PID      int    `json:"pid"`
+	Sessions int    `json:"sessions"`
+	// Credentials are the names of the variables the user entered, and
+	// CredentialsUpdated when (RFC 3339; "" for none).
+	Credentials        []string `json:"credentials"`
+	CredentialsUpdated string   `json:"credentials_updated,omitempty"`
 }
 
 // Tool is one tool of a destination's catalogue.

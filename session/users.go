@@ -282,10 +282,11 @@ func (us *users) endAll(ctx context.Context, ep *Endpoint, reason error) {
 	}
 }
 
-// EndUser lets user key's endpoint go at once (their sessions end, their
-// child stops): the operator's, or their credentials changed. It reports
-// whether they had one.
-func (ep *Endpoint) EndUser(key string, reason error) bool {
+// EndUser lets user key's endpoint go at once — their sessions end (their
+// next request gets 404), their child stops — for why (the operator's
+// action, their credentials changed). It reports whether they had one.
+func (ep *Endpoint) EndUser(key, why string) bool {
+	reason := fmt.Errorf("%w: %s", dispatch.ErrCanceled, why)
 	us := ep.users
 	if us == nil {
 		return false

@@ -3,6 +3,7 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/credstore"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
@@ -194,5 +198,129 @@ func TestUserCredentials(t *testing.T) {
 				t.Errorf("%s holds a credential", where.name)
 			}
 		}
+	}
+}
+
+// TestUserConsole: the console lists a user-isolated destination's users —
+// those with a child (its state and pid) and those with credentials stored
+// (their names and when, never a value) — and its two actions act on one
+// user only: stopping alice's child leaves bob's, deleting bob's
+// credentials leaves alice's, and bob's next call finds the stand-in.
+func TestUserConsole(t *testing.T) {
+	dir := t.TempDir()
+	key, err := credstore.LoadKey(filepath.Join(dir, "credentials.key"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := credstore.Open(filepath.Join(dir, "credentials.db"), key, credstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	const aliceSecret, bobSecret = "tok-alice-console-s3cret", "tok-bob-console-s3cret"
+	for user, v := range map[string]string{"alice": aliceSecret, "bob": bobSecret} {
+		if err := store.Set("fake", "t:"+user, user, map[string]string{"API_TOKEN": v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{
+		opts:        bridge.Options{AuthTokens: []string{"tok-alice", "tok-bob"}, TokenNames: map[string]string{"tok-alice": "alice", "tok-bob": "bob"}, CredStore: store},
+		isolation:   config.IsolationUser,
+		credentials: []config.Credential{{Name: "API_TOKEN", Description: "your API token"}},
+	})
+	url := b.url("fake")
+	clients := map[string]*client{}
+	pids := map[string]int{}
+	for _, u := range []string{"alice", "bob"} {
+		c := authedClient(t, url, "tok-"+u)
+		c.initialize()
+		clients[u] = c
+		v, isErr, text := getenvCall(t, c, "API_TOKEN")
+		if isErr || v != map[string]string{"alice": aliceSecret, "bob": bobSecret}[u] {
+			t.Fatalf("%s's child: %q %v %s", u, v, isErr, text)
+		}
+		pids[u] = whoamiCall(t, c).PID
+	}
+	type user struct {
+		Key, Name, State string
+		PID              int
+		Credentials      []string
+		Updated          string `json:"credentials_updated"`
+	}
+	users := func() map[string]user {
+		t.Helper()
+		r := mustRequest(t, http.MethodGet, b.srv.URL+"/console/api/state", "", "", "Authorization", "Bearer tok-alice")
+		for _, s := range []string{aliceSecret, bobSecret} {
+			if strings.Contains(string(r.body), s) {
+				t.Fatal("the console's state holds a credential")
+			}
+		}
+		var st struct {
+			Destinations []struct {
+				Name  string
+				Users []user
+			}
+		}
+		if err := jsonUnmarshal(r.body, &st); err != nil || len(st.Destinations) == 0 {
+			t.Fatalf("state: %v %.300s", err, r.body)
+		}
+		out := map[string]user{}
+		for _, u := range st.Destinations[0].Users {
+			out[u.Name] = u
+		}
+		return out
+	}
+	us := users()
+	for _, name := range []string{"alice", "bob"} {
+		u := us[name]
+		if u.Key != "t:"+name || u.PID != pids[name] || strings.Join(u.Credentials, ",") != "API_TOKEN" || u.Updated == "" {
+			t.Errorf("the console's %s: %+v; want key t:%s, pid %d, API_TOKEN set", name, u, name, pids[name])
+		}
+	}
+	action := func(path, user string) {
+		t.Helper()
+		r := mustRequest(t, http.MethodPost, b.srv.URL+"/console/api/"+path, "", fmt.Sprintf(`{"destination":"fake","user":%q}`, user), "Authorization", "Bearer tok-alice")
+		if r.status != http.StatusOK {
+			t.Fatalf("%s %s: %d %s", path, user, r.status, r.body)
+		}
+	}
+	// The page shows them (the console in headless Chromium, signed in
+	// with an operator token).
+	if !testing.Short() {
+		browser := browserFor(t)
+		ctx, cancel := context.WithTimeout(browser, 2*time.Minute)
+		defer cancel()
+		pg := &page{t: t, ctx: ctx}
+		if err := chromedp.Do(ctx, chromedp.Navigate(b.srv.URL+"/console")); err != nil {
+			t.Fatal(err)
+		}
+		pg.waitJS("the sign-in form", `document.querySelector("#login #credential")`)
+		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#credential"), "tok-alice"), chromedp.Click(chromedp.CSS("#login-submit"))); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"alice", "bob"} {
+			pg.waitJS(name+"'s row in the users' panel", fmt.Sprintf(`(() => { const r = document.querySelector('#users-body tr[data-user="t:%s"]'); return r && /API_TOKEN/.test(r.querySelector("td.credentials").textContent) && /pid %d/.test(r.querySelector("td.child").textContent) })()`, name, pids[name]))
+		}
+		if html := eval[string](pg, `document.documentElement.outerHTML`); strings.Contains(html, aliceSecret) || strings.Contains(html, bobSecret) {
+			t.Error("the console's page holds a credential")
+		}
+	}
+	// Stop alice's child: hers goes, bob's stays.
+	action("users/stop", "t:alice")
+	waitFor(t, 20*time.Second, "alice's child to stop", func() bool { return !alive(pids["alice"]) })
+	if p := whoamiCall(t, clients["bob"]).PID; p != pids["bob"] {
+		t.Errorf("bob's child changed (%d, was %d) when alice's was stopped", p, pids["bob"])
+	}
+	// Delete bob's credentials: his child stops, his next call gets the
+	// stand-in; alice's stay stored.
+	action("credentials/delete", "t:bob")
+	waitFor(t, 20*time.Second, "bob's child to stop", func() bool { return !alive(pids["bob"]) })
+	bob := authedClient(t, url, "tok-bob")
+	bob.initialize()
+	if v, isErr, text := getenvCall(t, bob, "API_TOKEN"); !isErr || v != "" || !strings.Contains(text, "API_TOKEN (your API token)") {
+		t.Errorf("bob after his credentials were deleted: %q %v %s; want the stand-in's error", v, isErr, text)
+	}
+	if _, ok, err := store.Env("fake", "t:alice"); !ok || err != nil {
+		t.Errorf("alice's credentials went with bob's: %v %v", ok, err)
 	}
 }

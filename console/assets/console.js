@@ -317,6 +317,43 @@
     }
   }
 
+  // ---- users' children ------------------------------------------------------
+  const userBody = $('users-body');
+  const UCELLS = ['destination', 'user', 'child', 'sessions', 'credentials'];
+  function makeUser(u) {
+    const tr = el('tr');
+    tr.setAttribute('data-destination', u.dest);
+    tr.setAttribute('data-user', u.key);
+    const f = {};
+    for (const k of UCELLS) tr.append((f[k] = el('td', k)));
+    const td = el('td', 'action');
+    const stop = el('button', 'stop-user');
+    stop.type = 'button';
+    stop.setAttribute('aria-label', `Stop the child of ${str(u.name)} on ${u.dest}`);
+    confirmButton(stop, 'Stop', 'stop child', () => act('/console/api/users/stop', { destination: u.dest, user: u.key }));
+    const del = el('button', 'delete-credentials');
+    del.type = 'button';
+    del.setAttribute('aria-label', `Delete the credentials of ${str(u.name)} for ${u.dest}`);
+    confirmButton(del, 'Delete credentials', 'delete credentials', () => act('/console/api/credentials/delete', { destination: u.dest, user: u.key }));
+    td.append(stop, del);
+    tr.append(td);
+    f.stop = stop;
+    f.del = del;
+    refs.set(tr, f);
+    return tr;
+  }
+  function updateUser(tr, u) {
+    const f = refs.get(tr);
+    setText(f.destination, u.dest);
+    setText(f.user, str(u.name) || u.key);
+    setText(f.child, u.pid ? `${str(u.state)} (pid ${num(u.pid)})` : str(u.state));
+    setText(f.sessions, num(u.sessions));
+    const names = arr(u.credentials).map(str);
+    setText(f.credentials, names.length ? names.join(', ') + (u.credentials_updated ? ' · ' + day(u.credentials_updated) : '') : '—');
+    f.stop.hidden = !u.pid && str(u.state) === 'idle';
+    f.del.hidden = names.length === 0;
+  }
+
   // ---- profiles -----------------------------------------------------------
   const profList = $('profile-list');
   function makeProfile(p) {
@@ -463,6 +500,17 @@
     }
     if (!sync(sessBody, sessions, (x) => x.dest + '\u0000' + x.id, makeSession, updateSession)) {
       emptyRow(sessBody, CELLS.length + 1, 'No sessions');
+    }
+
+    const users = [];
+    for (const d of dests) {
+      for (const x of arr(d.users)) {
+        if (x && typeof x === 'object') users.push(Object.assign({}, x, { key: str(x.key), dest: str(d.name) }));
+      }
+    }
+    $('users').hidden = users.length === 0 && !dests.some((d) => str(d.isolation) === 'user');
+    if (!sync(userBody, users, (x) => x.dest + '\u0000' + x.key, makeUser, updateUser)) {
+      emptyRow(userBody, UCELLS.length + 1, 'No users yet');
     }
 
     if (!sync(toolBox, dests, key, makeToolGroup, updateToolGroup)) {
