@@ -6,6 +6,8 @@ package fakemcp
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +58,9 @@ const (
 
 // Settings of the scripted server, read from its environment.
 const (
+	// EnvStopDelay delays the server's exit after its stdin ends by this
+	// many milliseconds (a child slow to stop; it still exits on SIGTERM).
+	EnvStopDelay = "STELAE_FAKE_STOP_DELAY_MS"
 	// EnvStartDelay delays the server's start by this many milliseconds (a
 	// slow npx download).
 	EnvStartDelay = "STELAE_FAKE_START_DELAY_MS"
@@ -170,6 +175,9 @@ func Serve() {
 		s.run(os.Stdin)
 		if mode == ModeStubborn {
 			time.Sleep(time.Hour)
+		}
+		if ms, err := strconv.Atoi(os.Getenv(EnvStopDelay)); err == nil {
+			time.Sleep(time.Duration(ms) * time.Millisecond)
 		}
 		os.Exit(0)
 	}
@@ -634,6 +642,12 @@ func (s *server) call(m message) {
 		// The value of the environment variable "name" in this child
 		// (a user's credential, in the tests of 'isolation: user').
 		v, ok := os.LookupEnv(arg("name"))
+		if arg("digest") == "sha256" {
+			// Only its digest: the value never travels back (a test that
+			// searches for it everywhere else).
+			sum := sha256.Sum256([]byte(v))
+			v = hex.EncodeToString(sum[:])
+		}
 		s.reply(m.ID, answered(map[string]any{"value": v, "set": ok, "pid": os.Getpid()}))
 	case "whoami":
 		s.mu.Lock()
