@@ -4,6 +4,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/config"
@@ -322,5 +324,101 @@ func TestUserConsole(t *testing.T) {
 	}
 	if _, ok, err := store.Env("fake", "t:alice"); !ok || err != nil {
 		t.Errorf("alice's credentials went with bob's: %v %v", ok, err)
+	}
+}
+
+// TestUserIsolationWithSDKClients (issue 35): server-everything from npm
+// with a child per user and a credential each (provisioned), its get-env
+// tool allowed: the official TypeScript SDK client (a 2025 session) and the
+// Go SDK client (the 2026-07-28 era) as alice and as bob each see their
+// own user's value and never the other's; alice's TypeScript session and
+// her 2026-07-28 requests are served by one child, bob's by another.
+func TestUserIsolationWithSDKClients(t *testing.T) {
+	node := node24(t)
+	bin := everythingBin(t)
+	dir := t.TempDir()
+	creds := filepath.Join(dir, "credentials")
+	if err := os.MkdirAll(filepath.Join(creds, "everything"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]string{"alice": "alice-sdk-value-4e1f", "bob": "bob-sdk-value-9c2d"}
+	for u, v := range values {
+		if err := os.WriteFile(filepath.Join(creds, "everything", u), []byte("API_TOKEN="+v+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("alice: sdk-token-alice\nbob: sdk-token-bob\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "destinations.yaml")
+	yaml := fmt.Sprintf("destinations:\n  everything:\n    command: %q\n    isolation: user\n    roots: []\n    credentials:\n      API_TOKEN: {description: \"your token\"}\n", bin)
+	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, config, "-auth-tokens-file", tokens, "-credentials-dir", creds)
+	url := p.base + "/everything/mcp"
+	sees := func(who, text string) {
+		t.Helper()
+		for u, v := range values {
+			if strings.Contains(text, v) != (u == who) {
+				t.Errorf("%s's get-env shows %s's value: %v; want only their own", who, u, strings.Contains(text, v))
+			}
+		}
+	}
+	for _, u := range []string{"alice", "bob"} {
+		// The TypeScript SDK client, a 2025 session (kept open).
+		run := runClientScript(node, "ts-session.mjs", url, "--label", u, "--no-delete", "--header", "Authorization: Bearer sdk-token-"+u, "--call", "get-env {}")
+		var s tsSession
+		if err := json.Unmarshal([]byte(run.last), &s); err != nil || !s.OK || len(s.Calls) != 1 {
+			t.Fatalf("%s's TypeScript client: %v %v\nstdout %s\nstderr %s", u, run.err, err, run.stdout, run.stderr)
+		}
+		sees(u, s.text(0))
+		// The Go SDK client, the 2026-07-28 era.
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-" + u, Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{"sdk-token-" + u}}}, nil)
+		if err != nil {
+			cancel()
+			t.Fatalf("%s's Go SDK client: %v", u, err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get-env"})
+		if err != nil || len(res.Content) == 0 {
+			t.Fatalf("%s's Go SDK get-env: %v %+v", u, err, res)
+		}
+		text, _ := res.Content[0].(*mcp.TextContent)
+		if text == nil {
+			t.Fatalf("%s's Go SDK get-env: %+v", u, res.Content)
+		}
+		sees(u, text.Text)
+		cs.Close()
+		cancel()
+	}
+	// One child each: the console's users.
+	r := mustRequest(t, http.MethodGet, p.base+"/console/api/state", "", "", "Authorization", "Bearer sdk-token-alice")
+	var st struct {
+		Destinations []struct {
+			Users []struct {
+				Name     string
+				PID      int
+				Sessions int
+			}
+		}
+	}
+	if err := json.Unmarshal(r.body, &st); err != nil || len(st.Destinations) != 1 {
+		t.Fatalf("state: %v %.300s", err, r.body)
+	}
+	pids := map[string]int{}
+	for _, u := range st.Destinations[0].Users {
+		pids[u.Name] = u.PID
+		if u.Sessions != 1 {
+			t.Errorf("%s has %d sessions; want the TypeScript client's one (the 2026-07-28 requests have none)", u.Name, u.Sessions)
+		}
+	}
+	if len(pids) != 2 || pids["alice"] == 0 || pids["bob"] == 0 || pids["alice"] == pids["bob"] {
+		t.Errorf("users' children %v; want one each, distinct", pids)
+	}
+	if strings.Contains(string(r.body), values["alice"]) || strings.Contains(string(r.body), values["bob"]) {
+		t.Error("the console's state holds a credential")
 	}
 }

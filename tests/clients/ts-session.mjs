@@ -6,6 +6,7 @@
 //                           [--root PATH ...] [--call 'TOOL {"arg":1}' ...]
 //                           [--wait-roots N] [--no-delete] [--deadline MS]
 //                           [--repeat N] [--pause-ms MS]
+//                           [--header 'Name: value' ...]
 //
 // It connects declaring the given client capabilities, answers the server's
 // sampling/createMessage (with "sampled by LABEL"), roots/list (with the
@@ -41,6 +42,7 @@ const { values: opts, positionals } = parseArgs({
     deadline: { type: 'string', default: '60000' },
     repeat: { type: 'string', default: '1' },
     'pause-ms': { type: 'string', default: '0' },
+    header: { type: 'string', multiple: true, default: [] },
   },
 });
 const url = positionals[0];
@@ -101,7 +103,13 @@ if (capabilities.elicitation) {
   });
 }
 
-const transport = new StreamableHTTPClientTransport(new URL(url));
+// --header adds a header to every request (a bearer token: the user).
+const headers = {};
+for (const h of opts.header) {
+  const i = h.indexOf(':');
+  if (i > 0) headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
+}
+const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
 try {
   await client.connect(transport, { timeout: callTimeout });
   summary.sessionId = transport.sessionId ?? null;
