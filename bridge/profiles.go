@@ -1,7 +1,9 @@
 package bridge
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
@@ -38,17 +40,29 @@ func (b *Bridge) buildProfiles(t, prev *table, cfg *config.Config, sopts session
 			return err
 		}
 		var members []profile.MemberDest
-		isolated := false
+		isolated, perUser := false, false
+		caps := session.UserCaps{Budget: b.userChildren}
 		for _, m := range p.Destinations {
-			md := profile.MemberDest{Name: m, Prefix: cfg.Destinations[m].ToolPrefix(), D: t.dispatchers[m]}
-			if md.D == nil {
+			d := cfg.Destinations[m]
+			md := profile.MemberDest{Name: m, Prefix: d.ToolPrefix(), D: t.dispatchers[m]}
+			switch d.Isolation {
+			case config.IsolationSession:
 				// A child per session: the profile's sessions get theirs.
-				md.New, isolated = b.dispatcherFactory(cfg.Destinations[m]), true
+				md.New, isolated = b.dispatcherFactory(d), true
+			case config.IsolationUser:
+				// A child per user: each user of the profile gets theirs
+				// (forUser below), with their own credentials.
+				perUser = true
+				caps.Max = minPositive(caps.Max, d.MaxUsers)
+				caps.Idle = max(caps.Idle, d.UserIdle)
 			}
 			members = append(members, md)
 		}
+		if isolated && perUser {
+			return fmt.Errorf("profile %q combines a destination with a child per session and one with a child per user: a profile's sessions cannot be both; make two profiles", name)
+		}
 		o := b.opts
-		newDispatcher := func() *dispatch.Dispatcher {
+		newDispatcherOf := func(members []profile.MemberDest) *dispatch.Dispatcher {
 			prof := profile.New(profile.Options{Name: name, Members: members, Tools: filterOf(p.Tools), Prompts: filterOf(p.Prompts), Resources: filterOf(p.Resources),
 				Timeout: o.RequestTimeout, Version: o.Version, Report: report, Logger: o.Logger})
 			return dispatch.New(dispatch.Options{
@@ -64,6 +78,30 @@ func (b *Bridge) buildProfiles(t, prev *table, cfg *config.Config, sopts session
 				BridgeVersion:   o.Version,
 				Logger:          o.Logger.Named("dispatch"),
 			})
+		}
+		newDispatcher := func() *dispatch.Dispatcher { return newDispatcherOf(members) }
+		if perUser {
+			if caps.Max == 0 {
+				caps.Max = config.DefaultMaxUsers
+			}
+			popts := sopts
+			popts.SessionTTL = min(popts.SessionTTL, config.IsolatedSessionTTL)
+			m := b.metricSet.For(key)
+			forUser := func(u session.User) *session.Endpoint {
+				own := slices.Clone(members)
+				for i := range own {
+					if d := cfg.Destinations[own[i].Name]; d.Isolation == config.IsolationUser {
+						memberEp := t.endpoints[own[i].Name]
+						catalogue := func() []json.RawMessage { tl, _ := memberEp.Catalogue(); return tl }
+						own[i].New = b.userDispatcherFactory(d, u, b.dispatcherFactory(d), catalogue)
+					}
+				}
+				uopts := popts
+				uopts.Logger = popts.Logger.With("user", u.String())
+				return session.NewEndpoint(key, newDispatcherOf(own), nil, b.limits, m, uopts)
+			}
+			t.endpoints[key] = session.NewUserEndpoint(key, forUser, caps, m, popts)
+			continue
 		}
 		if isolated {
 			popts := sopts
@@ -182,4 +220,15 @@ func (t *table) profilesHealth(verbose bool) map[string]profileHealth {
 		out[name] = ph
 	}
 	return out
+}
+
+// minPositive is the smaller of a and b, a zero being none.
+func minPositive(a, b int) int {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
 }

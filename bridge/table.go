@@ -327,23 +327,28 @@ func (b *Bridge) userEndpoint(name string, d *config.Destination, newDispatcher 
 	forUser := func(u session.User) *session.Endpoint {
 		uopts := opts
 		uopts.Logger = opts.Logger.With("user", u.String())
-		disp := newDispatcher
-		if len(d.Credentials) > 0 {
-			// The user's own credentials in their child's environment;
-			// without them, a stand-in that says how to give them.
-			creds, missing, err := b.credentialsOf(d, u)
-			if err != nil {
-				b.log.Error("a user's credentials could not be read; their child waits for them", "destination", name, "user", u.String(), "error", err)
-			}
-			if len(missing) > 0 || err != nil {
-				tools := func() []json.RawMessage { t, _ := ep.Catalogue(); return t }
-				disp = b.standInFactory(d, standInLauncher(name, u.String(), b.credentialsURL(name), missing, tools))
-			} else {
-				disp = b.dispatcherFactory(userDestination(d, creds))
-			}
-		}
-		return session.NewEndpoint(name, disp(), nil, b.limits, m, uopts)
+		catalogue := func() []json.RawMessage { t, _ := ep.Catalogue(); return t }
+		return session.NewEndpoint(name, b.userDispatcherFactory(d, u, newDispatcher, catalogue)(), nil, b.limits, m, uopts)
 	}
 	ep = session.NewUserEndpoint(name, forUser, caps, m, opts)
 	return ep
+}
+
+// userDispatcherFactory makes user u's dispatchers of destination d: with
+// their own credentials in their child's environment ('credentials:'), or
+// a stand-in that says how to give them while they are missing; plain
+// (newDispatcher) when d declares none. catalogue is d's tools as its
+// users' children listed them, for the stand-in.
+func (b *Bridge) userDispatcherFactory(d *config.Destination, u session.User, newDispatcher func() *dispatch.Dispatcher, catalogue func() []json.RawMessage) func() *dispatch.Dispatcher {
+	if len(d.Credentials) == 0 {
+		return newDispatcher
+	}
+	creds, missing, err := b.credentialsOf(d, u)
+	if err != nil {
+		b.log.Error("a user's credentials could not be read; their child waits for them", "destination", d.Name, "user", u.String(), "error", err)
+	}
+	if len(missing) > 0 || err != nil {
+		return b.standInFactory(d, standInLauncher(d.Name, u.String(), b.credentialsURL(d.Name), missing, catalogue))
+	}
+	return b.dispatcherFactory(userDestination(d, creds))
 }

@@ -422,3 +422,80 @@ func TestUserIsolationWithSDKClients(t *testing.T) {
 		t.Error("the console's state holds a credential")
 	}
 }
+
+// TestUserIsolationInAProfile (issue 35): a profile of a shared destination
+// and one with a child per user: through the profile each user gets their
+// own child of the user-isolated member, with their own credential, while
+// the shared member's one child serves everybody — in a 2025 session and in
+// a 2026-07-28 request alike.
+func TestUserIsolationInAProfile(t *testing.T) {
+	dir := t.TempDir()
+	creds := filepath.Join(dir, "credentials")
+	if err := os.MkdirAll(filepath.Join(creds, "peruser"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"alice", "bob"} {
+		if err := os.WriteFile(filepath.Join(creds, "peruser", u), []byte("API_TOKEN=tok-"+u+"-profile\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("alice: prof-token-alice\nbob: prof-token-bob\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	command, args, env := fakemcp.Command(fakemcp.ModeServer)
+	envJSON, _ := json.Marshal(env)
+	config := filepath.Join(dir, "destinations.yaml")
+	yaml := fmt.Sprintf(`destinations:
+  shared: {command: %q, args: [%q], env: %s}
+  peruser:
+    command: %q
+    args: [%q]
+    env: %s
+    isolation: user
+    credentials: {API_TOKEN: {description: "your token"}}
+profiles:
+  all: {destinations: [shared, peruser]}
+`, command, args[0], envJSON, command, args[0], envJSON)
+	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, config, "-auth-tokens-file", tokens, "-credentials-dir", creds)
+	url := p.base + "/p/all/mcp"
+	type result struct {
+		Value string `json:"value"`
+		PID   int    `json:"pid"`
+	}
+	call := func(c *client, tool string, args any) result {
+		t.Helper()
+		var r result
+		res := resultOK(t, tool, c.callTool(`"c"`, tool, args))
+		if err := json.Unmarshal(res, &r); err != nil || r.PID == 0 {
+			t.Fatalf("%s: %v %s", tool, err, res)
+		}
+		return r
+	}
+	sharedPIDs, userPIDs := map[int]bool{}, map[string]int{}
+	for _, u := range []string{"alice", "bob"} {
+		c := authedClient(t, url, "prof-token-"+u)
+		c.initialize()
+		c.post(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+		if got := call(c, "peruser__getenv", map[string]string{"name": "API_TOKEN"}); got.Value != "tok-"+u+"-profile" {
+			t.Errorf("%s through the profile reads %q; want their own", u, got.Value)
+		}
+		userPIDs[u] = call(c, "peruser__whoami", nil).PID
+		sharedPIDs[call(c, "shared__whoami", nil).PID] = true
+		// A 2026-07-28 request of the same user: the same child.
+		r := modernCall(t, url, `"m"`, "tools/call", `{"name":"peruser__whoami","arguments":{},`+modernMeta+`}`, "Authorization", "Bearer prof-token-"+u)
+		var w result
+		if r.status != http.StatusOK || json.Unmarshal(jsonMember(decode(t, r.body).Result, "structuredContent"), &w) != nil && json.Unmarshal(decode(t, r.body).Result, &w) != nil || w.PID != userPIDs[u] {
+			t.Errorf("%s's 2026-07-28 request through the profile: pid %d (%d %.200s); want their child's %d", u, w.PID, r.status, r.body, userPIDs[u])
+		}
+	}
+	if len(sharedPIDs) != 1 {
+		t.Errorf("the shared member ran %d children for the two users; want one", len(sharedPIDs))
+	}
+	if userPIDs["alice"] == userPIDs["bob"] {
+		t.Errorf("alice and bob share the user-isolated member's child (pid %d)", userPIDs["alice"])
+	}
+}
