@@ -238,6 +238,9 @@ type Endpoint struct {
 	// (users.go); nil for another. With them this endpoint serves no
 	// session itself: it routes each request to its user's.
 	users *users
+	// user is whose endpoint this is, on such a destination (users.go
+	// sets it as it makes one); zero otherwise.
+	user User
 	// calls counts the calls being answered on POSTs: a session's, a
 	// request's without a session, an initialize's (Drain waits for
 	// none). A subscriptions/listen stream is not one: it lasts as long as

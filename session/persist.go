@@ -15,7 +15,8 @@ import (
 func (s *Session) record() StoredSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return StoredSession{ID: s.id, Owner: s.owner, Version: s.version, InitParams: s.initParams, LastUsed: time.Unix(0, s.lastUsed.Load()), Created: s.created}
+	return StoredSession{ID: s.id, Owner: s.owner, Version: s.version, InitParams: s.initParams, LastUsed: time.Unix(0, s.lastUsed.Load()), Created: s.created,
+		UserKey: s.ep.user.Key, UserName: s.ep.user.Name}
 }
 
 // persist writes a new session to the Store.
@@ -67,6 +68,15 @@ func (ep *Endpoint) Restore() {
 		ep.log.Warn("cannot read the sessions file: earlier sessions are not taken back", "error", err)
 		return
 	}
+	if ep.users != nil {
+		ep.users.restore(ep, recs)
+		return
+	}
+	ep.restoreRecords(recs)
+}
+
+// restoreRecords takes back recs (see Restore).
+func (ep *Endpoint) restoreRecords(recs []StoredSession) {
 	slices.SortFunc(recs, func(a, b StoredSession) int { return b.LastUsed.Compare(a.LastUsed) })
 	now, kept := time.Now(), 0
 	for _, r := range recs {

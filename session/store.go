@@ -45,6 +45,11 @@ type StoredSession struct {
 	// Created is when its initialize came (zero in files written before
 	// it was kept: Restore then takes LastUsed, the latest it can be).
 	Created time.Time `json:"created,omitempty"`
+	// UserKey and UserName are the user whose own child served it, on a
+	// destination with a child per user ('isolation: user'; empty on
+	// another): Restore gives it back to that user's endpoint.
+	UserKey  string `json:"user_key,omitempty"`
+	UserName string `json:"user_name,omitempty"`
 }
 
 // BoltStore is a Store in a bbolt file (the state directory's

@@ -112,7 +112,6 @@ type userEndpoint struct {
 // Shutdown ends it.
 func NewUserEndpoint(name string, forUser func(User) *Endpoint, caps UserCaps, m *Metrics, opts Options) *Endpoint {
 	opts.setDefaults()
-	opts.Store = nil // a user's sessions are kept in memory only (for now)
 	ep := &Endpoint{name: name, opts: &opts, log: opts.Logger.With("destination", name), m: m, reg: newRegistry(opts.MaxSessions),
 		shutdown: make(chan struct{}), janitorDone: make(chan struct{})}
 	if m == nil {
@@ -172,11 +171,52 @@ func (us *users) acquire(ep *Endpoint, u User) (*userEndpoint, string) {
 	if !us.caps.Budget.take() {
 		return nil, fmt.Sprintf("the bridge has its maximum of %d users' children across its destinations; retry shortly, or raise -max-user-children", us.caps.Budget.max)
 	}
-	ue := &userEndpoint{ep: us.forUser(u), user: u}
+	ue := us.makeLocked(ep, u)
 	ue.serving.Add(1)
+	return ue, ""
+}
+
+// makeLocked makes u's endpoint. us.mu must be held; the caps were
+// checked.
+func (us *users) makeLocked(ep *Endpoint, u User) *userEndpoint {
+	ue := &userEndpoint{ep: us.forUser(u), user: u}
+	ue.ep.user = u
+	ue.lastUsed.Store(time.Now().UnixNano())
 	us.byKey[u.Key] = ue
 	ep.log.Info("a user's endpoint made", "user", u.String())
-	return ue, ""
+	return ue
+}
+
+// restore gives the sessions a Store kept back to their users' endpoints,
+// made for them as far as the caps allow (the rest, and any record of no
+// user, are removed: their clients initialize again). A user's child
+// starts when a call comes.
+func (us *users) restore(ep *Endpoint, recs []StoredSession) {
+	byUser := map[string][]StoredSession{}
+	names := map[string]string{}
+	for _, r := range recs {
+		if r.UserKey == "" {
+			_ = ep.opts.Store.Delete(ep.name, r.ID)
+			continue
+		}
+		byUser[r.UserKey] = append(byUser[r.UserKey], r)
+		names[r.UserKey] = r.UserName
+	}
+	us.mu.Lock()
+	defer us.mu.Unlock()
+	for key, rs := range byUser {
+		ue := us.byKey[key]
+		if ue == nil {
+			if len(us.byKey)+us.letting >= us.caps.Max || !us.caps.Budget.take() {
+				for _, r := range rs {
+					_ = ep.opts.Store.Delete(ep.name, r.ID)
+				}
+				continue
+			}
+			ue = us.makeLocked(ep, User{Key: key, Name: names[key]})
+		}
+		ue.ep.restoreRecords(rs)
+	}
 }
 
 // release ends one request's hold on ue.

@@ -499,3 +499,48 @@ profiles:
 		t.Errorf("alice and bob share the user-isolated member's child (pid %d)", userPIDs["alice"])
 	}
 }
+
+// TestUserSessionsSurviveARestart (issue 35): the sessions of a destination
+// with a child per user come back with the bridge — each to its own
+// user's endpoint — and go on without initializing again, on a new child
+// of that user's; another user presenting one still gets 404.
+func TestUserSessionsSurviveARestart(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("alice: restart-token-alice\nbob: restart-token-bob\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := fakeDestinationsWith(t, map[string]string{"fake": fakemcp.ModeServer}, "    isolation: user\n")
+	state, addr := t.TempDir(), freeAddr(t)
+	a := startBinary(t, config, "-state-dir", state, "-listen", addr, "-auth-tokens-file", tokens)
+	url := a.base + "/fake/mcp"
+	clients, pids := map[string]*client{}, map[string]int{}
+	for _, u := range []string{"alice", "bob"} {
+		c := authedClient(t, url, "restart-token-"+u)
+		c.initialize()
+		clients[u], pids[u] = c, whoamiCall(t, c).PID
+	}
+	stopBinary(t, a)
+	b := startBinary(t, config, "-state-dir", state, "-listen", addr, "-auth-tokens-file", tokens)
+	if b.base != a.base {
+		t.Fatalf("the new bridge listens at %s, not %s", b.base, a.base)
+	}
+	after := map[string]int{}
+	for _, u := range []string{"alice", "bob"} {
+		w := whoamiCall(t, clients[u]) // the same session: no 404, no initialize
+		if w.PID == pids[u] {
+			t.Errorf("%s is served by the old child (pid %d)", u, w.PID)
+		}
+		if w.Inits != 1 {
+			t.Errorf("%s's new child was initialized %d times; want the bridge's one handshake", u, w.Inits)
+		}
+		after[u] = w.PID
+	}
+	if after["alice"] == after["bob"] {
+		t.Errorf("after the restart alice and bob share a child (pid %d)", after["alice"])
+	}
+	stolen := &client{t: t, url: url, sid: clients["alice"].sid, http: authedClient(t, url, "restart-token-bob").http}
+	if r := stolen.callTool(`"s"`, "whoami", nil); r.status != http.StatusNotFound {
+		t.Errorf("bob presenting alice's session after the restart: %d; want 404", r.status)
+	}
+}
