@@ -224,21 +224,8 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 	secure := strings.HasPrefix(baseOf(r.Context()), "https://")
 	var g grantee
 	if name := strings.TrimSpace(r.PostForm.Get("name")); name != "" && !strings.EqualFold(name, OperatorSubject) {
-		ut := srv.tryUser(w, r, name, r.PostForm.Get("passphrase"), secure)
-		problem, status := "", 0
-		switch {
-		case ut.wait > 0:
-			w.Header().Set("Retry-After", fmt.Sprint(int(ut.wait.Seconds())+1))
-			problem, status = fmt.Sprintf("Too many wrong secrets for this name or from this address. Try again in %s, or ask the bridge's operator.", ut.wait.Round(time.Second)), http.StatusTooManyRequests
-		case ut.busy:
-			w.Header().Set("Retry-After", "5")
-			problem, status = "The bridge is checking too many sign-ins at once. Try again in a few seconds.", http.StatusServiceUnavailable
-		case ut.disabled:
-			problem, status = "Your account is disabled. Ask the bridge's operator.", http.StatusForbidden
-		case !ut.ok:
-			problem, status = "Wrong name or secret.", http.StatusUnauthorized
-		}
-		if problem != "" {
+		ut := srv.tryUser(w, r, name, r.PostForm.Get("passphrase"), secure, "approval")
+		if problem, status := ut.problem(w); problem != "" {
 			d := srv.pageFor(r, ar, form, problem)
 			if CheckName(name) == nil {
 				d.Name = name // a name, never the secret
@@ -250,10 +237,21 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 	} else if !srv.operatorApproves(w, r, ar, form, secure) {
 		return
 	}
+	// A destination that asks each user for credentials they have not
+	// entered: the credentials page first, the code after (credentials.go).
+	if srv.askCredentials(w, r, ar, g) {
+		return
+	}
+	srv.grantCode(w, r, ar, g)
+}
+
+// grantCode approves ar for g: the client is kept as approved, a code is
+// stored, and the browser goes back to the client with it.
+func (srv *Server) grantCode(w http.ResponseWriter, r *http.Request, ar *authRequest, g grantee) {
 	codeValue := newID("", 32)
 	pc := pendingCode{ClientID: ar.client.ID, RedirectURI: ar.redirectURI, Challenge: ar.challenge, Resource: ar.resource, Scope: ar.scope, Expires: time.Now().Add(codeTTL), grantee: g}
 	now := time.Now().UTC()
-	err = srv.store.db.Update(func(tx *bolt.Tx) error {
+	err := srv.store.db.Update(func(tx *bolt.Tx) error {
 		// A client approved for the first time is kept (metadata-document
 		// and configured ones too), so it can be listed and revoked.
 		var c Client
@@ -278,7 +276,8 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if g.Subject != "" {
-		srv.log.Info("authorization approved by a user", "client_id", ar.client.ID, "destination", ar.destination, "user", strings.TrimSpace(r.PostForm.Get("name")), "subject", g.Subject)
+		name, _ := srv.UserName(g.Subject)
+		srv.log.Info("authorization approved by a user", "client_id", ar.client.ID, "destination", ar.destination, "user", name, "subject", g.Subject)
 	} else {
 		srv.log.Info("authorization approved", "client_id", ar.client.ID, "destination", ar.destination)
 	}

@@ -29,6 +29,15 @@
 //     refuses their tokens at once and calls OnUserGone's functions (the
 //     bridge stops their children); Users and UserName show them to the
 //     rest of the bridge. With no users, everything is as before them;
+//   - the credentials page (credentials.go, PathCredentials/{destination}):
+//     a user signs in there with name and secret (the operator with the
+//     passphrase), under the approval page's lockout, and sets, replaces
+//     or deletes the credentials a user-isolated destination asks each
+//     user for; no value is ever shown back. The bridge serves the
+//     destinations and its encrypted store through Credentials
+//     (SetCredentials): this package imports neither. An approval for
+//     such a destination whose user has not entered them goes through the
+//     page before the client gets its code;
 //   - its state in one bbolt file: ES256 signing keys (rotated; the
 //     previous one still published), clients, codes and refresh tokens
 //     (stored hashed), trusted browsers, users and invites (codes stored

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -83,6 +84,10 @@ type Server struct {
 	// users are the invited users as the checks of each request need
 	// them (users.go).
 	users users
+	// creds is the bridge's side of the credentials page
+	// (SetCredentials), credSignIns the page's sign-ins (credentials.go).
+	creds       atomic.Pointer[credentialsBox]
+	credSignIns credSignIns
 	// now is the clock of users' invites and sign-ins (time.Now; tests
 	// set it before the server serves).
 	now func() time.Time
@@ -215,6 +220,8 @@ func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		srv.revoke(w, r)
 	case path == PathInvite:
 		srv.invite(w, r)
+	case path == PathCredentials, strings.HasPrefix(path, PathCredentials+"/"):
+		srv.credentialsPage(w, r)
 	case path == PathJWKS:
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		writeJSON(w, http.StatusOK, srv.keys.keySet())

@@ -499,6 +499,7 @@ func (srv *Server) userGoneBy(name, what string, change func() (userChange, erro
 		srv.familyRevoked(id)
 	}
 	srv.syncUser(name, ch.user.Subject)
+	srv.credSignIns.dropSubject(ch.user.Subject)
 	srv.log.Info("user "+what+"; their tokens are refused", "user", ch.user.Name, "subject", ch.user.Subject, "grants_revoked", len(ch.families))
 	srv.userGone(ch.user.Subject)
 	return ch.user.public(), nil

@@ -3,6 +3,7 @@ package authserver
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -11,7 +12,8 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/lockout"
 )
 
-// This file is a user's sign-in on the approval page: their name and
+// This file is a user's sign-in on the approval page (and the credentials
+// page, credentials.go, under the same counts): their name and
 // secret, under a lockout of their own that never touches the operator's
 // (lockout.go).
 //
@@ -59,7 +61,7 @@ func (g *userGuesses) reset() {
 	g.browsers.Reset()
 }
 
-// userTry is one sign-in of a user on the approval page.
+// userTry is one sign-in of a user on one of their pages.
 type userTry struct {
 	// ok: name and secret were right and the user may sign in; then
 	// g is whom the grant is for.
@@ -92,10 +94,11 @@ func readBrowser(v []byte) (browserRecord, bool) {
 	return browserRecord{}, false
 }
 
-// tryUser checks name and secret typed on the approval page under the
-// users' lockout. A success trusts the browser for that user (secure: the
-// cookie is Secure) and notes the sign-in.
-func (srv *Server) tryUser(w http.ResponseWriter, r *http.Request, name, secret string, secure bool) userTry {
+// tryUser checks name and secret typed on a user's page (where: the
+// approval page, the credentials page) under the users' lockout, the same
+// counts whichever page. A success trusts the browser for that user
+// (secure: the cookie is Secure) and notes the sign-in.
+func (srv *Server) tryUser(w http.ResponseWriter, r *http.Request, name, secret string, secure bool, where string) userTry {
 	addr := lockout.AddrKey(clientAddr(r))
 	valid := CheckName(name) == nil
 	key := string(userKey(name))
@@ -120,7 +123,7 @@ func (srv *Server) tryUser(w http.ResponseWriter, r *http.Request, name, secret 
 		t.wait = srv.userGuesses.addrs.Locked(addr)
 	}
 	if t.wait > 0 {
-		srv.log.Warn("a user's sign-in was held by the lockout", "user", logName(name), "remote", clientAddr(r), "trusted_browser", browser != "")
+		srv.log.Warn("a user's sign-in was held by the lockout", "page", where, "user", logName(name), "remote", clientAddr(r), "trusted_browser", browser != "")
 		return t
 	}
 	var stored *secretHash
@@ -145,7 +148,7 @@ func (srv *Server) tryUser(w http.ResponseWriter, r *http.Request, name, secret 
 		default:
 			srv.userGuesses.addrs.Failed(addr)
 		}
-		srv.log.Warn("wrong name or secret on the approval page", "user", logName(name), "remote", clientAddr(r), "trusted_browser", browser != "")
+		srv.log.Warn("wrong name or secret", "page", where, "user", logName(name), "remote", clientAddr(r), "trusted_browser", browser != "")
 		return t
 	}
 	// A success forgets only the counts it was charged to.
@@ -175,9 +178,28 @@ func (srv *Server) tryUser(w http.ResponseWriter, r *http.Request, name, secret 
 	if browser == "" {
 		srv.trustUserBrowser(w, u.Subject, secure)
 	}
-	srv.log.Info("user signed in on the approval page", "user", u.Name, "subject", u.Subject)
+	srv.log.Info("user signed in", "page", where, "user", u.Name, "subject", u.Subject)
 	t.ok, t.g = true, grantee{Subject: u.Subject, User: key}
 	return t
+}
+
+// problem is what the page says of a try that did not sign the user in,
+// and its status ("" when it did); it sets Retry-After on w where waiting
+// helps.
+func (t userTry) problem(w http.ResponseWriter) (string, int) {
+	switch {
+	case t.wait > 0:
+		w.Header().Set("Retry-After", fmt.Sprint(int(t.wait.Seconds())+1))
+		return fmt.Sprintf("Too many wrong secrets for this name or from this address. Try again in %s, or ask the bridge's operator.", t.wait.Round(time.Second)), http.StatusTooManyRequests
+	case t.busy:
+		w.Header().Set("Retry-After", "5")
+		return "The bridge is checking too many sign-ins at once. Try again in a few seconds.", http.StatusServiceUnavailable
+	case t.disabled:
+		return "Your account is disabled. Ask the bridge's operator.", http.StatusForbidden
+	case !t.ok:
+		return "Wrong name or secret.", http.StatusUnauthorized
+	}
+	return "", 0
 }
 
 // logName is a typed name as it may be logged: a valid name as it is,
