@@ -14,8 +14,10 @@ import (
 // sessions, listen streams, MRTR continuations), so each destination has
 // exactly one owner, found by its path; a destination isolated per
 // session may be served by several (its children are per session anyway;
-// the balancer keeps each session on one by Mcp-Session-Id). A profile is
-// served by the instances that serve all its members.
+// the balancer keeps each session on one by Mcp-Session-Id), and so may one
+// isolated per user (the balancer keeps each user on one by the hash of
+// their Authorization header). A profile is served by the instances that
+// serve all its members.
 
 // Instance is one bridge of the fleet.
 type Instance struct {
@@ -92,8 +94,8 @@ func parseInstances(node *yaml.Node, cfg *Config, problem func(int, string, ...a
 		switch {
 		case len(owners) == 0:
 			problem(node.Line, "no instance serves destination %q: add it to one instance's 'serves' (a request for it would find no bridge)", d)
-		case len(owners) > 1 && cfg.Destinations[d].Isolation != IsolationSession:
-			problem(cfg.Instances[owners[1]].Line, "destination %q is served by instances %s: a shared child must have one owner (two would each start a child, and a session made on one is unknown to the other: 404s behind the balancer); serve it on one, or give it 'isolation: session' and route by Mcp-Session-Id", d, strings.Join(owners, " and "))
+		case len(owners) > 1 && cfg.Destinations[d].Isolation != IsolationSession && cfg.Destinations[d].Isolation != IsolationUser:
+			problem(cfg.Instances[owners[1]].Line, "destination %q is served by instances %s: a shared child must have one owner (two would each start a child, and a session made on one is unknown to the other: 404s behind the balancer); serve it on one, or give it 'isolation: session' (route by Mcp-Session-Id) or 'isolation: user' (route by the user's credential)", d, strings.Join(owners, " and "))
 		}
 	}
 	// The built-in authorization server's state is a file of one
