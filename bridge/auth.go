@@ -271,9 +271,9 @@ func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 	var err error
 	resources := b.resources(base, g)
 	ctx := authserver.WithBase(r.Context(), base)
-	for _, p := range policies {
+	for _, pol := range policies {
 		var c *oauth.Claims
-		if c, err = p.Check(ctx, token, resources); err == nil {
+		if c, err = pol.Check(ctx, token, resources); err == nil {
 			if b.log.IsDebug() {
 				b.logAccepted(g, c)
 			}
@@ -281,7 +281,7 @@ func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 			if b.console != nil {
 				b.console.NoteClient(p, c.ClientID) // the console shows the principal with its client
 			}
-			return r.WithContext(session.WithIdentity(r.Context(), p, b.oauthUser(c)))
+			return r.WithContext(session.WithIdentity(r.Context(), p, b.oauthUser(pol, c)))
 		}
 	}
 	b.refuseToken(w, r, g, policies, base, err)
@@ -369,8 +369,19 @@ func tokenIdentities(o Options) map[string]tokenIdentity {
 }
 
 // oauthUser is the person an access token speaks for: its issuer and
-// subject (one person across their clients and token refreshes).
-func (b *Bridge) oauthUser(c *oauth.Claims) session.User {
+// subject (one person across their clients and token refreshes). A token
+// of the built-in server (admitted by its policy) is its subject alone
+// (BuiltinUserKey), named as the server names them: its issuer is the
+// bridge's URL of each request, which differs by Host, and the
+// credentials page stores under the subject.
+func (b *Bridge) oauthUser(p *oauth.Policy, c *oauth.Claims) session.User {
+	if as := b.opts.AuthServer; as != nil && p.Auth.Builtin() {
+		name, ok := as.UserName(c.Subject)
+		if !ok {
+			name = c.Subject
+		}
+		return session.User{Key: BuiltinUserKey(c.Subject), Name: name}
+	}
 	return session.User{Key: b.opts.PrincipalKey.UserKey(c.Issuer, c.Subject), Name: c.Subject}
 }
 

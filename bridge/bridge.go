@@ -333,6 +333,7 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 	}
 	if opts.AuthServer != nil {
 		opts.AuthServer.SetResources(b.builtinResource)
+		opts.AuthServer.SetCredentials(credentialPages{b}) // its credentials page (credentialpages.go)
 	}
 	b.registerMetrics()
 	b.authOn = len(opts.AuthTokens) > 0 || len(t.operatorPolicies) > 0

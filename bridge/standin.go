@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
@@ -180,5 +181,12 @@ func (b *Bridge) standInFactory(d *config.Destination, launch supervisor.Launche
 }
 
 // credentialsURL is where a user of destination dest enters their
-// credentials ("" while the bridge serves no such page).
-func (b *Bridge) credentialsURL(dest string) string { return "" }
+// credentials: the built-in server's page, when dest asks its users for
+// them there and the bridge knows its public URL (the stand-in has no
+// request to take a Host from); "" otherwise.
+func (b *Bridge) credentialsURL(dest string) string {
+	if b.opts.AuthServer == nil || b.opts.PublicURL == "" || (credentialPages{b}).declared(dest) == nil {
+		return ""
+	}
+	return strings.TrimSuffix(b.opts.PublicURL, "/") + authserver.PathCredentials + "/" + dest
+}
