@@ -90,7 +90,8 @@ func (b *Bridge) buildProfiles(t, prev *table, cfg *config.Config, sopts session
 			forUser := func(u session.User) *session.Endpoint {
 				own := slices.Clone(members)
 				for i := range own {
-					if d := cfg.Destinations[own[i].Name]; d.Isolation == config.IsolationUser {
+					if decl := t.decls[own[i].Name]; decl != nil {
+						d := decl.Load()
 						memberEp := t.endpoints[own[i].Name]
 						catalogue := func() []json.RawMessage { tl, _ := memberEp.Catalogue(); return tl }
 						own[i].New = b.userDispatcherFactory(d, u, b.dispatcherFactory(d), catalogue)

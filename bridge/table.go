@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
@@ -36,6 +38,11 @@ type table struct {
 	reports          map[string]*profile.Report
 	topPolicy        *oauth.Policy
 	operatorPolicies []*oauth.Policy
+	// decls are the user-isolated destinations' declarations as their
+	// users' endpoints (and those of the profiles they are members of)
+	// read them when made: kept with the endpoint across a reload, which
+	// stores a new one when only 'credentials:' changed (Reload).
+	decls map[string]*atomic.Pointer[config.Destination]
 }
 
 // t is the table being served.
@@ -51,7 +58,8 @@ func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 	if cfg == nil || len(cfg.Names) == 0 {
 		return nil, errors.New("the configuration declares no destination")
 	}
-	t := &table{cfg: cfg, endpoints: map[string]*session.Endpoint{}, dispatchers: map[string]*dispatch.Dispatcher{}, reports: map[string]*profile.Report{}}
+	t := &table{cfg: cfg, endpoints: map[string]*session.Endpoint{}, dispatchers: map[string]*dispatch.Dispatcher{}, reports: map[string]*profile.Report{},
+		decls: map[string]*atomic.Pointer[config.Destination]{}}
 	opts := b.opts
 	sopts := session.Options{
 		MaxSessions: opts.MaxSessions, RequestTimeout: opts.RequestTimeout, MaxBodyBytes: opts.MaxBodyBytes,
@@ -66,10 +74,13 @@ func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 	for _, name := range cfg.Names {
 		d := cfg.Destinations[name]
 		t.names = append(t.names, name)
-		if prev.keeps(name, d) || prev.retools(name, d) {
+		if prev.keeps(name, d) || prev.retools(name, d) || prev.recredentials(name, d) {
 			t.endpoints[name] = prev.endpoints[name]
 			if shared := prev.dispatchers[name]; shared != nil {
 				t.dispatchers[name] = shared
+			}
+			if decl := prev.decls[name]; decl != nil {
+				t.decls[name] = decl
 			}
 			continue
 		}
@@ -87,7 +98,10 @@ func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 		case config.IsolationSession:
 			t.endpoints[name] = session.NewEndpoint(name, nil, newDispatcher, b.limits, b.metricSet.For(name), dopts)
 		case config.IsolationUser:
-			t.endpoints[name] = b.userEndpoint(name, d, newDispatcher, dopts)
+			decl := &atomic.Pointer[config.Destination]{}
+			decl.Store(d)
+			t.decls[name] = decl
+			t.endpoints[name] = b.userEndpoint(name, decl, dopts)
 		default:
 			shared := newDispatcher()
 			t.dispatchers[name] = shared
@@ -124,6 +138,17 @@ func (t *table) retools(name string, d *config.Destination) bool {
 		return false
 	}
 	return config.SameButTools(t.cfg.Destinations[name], d)
+}
+
+// recredentials reports whether the table serves destination name with a
+// child per user as d says but for its 'credentials:': the next table
+// keeps its endpoint, and Reload gives it d and restarts the users'
+// children whose environment changes.
+func (t *table) recredentials(name string, d *config.Destination) bool {
+	if t == nil || t.endpoints[name] == nil || t.decls[name] == nil {
+		return false
+	}
+	return config.SameButCredentials(t.cfg.Destinations[name], d)
 }
 
 // fresh reports whether destination name of t was made for it (not kept
@@ -166,6 +191,10 @@ type Reloaded struct {
 	// ToolsChanged are kept too, with their child and sessions, and a new
 	// 'tools:' filter; their clients were told the list changed.
 	ToolsChanged []string
+	// CredentialsChanged are kept too, with a new 'credentials:' block:
+	// only the children of the users whose environment it changes were
+	// restarted (their sessions ended).
+	CredentialsChanged []string
 	// Profiles are the profiles added, changed (or with a member changed:
 	// served anew, their sessions ended) or removed.
 	Profiles []string
@@ -175,7 +204,7 @@ type Reloaded struct {
 
 // Unchanged reports whether the reload changed nothing.
 func (r Reloaded) Unchanged() bool {
-	return len(r.Added)+len(r.Changed)+len(r.Removed)+len(r.ToolsChanged)+len(r.Profiles) == 0 && !r.DefaultChanged
+	return len(r.Added)+len(r.Changed)+len(r.Removed)+len(r.ToolsChanged)+len(r.CredentialsChanged)+len(r.Profiles) == 0 && !r.DefaultChanged
 }
 
 // Reload applies cfg as a diff of the configuration being served: an
@@ -210,6 +239,8 @@ func (b *Bridge) Reload(cfg *config.Config) (Reloaded, error) {
 			r.Added = append(r.Added, name)
 		case next.fresh(name, prev):
 			r.Changed = append(r.Changed, name)
+		case config.SameButCredentials(prev.cfg.Destinations[name], cfg.Destinations[name]) && !config.SameDestination(prev.cfg.Destinations[name], cfg.Destinations[name]):
+			r.CredentialsChanged = append(r.CredentialsChanged, name)
 		case !config.SameDestination(prev.cfg.Destinations[name], cfg.Destinations[name]):
 			r.ToolsChanged = append(r.ToolsChanged, name)
 		default:
@@ -225,9 +256,15 @@ func (b *Bridge) Reload(cfg *config.Config) (Reloaded, error) {
 	for _, name := range r.Added {
 		b.legacyHits.WithLabelValues(name) // 0 from the start
 	}
+	for _, name := range r.CredentialsChanged {
+		next.decls[name].Store(cfg.Destinations[name])
+	}
 	b.cur.Store(next)
 	for _, name := range r.ToolsChanged {
 		next.dispatchers[name].SetToolAllowed(toolAllowed(cfg.Destinations[name]))
+	}
+	for _, name := range r.CredentialsChanged {
+		b.recredential(next, name, prev.cfg.Destinations[name], cfg.Destinations[name])
 	}
 	next.prestart(prev)
 	retired := append(slices.Clone(r.Changed), r.Removed...)
@@ -285,7 +322,7 @@ func (b *Bridge) ReloadFrom(load func() (*config.Config, error)) (Reloaded, erro
 		b.log.Info("configuration reloaded: nothing changed", "destinations", len(r.Kept))
 	default:
 		b.reloads.WithLabelValues("applied").Inc()
-		b.log.Info("configuration reloaded", "added", r.Added, "changed", r.Changed, "removed", r.Removed, "tools_changed", r.ToolsChanged, "profiles", r.Profiles, "kept", r.Kept, "default", cfg.Default)
+		b.log.Info("configuration reloaded", "added", r.Added, "changed", r.Changed, "removed", r.Removed, "tools_changed", r.ToolsChanged, "credentials_changed", r.CredentialsChanged, "profiles", r.Profiles, "kept", r.Kept, "default", cfg.Default)
 	}
 	b.lastReload.SetToCurrentTime()
 	return r, nil
@@ -314,10 +351,11 @@ func (b *Bridge) retire(name string, ep *session.Endpoint, d *dispatch.Dispatche
 	b.log.Info("reconfigured destination retired", "destination", name, "took", time.Since(start).Round(time.Millisecond))
 }
 
-// userEndpoint serves destination d with a child per user ('isolation:
-// user'): each user's endpoint has a shared dispatcher of its own, made
-// on their first request.
-func (b *Bridge) userEndpoint(name string, d *config.Destination, newDispatcher func() *dispatch.Dispatcher, opts session.Options) *session.Endpoint {
+// userEndpoint serves the destination decl declares with a child per user
+// ('isolation: user'): each user's endpoint has a shared dispatcher of its
+// own, made on their first request as decl says then.
+func (b *Bridge) userEndpoint(name string, decl *atomic.Pointer[config.Destination], opts session.Options) *session.Endpoint {
+	d := decl.Load()
 	caps := session.UserCaps{Max: d.MaxUsers, Idle: d.UserIdle, Budget: b.userChildren}
 	if caps.Max == 0 {
 		caps.Max = config.DefaultMaxUsers
@@ -328,7 +366,8 @@ func (b *Bridge) userEndpoint(name string, d *config.Destination, newDispatcher 
 		uopts := opts
 		uopts.Logger = opts.Logger.With("user", u.String())
 		catalogue := func() []json.RawMessage { t, _ := ep.Catalogue(); return t }
-		return session.NewEndpoint(name, b.userDispatcherFactory(d, u, newDispatcher, catalogue)(), nil, b.limits, m, uopts)
+		d := decl.Load()
+		return session.NewEndpoint(name, b.userDispatcherFactory(d, u, b.dispatcherFactory(d), catalogue)(), nil, b.limits, m, uopts)
 	}
 	ep = session.NewUserEndpoint(name, forUser, caps, m, opts)
 	return ep
@@ -351,4 +390,46 @@ func (b *Bridge) userDispatcherFactory(d *config.Destination, u session.User, ne
 		return b.standInFactory(d, standInLauncher(d.Name, u.String(), b.credentialsURL(d.Name), missing, catalogue))
 	}
 	return b.dispatcherFactory(userDestination(d, creds))
+}
+
+// recredential follows a reload that changed only destination name's
+// 'credentials:' (from old to d, already stored in t.decls): the users
+// with a child of it — of the destination and of each profile it is a
+// member of — whose environment or missing variables d changes lose it
+// (their sessions end; their next request makes one as d says); the
+// others keep theirs. An endpoint made since the swap was made with d, and
+// one made before is among those listed (made under the lock Users takes).
+func (b *Bridge) recredential(t *table, name string, old, d *config.Destination) {
+	keys := []string{name}
+	for _, p := range t.cfg.ProfileNames {
+		if slices.Contains(t.cfg.Profiles[p].Destinations, name) {
+			keys = append(keys, profileKey(p))
+		}
+	}
+	why := fmt.Sprintf("the bridge's operator changed the credentials destination %q asks for; initialize again", name)
+	restarted, kept := 0, 0
+	for _, key := range keys {
+		ep := t.endpoints[key]
+		if ep == nil || !ep.UserIsolated() {
+			continue
+		}
+		for _, ui := range ep.Users() {
+			if b.sameCredentials(old, d, ui.User) {
+				kept++
+				continue
+			}
+			if ep.EndUser(ui.Key, why) {
+				restarted++
+			}
+		}
+	}
+	b.log.Info("a destination's credentials changed: the children of the users it changes restarted", "destination", name, "restarted", restarted, "kept", kept)
+}
+
+// sameCredentials reports whether user u's child would get the same
+// environment, and miss the same variables, under declarations a and b.
+func (b *Bridge) sameCredentials(a, c *config.Destination, u session.User) bool {
+	envA, missA, errA := b.credentialsOf(a, u)
+	envC, missC, errC := b.credentialsOf(c, u)
+	return errA == nil && errC == nil && maps.Equal(envA, envC) && slices.Equal(missA, missC)
 }

@@ -28,6 +28,19 @@ func SameButTools(a, b *Destination) bool {
 	return SameDestination(&x, b)
 }
 
+// SameButCredentials reports whether a and b declare the same server with
+// a child per user in the same way but for what each user supplies
+// ('credentials:'): a reload keeps the destination and restarts only the
+// children of the users whose environment (or missing list) changes.
+func SameButCredentials(a, b *Destination) bool {
+	if a == nil || b == nil || a.Isolation != IsolationUser {
+		return false
+	}
+	x := *a
+	x.Credentials = b.Credentials
+	return SameDestination(&x, b)
+}
+
 // withoutLine is a copy of a without its position in the file.
 func withoutLine(a *Auth) *Auth {
 	if a == nil {

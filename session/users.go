@@ -379,13 +379,15 @@ func (ep *Endpoint) Users() []UserInfo {
 	var out []UserInfo
 	for _, ue := range ep.users.all() {
 		st := ue.ep.shared.Status()
-		out = append(out, UserInfo{Key: ue.user.Key, Name: ue.user.String(), State: st.State, PID: st.PID, Sessions: ue.ep.reg.count()})
+		out = append(out, UserInfo{User: ue.user, Key: ue.user.Key, Name: ue.user.String(), State: st.State, PID: st.PID, Sessions: ue.ep.reg.count()})
 	}
 	return out
 }
 
 // UserInfo is one user's child as the operator sees it.
 type UserInfo struct {
+	// User is who they are (Key, Name: User.String()).
+	User      User
 	Key, Name string
 	State     string
 	PID       int
