@@ -60,7 +60,11 @@ import (
 // sessionless or 2026-07-28 request, is a user of its own) and "tokens"
 // (static bearer tokens: a user is a principal, whose sessions and
 // requests are one user; one user holds two sessions on each destination,
-// and some 2026-07-28 requests come from session users).
+// and some 2026-07-28 requests come from session users). With tokens one
+// more destination gives each user a child of their own ('isolation:
+// user') with a credential each, provisioned (tortureusers_test.go): its
+// answers must come from the caller's own child, one per user, and no
+// planted value may show anywhere the bridge writes or serves.
 func TestTorture(t *testing.T) {
 	load := 7 * time.Second
 	if testing.Short() {
@@ -71,7 +75,14 @@ func TestTorture(t *testing.T) {
 			tt := startTorture(t, load, tokens)
 			tt.runLoad()
 			tt.alone()
+			if tokens {
+				tt.everyEra()
+				tt.searchRunning()
+			}
 			tt.finish()
+			if tokens {
+				tt.tracePhase()
+			}
 		})
 	}
 }
@@ -93,6 +104,10 @@ type tortureDest struct {
 	sizes int
 	// crash: the destination whose child exits mid-run.
 	crash bool
+	// perUser: a child per user ('isolation: user') with a credential
+	// each (fakemcp.EnvTortureSecret), provisioned; with tokens only (no
+	// auth, it has no users to tell apart).
+	perUser bool
 	// holds is the percentage of calls that hold until their caller
 	// cancels them (a call abandoned without an answer keeps its turn
 	// until the child shows it read the cancellation: few where calls run
@@ -109,6 +124,10 @@ var tortureDests = []*tortureDest{
 	{name: "solo", mode: fakemcp.ModeTortureShuffle, interactive: true, holds: 2, sessionWorkers: 1, modernWorkers: 1, sessionlessWorkers: 1},
 	{name: "mixed", mode: fakemcp.ModeTortureSlow, asking: true, holds: 4, sessionWorkers: 1, modernWorkers: 1, sessionlessWorkers: 1},
 }
+
+// tortureUserDest is the destination with a child per user, among the
+// others with tokens.
+var tortureUserDest = &tortureDest{name: "peruser", mode: fakemcp.ModeTortureShuffle, perUser: true, sizes: sizesBig, holds: 10, sessionWorkers: 1, modernWorkers: 2, sessionlessWorkers: 1}
 
 // exact: every child request a caller can answer is delivered.
 func (d *tortureDest) exact() bool { return d.interactive || d.asking }
@@ -151,6 +170,8 @@ type torture struct {
 	stop     context.CancelFunc
 	watchdog *time.Timer
 	journals map[string]string // by destination
+	// dests are the destinations of the run.
+	dests    []*tortureDest
 	sessions []*tortureSession
 	byDest   map[string][]*tortureSession
 	// streams ends the GET streams; streamsWG waits for their readers.
@@ -164,8 +185,11 @@ type torture struct {
 	// principal (a token); otherwise a user is a session, or one
 	// sessionless or 2026-07-28 request.
 	tokens bool
-	users  atomic.Int64 // numbers the one-call users (open)
-	tags   atomic.Int64 // numbers the calls
+	// usersRun is what the run needs for its user-isolated destination
+	// (tortureusers_test.go): nil without one.
+	usersRun *tortureUsers
+	users    atomic.Int64 // numbers the one-call users (open)
+	tags     atomic.Int64 // numbers the calls
 
 	// mu guards every field below.
 	mu sync.Mutex
@@ -262,7 +286,11 @@ func startTorture(t *testing.T, load time.Duration, tokens bool) *torture {
 		t.Setenv(EnvBridgeBinary, bin) // startBinary runs it
 	}
 	dir := t.TempDir()
-	config, journals := tortureConfig(t, dir, tortureDests)
+	dests := tortureDests
+	if tokens {
+		dests = append(slices.Clone(dests), tortureUserDest)
+	}
+	config, journals := tortureConfig(t, dir, dests)
 	flags := []string{
 		"-max-sessions", "64",
 		"-request-timeout", "25s",
@@ -272,28 +300,23 @@ func startTorture(t *testing.T, load time.Duration, tokens bool) *torture {
 		"-stop-grace", "500ms",
 		"-log-level", "warn",
 	}
+	var us *tortureUsers
 	if tokens {
-		// Every principal the test uses (requestUser, the sessions).
+		// Every principal the test uses (requestUser, the sessions), by
+		// name: a user of the user-isolated destination is one of them.
 		names := []string{"p", "crash", "alone", "admin"}
 		for i := range 32 {
 			names = append(names, fmt.Sprintf("s%d", i), fmt.Sprintf("mw%d", i), fmt.Sprintf("xw%d", i))
 		}
-		var lines strings.Builder
-		for _, n := range names {
-			lines.WriteString(tortureBearer(n) + "\n")
-		}
-		file := filepath.Join(dir, "tokens")
-		if err := os.WriteFile(file, []byte(lines.String()), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		flags = append(flags, "-auth-tokens-file", file)
+		us = plantUsers(t, dir, config, tortureUserDest, names)
+		flags = append(flags, us.flags()...)
 	}
 	p := startBinary(t, config, flags...)
 	ctx, stop := context.WithTimeout(context.Background(), tortureBudget)
 	streams, endStream := context.WithCancel(ctx)
 	u, _ := neturl.Parse(p.base)
 	tt := &torture{
-		t: t, p: p, base: p.base, host: u.Host, ctx: ctx, stop: stop, journals: journals,
+		t: t, p: p, base: p.base, host: u.Host, ctx: ctx, stop: stop, journals: journals, dests: dests, usersRun: us,
 		streams: streams, endStream: endStream, load: load, tokens: tokens, byDest: map[string][]*tortureSession{},
 		problems: map[string]*tortureProblem{}, intended: map[string]bool{}, counts: map[string]int{},
 		hc: &http.Client{Transport: &http.Transport{
@@ -322,7 +345,7 @@ func startTorture(t *testing.T, load time.Duration, tokens bool) *torture {
 		stop()
 		tt.hc.CloseIdleConnections()
 	})
-	for _, d := range tortureDests {
+	for _, d := range dests {
 		for i := range tortureSessions {
 			// With tokens, s0 holds two sessions on every destination.
 			s := &tortureSession{user: fmt.Sprintf("s%d", i), dest: d}
@@ -354,7 +377,11 @@ func tortureConfig(t *testing.T, dir string, dests []*tortureDest) (config strin
 		if d.asking {
 			interactive = "[" + fakemcp.TortureAskTool + "]"
 		}
-		fmt.Fprintf(&b, "  %s:\n    command: %s\n    args: [%s]\n    interactive: %s\n    env:\n", d.name, strconv.Quote(command), strconv.Quote(args[0]), interactive)
+		fmt.Fprintf(&b, "  %s:\n    command: %s\n    args: [%s]\n    interactive: %s\n", d.name, strconv.Quote(command), strconv.Quote(args[0]), interactive)
+		if d.perUser {
+			b.WriteString(tortureUserConfig)
+		}
+		b.WriteString("    env:\n")
 		for k, v := range env {
 			fmt.Fprintf(&b, "      %s: %s\n", k, strconv.Quote(v))
 		}
@@ -1025,6 +1052,8 @@ func (tt *torture) checkAnswer(c *tortureCall, raw json.RawMessage, res fakemcp.
 		tt.report("corrupt", "%s (%s): answer text of %d bytes differs from the %d expected (starts %.60q)", c.tag, c.era, len(got), len(want), got)
 	case strings.HasPrefix(res.Asked, "wrong:"):
 		tt.report("cross-user", "%s (%s): the child's request was answered by the user of %s", c.tag, c.era, strings.TrimPrefix(res.Asked, "wrong:"))
+	case !tt.ownChild(c, res):
+		// Reported by ownChild.
 	default:
 		key := c.dest.name + " " + c.era
 		tt.count(key+" answers", 1)
@@ -1103,7 +1132,7 @@ func (tt *torture) runLoad() {
 			tt.run(next())
 		}
 	}
-	for _, d := range tortureDests {
+	for _, d := range tt.dests {
 		for _, s := range tt.byDest[d.name] {
 			for range d.sessionWorkers {
 				spawn(func(rng *rand.Rand) { loop(rng, func() *tortureCall { return tt.newCall(rng, d, eraSession, s, "") }) })
@@ -1268,9 +1297,9 @@ func (tt *torture) pipelinedCall(rng *rand.Rand, large bool) *tortureCall {
 		s := tt.sessions[rng.IntN(len(tt.sessions))]
 		c = tt.newCall(rng, s.dest, eraSession, s, "")
 	case r < 8:
-		c = tt.newCall(rng, tortureDests[rng.IntN(len(tortureDests))], eraModern, nil, tt.requestUser(rng, "p", true))
+		c = tt.newCall(rng, tt.dests[rng.IntN(len(tt.dests))], eraModern, nil, tt.requestUser(rng, "p", true))
 	default:
-		c = tt.newCall(rng, tortureDests[rng.IntN(len(tortureDests))], eraSessionless, nil, tt.requestUser(rng, "p", false))
+		c = tt.newCall(rng, tt.dests[rng.IntN(len(tt.dests))], eraSessionless, nil, tt.requestUser(rng, "p", false))
 	}
 	// Nothing that waits for the caller (a request, a hold), small
 	// answers; some progress and log lines, which make the answer an SSE
@@ -1388,7 +1417,7 @@ func (tt *torture) alone() {
 		c.cancel, c.jsonOnly = "", jsonOnly
 		return c
 	}
-	for _, d := range tortureDests {
+	for _, d := range tt.dests {
 		if d.exact() {
 			continue
 		}
@@ -1442,7 +1471,7 @@ func (tt *torture) alone() {
 		}
 	}
 	// One cancellation of each era, each waited for in the journal.
-	d := tortureDests[0]
+	d := tt.dests[0]
 	for _, era := range []string{eraSession, eraModern} {
 		var s *tortureSession
 		if era == eraSession {
@@ -1478,7 +1507,7 @@ func (tt *torture) waitIdle() {
 	for {
 		m := tt.metrics()
 		busy := ""
-		for _, d := range tortureDests {
+		for _, d := range tt.dests {
 			if m[`stelae_inflight_calls{destination="`+d.name+`"}`] != 0 {
 				busy = d.name
 			}
@@ -1528,7 +1557,7 @@ func (tt *torture) finish() {
 	if err != nil {
 		t.Errorf("/healthz: %v", err)
 	}
-	for _, d := range tortureDests {
+	for _, d := range tt.dests {
 		starts, exits := 0, 0
 		for _, e := range tt.journal(d) {
 			switch e.kind {
@@ -1551,7 +1580,10 @@ func (tt *torture) finish() {
 		if d.crash {
 			wantStarts, wantRestarts = 2, 1
 		}
-		if starts != wantStarts || exits != wantRestarts || h[d.name].Restarts != wantRestarts || h[d.name].State != "running" {
+		if d.perUser {
+			// A child per user: checked child by child.
+			tt.checkUserChildren(d, h[d.name].State, h[d.name].Restarts)
+		} else if starts != wantStarts || exits != wantRestarts || h[d.name].Restarts != wantRestarts || h[d.name].State != "running" {
 			tt.report("journal", "%s: %d child starts and %d scripted exits, /healthz %+v; want %d starts, %d exits, %d restarts, running", d.name, starts, exits, h[d.name], wantStarts, wantRestarts, wantRestarts)
 		}
 		// Some child requests were delivered, so refusing everything
@@ -1578,7 +1610,7 @@ func (tt *torture) finish() {
 	// What the children say of the first calls that failed.
 	for _, tag := range tt.failed[:min(len(tt.failed), 8)] {
 		_, dest, _ := splitTag(tag)
-		for _, d := range tortureDests {
+		for _, d := range tt.dests {
 			if d.name != dest {
 				continue
 			}
@@ -1723,7 +1755,7 @@ func startFocused(t *testing.T, d *tortureDest, flags ...string) *torture {
 	streams, endStream := context.WithCancel(context.Background())
 	t.Cleanup(endStream)
 	return &torture{t: t, p: p, base: p.base, ctx: context.Background(), hc: &http.Client{Transport: &http.Transport{Proxy: nil}},
-		journals: journals, streams: streams, endStream: endStream, byDest: map[string][]*tortureSession{},
+		journals: journals, dests: []*tortureDest{d}, streams: streams, endStream: endStream, byDest: map[string][]*tortureSession{},
 		problems: map[string]*tortureProblem{}, intended: map[string]bool{}, counts: map[string]int{}}
 }
 
