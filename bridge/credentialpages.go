@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -119,11 +118,11 @@ func (cp credentialPages) Names(dest, subject string) (authserver.CredentialName
 // (names only: the values are read, as credentialsOf reads them, and
 // dropped).
 func (cp credentialPages) provisioned(d *config.Destination, u session.User) []string {
-	dir := cp.b.opts.CredentialsDir
-	if dir == "" || !provisionedUser.MatchString(u.Name) {
+	path := provisionedPath(cp.b.opts.CredentialsDir, d.Name, u)
+	if path == "" {
 		return nil
 	}
-	data, err := os.ReadFile(filepath.Join(dir, d.Name, u.Name))
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil
 	}

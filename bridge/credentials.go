@@ -25,14 +25,40 @@ import (
 // provisionedUser is a user name a provisioning file may be named by.
 var provisionedUser = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
 
+// provisionedPath is the file where the operator provisions user u's
+// credentials for destination dest, "" when none may be: DIR/DEST/NAME
+// for a user whose name the operator gave — a named static token ("t:")
+// or an invited user of the built-in server ("b:"): one name is one
+// person —, DIR/DEST/oauth/SUBJECT for a user of an external issuer ("o:",
+// a destination has one issuer), and none for an unnamed token, whose name
+// is a digest nobody chose. An external subject is a name too, but not one
+// the operator gave: in its own directory it cannot take a named user's
+// file.
+func provisionedPath(dir, dest string, u session.User) string {
+	if dir == "" {
+		return ""
+	}
+	kind, _, _ := strings.Cut(u.Key, ":")
+	switch kind {
+	case "t", "b":
+		if provisionedUser.MatchString(u.Name) {
+			return filepath.Join(dir, dest, u.Name)
+		}
+	case "o":
+		if u.Name != "" && len(u.Name) <= 255 && u.Name != "." && u.Name != ".." && !strings.ContainsAny(u.Name, "/\x00") {
+			return filepath.Join(dir, dest, "oauth", u.Name)
+		}
+	}
+	return ""
+}
+
 // credentialsOf resolves user u's credentials for destination d: the
 // variables for their child, and the required ones that are missing or do
 // not match their pattern ("NAME (description)"). err is a source that
 // could not be read (its message names the source, never a value).
 func (b *Bridge) credentialsOf(d *config.Destination, u session.User) (env map[string]string, missing []string, err error) {
 	found := map[string]string{}
-	if dir := b.opts.CredentialsDir; dir != "" && provisionedUser.MatchString(u.Name) {
-		path := filepath.Join(dir, d.Name, u.Name)
+	if path := provisionedPath(b.opts.CredentialsDir, d.Name, u); path != "" {
 		data, rerr := os.ReadFile(path)
 		switch {
 		case rerr == nil:

@@ -39,6 +39,10 @@ func TestCredentialsOf(t *testing.T) {
 	}
 	write("alice", "TOKEN=tok-provisioned\nHOST=example.test\nEXTRA=x\n")
 	write("bob", "TOKEN=bad-form-s3cret\n")
+	if err := os.MkdirAll(filepath.Join(prov, "gh", "oauth"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write("oauth/auth0|ext-1", "TOKEN=tok-external\n")
 	if err := store.Set("gh", "t:alice", "alice", map[string]string{"TOKEN": "tok-entered"}); err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +61,14 @@ func TestCredentialsOf(t *testing.T) {
 		{session.User{Key: "t:bob", Name: "bob"}, map[string]string{}, "TOKEN (a token), which does not have the expected form"},
 		{session.User{Key: "t:dave", Name: "dave"}, map[string]string{}, "TOKEN (a token)"},
 		{session.User{Key: "t:carol", Name: "../carol"}, map[string]string{"TOKEN": "tok-carol"}, ""},
+		// The name alice is the file alice only for a user the operator
+		// named so: an invited user of the built-in server, not an external
+		// issuer's subject "alice", not an unnamed token's digest.
+		{session.User{Key: "b:u_1", Name: "alice"}, map[string]string{"TOKEN": "tok-provisioned", "HOST": "example.test"}, ""},
+		{session.User{Key: "o:0a1b", Name: "alice"}, map[string]string{}, "TOKEN (a token)"},
+		{session.User{Key: "h:0a1b", Name: "alice"}, map[string]string{}, "TOKEN (a token)"},
+		{session.User{Key: "o:2c3d", Name: "auth0|ext-1"}, map[string]string{"TOKEN": "tok-external"}, ""},
+		{session.User{Key: "o:4e5f", Name: "../alice"}, map[string]string{}, "TOKEN (a token)"},
 	} {
 		env, missing, err := b.credentialsOf(d, tc.user)
 		if err != nil {
