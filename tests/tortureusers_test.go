@@ -456,8 +456,8 @@ func (tt *torture) tracePhase() {
 	for _, v := range places {
 		size += len(v)
 	}
-	t.Logf("%s: %d users × 5 calls at trace; %d planted values searched in %d places (%d KiB, %d state files after the trace bridge): %d found; the phase took %s",
-		us.dest.name, len(users), len(us.secrets), len(places), size>>10, files, len(found), time.Since(started).Round(time.Millisecond))
+	t.Logf("%s: %d users × 5 calls at trace; %d planted values searched in %d places (%d KiB; %d state files after the trace bridge): %d found; the phase took %s; the places: %q",
+		us.dest.name, len(users), len(us.secrets), len(places), size>>10, files, len(found), time.Since(started).Round(time.Millisecond), sortedKeys(places))
 	for _, k := range sortedKeys(tr.problems) {
 		p := tr.problems[k]
 		t.Errorf("trace phase: %d %s problem(s); the first %d:\n  %s", p.n, k, len(p.first), strings.Join(p.first, "\n  "))
