@@ -296,10 +296,10 @@ func (cb *consoleBackend) StopUser(dest, user string) error {
 }
 
 // DeleteCredentials deletes what a user entered for a destination and
-// stops their child, which had them.
+// stops their children that had them (of the destination and of its
+// profiles).
 func (cb *consoleBackend) DeleteCredentials(dest, user string) error {
-	ep, err := cb.endpoint(dest)
-	if err != nil {
+	if _, err := cb.endpoint(dest); err != nil {
 		return err
 	}
 	store := cb.opts.CredStore
@@ -309,6 +309,6 @@ func (cb *consoleBackend) DeleteCredentials(dest, user string) error {
 	if err := store.Delete(dest, user); err != nil {
 		return fmt.Errorf("deleting %s's credentials for %s: %w", user, dest, err)
 	}
-	ep.EndUser(user, "your credentials were deleted by the bridge's operator")
+	(*Bridge)(cb).t().endUser(dest, user, "your credentials were deleted by the bridge's operator")
 	return nil
 }

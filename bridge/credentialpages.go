@@ -201,17 +201,8 @@ func (cp credentialPages) Delete(dest, subject string) error {
 // stored now. Endpoints are made under the same lock EndUser takes, so
 // none made with the credentials from before survives this.
 func (cp credentialPages) restart(dest string, u session.User, why string) {
-	t := cp.b.t()
-	keys := []string{dest}
-	for _, name := range t.cfg.ProfileNames {
-		if slices.Contains(t.cfg.Profiles[name].Destinations, dest) {
-			keys = append(keys, profileKey(name))
-		}
-	}
-	for _, key := range keys {
-		if ep := t.endpoints[key]; ep != nil && ep.UserIsolated() && ep.EndUser(u.Key, why) {
-			cp.b.log.Info("a user's child stopped: their credentials changed", "destination", key, "user", u.String())
-		}
+	if n := cp.b.t().endUser(dest, u.Key, why); n > 0 {
+		cp.b.log.Info("a user's children stopped: their credentials changed", "destination", dest, "user", u.String(), "children", n)
 	}
 }
 

@@ -54,7 +54,8 @@ func newPageBridge(t *testing.T) *pageBridge {
 	t.Cleanup(func() { store.Close() })
 	command, args, env := fakemcp.Command(fakemcp.ModeServer)
 	auth := &config.Auth{Issuer: config.IssuerBuiltin}
-	cfg := &config.Config{Names: []string{"fake", "plain"}, Auth: auth, Destinations: map[string]*config.Destination{
+	cfg := &config.Config{Names: []string{"fake", "plain"}, Auth: auth, ProfileNames: []string{"both"},
+		Profiles: map[string]*config.Profile{"both": {Name: "both", Destinations: []string{"fake", "plain"}}}, Destinations: map[string]*config.Destination{
 		"fake": {Name: "fake", Command: command, Args: args, Env: env, Auth: auth, Isolation: config.IsolationUser,
 			Credentials: []config.Credential{{Name: "API_TOKEN", Description: "your token", Pattern: regexp.MustCompile(`^tok-`)}, {Name: "API_HOST", Optional: true}}},
 		"plain": {Name: "plain", Command: command, Args: args, Env: env, Auth: auth},
@@ -139,6 +140,12 @@ func (p *pageBridge) invite(name, secret string) string {
 // access token for host's fake destination.
 func (p *pageBridge) token(host, name, secret string) string {
 	p.t.Helper()
+	return p.tokenFor(host, name, secret, "/fake/mcp")
+}
+
+// tokenFor is token for the resource at path.
+func (p *pageBridge) tokenFor(host, name, secret, path string) string {
+	p.t.Helper()
 	const redirect = "https://client.example/cb"
 	resp, body := p.do(http.MethodPost, host, authserver.PathRegister, fmt.Sprintf(`{"client_name":"t","redirect_uris":[%q],"token_endpoint_auth_method":"none"}`, redirect), "Content-Type", "application/json")
 	var reg struct {
@@ -150,7 +157,7 @@ func (p *pageBridge) token(host, name, secret string) string {
 	verifier := strings.Repeat("v", 43)
 	sum := sha256.Sum256([]byte(verifier))
 	q := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {redirect}, "state": {"s"},
-		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}, "resource": {"http://" + host + "/fake/mcp"}}
+		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}, "resource": {"http://" + host + path}}
 	resp, page := p.do(http.MethodGet, host, authserver.PathAuthorize+"?"+q.Encode(), "")
 	csrf, cookie := csrfOf(p.t, resp, page)
 	query := html.UnescapeString(pageQuery.FindStringSubmatch(page)[1])
@@ -175,11 +182,19 @@ func (p *pageBridge) token(host, name, secret string) string {
 type mcpSession struct {
 	p                *pageBridge
 	host, token, sid string
+	// path is the endpoint's (/fake/mcp unless sessionAt says).
+	path string
 }
 
 func (p *pageBridge) session(host, token string) *mcpSession {
 	p.t.Helper()
-	s := &mcpSession{p: p, host: host, token: token}
+	return p.sessionAt(host, token, "/fake/mcp")
+}
+
+// sessionAt is a session on the endpoint at path.
+func (p *pageBridge) sessionAt(host, token, path string) *mcpSession {
+	p.t.Helper()
+	s := &mcpSession{p: p, host: host, token: token, path: path}
 	status, _ := s.call(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	if status != http.StatusOK || s.sid == "" {
 		p.t.Fatalf("initialize: %d", status)
@@ -196,7 +211,7 @@ func (s *mcpSession) call(msg string) (int, json.RawMessage) {
 	if s.sid != "" {
 		h = append(h, "Mcp-Session-Id", s.sid)
 	}
-	resp, body := s.p.do(http.MethodPost, s.host, "/fake/mcp", msg, h...)
+	resp, body := s.p.do(http.MethodPost, s.host, s.path, msg, h...)
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
 		s.sid = sid
 	}
@@ -372,5 +387,43 @@ func TestCredentialPagesSeam(t *testing.T) {
 	}
 	if u := p.b.credentialsURL("plain"); u != "" {
 		t.Errorf("credentialsURL(plain) = %q", u)
+	}
+}
+
+// TestConsoleDeleteCredentialsEndsEveryChild: the console's "delete
+// credentials" for a user ends their children that had them — of the
+// destination and of a profile it is a member of — and no one else's.
+func TestConsoleDeleteCredentialsEndsEveryChild(t *testing.T) {
+	p := newPageBridge(t)
+	cp := credentialPages{p.b}
+	aliceSub, bobSub := p.invite("alice", "alice's secret 1"), p.invite("bob", "bob's own secret")
+	for sub, v := range map[string]string{aliceSub: "tok-alice-1", bobSub: "tok-bob-1"} {
+		if err := cp.Set("fake", sub, "x", map[string]string{"API_TOKEN": v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := strings.TrimPrefix(p.url, "http://")
+	aliceTok, bobTok := p.token(host, "alice", "alice's secret 1"), p.token(host, "bob", "bob's own secret")
+	profTok := map[string]string{"alice": p.tokenFor(host, "alice", "alice's secret 1", "/p/both/mcp"), "bob": p.tokenFor(host, "bob", "bob's own secret", "/p/both/mcp")}
+	sessions := map[string][2]*mcpSession{}
+	for u, tok := range map[string]string{"alice": aliceTok, "bob": bobTok} {
+		direct, prof := p.session(host, tok), p.sessionAt(host, profTok[u], "/p/both/mcp")
+		prof.call(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+		if status, v := prof.tool("fake__getenv", `{"name":"API_TOKEN"}`); status != http.StatusOK || v.Value != "tok-"+u+"-1" {
+			t.Fatalf("%s through the profile: %d %+v", u, status, v)
+		}
+		_ = direct.pid()
+		sessions[u] = [2]*mcpSession{direct, prof}
+	}
+	if err := (*consoleBackend)(p.b).DeleteCredentials("fake", BuiltinUserKey(aliceSub)); err != nil {
+		t.Fatal(err)
+	}
+	for u, want := range map[string]int{"alice": http.StatusNotFound, "bob": http.StatusOK} {
+		for i, s := range sessions[u] {
+			tool := []string{"whoami", "fake__whoami"}[i]
+			if status, _ := s.tool(tool, "{}"); status != want {
+				t.Errorf("%s's session at %s after alice's credentials were deleted: %d; want %d", u, s.path, status, want)
+			}
+		}
 	}
 }

@@ -400,19 +400,9 @@ func (b *Bridge) userDispatcherFactory(d *config.Destination, u session.User, ne
 // others keep theirs. An endpoint made since the swap was made with d, and
 // one made before is among those listed (made under the lock Users takes).
 func (b *Bridge) recredential(t *table, name string, old, d *config.Destination) {
-	keys := []string{name}
-	for _, p := range t.cfg.ProfileNames {
-		if slices.Contains(t.cfg.Profiles[p].Destinations, name) {
-			keys = append(keys, profileKey(p))
-		}
-	}
 	why := fmt.Sprintf("the bridge's operator changed the credentials destination %q asks for; initialize again", name)
 	restarted, kept := 0, 0
-	for _, key := range keys {
-		ep := t.endpoints[key]
-		if ep == nil || !ep.UserIsolated() {
-			continue
-		}
+	for _, ep := range t.userEndpointsOf(name) {
 		for _, ui := range ep.Users() {
 			if b.sameCredentials(old, d, ui.User) {
 				kept++
@@ -424,6 +414,37 @@ func (b *Bridge) recredential(t *table, name string, old, d *config.Destination)
 		}
 	}
 	b.log.Info("a destination's credentials changed: the children of the users it changes restarted", "destination", name, "restarted", restarted, "kept", kept)
+}
+
+// userEndpointsOf is destination dest's endpoint, when it gives each user
+// a child of their own, and those of the profiles it is a member of (a
+// user's endpoint of such a profile runs its own child of dest).
+func (t *table) userEndpointsOf(dest string) []*session.Endpoint {
+	var out []*session.Endpoint
+	keys := []string{dest}
+	for _, p := range t.cfg.ProfileNames {
+		if slices.Contains(t.cfg.Profiles[p].Destinations, dest) {
+			keys = append(keys, profileKey(p))
+		}
+	}
+	for _, key := range keys {
+		if ep := t.endpoints[key]; ep != nil && ep.UserIsolated() {
+			out = append(out, ep)
+		}
+	}
+	return out
+}
+
+// endUser lets user key's endpoints of dest go — the destination's and
+// its profiles' — for why; it reports how many there were.
+func (t *table) endUser(dest, key, why string) int {
+	n := 0
+	for _, ep := range t.userEndpointsOf(dest) {
+		if ep.EndUser(key, why) {
+			n++
+		}
+	}
+	return n
 }
 
 // sameCredentials reports whether user u's child would get the same
