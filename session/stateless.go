@@ -650,7 +650,11 @@ func (ra *requestAnswer) write(resp []byte, err error) {
 		ra.ep.writeResult(ra.w, resp, err, ra.rec)
 		return
 	}
-	ra.sw.write(modernEvent(ra.ep.streamedAnswer(ra.m.ID, resp, err, true)))
+	out := ra.ep.streamedAnswer(ra.m.ID, resp, err, true)
+	ra.sw.write(modernEvent(out))
+	if ra.ep.opts.AuditBodies && ra.rec != nil {
+		ra.rec.respBody = out // what the client got, as a JSON answer's is
+	}
 }
 
 // answer is the final answer to m (the request, or the retry, being
