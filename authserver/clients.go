@@ -129,7 +129,14 @@ func (s *Store) registeredSlots() (int, error) {
 // tokens are refused from now on, its refresh tokens stop working) and
 // every refresh-token family of it is revoked.
 func (s *Store) RevokeClient(id string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	_, err := s.revokeClient(id)
+	return err
+}
+
+// revokeClient is RevokeClient; it also returns the subjects the client's
+// families (before this revocation, those not yet revoked) spoke for.
+func (s *Store) revokeClient(id string) (subjects []string, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		var c Client
 		ok, err := get(tx, bucketClients, []byte(id), &c)
 		if err != nil {
@@ -142,8 +149,10 @@ func (s *Store) RevokeClient(id string) error {
 		if err := put(tx, bucketClients, []byte(id), &c); err != nil {
 			return err
 		}
-		return revokeFamiliesOf(tx, id)
+		subjects, err = revokeFamiliesOf(tx, id)
+		return err
 	})
+	return subjects, err
 }
 
 // newID is a random identifier with a prefix.

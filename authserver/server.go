@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,11 +94,13 @@ type Server struct {
 	now func() time.Time
 	// verified remembers access tokens already checked.
 	verified oauth.TokenCache
-	// revMu guards revoked, the clients revoked, and revokedFams, the
-	// refresh-token families revoked (as in the store).
+	// revMu guards revoked, the clients revoked, revokedFams, the
+	// refresh-token families revoked (as in the store), and onRevoked,
+	// OnClientRevoked's functions.
 	revMu       sync.RWMutex
 	revoked     map[string]bool
 	revokedFams map[string]bool
+	onRevoked   []func(clientID string, subjects []string)
 }
 
 // Open opens the server's state at path (created if needed).
@@ -145,15 +148,32 @@ func (srv *Server) SetResources(f func(base, resource string) (string, bool)) { 
 
 // RevokeClient ends a client's access at once: its refresh tokens stop
 // working and its access tokens are refused from now on.
+//
+// Then OnClientRevoked's functions are called with the subjects its
+// tokens spoke for (the bridge stops those users' children).
 func (srv *Server) RevokeClient(id string) error {
-	if err := srv.store.RevokeClient(id); err != nil {
+	subjects, err := srv.store.revokeClient(id)
+	if err != nil {
 		return err
 	}
 	srv.revMu.Lock()
 	srv.revoked[id] = true
+	fs := slices.Clone(srv.onRevoked)
 	srv.revMu.Unlock()
-	srv.log.Info("client revoked", "client_id", id)
+	srv.log.Info("client revoked", "client_id", id, "users", len(subjects))
+	for _, f := range fs {
+		f(id, subjects)
+	}
 	return nil
+}
+
+// OnClientRevoked registers f, called after a client was revoked (its
+// tokens are refused by then) with its id and the subjects its tokens
+// spoke for, on the goroutine that revoked it; it should not block long.
+func (srv *Server) OnClientRevoked(f func(clientID string, subjects []string)) {
+	srv.revMu.Lock()
+	defer srv.revMu.Unlock()
+	srv.onRevoked = append(srv.onRevoked, f)
 }
 
 // familyRevoked notes that a refresh-token family was revoked: the access

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -314,8 +315,9 @@ func (s *Store) revokedFamilies(f func(id string)) error {
 	})
 }
 
-// revokeFamiliesOf marks every family of client revoked.
-func revokeFamiliesOf(tx *bolt.Tx, clientID string) error {
+// revokeFamiliesOf marks every family of client revoked; it returns the
+// subjects of those it revoked, each once.
+func revokeFamiliesOf(tx *bolt.Tx, clientID string) ([]string, error) {
 	b := tx.Bucket(bucketFamilies)
 	var keys [][]byte
 	err := b.ForEach(func(k, v []byte) error {
@@ -326,19 +328,23 @@ func revokeFamiliesOf(tx *bolt.Tx, clientID string) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var subjects []string
 	for _, k := range keys {
 		var f family
 		if _, err := get(tx, bucketFamilies, k, &f); err != nil {
-			return err
+			return nil, err
 		}
 		f.Revoked = true
 		if err := put(tx, bucketFamilies, k, f); err != nil {
-			return err
+			return nil, err
+		}
+		if sub := f.subject(); !slices.Contains(subjects, sub) {
+			subjects = append(subjects, sub)
 		}
 	}
-	return nil
+	return subjects, nil
 }
 
 // Verifier is the server as the resource side sees it: tokens it issued,

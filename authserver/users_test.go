@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -646,5 +647,43 @@ func TestGhostNamesKeepUsersCounts(t *testing.T) {
 	}
 	if rec := signIn(srv, "192.0.2.201:4000", "nobody2", "guess guess guess"); rec.Code != http.StatusTooManyRequests {
 		t.Errorf("a made-up name guessed at as hana was: %d, want 429 as for a user", rec.Code)
+	}
+}
+
+// TestClientRevokedNamesItsUsers: revoking a client calls OnClientRevoked
+// with the subjects its tokens spoke for, each once (the bridge stops
+// their children), after its tokens are refused; revoking it again names
+// no one.
+func TestClientRevokedNamesItsUsers(t *testing.T) {
+	srv := usersServer(t, "", nil)
+	alice := addUser(t, srv, "alice", "alice's secret 1")
+	bob := addUser(t, srv, "bob", "bob's own secret")
+	addUser(t, srv, "carol", "carol's secret!") // no token: not named
+	const from = "192.0.2.1:4000"
+	aliceG := tokensFor(t, srv, from, "alice", "alice's secret 1")
+	tokensFor(t, srv, from, "alice", "alice's secret 1") // a second grant
+	tokensFor(t, srv, from, "bob", "bob's own secret")
+	tokensFor(t, srv, from, "", testPassphrase)
+	type call struct {
+		id       string
+		subjects []string
+		refused  bool
+	}
+	var calls []call
+	srv.OnClientRevoked(func(id string, subjects []string) {
+		calls = append(calls, call{id, slices.Sorted(slices.Values(subjects)), subjectOf(srv, aliceG.access) == ""})
+	})
+	if err := srv.RevokeClient("app"); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Sorted(slices.Values([]string{alice.Subject, bob.Subject, OperatorSubject}))
+	if len(calls) != 1 || calls[0].id != "app" || !slices.Equal(calls[0].subjects, want) || !calls[0].refused {
+		t.Fatalf("OnClientRevoked: %+v; want app with %v, its tokens refused by then", calls, want)
+	}
+	if err := srv.RevokeClient("app"); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 2 || len(calls[1].subjects) != 0 {
+		t.Errorf("revoking it again: %+v; want no one named", calls)
 	}
 }

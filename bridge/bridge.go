@@ -334,6 +334,10 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 	if opts.AuthServer != nil {
 		opts.AuthServer.SetResources(b.builtinResource)
 		opts.AuthServer.SetCredentials(credentialPages{b}) // its credentials page (credentialpages.go)
+		// A user disabled or removed, a client revoked: the users' children
+		// stop at once (credentialpages.go).
+		opts.AuthServer.OnUserGone(b.BuiltinUserGone)
+		opts.AuthServer.OnClientRevoked(b.BuiltinClientRevoked)
 	}
 	b.registerMetrics()
 	b.authOn = len(opts.AuthTokens) > 0 || len(t.operatorPolicies) > 0

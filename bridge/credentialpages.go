@@ -207,8 +207,8 @@ func (cp credentialPages) restart(dest string, u session.User, why string) {
 }
 
 // BuiltinUserGone is the built-in server's OnUserGone function for the
-// bridge (cmd/stelae-bridge registers it): the user of subject was
-// disabled (the server still knows them) or removed (UserGone).
+// bridge (New registers it): the user of subject was disabled (the server
+// still knows them) or removed (UserGone).
 func (b *Bridge) BuiltinUserGone(subject string) {
 	known := false
 	if as := b.opts.AuthServer; as != nil {
@@ -225,11 +225,8 @@ func (b *Bridge) UserGone(key string, removed bool) {
 	if removed {
 		why = "your account was removed by the bridge's operator"
 	}
-	t := b.t()
-	for name, ep := range t.endpoints {
-		if ep.UserIsolated() && ep.EndUser(key, why) {
-			b.log.Info("a user's child stopped: the user is gone", "destination", name, "user", key, "removed", removed)
-		}
+	if n := b.t().endUserEverywhere(key, why); n > 0 {
+		b.log.Info("a user's children stopped: the user is gone", "user", key, "children", n, "removed", removed)
 	}
 	if removed && b.opts.CredStore != nil {
 		n, err := b.opts.CredStore.DeleteUser(key)
@@ -239,6 +236,21 @@ func (b *Bridge) UserGone(key string, removed bool) {
 		}
 		if n > 0 {
 			b.log.Info("a removed user's stored credentials deleted", "user", key, "destinations", n)
+		}
+	}
+}
+
+// BuiltinClientRevoked is the built-in server's OnClientRevoked function
+// for the bridge (New registers it): a client the operator revoked
+// stops the children of the users its tokens spoke for, on every
+// user-isolated destination (their sessions end, whichever client made
+// them; their other clients' next request makes a child again).
+func (b *Bridge) BuiltinClientRevoked(clientID string, subjects []string) {
+	why := fmt.Sprintf("the bridge's operator revoked client %s", clientID)
+	t := b.t()
+	for _, sub := range subjects {
+		if n := t.endUserEverywhere(BuiltinUserKey(sub), why); n > 0 {
+			b.log.Info("a user's children stopped: a client of theirs was revoked", "client_id", clientID, "user", BuiltinUserKey(sub), "children", n)
 		}
 	}
 }

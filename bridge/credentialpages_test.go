@@ -364,7 +364,6 @@ func TestCredentialPagesSeam(t *testing.T) {
 	if us := users(); us[BuiltinUserKey(aliceSub)] != "alice" || us[BuiltinUserKey(bobSub)] != "bob" {
 		t.Errorf("the users' children: %v; want alice's and bob's by their keys, named", us)
 	}
-	p.as.OnUserGone(p.b.BuiltinUserGone) // as cmd/stelae-bridge registers it
 	if _, err := p.as.RemoveUser("bob"); err != nil {
 		t.Fatal(err)
 	}

@@ -447,6 +447,18 @@ func (t *table) endUser(dest, key, why string) int {
 	return n
 }
 
+// endUserEverywhere lets user key's endpoints go on every user-isolated
+// destination and profile, for why; it reports how many there were.
+func (t *table) endUserEverywhere(key, why string) int {
+	n := 0
+	for _, ep := range t.endpoints {
+		if ep.UserIsolated() && ep.EndUser(key, why) {
+			n++
+		}
+	}
+	return n
+}
+
 // sameCredentials reports whether user u's child would get the same
 // environment, and miss the same variables, under declarations a and b.
 func (b *Bridge) sameCredentials(a, c *config.Destination, u session.User) bool {

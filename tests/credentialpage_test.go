@@ -107,7 +107,6 @@ func TestCredentialsPageEndToEnd(t *testing.T) {
 		isolation:   config.IsolationUser,
 		credentials: []config.Credential{{Name: "API_TOKEN", Description: "your API token", Pattern: regexp.MustCompile(`^tok-`)}},
 	})
-	as.OnUserGone(b.bridge.BuiltinUserGone) // as cmd/stelae-bridge registers it
 	base := b.srv.URL
 	pagePath := base + authserver.PathCredentials + "/fake"
 	const aliceValue, bobValue = "tok-alice-e2e-s3cret", "tok-bob-e2e-s3cret"
@@ -270,13 +269,29 @@ func TestCredentialsPageEndToEnd(t *testing.T) {
 		t.Errorf("carol without credentials: %q %v %q; want the stand-in's tool error naming %s", v, isErr, text, pagePath)
 	}
 
-	// alice disabled: her child stops at once; bob's goes on.
+	// bob's client revoked: his token is refused and his child stops at
+	// once; alice's child and sessions, and carol's, go on.
+	if err := as.RevokeClient(bobClient.id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "bob's child to stop", func() bool { return !alive(pidB) })
+	if r := bob.callTool(`"r"`, "whoami", nil); r.status != http.StatusUnauthorized {
+		t.Errorf("bob's session after his client was revoked: %d %.200s; want 401", r.status, r.body)
+	}
+	if p := whoamiCall(t, alice1).PID; p != pidA {
+		t.Errorf("alice's child changed (%d, was %d) when bob's client was revoked", p, pidA)
+	}
+	if _, isErr, _ := getenvCall(t, carol, "API_TOKEN"); !isErr {
+		t.Error("carol's session changed when bob's client was revoked")
+	}
+
+	// alice disabled: her child stops at once; carol's session goes on.
 	if _, err := as.DisableUser("alice"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "alice's child to stop", func() bool { return !alive(pidA) })
-	if p := whoamiCall(t, bob).PID; p != pidB {
-		t.Errorf("bob's child changed (%d, was %d) when alice was disabled", p, pidB)
+	if _, isErr, _ := getenvCall(t, carol, "API_TOKEN"); !isErr {
+		t.Error("carol's session changed when alice was disabled")
 	}
 	// The values are in the children only.
 	for _, v := range []string{aliceValue, bobValue} {

@@ -237,11 +237,6 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
 	}
-	if as != nil {
-		// A user disabled or removed: their children stop at once; a
-		// removed user's stored credentials go too.
-		as.OnUserGone(b.BuiltinUserGone)
-	}
 	// The addresses go to stdout whatever the log level: they are what the
 	// user needs to configure a client.
 	fmt.Fprintf(stdout, "stelae-bridge %s listening on http://%s\n", version, ln.Addr())
