@@ -1,8 +1,6 @@
 package bridge
 
 import (
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -168,7 +166,7 @@ func (b *Bridge) protection(r *http.Request) guarded {
 // needs a credential of the bridge's own routes first (401 without), so
 // nobody unauthenticated learns what the fleet serves where.
 func (b *Bridge) awayGuard() guarded {
-	if len(b.opts.AuthTokens) == 0 && len(b.t().operatorPolicies) == 0 {
+	if !b.tokensOn && len(b.t().operatorPolicies) == 0 {
 		return guarded{open: true}
 	}
 	return guarded{}
@@ -210,7 +208,7 @@ func metadataURL(base string, g guarded) string {
 // issuer cannot be reached) 503.
 func (b *Bridge) auth(next http.Handler) http.Handler {
 	t := b.t()
-	if len(b.opts.AuthTokens) == 0 && len(t.operatorPolicies) == 0 {
+	if !b.tokensOn && len(t.operatorPolicies) == 0 {
 		return next
 	}
 	return &authLayer{b, next}
@@ -246,12 +244,11 @@ func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 		}
 	}
 	token, hasToken := bearer(r)
-	if hasToken && b.staticToken(token) {
-		id := b.tokens[token]
+	if id, ok := b.staticToken(token, hasToken); ok {
 		return r.WithContext(session.WithIdentity(r.Context(), id.principal, id.user))
 	}
 	if len(policies) == 0 {
-		if len(b.opts.AuthTokens) == 0 {
+		if !b.tokensOn {
 			return r // an open destination
 		}
 		reason := "wrong_token"
@@ -344,30 +341,6 @@ func bearer(r *http.Request) (string, bool) {
 	return token, true
 }
 
-// tokenIdentity is who a static token is: its principal and its user.
-type tokenIdentity struct {
-	principal session.Principal
-	user      session.User
-	named     bool // the operator named it (the tokens file's "NAME: TOKEN")
-}
-
-// tokenIdentities makes the static tokens' identities: a named token's
-// user is its name ("t:alice"), an unnamed one's a keyed digest of it
-// ("h:…").
-func tokenIdentities(o Options) map[string]tokenIdentity {
-	out := make(map[string]tokenIdentity, len(o.AuthTokens))
-	for _, token := range o.AuthTokens {
-		p := o.PrincipalKey.Token(token)
-		u := session.User{Key: "h:" + hex.EncodeToString(p[:12]), Name: p.Short()}
-		name := o.TokenNames[token]
-		if name != "" {
-			u = session.User{Key: "t:" + name, Name: name}
-		}
-		out[token] = tokenIdentity{p, u, name != ""}
-	}
-	return out
-}
-
 // oauthUser is the person an access token speaks for: its issuer and
 // subject (one person across their clients and token refreshes). A token
 // of the built-in server (admitted by its policy) is its subject alone
@@ -383,15 +356,6 @@ func (b *Bridge) oauthUser(p *oauth.Policy, c *oauth.Claims) session.User {
 		return session.User{Key: BuiltinUserKey(c.Subject), Name: name}
 	}
 	return session.User{Key: b.opts.PrincipalKey.UserKey(c.Issuer, c.Subject), Name: c.Subject}
-}
-
-// staticToken compares token in constant time with every configured one.
-func (b *Bridge) staticToken(token string) bool {
-	ok := 0
-	for _, t := range b.opts.AuthTokens {
-		ok |= subtle.ConstantTimeCompare([]byte(t), []byte(token))
-	}
-	return ok == 1
 }
 
 // serveResourceMetadata answers RFC 9728 documents: at

@@ -239,9 +239,13 @@ func (o *Options) stopTimeout() time.Duration { return supervisor.StopTimeout(o.
 type Bridge struct {
 	opts Options
 	log  hclog.Logger
-	// tokens are the static tokens' identities (their principal and
-	// user), made once: a request's token is looked up once it matched.
-	tokens map[string]tokenIdentity
+	// tokens are the static tokens and their identities (their principal
+	// and user), replaced whole by SetTokens (tokens.go); tokensOn: the
+	// bridge started with some (it never goes without, nor gains them).
+	tokens   atomic.Pointer[tokenSet]
+	tokensOn bool
+	// onTokens tells the console the operator tokens changed (SetTokens).
+	onTokens func([]string)
 	// userChildren bounds the children of every 'isolation: user'
 	// destination together (MaxUserChildren), across reloads.
 	userChildren *session.UserBudget
@@ -256,8 +260,10 @@ type Bridge struct {
 	// refusedTokens counts requests refused by the auth layer.
 	refusedTokens *prometheus.CounterVec
 	// reloads counts reloads by result; lastReload is when one last took.
-	reloads    *prometheus.CounterVec
-	lastReload prometheus.Gauge
+	reloads *prometheus.CounterVec
+	// tokenReloads counts reloads of the tokens file by result.
+	tokenReloads *prometheus.CounterVec
+	lastReload   prometheus.Gauge
 	// metricsHandler serves reg at /metrics.
 	metricsHandler http.Handler
 	handler        http.Handler
@@ -311,13 +317,14 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 	if opts.PrincipalKey == nil {
 		opts.PrincipalKey = session.RandomPrincipalKey()
 	}
-	b := &Bridge{opts: opts, log: opts.Logger, tokens: tokenIdentities(opts), userChildren: session.NewUserBudget(opts.MaxUserChildren),
+	b := &Bridge{opts: opts, log: opts.Logger, tokensOn: len(opts.AuthTokens) > 0, userChildren: session.NewUserBudget(opts.MaxUserChildren),
 		limits: session.NewLimits(opts.MaxBodyMemory, opts.MaxBodyBytes, opts.MaxStreams), conns: newConnLimit(opts.MaxConnections), reg: prometheus.NewRegistry(), streams: make(chan struct{})}
+	b.tokens.Store(newTokenSet(opts.AuthTokens, opts.TokenNames, opts.PrincipalKey))
 	b.life, b.endLife = context.WithCancel(context.Background())
 	b.metricSet = session.NewMetricSet(b.reg)
 	if !opts.NoConsole {
 		b.tail = console.NewTail()
-		for _, id := range b.tokens {
+		for _, id := range b.tokens.Load().ids {
 			if id.named {
 				b.tail.Name(id.principal, id.user.Name)
 			}
@@ -340,7 +347,7 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		opts.AuthServer.OnClientRevoked(b.BuiltinClientRevoked)
 	}
 	b.registerMetrics()
-	b.authOn = len(opts.AuthTokens) > 0 || len(t.operatorPolicies) > 0
+	b.authOn = b.tokensOn || len(t.operatorPolicies) > 0
 	if !opts.NoConsole {
 		b.console = b.newConsole()
 	}

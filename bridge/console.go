@@ -92,7 +92,7 @@ func (cb *consoleBackend) Destinations() []console.Destination {
 	// A named static token's sessions show its name, not its hash.
 	for i := range out {
 		for j := range out[i].Sessions {
-			for _, id := range b.tokens {
+			for _, id := range b.tokens.Load().ids {
 				if id.named && id.principal.Short() == out[i].Sessions[j].Principal {
 					out[i].Sessions[j].Principal = id.user.Name
 				}

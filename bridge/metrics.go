@@ -25,12 +25,17 @@ func (b *Bridge) registerMetrics() {
 	for _, r := range []string{"applied", "unchanged", "invalid", "refused"} {
 		b.reloads.WithLabelValues(r) // 0 from the start
 	}
+	b.tokenReloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_tokens_reloads_total",
+		Help: "Reloads of the static tokens file (SIGHUP, -watch) by result: applied, unchanged, invalid (the file did not load), refused (the running bridge cannot take it: no token left, or tokens on a bridge started without)."}, []string{"result"})
+	for _, r := range []string{"applied", "unchanged", "invalid", "refused"} {
+		b.tokenReloads.WithLabelValues(r) // 0 from the start
+	}
 	b.lastReload = prometheus.NewGauge(prometheus.GaugeOpts{Name: "stelae_config_last_reload_success_timestamp_seconds",
 		Help: "When the destinations file was last loaded and applied (Unix time; the start, before any reload)."})
 	b.lastReload.SetToCurrentTime()
 	b.refusedTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stelae_auth_refused_total",
 		Help: "Requests the auth layer refused, by destination (\"\" for the operator's routes) and reason: missing (no token), wrong_token (not a configured static token), invalid (an access token refused: signature, expiry, audience…), insufficient_scope, forbidden (subject not allowed), unavailable (the issuer cannot be reached)."}, []string{"destination", "reason"})
-	b.reg.MustRegister(b.legacyHits, b.reloads, b.lastReload, b.refusedTokens, connCollector{b.conns},
+	b.reg.MustRegister(b.legacyHits, b.reloads, b.tokenReloads, b.lastReload, b.refusedTokens, connCollector{b.conns},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stelae_request_body_bytes",
 			Help: "Buffer memory held by POST bodies being read or served, against -max-body-memory."}, func() float64 { return float64(b.limits.BodyBytes()) }),
 		stateCollector{b: b}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -288,7 +288,16 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	rl := &reloader{path: s.config, lookup: lookup, b: b, started: cfg, as: as, instance: s.instance, log: log.Named("config"), last: startDigest,
-		protect: func(cfg *config.Config) error { _, err := protection(cfg, s, len(tokens)); return err }}
+		protect:    func(cfg *config.Config) error { _, err := protection(cfg, s, len(tokens)); return err },
+		tokensFile: s.authTokensFile,
+		tokens: func(data []byte) ([]string, map[string]string, error) {
+			return loadTokens(s, func(string) ([]byte, error) { return data, nil })
+		}}
+	if s.authTokensFile != "" {
+		if data, err := os.ReadFile(s.authTokensFile); err == nil {
+			rl.lastTokens = sha256.Sum256(data)
+		}
+	}
 	rctx, stopReloads := context.WithCancel(ctx)
 	reloads := make(chan struct{})
 	go func() {

@@ -39,6 +39,13 @@ type reloader struct {
 	// last is the digest of the content last read by a reload (or at the
 	// start): -watch reloads when the file's differs.
 	last [32]byte
+	// tokensFile is -auth-tokens-file ("" without): a reload reads it
+	// again, and -watch when its content differs from lastTokens (the
+	// digest of what was last read); tokens parses its content (with
+	// -auth-tokens' own, as at the start).
+	tokensFile string
+	tokens     func(data []byte) ([]string, map[string]string, error)
+	lastTokens [32]byte
 }
 
 // watchEvery is how often -watch reads the file.
@@ -60,6 +67,7 @@ func (rl *reloader) run(ctx context.Context, hup <-chan os.Signal, watch bool) {
 			return
 		case <-hup:
 			rl.reload("SIGHUP")
+			rl.reloadTokens("SIGHUP")
 		case <-tick:
 			data, err := os.ReadFile(rl.path)
 			if err != nil {
@@ -73,6 +81,11 @@ func (rl *reloader) run(ctx context.Context, hup <-chan os.Signal, watch bool) {
 			unreadable = false
 			if sha256.Sum256(data) != rl.last {
 				rl.reload("the file changed (-watch)")
+			}
+			if rl.tokensFile != "" {
+				if data, err := os.ReadFile(rl.tokensFile); err == nil && sha256.Sum256(data) != rl.lastTokens {
+					rl.reloadTokens("the tokens file changed (-watch)")
+				}
 			}
 		}
 	}
@@ -106,6 +119,25 @@ func (rl *reloader) reload(why string) {
 			return nil, fmt.Errorf("%w: %s", bridge.ErrReloadRefused, why)
 		}
 		return cfg, nil
+	})
+}
+
+// reloadTokens reads the tokens file again and gives the bridge its
+// tokens (bridge.ReloadTokens: a removed token is refused from then on,
+// and its user's children stop); an unreadable or invalid file, or one
+// the bridge cannot take, changes nothing.
+func (rl *reloader) reloadTokens(why string) {
+	if rl.tokensFile == "" {
+		return
+	}
+	rl.log.Info("reloading the tokens file", "file", rl.tokensFile, "why", why)
+	_, _ = rl.b.ReloadTokens(func() ([]string, map[string]string, error) {
+		data, err := os.ReadFile(rl.tokensFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot read the tokens file: %w", err)
+		}
+		rl.lastTokens = sha256.Sum256(data)
+		return rl.tokens(data)
 	})
 }
 

@@ -1,0 +1,102 @@
+//go:build unix
+
+package tests
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+)
+
+// TestTokensFileReload (issue 35): the tokens file is read again on
+// SIGHUP (and with -watch when it changes). A removed token is refused
+// from then on and its user's children stop at once (their sessions
+// end); a named user whose token was replaced keeps their child (the
+// user is the name); a bystander's sessions and child, and the shared
+// destination's child, are untouched; an invalid or empty file changes
+// nothing.
+func TestTokensFileReload(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	write := func(content string) {
+		t.Helper()
+		// A new file renamed over the old, as editors and config tools do.
+		tmp := tokens + ".new"
+		if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, tokens); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("alice: tr-alice-1\nbob: tr-bob-1\ncarol: tr-carol-1\n")
+	config := destinationsFile(t, map[string]string{"peruser": fakemcp.ModeServer, "shared": fakemcp.ModeServer},
+		map[string]string{"peruser": "    isolation: user\n"})
+	p := startBinary(t, config, "-auth-tokens-file", tokens, "-watch")
+	url, sharedURL := p.base+"/peruser/mcp", p.base+"/shared/mcp"
+	session := func(u, token string) *client {
+		c := authedClient(t, u, token)
+		c.initialize()
+		return c
+	}
+	status := func(token string) int {
+		r := mustRequest(t, http.MethodPost, url, "", initBody, "Authorization", "Bearer "+token)
+		return r.status
+	}
+	alice, bob, carol := session(url, "tr-alice-1"), session(url, "tr-bob-1"), session(url, "tr-carol-1")
+	carolShared := session(sharedURL, "tr-carol-1")
+	pidA, pidB, pidC, pidShared := whoamiCall(t, alice).PID, whoamiCall(t, bob).PID, whoamiCall(t, carol).PID, whoamiCall(t, carolShared).PID
+
+	// bob removed, alice's token replaced: SIGHUP.
+	write("alice: tr-alice-2\ncarol: tr-carol-1\n")
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "bob's token to be refused", func() bool { return status("tr-bob-1") == http.StatusUnauthorized })
+	waitFor(t, 20*time.Second, "bob's child to stop", func() bool { return !alive(pidB) })
+	if s := status("tr-alice-1"); s != http.StatusUnauthorized {
+		t.Errorf("alice's replaced token: %d; want 401", s)
+	}
+	if r := bob.callTool(`"b"`, "whoami", nil); r.status != http.StatusUnauthorized {
+		t.Errorf("bob's session after his token was removed: %d; want 401", r.status)
+	}
+	if p := whoamiCall(t, session(url, "tr-alice-2")).PID; p != pidA {
+		t.Errorf("alice with her new token reaches child %d; want her child %d (one user: her name)", p, pidA)
+	}
+	if p := whoamiCall(t, carol).PID; p != pidC {
+		t.Errorf("carol's child changed: %d, was %d", p, pidC)
+	}
+	if p := whoamiCall(t, carolShared).PID; p != pidShared {
+		t.Errorf("the shared child changed: %d, was %d", p, pidShared)
+	}
+
+	// An invalid file (a name with no token), then an empty one (which
+	// would open what the tokens protect): each read (SIGHUP, or -watch
+	// first) and refused as invalid; carol, whom they leave out, is still
+	// let in.
+	reloads := func(result string) float64 {
+		return scrapeURL(t, p.base, "Authorization", "Bearer tr-carol-1")[`stelae_tokens_reloads_total{result="`+result+`"}`]
+	}
+	for i, file := range []string{"alice: tr-alice-2\ndave:\n", "# nobody\n"} {
+		before := reloads("invalid")
+		write(file)
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, "the tokens file to be refused as invalid", func() bool { return reloads("invalid") > before })
+		if s := status("tr-carol-1"); s != http.StatusOK {
+			t.Errorf("carol after invalid tokens file %d: %d; want 200 (nothing changed)", i, s)
+		}
+	}
+	// -watch, no signal: dave added.
+	write("alice: tr-alice-2\ncarol: tr-carol-1\ndave: tr-dave-1\n")
+	waitFor(t, 20*time.Second, "dave's token to be let in (-watch)", func() bool { return status("tr-dave-1") == http.StatusOK })
+	if p := whoamiCall(t, carol).PID; p != pidC {
+		t.Errorf("carol's child changed after the invalid and empty files: %d, was %d", p, pidC)
+	}
+}
