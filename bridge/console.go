@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ import (
 
 // The operator console's seam (package console): the bridge hands it its
 // routing table's status — destinations, profiles, the built-in server's
-// clients — and takes its three actions.
+// clients and users — and takes its actions.
 
 // newConsole makes the console. Its viewers need an operator's credential
 // whenever the bridge asks for any (or runs the built-in server, whose
@@ -153,12 +154,6 @@ func (cb *consoleBackend) Clients() ([]console.Client, bool, error) {
 	}
 	list, err := srv.Store().Clients()
 	out := make([]console.Client, 0, len(list))
-	stamp := func(t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return t.UTC().Format(time.RFC3339)
-	}
 	for _, c := range list {
 		out = append(out, console.Client{ID: c.ID, Name: c.Name, Source: c.Source, Created: stamp(c.Created), Approved: stamp(c.Approved),
 			LastUsed: stamp(c.LastUsed), Revoked: c.Revoked})
@@ -311,4 +306,189 @@ func (cb *consoleBackend) DeleteCredentials(dest, user string) error {
 	}
 	(*Bridge)(cb).t().endUser(dest, user, "your credentials were deleted by the bridge's operator")
 	return nil
+}
+
+// noBuiltinServer is the error of a people action without the built-in
+// server.
+func noBuiltinServer() error {
+	return console.Refusal(console.ErrNotFound, "the built-in authorization server is not running, so there are no people to manage (an 'auth:' block with 'issuer: builtin' runs it)")
+}
+
+// stamp is a time as the console gets it ("" for none).
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// People lists the built-in server's users, oldest first.
+func (cb *consoleBackend) People() ([]console.Person, bool, error) {
+	srv := cb.opts.AuthServer
+	if srv == nil {
+		return []console.Person{}, false, nil
+	}
+	us, err := srv.Users()
+	sort.Slice(us, func(i, j int) bool {
+		if !us[i].Created.Equal(us[j].Created) {
+			return us[i].Created.Before(us[j].Created)
+		}
+		return us[i].Name < us[j].Name
+	})
+	out := make([]console.Person, 0, len(us))
+	for _, u := range us {
+		state := "active"
+		switch {
+		case u.Invited && u.Disabled:
+			state = "invited, disabled"
+		case u.Invited:
+			state = "invited"
+		case u.Disabled:
+			state = "disabled"
+		}
+		out = append(out, console.Person{Name: u.Name, Subject: u.Subject, Key: BuiltinUserKey(u.Subject), Created: stamp(u.Created),
+			LastSignIn: stamp(u.LastSignIn), State: state})
+	}
+	return out, true, err
+}
+
+// person is the built-in server's user named name (whatever its case),
+// false when there is none.
+func (cb *consoleBackend) person(name string) (authserver.User, bool, error) {
+	us, err := cb.opts.AuthServer.Users()
+	if err != nil {
+		return authserver.User{}, false, fmt.Errorf("the built-in server's users could not be read: %w", err)
+	}
+	for _, u := range us {
+		if strings.EqualFold(u.Name, name) {
+			return u, true, nil
+		}
+	}
+	return authserver.User{}, false, nil
+}
+
+// thePerson is the user name of subject, or the error that says why the
+// console will not act on them: no such name, or the name is now another
+// person's (the one the operator saw was removed and the name invited
+// again) — then nothing is done.
+func (cb *consoleBackend) thePerson(name, subject string) (authserver.User, error) {
+	if cb.opts.AuthServer == nil {
+		return authserver.User{}, noBuiltinServer()
+	}
+	if subject == "" {
+		return authserver.User{}, console.Refusal(console.ErrInvalid, "name the user by their subject too, as the console's state lists it (a name can pass to another person)")
+	}
+	u, ok, err := cb.person(name)
+	switch {
+	case err != nil:
+		return u, err
+	case !ok:
+		return u, console.Refusal(console.ErrNotFound, fmt.Sprintf("no user is named %q (removed meanwhile?); reload the console to see who there is", name))
+	case u.Subject != subject:
+		return u, fmt.Errorf("the user named %s is now another person (subject %s, not %s: the one you acted on was removed and the name invited again); nothing was done — reload the console and act again", u.Name, u.Subject, subject)
+	}
+	return u, nil
+}
+
+// userError is an authserver user error as the console shows it.
+func userError(name string, err error) error {
+	switch {
+	case errors.Is(err, authserver.ErrUnknownUser):
+		return console.Refusal(console.ErrNotFound, fmt.Sprintf("no user is named %q (removed meanwhile?); reload the console to see who there is", name))
+	case errors.Is(err, authserver.ErrBadName):
+		return console.Refusal(console.ErrInvalid, fmt.Sprintf("%q cannot be a user's name: %v; choose another", name, err))
+	}
+	return err
+}
+
+// Invite invites a person, or gives a user a new link, as 'stelae-bridge
+// auth invite' does. The link is in the answer only: authserver stores
+// the code hashed and logs no code.
+func (cb *consoleBackend) Invite(name, subject string, again bool) (console.Invitation, error) {
+	srv := cb.opts.AuthServer
+	if srv == nil {
+		return console.Invitation{}, noBuiltinServer()
+	}
+	if err := authserver.CheckName(name); err != nil {
+		return console.Invitation{}, userError(name, err)
+	}
+	if again {
+		if _, err := cb.thePerson(name, subject); err != nil {
+			return console.Invitation{}, err
+		}
+	} else if u, ok, err := cb.person(name); err != nil {
+		return console.Invitation{}, err
+	} else if ok {
+		return console.Invitation{}, fmt.Errorf("%s is already a user (subject %s): to give them a new link with which they set a new secret, use \"New link\" on their row (their current secret works until they use it); to invite another person, choose another name", u.Name, u.Subject)
+	}
+	code, u, existed, err := srv.InviteUser(name)
+	if err != nil {
+		return console.Invitation{}, userError(name, err)
+	}
+	var inv console.Invitation
+	switch {
+	case existed && again:
+		inv.Message = fmt.Sprintf("%s (subject %s) can set a new secret with this link; their current one works until then, and their earlier links no longer do.", u.Name, u.Subject)
+	case existed:
+		// 'auth invite' made them between the check and now.
+		inv.Message = fmt.Sprintf("%s (subject %s) had just been invited by someone else: this link replaces theirs.", u.Name, u.Subject)
+	case again:
+		inv.Message = fmt.Sprintf("%s had just been removed by someone else: this invites them again, as a new user (subject %s).", u.Name, u.Subject)
+	default:
+		inv.Message = fmt.Sprintf("Invited %s (subject %s).", u.Name, u.Subject)
+	}
+	inv.Message += " Send them this link; it works once, for 7 days, and only while a bridge runs. It is shown here only, this once."
+	link := authserver.PathInvite + "?code=" + url.QueryEscape(code)
+	if pub := cb.opts.PublicURL; pub != "" {
+		inv.Link = strings.TrimSuffix(pub, "/") + link
+	} else {
+		inv.Link = link
+		inv.Note = "Prefix it with the bridge's public URL, e.g. https://mcp.example.com" + authserver.PathInvite + "?code=…; with -public-url (or STELAE_PUBLIC_URL) the console shows it whole."
+	}
+	return inv, nil
+}
+
+// DisableUser disables a user: their tokens are refused and their
+// children stopped at once (OnUserGone).
+func (cb *consoleBackend) DisableUser(name, subject string) (string, error) {
+	u, err := cb.thePerson(name, subject)
+	if err != nil {
+		return "", err
+	}
+	if u.Disabled {
+		return u.Name + " is already disabled; nothing changed", nil
+	}
+	if _, err := cb.opts.AuthServer.DisableUser(u.Name); err != nil {
+		return "", userError(name, err)
+	}
+	return u.Name + " is disabled: their tokens are refused from now on, they cannot sign in, and their children are stopped; Enable lets them sign in again", nil
+}
+
+// EnableUser enables a disabled user; their tokens from before stay
+// refused.
+func (cb *consoleBackend) EnableUser(name, subject string) (string, error) {
+	u, err := cb.thePerson(name, subject)
+	if err != nil {
+		return "", err
+	}
+	if !u.Disabled {
+		return u.Name + " is not disabled; nothing changed", nil
+	}
+	if _, err := cb.opts.AuthServer.EnableUser(u.Name); err != nil {
+		return "", userError(name, err)
+	}
+	return u.Name + " is enabled: they may sign in again (their tokens from before stay refused: their clients ask them to sign in)", nil
+}
+
+// RemoveUser removes a user: their tokens are refused, their children
+// stopped and their stored credentials deleted (OnUserGone).
+func (cb *consoleBackend) RemoveUser(name, subject string) (string, error) {
+	u, err := cb.thePerson(name, subject)
+	if err != nil {
+		return "", err
+	}
+	if _, err := cb.opts.AuthServer.RemoveUser(u.Name); err != nil {
+		return "", userError(name, err)
+	}
+	return u.Name + " is removed: their tokens are refused, their children stopped and the credentials they entered deleted; inviting the name again makes another user", nil
 }

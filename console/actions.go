@@ -7,11 +7,14 @@ import (
 )
 
 // ErrNotFound is what a Backend's action wraps when what it names does
-// not exist (404); any other error is a 409.
+// not exist (404); ErrInvalid (people.go) a malformed request (400); any
+// other error is a 409.
 var ErrNotFound = errors.New("not found")
 
 // serveAction takes one of the operator's actions: end a session, restart
-// a child, revoke a client. Each needs an admitted viewer, a same-origin
+// a child, revoke a client, stop a user's child, delete their
+// credentials, and invite, disable, enable or remove a person (people.go).
+// Each needs an admitted viewer, a same-origin
 // request and the page's CSRF token (X-CSRF-Token), and a small JSON body.
 func (c *Console) serveAction(w http.ResponseWriter, r *http.Request, action string) {
 	if r.Method != http.MethodPost {
@@ -32,6 +35,10 @@ func (c *Console) serveAction(w http.ResponseWriter, r *http.Request, action str
 		Session     string `json:"session"`
 		ClientID    string `json:"client_id"`
 		User        string `json:"user"`
+		// Name, Subject and Again are a person's (people.go).
+		Name    string `json:"name"`
+		Subject string `json:"subject"`
+		Again   bool   `json:"again"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10)).Decode(&in); err != nil {
 		writeError(w, http.StatusBadRequest, "the action's body must be a small JSON object: "+err.Error())
@@ -39,6 +46,7 @@ func (c *Console) serveAction(w http.ResponseWriter, r *http.Request, action str
 	}
 	var err error
 	var done string
+	var answer map[string]any
 	b := c.opts.Backend
 	switch action {
 	case "sessions/end":
@@ -51,18 +59,28 @@ func (c *Console) serveAction(w http.ResponseWriter, r *http.Request, action str
 		done, err = b.Restart(in.Destination)
 	case "clients/revoke":
 		err, done = b.RevokeClient(in.ClientID), "client "+in.ClientID+" revoked; its tokens are refused from now on"
+	case "people/invite", "people/disable", "people/enable", "people/remove":
+		answer, err = c.peopleAction(action, in.Name, in.Subject, in.Again)
 	}
 	if err != nil {
-		status := http.StatusConflict
-		if errors.Is(err, ErrNotFound) {
-			status = http.StatusNotFound
-		}
-		writeError(w, status, err.Error())
+		writeError(w, actionStatus(err), err.Error())
 		return
 	}
-	c.log.Info("operator action", "action", action, "destination", in.Destination, "session", in.Session, "client_id", in.ClientID)
+	// The log names what was acted on, never an answer (an invite's is
+	// its one-time link).
+	args := []any{"action", action}
+	for _, f := range [...]struct{ k, v string }{{"destination", in.Destination}, {"session", in.Session}, {"client_id", in.ClientID},
+		{"user", in.User}, {"name", in.Name}, {"subject", in.Subject}} {
+		if f.v != "" {
+			args = append(args, f.k, f.v)
+		}
+	}
+	c.log.Info("operator action", args...)
 	c.mu.Lock()
 	c.snap = nil // the next state shows the action's effect
 	c.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "message": done})
+	if answer == nil {
+		answer = map[string]any{"ok": true, "message": done}
+	}
+	writeJSON(w, http.StatusOK, answer)
 }

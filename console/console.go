@@ -60,6 +60,10 @@ type Console struct {
 	tokens    []string
 	logins    logins
 	labels    clientLabels
+	// people serializes the people actions (people.go), so that each
+	// one's check of whom a name names holds while it acts ('stelae-bridge
+	// auth' commands over the admin socket are not serialized with them).
+	people sync.Mutex
 	// mu guards streams (the open event streams), snap and snapAt (the
 	// last state, shared by the viewers), prev and prevAt (the traffic at
 	// the last rate sample, and when) and rates (calls and errors per
@@ -143,7 +147,8 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeJSON(w, http.StatusOK, entries)
 			}
 		}
-	case Path + "/api/sessions/end", Path + "/api/restart", Path + "/api/clients/revoke", Path + "/api/users/stop", Path + "/api/credentials/delete":
+	case Path + "/api/sessions/end", Path + "/api/restart", Path + "/api/clients/revoke", Path + "/api/users/stop", Path + "/api/credentials/delete",
+		Path + "/api/people/invite", Path + "/api/people/disable", Path + "/api/people/enable", Path + "/api/people/remove":
 		c.serveAction(w, r, strings.TrimPrefix(path, Path+"/api/"))
 	default:
 		if name, ok := strings.CutPrefix(path, Path+"/assets/"); ok {
@@ -193,6 +198,13 @@ func (c *Console) state() []byte {
 	st.Clients, st.ClientsEnabled = clients, enabled
 	if err != nil {
 		st.ClientsError = err.Error()
+	}
+	st.People, st.PeopleEnabled, err = c.opts.Backend.People()
+	if err != nil {
+		st.PeopleError = err.Error()
+	}
+	if st.People == nil {
+		st.People = []Person{}
 	}
 	c.sampleRates(now)
 	counts := c.opts.Tail.traffic()

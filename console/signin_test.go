@@ -36,6 +36,7 @@ type emptyBackend struct{ console.Backend }
 func (emptyBackend) Destinations() []console.Destination      { return []console.Destination{} }
 func (emptyBackend) Profiles() []console.Profile              { return []console.Profile{} }
 func (emptyBackend) Clients() ([]console.Client, bool, error) { return []console.Client{}, true, nil }
+func (emptyBackend) People() ([]console.Person, bool, error)  { return []console.Person{}, true, nil }
 
 // operatorSite serves the console and the built-in server on one
 // loopback origin, as the bridge does.

@@ -25,6 +25,8 @@ type Backend interface {
 	// it (and stops their child, which had them). user is User.Key.
 	StopUser(destination, user string) error
 	DeleteCredentials(destination, user string) error
+	// PeopleBackend manages the built-in server's users (people.go).
+	PeopleBackend
 }
 
 // State is what the page shows, as one JSON document (GET
@@ -37,6 +39,12 @@ type State struct {
 	Clients        []Client      `json:"clients"`
 	// ClientsError says why the clients could not be read.
 	ClientsError string `json:"clients_error,omitempty"`
+	// PeopleEnabled: the built-in server runs, and People are its users
+	// (never an invite's link); PeopleError says why they could not be
+	// read.
+	PeopleEnabled bool     `json:"people_enabled"`
+	People        []Person `json:"people"`
+	PeopleError   string   `json:"people_error,omitempty"`
 }
 
 // BridgeInfo describes the bridge itself.

@@ -76,6 +76,8 @@
     notice.textContent = msg;
   }
 
+  // act POSTs one action and says how it went; its answer (null when it
+  // failed).
   async function act(path, body) {
     let res;
     try {
@@ -92,10 +94,12 @@
     try { data = await res.json(); } catch (_) { data = null; }
     if (res.ok) {
       say(str(data && data.message) || 'Done.', 'ok');
-    } else {
-      const m = data && data.error && data.error.message;
-      say(str(m) || `The bridge answered HTTP ${res.status}.`, 'error');
+      checkSignedIn(); // the action's effect now, not at the next state event
+      return data || {};
     }
+    const m = data && data.error && data.error.message;
+    say(str(m) || `The bridge answered HTTP ${res.status}.`, 'error');
+    return null;
   }
 
   // confirmButton: the first click arms the button ("Confirm <verb>?"), a
@@ -354,6 +358,127 @@
     f.del.hidden = names.length === 0;
   }
 
+  // ---- people (the built-in server's users) --------------------------------
+  // An invite's link is in the answer to the invite only: it is shown in
+  // #invite-answer until Done, and never comes back in the state.
+  const inviteAnswer = $('invite-answer');
+  const inviteLink = $('invite-link');
+  function showInvite(name, data) {
+    if (!data || !data.link) return;
+    setText($('invite-message'), `One-time link for ${name}: send it to them.`);
+    inviteLink.value = str(data.link);
+    const note = $('invite-note');
+    setText(note, data.note);
+    note.hidden = !data.note;
+    inviteAnswer.hidden = false;
+    inviteLink.focus();
+    inviteLink.select();
+  }
+  function hideInvite() {
+    inviteLink.value = '';
+    setText($('invite-message'), '');
+    setText($('invite-note'), '');
+    inviteAnswer.hidden = true;
+  }
+  $('invite-done').addEventListener('click', () => { hideInvite(); $('invite-name').focus(); });
+  $('invite-copy').addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(inviteLink.value);
+      say('The link is copied.', 'ok');
+    } catch (_) {
+      inviteLink.focus();
+      inviteLink.select();
+      say('The browser did not let the page copy: the link is selected, copy it with the keyboard.');
+    }
+  });
+  $('invite-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const input = $('invite-name');
+    const name = input.value.trim();
+    if (!name) {
+      say('Type the name of the person to invite.', 'error');
+      input.focus();
+      return;
+    }
+    const btn = $('invite');
+    btn.disabled = true;
+    try {
+      hideInvite();
+      const data = await act('/console/api/people/invite', { name });
+      if (data) {
+        input.value = '';
+        showInvite(name, data);
+      }
+    } finally {
+      btn.disabled = false;
+    }
+  });
+
+  const peopleBody = $('people-body');
+  const PCELLS = ['name', 'subject', 'created', 'last-sign-in', 'person-state', 'children'];
+  function makePerson(p) {
+    const tr = el('tr');
+    const name = str(p.name);
+    const subject = str(p.subject);
+    tr.setAttribute('data-person', name);
+    tr.setAttribute('data-subject', subject);
+    const f = {};
+    for (const k of PCELLS) tr.append((f[k] = el('td', k)));
+    const td = el('td', 'action');
+    const who = { name, subject };
+    const button = (cls, label, aria) => {
+      const b = el('button', cls);
+      b.type = 'button';
+      b.setAttribute('aria-label', aria);
+      b.textContent = label;
+      td.append(b);
+      return b;
+    };
+    f.disable = button('disable-person', 'Disable', `Disable ${name}: refuse their tokens and stop their children`);
+    confirmButton(f.disable, 'Disable', 'disable', () => act('/console/api/people/disable', who));
+    f.enable = button('enable-person', 'Enable', `Enable ${name} again`);
+    f.enable.addEventListener('click', () => {
+      if (f.enable.disabled) return;
+      f.enable.disabled = true;
+      act('/console/api/people/enable', who).finally(() => { f.enable.disabled = false; });
+    });
+    f.again = button('new-link', 'New link', `Make a new invite link for ${name} (their earlier links stop working)`);
+    confirmButton(f.again, 'New link', 'new link', async () => {
+      hideInvite();
+      showInvite(name, await act('/console/api/people/invite', Object.assign({ again: true }, who)));
+    });
+    f.remove = button('remove-person', 'Remove', `Remove ${name}: refuse their tokens, stop their children, delete their credentials`);
+    confirmButton(f.remove, 'Remove', 'remove', () => act('/console/api/people/remove', who));
+    tr.append(td);
+    refs.set(tr, f);
+    return tr;
+  }
+  function updatePerson(tr, p) {
+    const f = refs.get(tr);
+    const st = str(p.state);
+    setText(f.name, p.name);
+    setText(f.subject, p.subject);
+    setText(f.created, day(p.created));
+    setText(f['last-sign-in'], p.last_sign_in ? day(p.last_sign_in) : 'never');
+    setText(f['person-state'], st || '—');
+    f['person-state'].classList.toggle('disabled', st.includes('disabled'));
+    f.disable.hidden = st.includes('disabled');
+    f.enable.hidden = !st.includes('disabled');
+    // Their children are the "Users' children" panel's: a link there.
+    const n = num(p.children);
+    if (n !== f.n) {
+      f.n = n;
+      if (n > 0) {
+        const a = el('a', '', `${n} running`);
+        a.href = '#users';
+        a.title = "See them in Users' children";
+        f.children.replaceChildren(a);
+      } else {
+        f.children.replaceChildren('—');
+      }
+    }
+  }
+
   // ---- profiles -----------------------------------------------------------
   const profList = $('profile-list');
   function makeProfile(p) {
@@ -526,6 +651,19 @@
     const clients = enabled ? arr(s.clients).filter((c) => c && typeof c === 'object') : [];
     if (!sync(clientBody, clients, (c) => str(c.client_id), makeClient, updateClient)) {
       emptyRow(clientBody, CCELLS.length + 1, 'No clients');
+    }
+
+    const peopleOn = !!s.people_enabled;
+    $('people').hidden = !peopleOn;
+    const perr = $('people-error');
+    setText(perr, s.people_error);
+    perr.hidden = !s.people_error;
+    const childrenOf = new Map();
+    for (const u of users) if (num(u.pid) > 0) childrenOf.set(u.key, (childrenOf.get(u.key) || 0) + 1);
+    const people = peopleOn ? arr(s.people).filter((p) => p && typeof p === 'object')
+      .map((p) => Object.assign({}, p, { children: childrenOf.get(str(p.key)) || 0 })) : [];
+    if (!sync(peopleBody, people, (p) => str(p.subject), makePerson, updatePerson)) {
+      emptyRow(peopleBody, PCELLS.length + 1, 'Nobody invited yet');
     }
 
     const profiles = arr(s.profiles).filter((p) => p && typeof p === 'object');
