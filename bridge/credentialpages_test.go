@@ -56,10 +56,10 @@ func newPageBridge(t *testing.T) *pageBridge {
 	auth := &config.Auth{Issuer: config.IssuerBuiltin}
 	cfg := &config.Config{Names: []string{"fake", "plain"}, Auth: auth, ProfileNames: []string{"both"},
 		Profiles: map[string]*config.Profile{"both": {Name: "both", Destinations: []string{"fake", "plain"}}}, Destinations: map[string]*config.Destination{
-		"fake": {Name: "fake", Command: command, Args: args, Env: env, Auth: auth, Isolation: config.IsolationUser,
-			Credentials: []config.Credential{{Name: "API_TOKEN", Description: "your token", Pattern: regexp.MustCompile(`^tok-`)}, {Name: "API_HOST", Optional: true}}},
-		"plain": {Name: "plain", Command: command, Args: args, Env: env, Auth: auth},
-	}}
+			"fake": {Name: "fake", Command: command, Args: args, Env: env, Auth: auth, Isolation: config.IsolationUser,
+				Credentials: []config.Credential{{Name: "API_TOKEN", Description: "your token", Pattern: regexp.MustCompile(`^tok-`)}, {Name: "API_HOST", Optional: true}}},
+			"plain": {Name: "plain", Command: command, Args: args, Env: env, Auth: auth},
+		}}
 	b, err := New(cfg, Options{AuthServer: as, CredStore: store, StopGrace: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
