@@ -139,7 +139,10 @@ func (c *standIn) WriteMessage(line []byte) error {
 			id := strconv.Quote("credentials-" + strconv.Itoa(c.n))
 			c.asked[id] = append(json.RawMessage(nil), m.ID...)
 			c.mu.Unlock()
-			params, _ := json.Marshal(map[string]any{"mode": "url", "url": c.url, "elicitationId": strings.Trim(id, `"`), "message": c.what()})
+			// Optional: a 2026-07-28 client that did not declare URL mode
+			// gets the tool error (the refusal's answer), not -32021.
+			params, _ := json.Marshal(map[string]any{"mode": "url", "url": c.url, "elicitationId": strings.Trim(id, `"`), "message": c.what(),
+				"_meta": map[string]any{dispatch.OptionalMeta: true}})
 			c.send(jsonrpc.AppendRequest(nil, json.RawMessage(id), "elicitation/create", params))
 		default:
 			c.send(jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, c.what()))

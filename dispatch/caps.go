@@ -34,20 +34,36 @@ func parseClientCaps(params json.RawMessage) clientCaps {
 		Capabilities struct {
 			Roots       json.RawMessage `json:"roots"`
 			Sampling    json.RawMessage `json:"sampling"`
-			Elicitation *struct {
-				Form json.RawMessage `json:"form"`
-				URL  json.RawMessage `json:"url"`
-			} `json:"elicitation"`
+			Elicitation json.RawMessage `json:"elicitation"`
 		} `json:"capabilities"`
 	}
 	_ = json.Unmarshal(params, &p)
 	c := p.Capabilities
 	caps := clientCaps{roots: declared(c.Roots), sampling: declared(c.Sampling)}
-	if e := c.Elicitation; e != nil {
-		caps.elicitForm = declared(e.Form) || !declared(e.URL)
-		caps.elicitURL = declared(e.URL)
-	}
+	caps.elicitForm, caps.elicitURL = ElicitationModes(c.Elicitation)
 	return caps
+}
+
+// ElicitationModes reads a client's elicitation capability (the object, or
+// nothing when undeclared) as MCP 2025-11-25 does: which modes it takes.
+// An empty object is form mode alone (clients written before URL mode
+// existed). Both eras' checks read it here.
+func ElicitationModes(elicitation json.RawMessage) (form, url bool) {
+	if !declared(elicitation) {
+		return false, false
+	}
+	f, u := declared(jsonrpc.Member(elicitation, "form")), declared(jsonrpc.Member(elicitation, "url"))
+	return f || !u, u
+}
+
+// ElicitationMode is the mode of an elicitation/create request's params:
+// "url", or "form" (its default), read by the member's exact name as the
+// client reads it.
+func ElicitationMode(params json.RawMessage) string {
+	if jsonrpc.String(jsonrpc.Member(params, "mode")) == "url" {
+		return "url"
+	}
+	return "form"
 }
 
 // declared reports whether a capability member is present as an object.
@@ -110,6 +126,14 @@ func (d *Dispatcher) handshakeParams(v string) json.RawMessage {
 	return append(b, `}}`...)
 }
 
+// OptionalMeta is the _meta key (true) of a child's request the call can
+// do without: a 2026-07-28 client that did not declare what it needs is
+// not asked, the child gets an error and the call goes on, as on a 2025
+// session (else the call ends with -32021, naming the capability). The
+// bridge's stand-in for a user without credentials marks its URL-mode
+// elicitation so: its answer without it is the tool error with the URL.
+const OptionalMeta = "stelae-bridge/optional"
+
 // need names the client capability a request from the child requires and
 // tells whether a session's capabilities include it.
 type need struct {
@@ -126,11 +150,7 @@ func capabilityFor(m *jsonrpc.Message) need {
 	case "roots/list":
 		return need{"roots", func(c clientCaps) bool { return c.roots }}
 	case "elicitation/create":
-		var p struct {
-			Mode string `json:"mode"`
-		}
-		_ = json.Unmarshal(m.Params, &p)
-		if p.Mode == "url" {
+		if ElicitationMode(m.Params) == "url" {
 			return need{"elicitation.url", func(c clientCaps) bool { return c.elicitURL }}
 		}
 		return need{"elicitation", func(c clientCaps) bool { return c.elicitForm }}

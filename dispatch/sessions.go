@@ -20,7 +20,7 @@ func (d *Dispatcher) Attach(s Session, initParams json.RawMessage) {
 // (a modern request, which enforces what it declared itself) or none.
 func (d *Dispatcher) AttachCaller(s Session, every bool) {
 	if every {
-		d.attach(s, clientCaps{roots: true, sampling: true, elicitForm: true})
+		d.attach(s, clientCaps{roots: true, sampling: true, elicitForm: true, elicitURL: true})
 	} else {
 		d.attach(s, clientCaps{})
 	}

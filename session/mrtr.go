@@ -37,7 +37,8 @@ var inputMethods = map[string]string{"sampling/createMessage": "sampling", "elic
 // a call's work: a child asks for roots of its own accord (the reference
 // server right after its start) and must do without them when a client
 // has none. An undeclared one is refused to the child and the call goes
-// on; any other ends the call with -32021.
+// on, as is a request marked dispatch.OptionalMeta; any other ends the
+// call with -32021.
 var ambientInputs = map[string]bool{"roots": true}
 
 // parkedCall is a call waiting for its client's input.
@@ -169,8 +170,6 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 			reqs = append(reqs, ev.Related)
 		}
 	}
-	var caps map[string]json.RawMessage
-	_ = json.Unmarshal(f.caps, &caps)
 	inputs := map[string]json.RawMessage{}
 	keys := map[string]json.RawMessage{}
 	var missing []string
@@ -189,9 +188,9 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 			refused = append(refused, refusal{req, method + " is not a request a " + eraModern + " client can be asked"})
 			continue
 		}
-		if caps[need] == nil {
+		if need, ok = clientDeclared(f.caps, need, jsonrpc.Member(req, "params")); !ok {
 			refused = append(refused, refusal{req, "the client did not declare the " + need + " capability"})
-			if !ambientInputs[need] {
+			if !ambientInputs[need] && !optionalInput(req) {
 				missing = append(missing, need)
 			}
 			continue
@@ -437,11 +436,47 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 	ep.drive(w, r, pc.f, m, rec)
 }
 
-// capsObject is ClientCapabilities naming caps ({"sampling": {}}).
-func capsObject(caps []string) map[string]struct{} {
-	out := map[string]struct{}{}
+// clientDeclared reports whether a modern request's client capabilities
+// (caps) include need, the capability a child's request with params needs
+// (inputMethods); an elicitation needs the mode it asks in (MCP 2025-11-25:
+// "elicitation.url", or "elicitation.form" of a client that declared URL
+// mode alone), read as the dispatcher reads a session's. It returns the
+// capability it checked.
+func clientDeclared(caps json.RawMessage, need string, params json.RawMessage) (string, bool) {
+	c := jsonrpc.Member(caps, need)
+	if len(c) == 0 || c[0] != '{' {
+		return need, false
+	}
+	if need != "elicitation" {
+		return need, true
+	}
+	form, url := dispatch.ElicitationModes(c)
+	switch mode := dispatch.ElicitationMode(params); {
+	case mode == "url" && !url, mode == "form" && !form:
+		return need + "." + mode, false
+	}
+	return need, true
+}
+
+// optionalInput reports whether the child's request says the call can do
+// without it (dispatch.OptionalMeta).
+func optionalInput(req []byte) bool {
+	return string(jsonrpc.Member(jsonrpc.Member(jsonrpc.Member(req, "params"), "_meta"), dispatch.OptionalMeta)) == "true"
+}
+
+// capsObject is ClientCapabilities naming caps ({"sampling": {}}); a
+// mode of one ("elicitation.url") is its member ({"elicitation":
+// {"url": {}}}).
+func capsObject(caps []string) map[string]map[string]struct{} {
+	out := map[string]map[string]struct{}{}
 	for _, c := range caps {
-		out[c] = struct{}{}
+		name, mode, _ := strings.Cut(c, ".")
+		if out[name] == nil {
+			out[name] = map[string]struct{}{}
+		}
+		if mode != "" {
+			out[name][mode] = struct{}{}
+		}
 	}
 	return out
 }

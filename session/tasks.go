@@ -213,7 +213,7 @@ func (ep *Endpoint) taskAsks(t *task, id json.RawMessage, req []byte) {
 		f.refuse(req, method+" is not a request a "+eraModern+" client can be asked")
 		return
 	}
-	if c := jsonrpc.Member(f.caps, need); len(c) == 0 || c[0] != '{' {
+	if need, ok = clientDeclared(f.caps, need, jsonrpc.Member(req, "params")); !ok {
 		f.refuse(req, "the client did not declare the "+need+" capability")
 		return
 	}

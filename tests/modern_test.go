@@ -630,3 +630,90 @@ func TestModernErrorCodes(t *testing.T) {
 		t.Errorf("2025, a call that times out: %d %s; want 504 with -32000", r.status, r.body)
 	}
 }
+
+// TestMRTRElicitationModes: a 2026-07-28 client is asked the child's
+// elicitation only in a mode it declared (MCP 2025-11-25: {} is form mode
+// alone), as a 2025 session is; else the call ends 400 naming the mode in
+// requiredCapabilities. (Before, a URL-mode elicitation — what the
+// stand-in of a user without credentials asks — was refused to every
+// 2026-07-28 client, even one that declared it, and a form-mode one was
+// asked of a client that declared URL mode alone.)
+func TestMRTRElicitationModes(t *testing.T) {
+	// interactive: the parked calls of the cases before do not make the
+	// child's request of the next one unattributable.
+	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{interactive: true})
+	url := b.url("fake")
+	formParams := `{"message":"name?","requestedSchema":{"type":"object"}}`
+	urlParams := `{"mode":"url","message":"open it","url":"https://example.invalid/page","elicitationId":"e-1"}`
+	optionalURL := `{"mode":"url","message":"open it","url":"https://example.invalid/page","elicitationId":"e-2","_meta":{"stelae-bridge/optional":true}}`
+	for i, tc := range []struct {
+		name, params, caps string
+		required           string // "" when asked, "goes on" when the call goes on without
+	}{
+		{"url mode, declared", urlParams, `{"url":{}}`, ""},
+		{"url mode, both declared", urlParams, `{"form":{},"url":{}}`, ""},
+		{"url mode, {} (form alone)", urlParams, `{}`, `{"elicitation":{"url":{}}}`},
+		{"url mode, form declared", urlParams, `{"form":{}}`, `{"elicitation":{"url":{}}}`},
+		{"form mode, {}", formParams, `{}`, ""},
+		{"form mode, form declared", formParams, `{"form":{}}`, ""},
+		{"form mode, url alone", formParams, `{"url":{}}`, `{"elicitation":{"form":{}}}`},
+		{"form mode, no elicitation", formParams, ``, `{"elicitation":{}}`},
+		// A request the call can do without (the stand-in's): the child
+		// gets the refusal, the call goes on.
+		{"optional url mode, {}", optionalURL, `{}`, "goes on"},
+		{"optional url mode, no elicitation", optionalURL, ``, "goes on"},
+		{"optional url mode, declared", optionalURL, `{"url":{}}`, ""},
+	} {
+		caps := `{}`
+		if tc.caps != "" {
+			caps = `{"elicitation":` + tc.caps + `}`
+		}
+		meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}`
+		args, _ := json.Marshal(map[string]any{"method": "elicitation/create", "params": tc.params})
+		r := modernCall(t, url, strconv.Itoa(i+1), "tools/call", `{"name":"ask","arguments":`+string(args)+`,`+meta+`}`)
+		var got struct {
+			Result struct {
+				ResultType    string `json:"resultType"`
+				InputRequests map[string]struct {
+					Method string          `json:"method"`
+					Params json.RawMessage `json:"params"`
+				} `json:"inputRequests"`
+			} `json:"result"`
+			Error struct {
+				Code int `json:"code"`
+				Data struct {
+					Required json.RawMessage `json:"requiredCapabilities"`
+				} `json:"data"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(r.body, &got)
+		if tc.required == "" {
+			if r.status != http.StatusOK || got.Result.ResultType != "input_required" || len(got.Result.InputRequests) != 1 {
+				t.Errorf("%s: %d %s; want input_required asking the elicitation", tc.name, r.status, r.body)
+				continue
+			}
+			for _, in := range got.Result.InputRequests {
+				if in.Method != "elicitation/create" || !jsonEqual(in.Params, []byte(tc.params)) {
+					t.Errorf("%s: asked %s %s; want elicitation/create %s", tc.name, in.Method, in.Params, tc.params)
+				}
+			}
+			// The client answers: the call ends with it (and no parked
+			// call holds the next case back).
+			key, state := inputRequired(t, r)
+			retry := fmt.Sprintf(`{"name":"ask","arguments":%s,"inputResponses":{%q:{"action":"decline"}},"requestState":%q,%s}`, args, key, state, meta)
+			if r := modernCall(t, url, strconv.Itoa(100+i), "tools/call", retry); r.status != http.StatusOK || !strings.Contains(string(r.body), `decline`) {
+				t.Errorf("%s: the retry: %d %s; want the child's answer with the client's", tc.name, r.status, r.body)
+			}
+			continue
+		}
+		if tc.required == "goes on" {
+			if r.status != http.StatusOK || got.Result.ResultType != "complete" || !strings.Contains(string(r.body), "did not declare the elicitation") {
+				t.Errorf("%s: %d %s; want the call's answer, the child told the client did not declare elicitation", tc.name, r.status, r.body)
+			}
+			continue
+		}
+		if r.status != http.StatusBadRequest || got.Error.Code != -32021 || string(got.Error.Data.Required) != tc.required {
+			t.Errorf("%s: %d %s; want 400, -32021, requiredCapabilities %s", tc.name, r.status, r.body, tc.required)
+		}
+	}
+}
