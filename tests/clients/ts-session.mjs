@@ -3,7 +3,7 @@
 // any bridge destination, the way a real connector uses it:
 //
 //   node ts-session.mjs URL [--label NAME] [--caps sampling,roots,elicitation]
-//                           [--root PATH ...] [--call 'TOOL {"arg":1}' ...]
+//                           [--elicit-modes form,url] [--root PATH ...] [--call 'TOOL {"arg":1}' ...]
 //                           [--wait-roots N] [--no-delete] [--deadline MS]
 //                           [--repeat N] [--pause-ms MS]
 //                           [--header 'Name: value' ...]
@@ -11,7 +11,12 @@
 // It connects declaring the given client capabilities, answers the server's
 // sampling/createMessage (with "sampled by LABEL"), roots/list (with the
 // --root paths as file:// URIs) and elicitation/create (accept, empty
-// content) requests, lists the tools, then calls each --call in order. With
+// content) requests, lists the tools, then calls each --call in order.
+// --elicit-modes declares elicitation with those modes (MCP 2025-11-25:
+// {"form":{},"url":{}}; --caps elicitation declares {}, form mode only);
+// a URL-mode request is accepted without content (the user agreed to open
+// the page). Every elicitation request's params are kept in the summary
+// (elicitations). With
 // --wait-roots N it first waits (10 s at most) until the server asked for
 // roots N times. With --repeat N the calls are made N times over, with
 // --pause-ms between calls. It ends with DELETE (terminateSession) unless --no-delete,
@@ -43,6 +48,7 @@ const { values: opts, positionals } = parseArgs({
     repeat: { type: 'string', default: '1' },
     'pause-ms': { type: 'string', default: '0' },
     header: { type: 'string', multiple: true, default: [] },
+    'elicit-modes': { type: 'string', default: '' },
   },
 });
 const url = positionals[0];
@@ -60,6 +66,7 @@ const summary = {
   samplingRequests: 0,
   rootsRequests: 0,
   elicitationRequests: 0,
+  elicitations: [],
   errors: [],
 };
 
@@ -82,6 +89,8 @@ const capabilities = {};
 for (const c of opts.caps.split(',').filter(Boolean)) {
   capabilities[c] = c === 'roots' ? { listChanged: true } : {};
 }
+const modes = opts['elicit-modes'].split(',').filter(Boolean);
+if (modes.length > 0) capabilities.elicitation = Object.fromEntries(modes.map((m) => [m, {}]));
 const client = new Client({ name: `stelae-ts-session-${label}`, version: '1.0.0' }, { capabilities });
 client.onerror = (err) => summary.errors.push(String(err?.message ?? err));
 if (capabilities.sampling) {
@@ -97,9 +106,10 @@ if (capabilities.roots) {
   });
 }
 if (capabilities.elicitation) {
-  client.setRequestHandler(ElicitRequestSchema, async () => {
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
     summary.elicitationRequests++;
-    return { action: 'accept', content: {} };
+    summary.elicitations.push(request.params);
+    return request.params.mode === 'url' ? { action: 'accept' } : { action: 'accept', content: {} };
   });
 }
 
