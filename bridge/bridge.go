@@ -244,7 +244,8 @@ type Bridge struct {
 	// bridge started with some (it never goes without, nor gains them).
 	tokens   atomic.Pointer[tokenSet]
 	tokensOn bool
-	// onTokens tells the console the operator tokens changed (SetTokens).
+	// onTokens tells the console the operator tokens changed (SetTokens):
+	// set by New, before any request, and only read after.
 	onTokens func([]string)
 	// userChildren bounds the children of every 'isolation: user'
 	// destination together (MaxUserChildren), across reloads.

@@ -24,7 +24,7 @@ import (
 // whenever the bridge asks for any (or runs the built-in server, whose
 // passphrase is one).
 func (b *Bridge) newConsole() *console.Console {
-	o := console.Options{Backend: (*consoleBackend)(b), Tail: b.tail, AuthOn: b.authOn || b.opts.AuthServer != nil, Tokens: b.opts.AuthTokens,
+	o := console.Options{Backend: (*consoleBackend)(b), Tail: b.tail, AuthOn: b.authOn || b.opts.AuthServer != nil, Tokens: b.tokens.Load().operators,
 		Remote: b.opts.ConsoleRemote, BaseURL: b.baseURL, Version: b.opts.Version, Done: b.streams, Logger: b.opts.Logger.Named("console")}
 	if b.opts.AuthServer != nil {
 		o.Passphrase = b.opts.AuthServer
@@ -43,7 +43,9 @@ func (b *Bridge) newConsole() *console.Console {
 	default:
 		o.AuthMode = "off (console on this machine only)"
 	}
-	return console.New(o)
+	c := console.New(o)
+	b.onTokens = c.SetTokens
+	return c
 }
 
 // ConsoleToken is the console's per-run token while auth is off ("" with

@@ -19,10 +19,13 @@ type tokenIdentity struct {
 	named     bool // the operator named it (the tokens file's "NAME: TOKEN")
 }
 
-// tokenSet is the static tokens in force: immutable once made.
+// tokenSet is the static tokens in force: immutable once made. operators
+// are the unnamed ones, which also open the console: a named token is a
+// user's, who is not the operator for having one.
 type tokenSet struct {
-	list []string
-	ids  map[string]tokenIdentity
+	list      []string
+	operators []string
+	ids       map[string]tokenIdentity
 }
 
 // newTokenSet makes the tokens' identities: a named token's user is its
@@ -35,6 +38,8 @@ func newTokenSet(tokens []string, names map[string]string, key *session.Principa
 		name := names[token]
 		if name != "" {
 			u = session.User{Key: "t:" + name, Name: name}
+		} else {
+			ts.operators = append(ts.operators, token)
 		}
 		ts.ids[token] = tokenIdentity{p, u, name != ""}
 	}
@@ -113,7 +118,7 @@ func (b *Bridge) SetTokens(tokens []string, names map[string]string) (TokensChan
 		}
 	}
 	if b.onTokens != nil {
-		b.onTokens(next.list)
+		b.onTokens(next.operators)
 	}
 	return ch, nil
 }

@@ -60,12 +60,15 @@ type viewer struct {
 type login struct {
 	csrf    string
 	expires time.Time
+	// token is the digest of the operator token it was made with (zero
+	// for the passphrase): it ends when the token is removed (SetTokens).
+	token [32]byte
 }
 
 // logins are the signed-in browsers, and the sign-in's own counts of
 // wrong tries when there is no built-in server to hold guesses.
 type logins struct {
-	// mu guards byHash.
+	// mu guards byHash; it is taken before Console.tokMu, never after.
 	mu     sync.Mutex
 	byHash map[[32]byte]*login
 	// guesses are the wrong tries by address and for everyone, forgotten
@@ -83,7 +86,7 @@ func random() string {
 // canSignIn reports whether any operator credential is configured (with
 // auth off, the per-run token always is).
 func (c *Console) canSignIn() bool {
-	return !c.opts.AuthOn || len(c.opts.Tokens) > 0 || c.opts.Passphrase != nil
+	return !c.opts.AuthOn || c.hasTokens() || c.opts.Passphrase != nil
 }
 
 // OpenToken is the per-run token that opens the console while auth is
@@ -98,14 +101,14 @@ func (c *Console) admit(w http.ResponseWriter, r *http.Request, page bool) *view
 		return nil
 	}
 	if !c.canSignIn() {
-		c.refuse(w, r, page, http.StatusForbidden, "the console needs an operator credential, and none is configured: give the bridge operator tokens (-auth-tokens-file) or run the built-in authorization server (STELAE_OAUTH_PASSPHRASE); an MCP client's access token never opens it")
+		c.refuse(w, r, page, http.StatusForbidden, "the console needs an operator credential, and none is configured: give the bridge an operator token (a line of -auth-tokens-file with a token alone: a named token is a user's) or run the built-in authorization server (STELAE_OAUTH_PASSPHRASE); an MCP client's access token never opens it")
 		return nil
 	}
 	if token, ok := bearer(r); ok {
 		if c.staticToken(token) {
 			return &viewer{}
 		}
-		why := "this bearer token is not an operator token: the console takes the bridge's static operator tokens only (an MCP client's access token never opens it)"
+		why := "this bearer token is not an operator token: the console takes the bridge's operator tokens only, the lines of its tokens file with a token alone (a named token, NAME: TOKEN, is a user's; an MCP client's access token never opens it)"
 		if !c.opts.AuthOn {
 			why = "this bearer token is not the console's token of this run (the bridge prints a new one each time it starts, in the console's link)"
 		}
@@ -141,7 +144,7 @@ func (c *Console) loginPage() loginPage {
 	if !c.opts.AuthOn {
 		return loginPage{Open: true}
 	}
-	return loginPage{Passphrase: c.opts.Passphrase != nil, Token: len(c.opts.Tokens) > 0}
+	return loginPage{Passphrase: c.opts.Passphrase != nil, Token: c.hasTokens()}
 }
 
 // refuse answers a viewer the console does not admit: the sign-in page
@@ -213,6 +216,8 @@ func bearer(r *http.Request) (string, bool) {
 // that cannot be guessed: the operator tokens, or with auth off the
 // per-run token.
 func (c *Console) staticToken(token string) bool {
+	c.tokMu.RLock()
+	defer c.tokMu.RUnlock()
 	ok := 0
 	for _, t := range c.tokens {
 		ok |= subtle.ConstantTimeCompare([]byte(t), []byte(token))
@@ -234,7 +239,9 @@ func (c *Console) loginOf(r *http.Request) *login {
 	if l == nil {
 		return nil
 	}
-	if time.Now().After(l.expires) {
+	if time.Now().After(l.expires) || l.token != ([32]byte{}) && !c.tokenLive(l.token) {
+		// Expired, or its token was removed since (a sign-in that checked
+		// the token as SetTokens removed it is caught here).
 		delete(c.logins.byHash, h)
 		return nil
 	}
@@ -246,7 +253,7 @@ func (c *Console) loginOf(r *http.Request) *login {
 func (c *Console) signedIn(l *login) bool {
 	c.logins.mu.Lock()
 	defer c.logins.mu.Unlock()
-	if time.Now().After(l.expires) {
+	if time.Now().After(l.expires) || l.token != ([32]byte{}) && !c.tokenLive(l.token) {
 		return false
 	}
 	for _, o := range c.logins.byHash {
@@ -300,7 +307,7 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	given := r.PostFormValue("credential")
 	if given != "" && c.staticToken(given) {
-		c.signIn(w, r, "token")
+		c.signIn(w, r, "token", sha256.Sum256([]byte(given)))
 		return
 	}
 	page := c.loginPage()
@@ -313,7 +320,7 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		case !ok:
 			c.wrong(w, page, "That is not an operator token or the passphrase.")
 		default:
-			c.signIn(w, r, "passphrase")
+			c.signIn(w, r, "passphrase", [32]byte{})
 		}
 		return
 	}
@@ -332,7 +339,7 @@ func (c *Console) serveTokenLink(w http.ResponseWriter, r *http.Request, token s
 		return
 	}
 	if c.staticToken(token) {
-		c.signIn(w, r, "the console's link")
+		c.signIn(w, r, "the console's link", sha256.Sum256([]byte(token)))
 		return
 	}
 	c.wrongTry(w, r, c.loginPage(), "That link's token is not this run's: the bridge prints a new link each time it starts.")
@@ -373,9 +380,9 @@ func (c *Console) secure(r *http.Request) bool {
 // signIn starts a sign-in for r's browser (its cookie) and sends it to
 // the console; how names the credential for the log (never the
 // credential).
-func (c *Console) signIn(w http.ResponseWriter, r *http.Request, how string) {
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request, how string, token [32]byte) {
 	value := random()
-	l := &login{csrf: random(), expires: time.Now().Add(loginFor)}
+	l := &login{csrf: random(), expires: time.Now().Add(loginFor), token: token}
 	c.logins.mu.Lock()
 	if len(c.logins.byHash) >= maxLogins {
 		var oldest [32]byte

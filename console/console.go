@@ -1,6 +1,7 @@
 package console
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -54,12 +55,17 @@ type Console struct {
 	opts Options
 	log  hclog.Logger
 	// openToken opens the console while auth is off: random, one per
-	// process ("" with auth on). tokens are the credentials that cannot
-	// be guessed: the operator tokens, or [openToken].
+	// process ("" with auth on).
 	openToken string
-	tokens    []string
-	logins    logins
-	labels    clientLabels
+	// tokMu guards tokens, the credentials that cannot be guessed (the
+	// operator tokens, or [openToken]), and tokenHashes, their digests
+	// (a sign-in made with a token lasts while its token does). SetTokens
+	// replaces both.
+	tokMu       sync.RWMutex
+	tokens      []string
+	tokenHashes map[[32]byte]bool
+	logins      logins
+	labels      clientLabels
 	// people serializes the people actions (people.go), so that each
 	// one's check of whom a name names holds while it acts ('stelae-bridge
 	// auth' commands over the admin socket are not serialized with them).
@@ -91,13 +97,64 @@ func New(opts Options) *Console {
 	if opts.BaseURL == nil {
 		opts.BaseURL = func(r *http.Request) string { return "http://" + r.Host }
 	}
-	c := &Console{opts: opts, log: opts.Logger, tokens: opts.Tokens,
+	c := &Console{opts: opts, log: opts.Logger,
 		logins: logins{byHash: map[[32]byte]*login{}, guesses: lockout.Lockout{Free: freeTries, FreeAll: freeAllTries}}}
+	tokens := opts.Tokens
 	if !opts.AuthOn {
 		c.openToken = random()
-		c.tokens = []string{c.openToken}
+		tokens = []string{c.openToken}
 	}
+	c.setTokens(tokens)
 	return c
+}
+
+// SetTokens replaces the operator tokens (the bridge's tokens file read
+// again): a token no longer listed opens the console no more, from the
+// next request on, and the browsers signed in with it are signed out
+// (their next request, event streams included, is refused). With auth off
+// the console's own token of the run stays the only one: ignored.
+func (c *Console) SetTokens(tokens []string) {
+	if !c.opts.AuthOn {
+		return
+	}
+	c.setTokens(tokens)
+	c.logins.mu.Lock()
+	n := 0
+	for h, l := range c.logins.byHash {
+		if l.token != ([32]byte{}) && !c.tokenLive(l.token) {
+			delete(c.logins.byHash, h)
+			n++
+		}
+	}
+	c.logins.mu.Unlock()
+	if n > 0 {
+		c.log.Info("operator tokens removed: the browsers signed in with them are signed out", "signed_out", n)
+	}
+}
+
+func (c *Console) setTokens(tokens []string) {
+	hashes := make(map[[32]byte]bool, len(tokens))
+	for _, t := range tokens {
+		hashes[sha256.Sum256([]byte(t))] = true
+	}
+	c.tokMu.Lock()
+	c.tokens, c.tokenHashes = append([]string(nil), tokens...), hashes
+	c.tokMu.Unlock()
+}
+
+// tokenLive reports whether the token of digest h is still one of the
+// operator tokens.
+func (c *Console) tokenLive(h [32]byte) bool {
+	c.tokMu.RLock()
+	defer c.tokMu.RUnlock()
+	return c.tokenHashes[h]
+}
+
+// hasTokens reports whether any operator token is configured now.
+func (c *Console) hasTokens() bool {
+	c.tokMu.RLock()
+	defer c.tokMu.RUnlock()
+	return len(c.tokens) > 0
 }
 
 // Path is where the console is served.

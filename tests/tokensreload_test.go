@@ -4,8 +4,11 @@ package tests
 
 import (
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -98,5 +101,90 @@ func TestTokensFileReload(t *testing.T) {
 	waitFor(t, 20*time.Second, "dave's token to be let in (-watch)", func() bool { return status("tr-dave-1") == http.StatusOK })
 	if p := whoamiCall(t, carol).PID; p != pidC {
 		t.Errorf("carol's child changed after the invalid and empty files: %d, was %d", p, pidC)
+	}
+}
+
+// TestConsoleOperatorTokens (issue 35): the console's operator tokens are
+// the tokens file's lines with a token alone; a named token is a user's,
+// and a user is not the operator for having one (alice, given a token to
+// run a server as herself, could otherwise end bob's sessions and delete
+// his credentials). They follow the file when it is read again: a removed
+// operator token opens the console no more, and the browser signed in
+// with it is signed out, while the other operator's token and browser,
+// and alice's MCP session, go on.
+func TestConsoleOperatorTokens(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(tokens+".new", []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tokens+".new", tokens); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ct-operator-1\nct-operator-2\nalice: ct-alice\n")
+	config := destinationsFile(t, map[string]string{"fake": fakemcp.ModeServer}, nil)
+	p := startBinary(t, config, "-auth-tokens-file", tokens)
+	state := func(token string) int {
+		return mustRequest(t, http.MethodGet, p.base+"/console/api/state", "", "", "Authorization", "Bearer "+token).status
+	}
+	// A browser signed in with token: its state request's status.
+	browser := func(token string) func() int {
+		t.Helper()
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		req, _ := http.NewRequest(http.MethodPost, p.base+"/console/login", strings.NewReader(url.Values{"credential": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", p.base)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("signing in with %s: %d", token, resp.StatusCode)
+		}
+		return func() int {
+			resp, err := c.Get(p.base + "/console/api/state")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+	}
+	alice := authedClient(t, p.base+"/fake/mcp", "ct-alice")
+	alice.initialize()
+	whoamiCall(t, alice)
+	if s := state("ct-alice"); s != http.StatusUnauthorized {
+		t.Errorf("the console with alice's named token: %d; want 401 (a user's token)", s)
+	}
+	one, two := browser("ct-operator-1"), browser("ct-operator-2")
+	for _, s := range []int{state("ct-operator-1"), state("ct-operator-2"), one(), two()} {
+		if s != http.StatusOK {
+			t.Fatalf("the console with an operator token: %d; want 200", s)
+		}
+	}
+
+	write("ct-operator-2\nct-operator-3\nalice: ct-alice\n")
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the removed operator token to open the console no more", func() bool { return state("ct-operator-1") == http.StatusUnauthorized })
+	if s := one(); s != http.StatusUnauthorized {
+		t.Errorf("the browser signed in with the removed token: %d; want 401", s)
+	}
+	for what, s := range map[string]int{"the other operator's token": state("ct-operator-2"), "the other operator's browser": two(), "the added token": state("ct-operator-3")} {
+		if s != http.StatusOK {
+			t.Errorf("%s after the reload: %d; want 200", what, s)
+		}
+	}
+	if s := state("ct-alice"); s != http.StatusUnauthorized {
+		t.Errorf("the console with alice's named token after the reload: %d; want 401", s)
+	}
+	if r := alice.callTool(`"after"`, "whoami", nil); r.status != http.StatusOK {
+		t.Errorf("alice's session after the reload: %d; want 200", r.status)
 	}
 }

@@ -70,7 +70,8 @@ type tortureUsers struct {
 	pids map[string]map[int]map[string]bool
 }
 
-// plantUsers writes the tokens file (a named line per principal) and a
+// plantUsers writes the tokens file (a named line per principal, and the
+// operator's unnamed one) and a
 // provisioned credential of a random value for each principal on d.
 func plantUsers(t *testing.T, dir, config string, d *tortureDest, names []string) *tortureUsers {
 	us := &tortureUsers{dest: d, config: config, tokens: filepath.Join(dir, "tokens"), creds: filepath.Join(dir, "credentials"),
@@ -78,7 +79,10 @@ func plantUsers(t *testing.T, dir, config string, d *tortureDest, names []string
 	if err := os.MkdirAll(filepath.Join(us.creds, d.name), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// The operator's token, unnamed (a named token is a user's, which
+	// does not open the console).
 	var lines strings.Builder
+	lines.WriteString(tortureBearer("operator") + "\n")
 	for _, n := range names {
 		fmt.Fprintf(&lines, "%s: %s\n", n, tortureBearer(n))
 		// Random, and with characters JSON escapes (`"`, and <&> with
@@ -288,7 +292,7 @@ func (tt *torture) everyEra() {
 func (tt *torture) searchRunning() map[string]string {
 	us := tt.usersRun
 	places := map[string]string{}
-	auth := "Bearer " + tortureBearer("admin")
+	auth := "Bearer " + tortureBearer("operator")
 	for _, path := range []string{"/healthz?verbose", "/metrics", "/console/api/state", "/console/api/log"} {
 		r, err := requestWith(tt.hc, http.MethodGet, tt.base+path, "", "", "Authorization", auth)
 		if err != nil || r.status != http.StatusOK {

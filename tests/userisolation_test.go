@@ -29,7 +29,7 @@ import (
 // alice, bob and carol, at most maxUsers of them at once.
 func userBridge(t *testing.T, maxUsers int, idle time.Duration) *testBridge {
 	t.Helper()
-	tokens := []string{"tok-alice", "tok-bob", "tok-carol"}
+	tokens := []string{"tok-alice", "tok-bob", "tok-carol", "tok-operator"}
 	names := map[string]string{"tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"}
 	return newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{
 		opts:      bridge.Options{AuthTokens: tokens, TokenNames: names},
@@ -147,7 +147,7 @@ func TestUserCredentials(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tokens := []string{"tok-alice", "tok-bob", "tok-carol"}
+	tokens := []string{"tok-alice", "tok-bob", "tok-carol", "tok-operator"}
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{
 		opts:      bridge.Options{AuthTokens: tokens, TokenNames: map[string]string{"tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"}, CredentialsDir: dir},
 		isolation: config.IsolationUser,
@@ -189,11 +189,20 @@ func TestUserCredentials(t *testing.T) {
 	if n := starts(); n != 1 {
 		t.Errorf("%d children started; want alice's alone (no half-configured child)", n)
 	}
-	// The values are nowhere but in alice's child.
+	// The values are nowhere but in alice's child (the places read by
+	// the operator, each read for real: 200).
+	read := func(path string) string {
+		t.Helper()
+		r := mustRequest(t, http.MethodGet, b.srv.URL+path, "", "", "Authorization", "Bearer tok-operator")
+		if r.status != http.StatusOK {
+			t.Fatalf("GET %s: %d %.300s", path, r.status, r.body)
+		}
+		return string(r.body)
+	}
 	for _, where := range []struct{ name, text string }{
 		{"the bridge's log", b.logs.String()},
-		{"/healthz?verbose", string(mustRequest(t, http.MethodGet, b.srv.URL+"/healthz?verbose", "", "", "Authorization", "Bearer tok-alice").body)},
-		{"the console's state", string(mustRequest(t, http.MethodGet, b.srv.URL+"/console/api/state", "", "", "Authorization", "Bearer tok-alice").body)},
+		{"/healthz?verbose", read("/healthz?verbose")},
+		{"the console's state", read("/console/api/state")},
 	} {
 		for _, secret := range []string{aliceSecret, carolBad} {
 			if strings.Contains(where.text, secret) {
@@ -226,7 +235,7 @@ func TestUserConsole(t *testing.T) {
 		}
 	}
 	b := newBridge(t, map[string]string{"fake": fakemcp.ModeServer}, bridgeConfig{
-		opts:        bridge.Options{AuthTokens: []string{"tok-alice", "tok-bob"}, TokenNames: map[string]string{"tok-alice": "alice", "tok-bob": "bob"}, CredStore: store},
+		opts:        bridge.Options{AuthTokens: []string{"tok-alice", "tok-bob", "tok-operator"}, TokenNames: map[string]string{"tok-alice": "alice", "tok-bob": "bob"}, CredStore: store},
 		isolation:   config.IsolationUser,
 		credentials: []config.Credential{{Name: "API_TOKEN", Description: "your API token"}},
 	})
@@ -251,7 +260,7 @@ func TestUserConsole(t *testing.T) {
 	}
 	users := func() map[string]user {
 		t.Helper()
-		r := mustRequest(t, http.MethodGet, b.srv.URL+"/console/api/state", "", "", "Authorization", "Bearer tok-alice")
+		r := mustRequest(t, http.MethodGet, b.srv.URL+"/console/api/state", "", "", "Authorization", "Bearer tok-operator")
 		for _, s := range []string{aliceSecret, bobSecret} {
 			if strings.Contains(string(r.body), s) {
 				t.Fatal("the console's state holds a credential")
@@ -281,7 +290,7 @@ func TestUserConsole(t *testing.T) {
 	}
 	action := func(path, user string) {
 		t.Helper()
-		r := mustRequest(t, http.MethodPost, b.srv.URL+"/console/api/"+path, "", fmt.Sprintf(`{"destination":"fake","user":%q}`, user), "Authorization", "Bearer tok-alice")
+		r := mustRequest(t, http.MethodPost, b.srv.URL+"/console/api/"+path, "", fmt.Sprintf(`{"destination":"fake","user":%q}`, user), "Authorization", "Bearer tok-operator")
 		if r.status != http.StatusOK {
 			t.Fatalf("%s %s: %d %s", path, user, r.status, r.body)
 		}
@@ -297,7 +306,7 @@ func TestUserConsole(t *testing.T) {
 			t.Fatal(err)
 		}
 		pg.waitJS("the sign-in form", `document.querySelector("#login #credential")`)
-		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#credential"), "tok-alice"), chromedp.Click(chromedp.CSS("#login-submit"))); err != nil {
+		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#credential"), "tok-operator"), chromedp.Click(chromedp.CSS("#login-submit"))); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"alice", "bob"} {
@@ -348,7 +357,7 @@ func TestUserIsolationWithSDKClients(t *testing.T) {
 		}
 	}
 	tokens := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokens, []byte("alice: sdk-token-alice\nbob: sdk-token-bob\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("alice: sdk-token-alice\nbob: sdk-token-bob\nsdk-token-operator\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, "destinations.yaml")
@@ -395,7 +404,7 @@ func TestUserIsolationWithSDKClients(t *testing.T) {
 		cancel()
 	}
 	// One child each: the console's users.
-	r := mustRequest(t, http.MethodGet, p.base+"/console/api/state", "", "", "Authorization", "Bearer sdk-token-alice")
+	r := mustRequest(t, http.MethodGet, p.base+"/console/api/state", "", "", "Authorization", "Bearer sdk-token-operator")
 	var st struct {
 		Destinations []struct {
 			Users []struct {
