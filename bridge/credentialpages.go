@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
@@ -118,15 +117,7 @@ func (cp credentialPages) Names(dest, subject string) (authserver.CredentialName
 // (names only: the values are read, as credentialsOf reads them, and
 // dropped).
 func (cp credentialPages) provisioned(d *config.Destination, u session.User) []string {
-	path := provisionedPath(cp.b.opts.CredentialsDir, d.Name, u)
-	if path == "" {
-		return nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	found := parseProvisioned(data)
+	found, _ := readProvisioned(cp.b.opts.CredentialsDir, d.Name, u)
 	var out []string
 	for _, c := range d.Credentials {
 		if found[c.Name] != "" {

@@ -37,7 +37,7 @@ type pageBridge struct {
 
 func newPageBridge(t *testing.T) *pageBridge {
 	t.Helper()
-	dir := t.TempDir()
+	dir := bboltDir(t)
 	as, err := authserver.Open(filepath.Join(dir, "oauth.db"), authserver.Options{Passphrase: "a long enough passphrase"})
 	if err != nil {
 		t.Fatal(err)

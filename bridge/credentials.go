@@ -25,31 +25,84 @@ import (
 // provisionedUser is a user name a provisioning file may be named by.
 var provisionedUser = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
 
-// provisionedPath is the file where the operator provisions user u's
-// credentials for destination dest, "" when none may be: DIR/DEST/NAME
-// for a user whose name the operator gave — a named static token ("t:")
-// or an invited user of the built-in server ("b:"): one name is one
-// person —, DIR/DEST/oauth/SUBJECT for a user of an external issuer ("o:",
-// a destination has one issuer), and none for an unnamed token, whose name
-// is a digest nobody chose. An external subject is a name too, but not one
-// the operator gave: in its own directory it cannot take a named user's
-// file.
-func provisionedPath(dir, dest string, u session.User) string {
+// provisionedFile is where the operator provisions user u's credentials
+// for destination dest — the folder and the file's name in it —, ok false
+// when nowhere may: DIR/DEST/NAME for a user whose name the operator gave
+// — a named static token ("t:") or an invited user of the built-in server
+// ("b:"): one name is one person —, DIR/DEST/oauth/SUBJECT for a user of an
+// external issuer ("o:", a destination has one issuer), and none for an
+// unnamed token, whose name is a digest nobody chose. An external subject
+// is a name too, but not one the operator gave: in its own folder it
+// cannot take a named user's file. It is written as fileName writes it.
+func provisionedFile(dir, dest string, u session.User) (folder, name string, ok bool) {
 	if dir == "" {
-		return ""
+		return "", "", false
 	}
 	kind, _, _ := strings.Cut(u.Key, ":")
 	switch kind {
 	case "t", "b":
 		if provisionedUser.MatchString(u.Name) {
-			return filepath.Join(dir, dest, u.Name)
+			return filepath.Join(dir, dest), fileName(u.Name), true
 		}
 	case "o":
-		if u.Name != "" && len(u.Name) <= 255 && u.Name != "." && u.Name != ".." && !strings.ContainsAny(u.Name, "/\x00") {
-			return filepath.Join(dir, dest, "oauth", u.Name)
+		if u.Name != "" && len(u.Name) <= 255 {
+			return filepath.Join(dir, dest, "oauth"), fileName(u.Name), true
 		}
 	}
-	return ""
+	return "", "", false
+}
+
+// fileName is the name of a provisioning file of user name: the name with
+// what no file name may hold on some system written %XX — '%' itself, the
+// separators '/' and '\', '<>:"|?*', control characters, and a final '.'
+// or ' ' (which Windows drops) —, so that one name is one file name on
+// every system and no two names share one ("auth0|123" is
+// "auth0%7C123"; "." and ".." are "%2E" and ".%2E").
+func fileName(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		last := i == len(name)-1
+		if c < 0x20 || c == 0x7f || strings.IndexByte(`%/\<>:"|?*`, c) >= 0 || last && (c == '.' || c == ' ') {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// readProvisioned reads user u's provisioning file for destination dest:
+// its variables, nil when there is none; err when it could not be read
+// (naming the file, never a value). The file is found by its exact name
+// among the folder's entries, not opened by a path the system may read
+// otherwise: on a file system that ignores case ("Alice" and "alice" one
+// file) or reserves names (NUL, COM1), a user whose exact name is not
+// there has none, never another's.
+func readProvisioned(dir, dest string, u session.User) (map[string]string, error) {
+	folder, name, ok := provisionedFile(dir, dest, u)
+	if !ok {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(folder)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the provisioned credentials of %s for %s (%s): %v", u.Name, dest, folder, err)
+	}
+	for _, e := range entries {
+		if e.Name() != name {
+			continue
+		}
+		path := filepath.Join(folder, e.Name())
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the provisioned credentials of %s for %s (%s): %v", u.Name, dest, path, err)
+		}
+		return parseProvisioned(data), nil
+	}
+	return nil, nil
 }
 
 // credentialsOf resolves user u's credentials for destination d: the
@@ -58,15 +111,8 @@ func provisionedPath(dir, dest string, u session.User) string {
 // could not be read (its message names the source, never a value).
 func (b *Bridge) credentialsOf(d *config.Destination, u session.User) (env map[string]string, missing []string, err error) {
 	found := map[string]string{}
-	if path := provisionedPath(b.opts.CredentialsDir, d.Name, u); path != "" {
-		data, rerr := os.ReadFile(path)
-		switch {
-		case rerr == nil:
-			maps.Copy(found, parseProvisioned(data))
-		case !os.IsNotExist(rerr):
-			err = fmt.Errorf("cannot read the provisioned credentials of %s for %s (%s): %v", u.Name, d.Name, path, rerr)
-		}
-	}
+	provisioned, err := readProvisioned(b.opts.CredentialsDir, d.Name, u)
+	maps.Copy(found, provisioned)
 	if store := b.opts.CredStore; store != nil {
 		vars, ok, serr := store.Env(d.Name, u.Key)
 		switch {

@@ -18,7 +18,7 @@ import (
 // its description, its value never in the answer; another user's are never
 // taken.
 func TestCredentialsOf(t *testing.T) {
-	dir := t.TempDir()
+	dir := bboltDir(t)
 	key, err := credstore.LoadKey(filepath.Join(dir, "credentials.key"), "")
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,8 @@ func TestCredentialsOf(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(prov, "gh", "oauth"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	write("oauth/auth0|ext-1", "TOKEN=tok-external\n")
+	write("oauth/auth0%7Cext-1", "TOKEN=tok-external\n") // auth0|ext-1 (fileName)
+	write("oauth/alice", "TOKEN=tok-external-alice\n")
 	if err := store.Set("gh", "t:alice", "alice", map[string]string{"TOKEN": "tok-entered"}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +66,20 @@ func TestCredentialsOf(t *testing.T) {
 		// named so: an invited user of the built-in server, not an external
 		// issuer's subject "alice", not an unnamed token's digest.
 		{session.User{Key: "b:u_1", Name: "alice"}, map[string]string{"TOKEN": "tok-provisioned", "HOST": "example.test"}, ""},
-		{session.User{Key: "o:0a1b", Name: "alice"}, map[string]string{}, "TOKEN (a token)"},
+		{session.User{Key: "o:0a1b", Name: "alice"}, map[string]string{"TOKEN": "tok-external-alice"}, ""},
 		{session.User{Key: "h:0a1b", Name: "alice"}, map[string]string{}, "TOKEN (a token)"},
 		{session.User{Key: "o:2c3d", Name: "auth0|ext-1"}, map[string]string{"TOKEN": "tok-external"}, ""},
 		{session.User{Key: "o:4e5f", Name: "../alice"}, map[string]string{}, "TOKEN (a token)"},
+		// A separator of any system is a character of the name, never a
+		// way out of its folder (Windows reads '\\' as one).
+		{session.User{Key: "o:6a7b", Name: `..\alice`}, map[string]string{}, "TOKEN (a token)"},
+		{session.User{Key: "o:6a7c", Name: `..\..\gh\alice`}, map[string]string{}, "TOKEN (a token)"},
+		// A file is its user's by its exact name: not another case of it
+		// (one file where the file system ignores case), not the name
+		// with a final dot (which Windows drops).
+		{session.User{Key: "t:Alice", Name: "Alice"}, map[string]string{}, "TOKEN (a token)"},
+		{session.User{Key: "t:alice.", Name: "alice."}, map[string]string{}, "TOKEN (a token)"},
+		{session.User{Key: "o:8c9d", Name: "ALICE"}, map[string]string{}, "TOKEN (a token)"},
 	} {
 		env, missing, err := b.credentialsOf(d, tc.user)
 		if err != nil {
@@ -85,5 +96,38 @@ func TestCredentialsOf(t *testing.T) {
 		if strings.Contains(strings.Join(missing, ";"), "s3cret") {
 			t.Errorf("%s: a value in what is missing: %q", tc.user.Name, missing)
 		}
+	}
+}
+
+// TestFileName: a provisioning file's name is its user's name with what no
+// file name may hold on some system written %XX, one to one.
+func TestFileName(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"alice", "alice"},
+		{"alice@example.com", "alice@example.com"},
+		{"auth0|123", "auth0%7C123"},
+		{"google-oauth2|1234", "google-oauth2%7C1234"},
+		{"a%7Cb", "a%257Cb"},
+		{".", "%2E"},
+		{"..", ".%2E"},
+		{"x/y", "x%2Fy"},
+		{`x\y`, "x%5Cy"},
+		{`<>:"?*`, "%3C%3E%3A%22%3F%2A"},
+		{"tab\t", "tab%09"},
+		{"end ", "end%20"},
+		{"a.b", "a.b"},
+	} {
+		if got := fileName(tc.name); got != tc.want {
+			t.Errorf("fileName(%q) = %q; want %q", tc.name, got, tc.want)
+		}
+	}
+	// One to one: no two names share a file.
+	seen := map[string]string{}
+	for _, n := range []string{"a|b", "a%7Cb", "a%7cb", "a.", "a%2E", "a", "a ", "a%20"} {
+		f := fileName(n)
+		if other, ok := seen[f]; ok {
+			t.Errorf("%q and %q share the file %q", n, other, f)
+		}
+		seen[f] = n
 	}
 }
