@@ -319,10 +319,16 @@ type pageData struct {
 }
 
 func (srv *Server) page(w http.ResponseWriter, status int, d pageData) {
+	srv.render(w, status, pageTemplate, "approval page", d)
+}
+
+// render writes one of the server's pages: status, then tmpl with d (a
+// failure, which only a template's own defect makes, is logged as what's).
+func (srv *Server) render(w http.ResponseWriter, status int, tmpl *template.Template, what string, d any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	if err := pageTemplate.Execute(w, d); err != nil {
-		srv.log.Error("approval page", "error", err)
+	if err := tmpl.Execute(w, d); err != nil {
+		srv.log.Error(what, "error", err)
 	}
 }
 

@@ -640,11 +640,7 @@ type credPageData struct {
 }
 
 func (srv *Server) credPage(w http.ResponseWriter, status int, d credPageData) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	if err := credPageTemplate.Execute(w, d); err != nil {
-		srv.log.Error("credentials page", "error", err)
-	}
+	srv.render(w, status, credPageTemplate, "credentials page", d)
 }
 
 var credPageTemplate = template.Must(template.New("credentials").Parse(`<!doctype html>

@@ -201,11 +201,7 @@ type invitePageData struct {
 }
 
 func (srv *Server) invitePage(w http.ResponseWriter, status int, d invitePageData) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	if err := invitePageTemplate.Execute(w, d); err != nil {
-		srv.log.Error("invite page", "error", err)
-	}
+	srv.render(w, status, invitePageTemplate, "invite page", d)
 }
 
 var invitePageTemplate = template.Must(template.New("invite").Parse(`<!doctype html>
