@@ -55,6 +55,20 @@ type User struct {
 	Disabled bool `json:"disabled,omitempty"`
 }
 
+// State is how the operator's lists name u's state: active, invited,
+// disabled, or invited, disabled.
+func (u User) State() string {
+	switch {
+	case u.Invited && u.Disabled:
+		return "invited, disabled"
+	case u.Invited:
+		return "invited"
+	case u.Disabled:
+		return "disabled"
+	}
+	return "active"
+}
+
 // userRecord is a user as stored, under their folded name.
 type userRecord struct {
 	Name       string      `json:"name"`

@@ -339,17 +339,8 @@ func (cb *consoleBackend) People() ([]console.Person, bool, error) {
 	})
 	out := make([]console.Person, 0, len(us))
 	for _, u := range us {
-		state := "active"
-		switch {
-		case u.Invited && u.Disabled:
-			state = "invited, disabled"
-		case u.Invited:
-			state = "invited"
-		case u.Disabled:
-			state = "disabled"
-		}
 		out = append(out, console.Person{Name: u.Name, Subject: u.Subject, Key: BuiltinUserKey(u.Subject), Created: stamp(u.Created),
-			LastSignIn: stamp(u.LastSignIn), State: state})
+			LastSignIn: stamp(u.LastSignIn), State: u.State()})
 	}
 	return out, true, err
 }

@@ -165,20 +165,7 @@ func (ep *Endpoint) Status() dispatch.Status {
 		st.Refused = map[string]uint64{}
 	}
 	for d := range ep.kids.live {
-		ds := d.Status()
-		st.RestartsTotal += ds.RestartsTotal
-		st.Restarts += ds.Restarts
-		st.LogsDropped += ds.LogsDropped
-		for r, n := range ds.Refused {
-			st.Refused[r] += n
-		}
-		if ds.LastExit != "" {
-			st.LastExit = ds.LastExit
-		}
-		if ds.State == dispatch.StateRunning {
-			st.State = dispatch.StateRunning
-			st.Children++
-		}
+		addChild(&st, d.Status())
 	}
 	return st
 }
@@ -201,4 +188,24 @@ func (ep *Endpoint) Catalogue() ([]json.RawMessage, bool) {
 		}
 	}
 	return ep.kids.tools, ep.kids.toolsKnown
+}
+
+// addChild adds one child's status to an endpoint's sum of its children
+// (a child per session, or per user): counts add up, the last exit is that
+// of the child added last that has one (not necessarily the latest), and
+// the endpoint runs when any child runs. st.Refused must be made.
+func addChild(st *dispatch.Status, ds dispatch.Status) {
+	st.RestartsTotal += ds.RestartsTotal
+	st.Restarts += ds.Restarts
+	st.LogsDropped += ds.LogsDropped
+	for r, n := range ds.Refused {
+		st.Refused[r] += n
+	}
+	if ds.LastExit != "" {
+		st.LastExit = ds.LastExit
+	}
+	if ds.State == dispatch.StateRunning {
+		st.State = dispatch.StateRunning
+		st.Children++
+	}
 }

@@ -347,20 +347,7 @@ func (us *users) status() dispatch.Status {
 	st := dispatch.Status{Refused: map[string]uint64{}}
 	st.State = dispatch.StateIdle
 	for _, ue := range us.all() {
-		ds := ue.ep.shared.Status()
-		st.RestartsTotal += ds.RestartsTotal
-		st.Restarts += ds.Restarts
-		st.LogsDropped += ds.LogsDropped
-		for r, n := range ds.Refused {
-			st.Refused[r] += n
-		}
-		if ds.LastExit != "" {
-			st.LastExit = ds.LastExit
-		}
-		if ds.State == dispatch.StateRunning {
-			st.State = dispatch.StateRunning
-			st.Children++
-		}
+		addChild(&st, ue.ep.shared.Status())
 	}
 	for _, r := range dispatch.RefusalReasons() {
 		if _, ok := st.Refused[r]; !ok {

@@ -501,16 +501,7 @@ func printUsers(w io.Writer, us []authserver.User) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSUBJECT\tCREATED\tLAST SIGN-IN\tSTATE")
 	for _, u := range us {
-		state := "active"
-		switch {
-		case u.Invited && u.Disabled:
-			state = "invited, disabled"
-		case u.Invited:
-			state = "invited"
-		case u.Disabled:
-			state = "disabled"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.Name, u.Subject, when(u.Created), when(u.LastSignIn), state)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.Name, u.Subject, when(u.Created), when(u.LastSignIn), u.State())
 	}
 	tw.Flush()
 }
