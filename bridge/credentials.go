@@ -92,7 +92,9 @@ func readProvisioned(dir, dest string, u session.User) (map[string]string, error
 		return nil, fmt.Errorf("cannot read the provisioned credentials of %s for %s (%s): %v", u.Name, dest, folder, err)
 	}
 	for _, e := range entries {
-		if e.Name() != name {
+		if e.Name() != name || e.IsDir() {
+			// A folder is none of a user's: DIR/DEST/oauth holds the
+			// external issuer's users, not the named user "oauth"'s.
 			continue
 		}
 		path := filepath.Join(folder, e.Name())

@@ -80,6 +80,9 @@ func TestCredentialsOf(t *testing.T) {
 		{session.User{Key: "t:Alice", Name: "Alice"}, map[string]string{}, "TOKEN (a token)"},
 		{session.User{Key: "t:alice.", Name: "alice."}, map[string]string{}, "TOKEN (a token)"},
 		{session.User{Key: "o:8c9d", Name: "ALICE"}, map[string]string{}, "TOKEN (a token)"},
+		// The folder of the external issuer's users is not the named
+		// user "oauth"'s file (it failed their every call before).
+		{session.User{Key: "t:oauth", Name: "oauth"}, map[string]string{}, "TOKEN (a token)"},
 	} {
 		env, missing, err := b.credentialsOf(d, tc.user)
 		if err != nil {
