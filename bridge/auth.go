@@ -3,6 +3,7 @@ package bridge
 import (
 	"errors"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net/http"
 	"slices"
 	"strings"
@@ -126,7 +127,7 @@ func (b *Bridge) protection(r *http.Request) guarded {
 	t := b.t()
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	// rootCall: an MCP request at the origin's root (the default's).
-	rootCall := path == "" && (r.Method == http.MethodPost || r.Method == http.MethodDelete || session.OpensStream(r))
+	rootCall := path == "" && (r.Method == http.MethodPost || r.Method == http.MethodDelete || httpx.OpensStream(r))
 	switch {
 	case path == "/readyz":
 		return guarded{open: true}
@@ -243,7 +244,7 @@ func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 			policies = []*oauth.Policy{p}
 		}
 	}
-	token, hasToken := bearer(r)
+	token, hasToken := httpx.Bearer(r)
 	if id, ok := b.staticToken(token, hasToken); ok {
 		return r.WithContext(session.WithIdentity(r.Context(), id.principal, id.user))
 	}
@@ -257,7 +258,7 @@ func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 		}
 		b.refusedTokens.WithLabelValues(g.dest, reason).Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer realm="stelae-bridge"`)
-		session.WriteErrorFor(w, r, http.StatusUnauthorized, codeServer, "missing or wrong bearer token: send Authorization: Bearer <token> with a token the bridge's operator configured")
+		httpx.WriteErrorFor(w, r, http.StatusUnauthorized, codeServer, "missing or wrong bearer token: send Authorization: Bearer <token> with a token the bridge's operator configured")
 		return nil
 	}
 	base := b.baseURL(r)
@@ -297,14 +298,14 @@ func (b *Bridge) refuseToken(w http.ResponseWriter, r *http.Request, g guarded, 
 	b.refusedTokens.WithLabelValues(g.dest, refusal(err)).Inc()
 	if err == nil {
 		w.Header().Set("WWW-Authenticate", oauth.Challenge(prm, policies[0].Auth.Scopes, nil))
-		session.WriteErrorFor(w, r, http.StatusUnauthorized, codeServer, fmt.Sprintf("this endpoint needs an OAuth access token from %s: send Authorization: Bearer <token> (the authorization server is named in %s)", oauth.IssuerFor(policies[0].Verifier, base), prm))
+		httpx.WriteErrorFor(w, r, http.StatusUnauthorized, codeServer, fmt.Sprintf("this endpoint needs an OAuth access token from %s: send Authorization: Bearer <token> (the authorization server is named in %s)", oauth.IssuerFor(policies[0].Verifier, base), prm))
 		return
 	}
 	status := oauth.Status(err)
 	b.log.Info("access token refused", "destination", g.dest, "status", status, "reason", err)
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "10")
-		session.WriteErrorFor(w, r, status, codeServer, "the bridge cannot validate access tokens now: "+err.Error()+"; retry shortly (the operator should check that the issuer is reachable from the bridge)")
+		httpx.WriteErrorFor(w, r, status, codeServer, "the bridge cannot validate access tokens now: "+err.Error()+"; retry shortly (the operator should check that the issuer is reachable from the bridge)")
 		return
 	}
 	w.Header().Set("WWW-Authenticate", oauth.Challenge(prm, policies[0].Auth.Scopes, err))
@@ -312,7 +313,7 @@ func (b *Bridge) refuseToken(w http.ResponseWriter, r *http.Request, g guarded, 
 	if errors.Is(err, oauth.ErrInvalidToken) {
 		msg = "the access token was refused: " + msg
 	}
-	session.WriteErrorFor(w, r, status, codeServer, msg)
+	httpx.WriteErrorFor(w, r, status, codeServer, msg)
 }
 
 // refusal is the reason label of a refused OAuth token (err nil: none
@@ -329,16 +330,6 @@ func refusal(err error) string {
 		return "forbidden"
 	}
 	return "invalid"
-}
-
-// bearer is the request's bearer token (RFC 6750 §2.1: the header only).
-func bearer(r *http.Request) (string, bool) {
-	scheme, token, _ := strings.Cut(session.Header(r.Header, "Authorization"), " ")
-	token = strings.TrimSpace(token)
-	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "", false
-	}
-	return token, true
 }
 
 // oauthUser is the person an access token speaks for: its issuer and
@@ -392,7 +383,7 @@ func (b *Bridge) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
 		if len(t.operatorPolicies) == 0 {
 			msg = "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)"
 		}
-		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, msg)
+		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, msg)
 		return
 	}
 	w.Header().Set("Cache-Control", "public, max-age=300")

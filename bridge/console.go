@@ -3,6 +3,7 @@ package bridge
 import (
 	"errors"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net/http"
 	"net/url"
 	"sort"
@@ -62,7 +63,7 @@ func (b *Bridge) ConsoleToken() string {
 // serveConsole serves /console and under it, or says how to turn it on.
 func (b *Bridge) serveConsole(w http.ResponseWriter, r *http.Request) {
 	if b.console == nil {
-		session.WriteError(w, http.StatusNotFound, codeServer, "the operator console is off (-no-console)")
+		httpx.WriteError(w, http.StatusNotFound, codeServer, "the operator console is off (-no-console)")
 		return
 	}
 	b.console.ServeHTTP(w, r)

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"errors"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net/http"
 	"slices"
 	"strconv"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/recycle"
-	"github.com/stelae-bridge/stelae-bridge/session"
 )
 
 // fastResponse is the ResponseWriter of one fast-path request, part of its
@@ -109,7 +109,7 @@ func (w *fastResponse) writeHeader(code int) {
 	w.status = code
 	h := w.header
 	w.declared = -1
-	if cl := session.Header(h, "Content-Length"); cl != "" {
+	if cl := httpx.Header(h, "Content-Length"); cl != "" {
 		// As net/http reads it (strconv.ParseInt), and drops it when
 		// invalid.
 		if v, err := strconv.ParseInt(cl, 10, 64); err == nil && v >= 0 {
@@ -121,8 +121,8 @@ func (w *fastResponse) writeHeader(code int) {
 	}
 	_, w.hasType = h["Content-Type"]
 	_, w.hasDate = h["Date"]
-	w.encoded = session.Header(h, "Content-Encoding") != ""
-	w.closeAfter = session.Header(h, "Connection") == "close" // exactly, as net/http
+	w.encoded = httpx.Header(h, "Content-Encoding") != ""
+	w.closeAfter = httpx.Header(h, "Connection") == "close" // exactly, as net/http
 	if w.fr.c.s.closing.Load() {
 		w.closeAfter, w.sayClose = true, true
 	}

@@ -2,10 +2,9 @@ package bridge
 
 import (
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net/http"
 	"strings"
-
-	"github.com/stelae-bridge/stelae-bridge/session"
 )
 
 // A bridge in a fleet ('instances:' in the destinations file, -instance)
@@ -37,7 +36,7 @@ func (b *Bridge) misdirected(w http.ResponseWriter, r *http.Request, key string)
 	h := w.Header()
 	h.Set("Stelae-Instance", t.cfg.Instance)
 	h.Set("Stelae-Owner", strings.Join(away.Instances, ", "))
-	session.WriteErrorFor(w, r, http.StatusMisdirectedRequest, codeServer, fmt.Sprintf("%s is served by instance %s, not by this one (%s): send the request through the fleet's balancer, which routes by path to its owner; retrying there is safe", what, owners, t.cfg.Instance))
+	httpx.WriteErrorFor(w, r, http.StatusMisdirectedRequest, codeServer, fmt.Sprintf("%s is served by instance %s, not by this one (%s): send the request through the fleet's balancer, which routes by path to its owner; retrying there is safe", what, owners, t.cfg.Instance))
 	return true
 }
 

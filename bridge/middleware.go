@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net"
 	"net/http"
 	"net/url"
@@ -36,7 +37,7 @@ type guardLayer struct {
 
 func (g *guardLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b := g.b
-	if origin := session.Header(r.Header, "Origin"); origin != "" && !b.originAllowed(origin) && !b.sameOrigin(r, origin) {
+	if origin := httpx.Header(r.Header, "Origin"); origin != "" && !b.originAllowed(origin) && !b.sameOrigin(r, origin) {
 		refuse(w, r, "Origin %q is not allowed (DNS-rebinding protection); to serve browser clients from it, start the bridge with -allowed-origins %s", origin, origin)
 		return
 	}
@@ -50,7 +51,7 @@ func (g *guardLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // refuse answers 403 with the message format makes of a and b. (Out of
 // guard, whose frame is on the stack of every request; see session.post.)
 func refuse(w http.ResponseWriter, r *http.Request, format, a, b string) {
-	session.WriteErrorFor(w, r, http.StatusForbidden, codeServer, fmt.Sprintf(format, a, b))
+	httpx.WriteErrorFor(w, r, http.StatusForbidden, codeServer, fmt.Sprintf(format, a, b))
 }
 
 func (b *Bridge) hostAllowed(hostport string) bool {
@@ -149,7 +150,7 @@ func (c *corsLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // preflight sets the CORS headers of a request with an Origin, and answers
 // a preflight request itself (true).
 func (c *corsLayer) preflight(w http.ResponseWriter, r *http.Request) bool {
-	origin := session.Header(r.Header, "Origin")
+	origin := httpx.Header(r.Header, "Origin")
 	if origin == "" {
 		return false
 	}
@@ -226,5 +227,5 @@ func (g *gateLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func refuseClosing(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Connection", "close")
 	w.Header().Set("Retry-After", "5")
-	session.WriteErrorFor(w, r, http.StatusServiceUnavailable, codeServer, "the bridge is shutting down; retry when it is back")
+	httpx.WriteErrorFor(w, r, http.StatusServiceUnavailable, codeServer, "the bridge is shutting down; retry when it is back")
 }

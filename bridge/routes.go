@@ -3,6 +3,7 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net/http"
 	"runtime"
 	"strings"
@@ -78,9 +79,9 @@ func (b *Bridge) servePrefixed(w http.ResponseWriter, r *http.Request, path stri
 	case b.opts.AuthServer != nil && (isOAuthWellKnown(path) || strings.HasPrefix(path, "/oauth/")):
 		b.opts.AuthServer.ServeHTTP(w, r.WithContext(authserver.WithBase(r.Context(), b.baseURL(r))))
 	case isOAuthWellKnown(path) && len(t.operatorPolicies) > 0:
-		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("this bridge is not an authorization server: its endpoints accept tokens from the issuer named in their protected-resource metadata (%s/{destination}/mcp)", prmPath))
+		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("this bridge is not an authorization server: its endpoints accept tokens from the issuer named in their protected-resource metadata (%s/{destination}/mcp)", prmPath))
 	case isOAuthWellKnown(path):
-		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)")
+		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)")
 	default:
 		return false
 	}
@@ -111,11 +112,11 @@ func (b *Bridge) destination(w http.ResponseWriter, r *http.Request) *session.En
 		if b.misdirected(w, r, "p/"+name) {
 			return nil
 		}
-		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no profile named %q; configured profiles: %s", name, strings.Join(t.cfg.ProfileNames, ", ")))
+		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no profile named %q; configured profiles: %s", name, strings.Join(t.cfg.ProfileNames, ", ")))
 		return nil
 	}
 	if !ok || strings.Contains(route, "/") {
-		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; MCP endpoints are at /{destination}/mcp (destinations: %s)", r.URL.Path, b.list()))
+		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; MCP endpoints are at /{destination}/mcp (destinations: %s)", r.URL.Path, b.list()))
 		return nil
 	}
 	ep := t.endpoints[dest]
@@ -123,7 +124,7 @@ func (b *Bridge) destination(w http.ResponseWriter, r *http.Request) *session.En
 		return nil
 	}
 	if ep == nil {
-		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no destination named %q; configured destinations: %s", dest, b.list()))
+		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no destination named %q; configured destinations: %s", dest, b.list()))
 		return nil
 	}
 	switch route {
@@ -131,9 +132,9 @@ func (b *Bridge) destination(w http.ResponseWriter, r *http.Request) *session.En
 		return ep
 	case "sse", "message":
 		b.legacyHits.WithLabelValues(dest).Inc()
-		session.WriteErrorFor(w, r, http.StatusGone, codeServer, fmt.Sprintf("the HTTP+SSE transport (/%s/sse, /%s/message) is gone; this bridge speaks MCP Streamable HTTP at /%s/mcp: configure your client with type \"http\" and that URL", dest, dest, dest))
+		httpx.WriteErrorFor(w, r, http.StatusGone, codeServer, fmt.Sprintf("the HTTP+SSE transport (/%s/sse, /%s/message) is gone; this bridge speaks MCP Streamable HTTP at /%s/mcp: configure your client with type \"http\" and that URL", dest, dest, dest))
 	default:
-		session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; the MCP endpoint of %q is /%s/mcp", r.URL.Path, dest, dest))
+		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; the MCP endpoint of %q is /%s/mcp", r.URL.Path, dest, dest))
 	}
 	return nil
 }
@@ -161,7 +162,7 @@ func (b *Bridge) defaultEndpoint(w http.ResponseWriter, r *http.Request) *sessio
 	if t.cfg.AwayDefault != "" && b.misdirected(w, r, t.cfg.AwayDefault) {
 		return nil
 	}
-	session.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no default destination: set 'default: NAME' in the destinations file, or use /{destination}/mcp (destinations: %s)", b.list()))
+	httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no default destination: set 'default: NAME' in the destinations file, or use /{destination}/mcp (destinations: %s)", b.list()))
 	return nil
 }
 
@@ -171,7 +172,7 @@ func (b *Bridge) defaultEndpoint(w http.ResponseWriter, r *http.Request) *sessio
 func (b *Bridge) serveRoot(w http.ResponseWriter, r *http.Request) {
 	t := b.t()
 	switch {
-	case r.Method == http.MethodPost || r.Method == http.MethodDelete || session.OpensStream(r):
+	case r.Method == http.MethodPost || r.Method == http.MethodDelete || httpx.OpensStream(r):
 		if ep := b.defaultEndpoint(w, r); ep != nil {
 			ep.ServeHTTP(w, r)
 		}
@@ -203,7 +204,7 @@ func (b *Bridge) serveRoot(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, r, http.StatusOK, doc)
 	default:
 		w.Header().Set("Allow", "GET, HEAD, POST, DELETE, OPTIONS")
-		session.WriteErrorFor(w, r, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("method %s is not supported on /", r.Method))
+		httpx.WriteErrorFor(w, r, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("method %s is not supported on /", r.Method))
 	}
 }
 
@@ -231,7 +232,7 @@ func (b *Bridge) baseURL(r *http.Request) string {
 func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	body, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		session.WriteErrorFor(w, r, http.StatusInternalServerError, codeServer, "could not encode the answer: "+err.Error())
+		httpx.WriteErrorFor(w, r, http.StatusInternalServerError, codeServer, "could not encode the answer: "+err.Error())
 		return
 	}
 	h := w.Header()
@@ -252,7 +253,7 @@ func onlyGet(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	w.Header().Set("Allow", "GET, HEAD")
-	session.WriteErrorFor(w, r, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("%s answers GET only", r.URL.Path))
+	httpx.WriteErrorFor(w, r, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("%s answers GET only", r.URL.Path))
 	return false
 }
 
@@ -365,7 +366,7 @@ func (b *Bridge) serveKeepaliveStream(w http.ResponseWriter, r *http.Request) {
 	if !onlyGet(w, r) {
 		return
 	}
-	session.SetSSEHeaders(w.Header())
+	httpx.SetSSEHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return

@@ -1,9 +1,9 @@
 package bridge
 
 import (
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 
 	"github.com/stelae-bridge/stelae-bridge/session"
 )
@@ -54,11 +54,7 @@ func (b *Bridge) staticToken(token string, has bool) (tokenIdentity, bool) {
 		return tokenIdentity{}, false
 	}
 	ts := b.tokens.Load()
-	ok := 0
-	for _, t := range ts.list {
-		ok |= subtle.ConstantTimeCompare([]byte(t), []byte(token))
-	}
-	if ok != 1 {
+	if !httpx.OneOf(ts.list, token) {
 		return tokenIdentity{}, false
 	}
 	return ts.ids[token], true

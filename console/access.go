@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net"
 	"net/http"
 	"net/url"
@@ -104,7 +105,7 @@ func (c *Console) admit(w http.ResponseWriter, r *http.Request, page bool) *view
 		c.refuse(w, r, page, http.StatusForbidden, "the console needs an operator credential, and none is configured: give the bridge an operator token (a line of -auth-tokens-file with a token alone: a named token is a user's) or run the built-in authorization server (STELAE_OAUTH_PASSPHRASE); an MCP client's access token never opens it")
 		return nil
 	}
-	if token, ok := bearer(r); ok {
+	if token, ok := httpx.Bearer(r); ok {
 		if c.staticToken(token) {
 			return &viewer{}
 		}
@@ -202,27 +203,13 @@ func hostOnly(hostport string) string {
 	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
 }
 
-// bearer is r's bearer token.
-func bearer(r *http.Request) (string, bool) {
-	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-	token = strings.TrimSpace(token)
-	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "", false
-	}
-	return token, true
-}
-
 // staticToken compares token in constant time with every credential
 // that cannot be guessed: the operator tokens, or with auth off the
 // per-run token.
 func (c *Console) staticToken(token string) bool {
 	c.tokMu.RLock()
 	defer c.tokMu.RUnlock()
-	ok := 0
-	for _, t := range c.tokens {
-		ok |= subtle.ConstantTimeCompare([]byte(t), []byte(token))
-	}
-	return ok == 1
+	return httpx.OneOf(c.tokens, token)
 }
 
 // loginOf is r's sign-in, nil when its cookie names none (or an expired

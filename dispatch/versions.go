@@ -1,6 +1,10 @@
 package dispatch
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/stelae-bridge/stelae-bridge/httpx"
+)
 
 // LatestVersion is the newest protocol version the bridge speaks; its own
 // handshake with a child asks for it first.
@@ -21,7 +25,7 @@ const (
 
 // ModernVersion is the stateless protocol era's version: requests carry it
 // in params._meta, with no session and no initialize.
-const ModernVersion = "2026-07-28"
+const ModernVersion = httpx.ModernVersion
 
 // supportedVersions are the MCP protocol versions the bridge speaks, oldest
 // first.

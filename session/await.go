@@ -1,6 +1,7 @@
 package session
 
 import (
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
@@ -55,5 +56,5 @@ func (ep *Endpoint) streamedAnswer(id, resp []byte, err error, modern bool) []by
 		return resp
 	}
 	st, msg := statusFor(ep.name, err)
-	return jsonrpc.ErrorResponse(id, eraCode(modern, st, codeServer), msg)
+	return jsonrpc.ErrorResponse(id, httpx.EraCode(modern, st, codeServer), msg)
 }

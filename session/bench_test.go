@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"context"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"io"
 	"net/http"
 	"strings"
@@ -116,7 +117,7 @@ func postTo(ep *Endpoint, body, sid string, principal Principal) *benchWriter {
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Accept", "application/json, text/event-stream")
 	if sid != "" {
-		r.Header.Set(headerSessionID, sid)
+		r.Header.Set(httpx.HeaderSessionID, sid)
 	}
 	r = r.WithContext(WithPrincipal(r.Context(), principal))
 	w := &benchWriter{h: http.Header{}}
@@ -129,7 +130,7 @@ func postTo(ep *Endpoint, body, sid string, principal Principal) *benchWriter {
 func startBenchSession(tb testing.TB, ep *Endpoint, principal Principal) string {
 	tb.Helper()
 	w := postTo(ep, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`, "", principal)
-	sid := w.h.Get(headerSessionID)
+	sid := w.h.Get(httpx.HeaderSessionID)
 	if w.status != http.StatusOK || sid == "" {
 		tb.Fatalf("initialize: %d", w.status)
 	}
@@ -151,7 +152,7 @@ func benchPost(b *testing.B, tail Tail) {
 	r, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/bench/mcp", body)
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Accept", "application/json, text/event-stream")
-	r.Header.Set(headerSessionID, sid)
+	r.Header.Set(httpx.HeaderSessionID, sid)
 	r.ContentLength = int64(len(call))
 	bw := &benchWriter{h: http.Header{}}
 	b.ReportAllocs()

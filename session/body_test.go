@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"io"
 	"net/http"
 	"runtime"
@@ -87,7 +88,7 @@ func newCallEndpoint(tb testing.TB, maxBody int64) (post func(body string)) {
 	r, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/bench/mcp", body)
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Accept", "application/json, text/event-stream")
-	r.Header.Set(headerSessionID, sid)
+	r.Header.Set(httpx.HeaderSessionID, sid)
 	bw := &benchWriter{h: http.Header{}}
 	return func(call string) {
 		body.Reset(call)

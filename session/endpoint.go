@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"io"
 	"net/http"
 	"sync"
@@ -458,14 +459,14 @@ func (ep *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func serveOtherMethod(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodHead:
-		setSSEHeaders(w.Header())
+		httpx.SetSSEHeaders(w.Header())
 		w.WriteHeader(http.StatusOK)
 	case http.MethodOptions:
 		w.Header().Set("Allow", AllowMethods)
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		w.Header().Set("Allow", AllowMethods)
-		WriteErrorFor(w, r, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("method %s is not supported on an MCP endpoint; use POST, GET or DELETE", r.Method))
+		httpx.WriteErrorFor(w, r, http.StatusMethodNotAllowed, codeServer, fmt.Sprintf("method %s is not supported on an MCP endpoint; use POST, GET or DELETE", r.Method))
 	}
 }
 
@@ -475,17 +476,17 @@ const AllowMethods = "GET, POST, DELETE, HEAD, OPTIONS"
 // sessionFrom resolves the Mcp-Session-Id header. When the header is missing,
 // malformed or unknown it writes the error and returns nil and its status.
 func (ep *Endpoint) sessionFrom(w http.ResponseWriter, r *http.Request) (*Session, int) {
-	id := Header(r.Header, headerSessionID)
+	id := httpx.Header(r.Header, httpx.HeaderSessionID)
 	if id == "" {
-		return nil, WriteError(w, http.StatusBadRequest, codeServer, "missing Mcp-Session-Id header: send initialize first and repeat the Mcp-Session-Id it returns on every request")
+		return nil, httpx.WriteError(w, http.StatusBadRequest, codeServer, "missing Mcp-Session-Id header: send initialize first and repeat the Mcp-Session-Id it returns on every request")
 	}
 	if !validSessionID(id) {
-		return nil, WriteError(w, http.StatusBadRequest, codeServer, "malformed Mcp-Session-Id header: expected the UUID the bridge returned on initialize")
+		return nil, httpx.WriteError(w, http.StatusBadRequest, codeServer, "malformed Mcp-Session-Id header: expected the UUID the bridge returned on initialize")
 	}
 	s := ep.reg.get(id)
 	if s == nil || s.owner != PrincipalFrom(r) {
 		// A session is bound to the token that created it.
-		return nil, WriteError(w, http.StatusNotFound, codeSessionNotFound, errSessionGone)
+		return nil, httpx.WriteError(w, http.StatusNotFound, codeSessionNotFound, errSessionGone)
 	}
 	return s, 0
 }
@@ -518,7 +519,7 @@ func (ep *Endpoint) serveDelete(w http.ResponseWriter, r *http.Request) {
 		status = errStatus
 		return
 	}
-	w.Header().Set(headerSessionID, s.id)
+	w.Header().Set(httpx.HeaderSessionID, s.id)
 	ep.endSession(s, errDeleted)
 	w.WriteHeader(status)
 }

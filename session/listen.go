@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net/http"
 	"strconv"
 	"sync"
@@ -164,7 +165,7 @@ func (ep *Endpoint) serveListen(w http.ResponseWriter, r *http.Request, m *jsonr
 		}
 		return out
 	}
-	setSSEHeaders(w.Header())
+	httpx.SetSSEHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
 	ack, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
 		"params": map[string]any{"_meta": map[string]json.RawMessage{"io.modelcontextprotocol/subscriptionId": subID}, "notifications": honoured}})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"mime"
 	"net/http"
 	"strconv"
@@ -83,7 +84,7 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	if ep.opts.Tail != nil {
 		p.principal = PrincipalFrom(r)
 	}
-	switch sid := Header(r.Header, headerSessionID); {
+	switch sid := httpx.Header(r.Header, httpx.HeaderSessionID); {
 	case isModern(r, &p.m, &p.env):
 		p.observe, p.rec.era = true, EraStateless
 		ep.serveModern(w, r, &p.m, &p.env, &p.rec)
@@ -94,7 +95,7 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		p.observe, p.rec.era = true, EraSessionless
 		ep.serveSessionless(w, r, &p.m, &p.rec)
 	case sid == "" && p.kind == jsonrpc.KindNotification && ep.shared != nil &&
-		((Header(r.Header, headerProtocolVersion) == eraModern && ep.opts.ProtocolEras != Eras2025) || ep.opts.Sessionless != SessionlessReject):
+		((httpx.Header(r.Header, httpx.HeaderProtocolVersion) == eraModern && ep.opts.ProtocolEras != Eras2025) || ep.opts.Sessionless != SessionlessReject):
 		// A notification without a session (a 2026-07-28 client's, or a
 		// stateless 2025 client's notifications/initialized) concerns no
 		// call the bridge could map it to: accepted, not forwarded. A
@@ -127,17 +128,17 @@ func (ep *Endpoint) endPost(p *post) {
 // into p; false when it has answered the POST with an error.
 func (ep *Endpoint) readPost(w http.ResponseWriter, r *http.Request, p *post) bool {
 	rec := &p.rec
-	if ct := Header(r.Header, "Content-Type"); ct != "" && ct != "application/json" {
+	if ct := httpx.Header(r.Header, "Content-Type"); ct != "" && ct != "application/json" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			rec.status = WriteErrorFor(w, r, http.StatusUnsupportedMediaType, codeServer, fmt.Sprintf("Content-Type %q is not supported: POST a JSON-RPC message as application/json", ct))
+			rec.status = httpx.WriteErrorFor(w, r, http.StatusUnsupportedMediaType, codeServer, fmt.Sprintf("Content-Type %q is not supported: POST a JSON-RPC message as application/json", ct))
 			return false
 		}
 	}
-	accept := Header(r.Header, "Accept")
-	p.sseOK = accept != "" && accepts(accept, "text/event-stream")
-	p.jsonOK = accept == "" || accepts(accept, "application/json")
+	accept := httpx.Header(r.Header, "Accept")
+	p.sseOK = accept != "" && httpx.Accepts(accept, "text/event-stream")
+	p.jsonOK = accept == "" || httpx.Accepts(accept, "application/json")
 	if !p.sseOK && !p.jsonOK {
-		rec.status = WriteErrorFor(w, r, http.StatusNotAcceptable, codeServer, fmt.Sprintf("Accept %q allows neither application/json nor text/event-stream, the two forms an MCP answer can take", accept))
+		rec.status = httpx.WriteErrorFor(w, r, http.StatusNotAcceptable, codeServer, fmt.Sprintf("Accept %q allows neither application/json nor text/event-stream, the two forms an MCP answer can take", accept))
 		return false
 	}
 	if err := ep.readBody(w, r, &p.body, p.start); err != nil {
@@ -150,7 +151,7 @@ func (ep *Endpoint) readPost(w http.ResponseWriter, r *http.Request, p *post) bo
 			// carry another request.
 			w.Header().Set("Connection", "close")
 		}
-		rec.status = WriteErrorFor(w, r, be.status, codeServer, be.msg)
+		rec.status = httpx.WriteErrorFor(w, r, be.status, codeServer, be.msg)
 		return false
 	}
 	body := p.body.b
@@ -168,16 +169,16 @@ func (ep *Endpoint) readPost(w http.ResponseWriter, r *http.Request, p *post) bo
 	m := &p.m
 	if err := jsonrpc.ParseInto(body, m); err != nil {
 		if errors.Is(err, jsonrpc.ErrBatch) {
-			rec.status = WriteError(w, http.StatusBadRequest, codeInvalidRequest, "batching is not supported: send one JSON-RPC message per POST")
+			rec.status = httpx.WriteError(w, http.StatusBadRequest, codeInvalidRequest, "batching is not supported: send one JSON-RPC message per POST")
 			return false
 		}
-		rec.status = WriteError(w, http.StatusBadRequest, codeParse, "the body is not a JSON-RPC message: "+err.Error())
+		rec.status = httpx.WriteError(w, http.StatusBadRequest, codeParse, "the body is not a JSON-RPC message: "+err.Error())
 		return false
 	}
 	rec.method, rec.rpcID = m.Method, m.ID
 	p.kind = m.Kind()
 	if p.kind == jsonrpc.KindInvalid {
-		rec.status = WriteError(w, http.StatusBadRequest, codeInvalidRequest, `not a valid JSON-RPC 2.0 request, notification or response: a request needs "method" and a string or number "id"; a response needs "id" and "result" or "error"`)
+		rec.status = httpx.WriteError(w, http.StatusBadRequest, codeInvalidRequest, `not a valid JSON-RPC 2.0 request, notification or response: a request needs "method" and a string or number "id"; a response needs "id" and "result" or "error"`)
 		return false
 	}
 	p.env = readEnvelope(m.Params)
@@ -224,12 +225,12 @@ func (ep *Endpoint) enterSession(w http.ResponseWriter, r *http.Request, p *post
 		return nil
 	}
 	p.rec.session = s.id
-	w.Header()[headerSessionID] = s.idHeader
+	w.Header()[httpx.HeaderSessionID] = s.idHeader
 	s.inflight.Add(1)
 	if ep.reg.get(s.id) != s {
 		// Evicted between the lookup and inflight: the evictor saw the
 		// session idle, so this request must not use it.
-		p.rec.status = WriteError(w, http.StatusNotFound, codeSessionNotFound, errSessionGone)
+		p.rec.status = httpx.WriteError(w, http.StatusNotFound, codeSessionNotFound, errSessionGone)
 		s.leave(p)
 		return nil
 	}
@@ -251,12 +252,12 @@ func (ep *Endpoint) forward(w http.ResponseWriter, s *Session, p *post) {
 		err = s.d.Respond(s, &p.m)
 	}
 	if errors.Is(err, dispatch.ErrRefused) {
-		p.rec.status = WriteError(w, http.StatusBadRequest, codeInvalidRequest, err.Error())
+		p.rec.status = httpx.WriteError(w, http.StatusBadRequest, codeInvalidRequest, err.Error())
 		return
 	}
 	if err != nil {
 		st, msg := statusFor(ep.name, err)
-		p.rec.status = WriteError(w, st, codeServer, msg)
+		p.rec.status = httpx.WriteError(w, st, codeServer, msg)
 		return
 	}
 	p.rec.status = http.StatusAccepted
@@ -270,14 +271,14 @@ func (ep *Endpoint) forward(w http.ResponseWriter, s *Session, p *post) {
 func (ep *Endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, rec *postLog, jsonOK bool) {
 	if err := dispatch.ValidateInitialize(m.Params); err != nil {
 		ep.m.Refused.WithLabelValues("invalid_initialize").Inc()
-		rec.status = writeRPCError(w, http.StatusBadRequest, m.ID, codeInvalidParams, err.Error())
+		rec.status = httpx.WriteRPCError(w, http.StatusBadRequest, m.ID, codeInvalidParams, err.Error())
 		return
 	}
 	s, evicted, err := ep.reg.create(ep, PrincipalFrom(r))
 	if err != nil {
 		ep.m.Refused.WithLabelValues("session_cap").Inc()
 		w.Header().Set("Retry-After", "5")
-		rec.status = WriteError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("destination %q has its maximum of %d sessions and every one this client could replace is busy (a call in flight or a stream open; another token's sessions are never evicted for it); retry later, close unused clients, or raise MAX_STDIO_CONNECTIONS (-max-sessions)", ep.name, ep.opts.MaxSessions))
+		rec.status = httpx.WriteError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("destination %q has its maximum of %d sessions and every one this client could replace is busy (a call in flight or a stream open; another token's sessions are never evicted for it); retry later, close unused clients, or raise MAX_STDIO_CONNECTIONS (-max-sessions)", ep.name, ep.opts.MaxSessions))
 		return
 	}
 	// Attach before the evicted session detaches, so a shared child is not
@@ -293,7 +294,7 @@ func (ep *Endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 			ep.endSession(s, errChildRoom)
 			ep.m.Refused.WithLabelValues("child_cap").Inc()
 			w.Header().Set("Retry-After", "2")
-			rec.status = WriteError(w, http.StatusServiceUnavailable, codeServer, why)
+			rec.status = httpx.WriteError(w, http.StatusServiceUnavailable, codeServer, why)
 			return
 		}
 	}
@@ -321,7 +322,7 @@ func (ep *Endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 	s.initParams = bytes.Clone(m.Params) // m aliases the body's buffer
 	s.mu.Unlock()
 	ep.persist(s)
-	w.Header().Set(headerSessionID, s.id)
+	w.Header().Set(httpx.HeaderSessionID, s.id)
 	ep.log.Info("session started", "session", s.id, "protocol_version", negotiated.Result.ProtocolVersion)
 	if !jsonOK {
 		// The client takes SSE only: one event with the answer.
@@ -340,7 +341,7 @@ func (ep *Endpoint) writeResult(w http.ResponseWriter, resp []byte, err error, r
 		if st == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "5")
 		}
-		rec.status = WriteError(w, st, eraCode(rec.era == EraStateless, st, codeServer), msg)
+		rec.status = httpx.WriteError(w, st, httpx.EraCode(rec.era == EraStateless, st, codeServer), msg)
 		return
 	}
 	h := w.Header()

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"io"
 	"net"
 	"net/http"
@@ -42,8 +43,8 @@ func (ep *Endpoint) newConnWriter(conn net.Conn) *sseWriter {
 // start sends the SSE headers of an HTTP response at once.
 func (sw *sseWriter) start(w http.ResponseWriter, sessionID string) bool {
 	h := w.Header()
-	setSSEHeaders(h)
-	h.Set(headerSessionID, sessionID)
+	httpx.SetSSEHeaders(h)
+	h.Set(httpx.HeaderSessionID, sessionID)
 	w.WriteHeader(http.StatusOK)
 	return sw.flush()
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net/http"
 	"slices"
 	"strconv"
@@ -116,7 +117,7 @@ func isModern(r *http.Request, m *jsonrpc.Message, env *envelope) bool {
 	if env.version != nil {
 		return true
 	}
-	return Header(r.Header, headerProtocolVersion) == eraModern && Header(r.Header, headerSessionID) == ""
+	return httpx.Header(r.Header, httpx.HeaderProtocolVersion) == eraModern && httpx.Header(r.Header, httpx.HeaderSessionID) == ""
 }
 
 // modernError answers a modern request with a JSON-RPC error carrying its
@@ -131,7 +132,7 @@ func modernError(w http.ResponseWriter, status int, id json.RawMessage, code int
 			Data    any    `json:"data,omitempty"`
 		} `json:"error"`
 	}{JSONRPC: "2.0", ID: id}
-	body.Error.Code, body.Error.Message, body.Error.Data = eraCode(true, status, code), msg, data
+	body.Error.Code, body.Error.Message, body.Error.Data = httpx.EraCode(true, status, code), msg, data
 	b, _ := json.Marshal(body)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -240,11 +241,11 @@ func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *js
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams,
 			"a "+eraModern+" request's params._meta needs "+metaProtocolVersion+" (a string) and "+metaClientCaps+" (an object); "+metaClientInfo+" is recommended", nil)
 	}
-	if h := Header(r.Header, headerProtocolVersion); h != version {
+	if h := httpx.Header(r.Header, httpx.HeaderProtocolVersion); h != version {
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
 			fmt.Sprintf("the MCP-Protocol-Version header (%q) differs from the request's protocol version (%q)", h, version), nil)
 	}
-	if h := Header(r.Header, "Mcp-Method"); headerValue(h) != m.Method {
+	if h := httpx.Header(r.Header, "Mcp-Method"); headerValue(h) != m.Method {
 		return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
 			fmt.Sprintf("the Mcp-Method header (%q) differs from the request's method (%q)", h, m.Method), nil)
 	}
@@ -257,7 +258,7 @@ func (ep *Endpoint) validateModern(w http.ResponseWriter, r *http.Request, m *js
 			// SEP-2663: Mcp-Name carries the task id, for routing.
 			field, name = "taskId", jsonrpc.String(env.taskID)
 		}
-		if h := Header(r.Header, "Mcp-Name"); headerValue(h) != name {
+		if h := httpx.Header(r.Header, "Mcp-Name"); headerValue(h) != name {
 			return modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeHeaderMismatch,
 				fmt.Sprintf("the Mcp-Name header (%q) differs from params.%s (%q)", h, field, name), nil)
 		}
@@ -509,8 +510,8 @@ var errClientGone = fmt.Errorf("%w: the client closed the response stream", disp
 // request the child sends during the call parks it and answers m with
 // input_required (MRTR).
 func (ep *Endpoint) drive(w http.ResponseWriter, r *http.Request, f *flight, m *jsonrpc.Message, rec *postLog) {
-	accept := Header(r.Header, "Accept")
-	ra := &requestAnswer{ep: ep, w: w, r: r, f: f, m: m, rec: rec, sseOK: accept != "" && accepts(accept, "text/event-stream")}
+	accept := httpx.Header(r.Header, "Accept")
+	ra := &requestAnswer{ep: ep, w: w, r: r, f: f, m: m, rec: rec, sseOK: accept != "" && httpx.Accepts(accept, "text/event-stream")}
 	ep.calls.Add(1)
 	defer ep.calls.Add(-1)
 	// The client's going away cancels the call, unless it was parked.
@@ -627,7 +628,7 @@ func (ra *requestAnswer) related(rel []byte) bool {
 	}
 	if ra.sw == nil {
 		ra.sw = ra.ep.newSSEWriter(ra.w)
-		setSSEHeaders(ra.w.Header())
+		httpx.SetSSEHeaders(ra.w.Header())
 		ra.w.WriteHeader(http.StatusOK)
 		ra.rec.status = http.StatusOK
 		if ra.grace == nil { // until then, grace has the tick

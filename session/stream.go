@@ -2,9 +2,9 @@ package session
 
 import (
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,8 +34,8 @@ func (ep *Endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 			ep.log.Info("GET", "status_code", status, "latency_ms", ms(start))
 		}
 	}()
-	if !acceptsSSE(r.Header.Get("Accept")) {
-		status = WriteError(w, http.StatusNotAcceptable, codeServer, "a GET on an MCP endpoint opens an SSE stream: send Accept: text/event-stream")
+	if !httpx.AcceptsSSE(r.Header.Get("Accept")) {
+		status = httpx.WriteError(w, http.StatusNotAcceptable, codeServer, "a GET on an MCP endpoint opens an SSE stream: send Accept: text/event-stream")
 		return
 	}
 	s, errStatus := ep.sessionFor(w, r)
@@ -45,7 +45,7 @@ func (ep *Endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 	}
 	if !ep.limits.streams.take(1) {
 		w.Header().Set("Retry-After", "5")
-		status = WriteError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("the bridge has its maximum of %d open streams; retry later, or raise -max-streams", ep.limits.MaxStreams))
+		status = httpx.WriteError(w, http.StatusServiceUnavailable, codeServer, fmt.Sprintf("the bridge has its maximum of %d open streams; retry later, or raise -max-streams", ep.limits.MaxStreams))
 		return
 	}
 	// The stream can be kicked from the moment it is registered; its
@@ -60,12 +60,12 @@ func (ep *Endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 	switch {
 	case !ok:
 		ep.limits.streams.give(1)
-		status = WriteError(w, http.StatusNotFound, codeSessionNotFound, "session ended: send initialize to start a new one")
+		status = httpx.WriteError(w, http.StatusNotFound, codeSessionNotFound, "session ended: send initialize to start a new one")
 		return
 	case full:
 		ep.limits.streams.give(1)
 		w.Header().Set("Retry-After", "5")
-		status = WriteError(w, http.StatusTooManyRequests, codeServer, fmt.Sprintf("this session already has its maximum of %d open streams; close one first (raise -max-streams-per-session)", ep.opts.MaxStreamsPerSession))
+		status = httpx.WriteError(w, http.StatusTooManyRequests, codeServer, fmt.Sprintf("this session already has its maximum of %d open streams; close one first (raise -max-streams-per-session)", ep.opts.MaxStreamsPerSession))
 		return
 	}
 	head := responseHead(w.Header(), s.id)
@@ -73,7 +73,7 @@ func (ep *Endpoint) serveGet(w http.ResponseWriter, r *http.Request, shutdown <-
 	if err != nil {
 		s.closeStream(st)
 		ep.limits.streams.give(1)
-		status = WriteError(w, http.StatusHTTPVersionNotSupported, codeServer, "SSE streams need HTTP/1.1: "+err.Error())
+		status = httpx.WriteError(w, http.StatusHTTPVersionNotSupported, codeServer, "SSE streams need HTTP/1.1: "+err.Error())
 		return
 	}
 	_ = brw // its buffers stay with net/http: the client sends nothing more
@@ -103,8 +103,8 @@ var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &
 // over: the headers set so far (CORS) and the SSE ones.
 func responseHead(h http.Header, sessionID string) []byte {
 	h = h.Clone()
-	setSSEHeaders(h)
-	h.Set(headerSessionID, sessionID)
+	httpx.SetSSEHeaders(h)
+	h.Set(httpx.HeaderSessionID, sessionID)
 	h.Set("Connection", "close")
 	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	var b strings.Builder
@@ -178,48 +178,4 @@ func (ep *Endpoint) pump(s *Session, st *stream, conn net.Conn, head []byte, don
 			return
 		}
 	}
-}
-
-// accepts reports whether an Accept header allows the media type full
-// (type/subtype), directly or through a wildcard, with a non-zero quality.
-func accepts(accept, full string) bool {
-	typ, _, _ := strings.Cut(full, "/")
-	// Walked in place: no allocation (it runs on every POST, twice).
-	for rest := accept; rest != ""; {
-		var part string
-		part, rest, _ = strings.Cut(rest, ",")
-		mt, params, _ := strings.Cut(part, ";")
-		mt = strings.TrimSpace(mt)
-		match := strings.EqualFold(mt, full) || mt == "*/*" ||
-			(len(mt) == len(typ)+2 && strings.EqualFold(mt[:len(typ)], typ) && mt[len(typ):] == "/*")
-		if match && !zeroQuality(params) {
-			return true
-		}
-	}
-	return false
-}
-
-// acceptsSSE reports whether an Accept header allows text/event-stream.
-func acceptsSSE(accept string) bool { return accept != "" && accepts(accept, "text/event-stream") }
-
-// zeroQuality reports whether media-type parameters say q=0 ("not
-// acceptable").
-func zeroQuality(params string) bool {
-	for rest := params; rest != ""; {
-		var p string
-		p, rest, _ = strings.Cut(rest, ";")
-		k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
-		if strings.EqualFold(k, "q") {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return err == nil && f == 0
-		}
-	}
-	return false
-}
-
-// OpensStream reports whether a GET is an MCP client opening its session's
-// stream (a session id and Accept: text/event-stream), rather than a person
-// or a probe.
-func OpensStream(r *http.Request) bool {
-	return r.Method == http.MethodGet && r.Header.Get(headerSessionID) != "" && acceptsSSE(r.Header.Get("Accept"))
 }

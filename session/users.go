@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -137,13 +138,13 @@ const DefaultUserIdle = 5 * time.Minute
 func (ep *Endpoint) serveUser(w http.ResponseWriter, r *http.Request) {
 	u := UserFrom(r)
 	if !u.Known() {
-		WriteErrorFor(w, r, http.StatusForbidden, codeServer, fmt.Sprintf("destination %q gives each user a child of their own ('isolation: user') and this request has no user: send a credential the bridge knows (a bearer token of its tokens file, or an OAuth access token)", ep.name))
+		httpx.WriteErrorFor(w, r, http.StatusForbidden, codeServer, fmt.Sprintf("destination %q gives each user a child of their own ('isolation: user') and this request has no user: send a credential the bridge knows (a bearer token of its tokens file, or an OAuth access token)", ep.name))
 		return
 	}
 	ue, why := ep.users.acquire(ep, u)
 	if ue == nil {
 		w.Header().Set("Retry-After", "5")
-		WriteErrorFor(w, r, http.StatusServiceUnavailable, codeServer, why)
+		httpx.WriteErrorFor(w, r, http.StatusServiceUnavailable, codeServer, why)
 		return
 	}
 	defer ep.users.release(ue)

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net/http"
 	"strings"
 
@@ -11,10 +12,10 @@ import (
 // checkVersion validates MCP-Protocol-Version. It writes the error and
 // returns its status, or 0 when the header is absent or supported.
 func (ep *Endpoint) checkVersion(w http.ResponseWriter, r *http.Request, s *Session) int {
-	v := Header(r.Header, headerProtocolVersion)
+	v := httpx.Header(r.Header, httpx.HeaderProtocolVersion)
 	if v == "" || dispatch.Supported(v) {
 		return 0
 	}
-	w.Header().Set(headerSessionID, s.id)
-	return WriteError(w, http.StatusBadRequest, codeServer, fmt.Sprintf("unsupported MCP-Protocol-Version %q; this bridge supports %s", v, strings.Join(dispatch.Versions(), ", ")))
+	w.Header().Set(httpx.HeaderSessionID, s.id)
+	return httpx.WriteError(w, http.StatusBadRequest, codeServer, fmt.Sprintf("unsupported MCP-Protocol-Version %q; this bridge supports %s", v, strings.Join(dispatch.Versions(), ", ")))
 }
