@@ -58,3 +58,75 @@ func onlyMissingDirs(msg string) bool {
 	}
 	return problems > 0
 }
+
+// TestDocsLinks: every relative link of the README, deploy/README.md and
+// docs/ names a file that exists and, with an anchor, a heading of that
+// page (as GitHub makes anchors of headings). Sections move between the
+// README and docs/: a link left behind fails here.
+func TestDocsLinks(t *testing.T) {
+	pages, _ := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	pages = append(pages, filepath.Join("..", "README.md"), filepath.Join("..", "deploy", "README.md"))
+	code := regexp.MustCompile("(?s)```.*?```")
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading := regexp.MustCompile(`(?m)^#+ (.*)$`)
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(page string) map[string]bool {
+		if a, ok := anchors[page]; ok {
+			return a
+		}
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := map[string]bool{}
+		for _, m := range heading.FindAllStringSubmatch(code.ReplaceAllString(string(data), ""), -1) {
+			a[anchorOf(m[1])] = true
+		}
+		anchors[page] = a
+		return a
+	}
+	n := 0
+	for _, page := range pages {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(code.ReplaceAllString(string(data), ""), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			n++
+			path, anchor, _ := strings.Cut(target, "#")
+			file := page
+			if path != "" {
+				file = filepath.Join(filepath.Dir(page), path)
+			}
+			if _, err := os.Stat(file); err != nil {
+				t.Errorf("%s: the link %s names no file", page, target)
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(file, ".md") && !anchorsOf(file)[anchor] {
+				t.Errorf("%s: the link %s names no heading of %s", page, target, file)
+			}
+		}
+	}
+	if n < 30 {
+		t.Errorf("only %d relative links found; the pattern is wrong", n)
+	}
+}
+
+// anchorOf is the anchor GitHub makes of a heading: lower case, spaces
+// made '-', what is neither a letter, a digit, '-' nor '_' dropped.
+func anchorOf(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
