@@ -22,8 +22,23 @@
 //     never redirects;
 //   - the middleware, as func(http.Handler) http.Handler layers, outermost
 //     first: the DNS-rebinding guard (Origin and Host), CORS, the shutdown
-//     gate (503 with Retry-After), bearer-token authentication, which puts
-//     the request's session.Principal in its context;
+//     gate (503 with Retry-After), authentication (static tokens, OAuth
+//     access tokens of an issuer or the built-in server), which puts the
+//     request's session.Principal and session.User in its context; the
+//     HTTP pieces it shares with session and console (errors, headers,
+//     the bearer token's parse and match) are package httpx's;
+//   - profiles (profiles.go): each profile's endpoint, on a dispatcher
+//     whose child is package profile's in-process server over its
+//     members' dispatchers (their calls go straight there: dispatch.Fan);
+//   - the children per user ('isolation: user'): the user's identity from
+//     the auth layer, the static tokens and their reload (tokens.go), a
+//     user's credentials from provisioning and the store (credentials.go),
+//     the built-in server's credentials page's seam (credentialpages.go)
+//     and the stand-in a user without credentials gets (standin.go);
+//   - the fleet (fleet.go): which instance owns a destination, and the 421
+//     that names the owner to a request for another's;
+//   - the operator console's Backend (console.go): what package console
+//     shows and the actions it takes, on the table;
 //   - the bridge-wide metrics registry;
 //   - ordered shutdown: stop accepting, end every session and stream, wait
 //     for requests in flight, stop every child, within one deadline.

@@ -24,6 +24,16 @@
 //   - the turns of an interactive destination (turns.go): the calls that
 //     may ask their clients things run alone, so their requests are
 //     routable;
+//   - the fan (fan.go): a profile's calls served on its members'
+//     dispatchers, their children's requests given ids of the fan's own
+//     and attributed among the members' callers;
+//   - which client capability a child's request needs (caps.go: an
+//     elicitation needs the mode it asks in), for both eras' routing;
+//   - the translation between the eras for a child of the 2025 era
+//     (translate.go: server/discover, a request's params without the 2026
+//     envelope, results marked complete), the tasks extension's view of
+//     the catalogue (tasks.go) and the tools' mirrored headers
+//     (toolheaders.go);
 //   - the bridge's initialize handshake with each child start, its cached
 //     result answered to every session's initialize, version negotiation;
 //   - the tool catalogue and the tool filter (a hidden tool never reaches
