@@ -68,7 +68,7 @@ func (b *Bridge) buildPolicies(t *table) error {
 			return err
 		}
 		if p := policy(a); p != nil {
-			t.policies[profileKey(name)] = p
+			t.policies[config.ProfileKey(name)] = p
 		}
 	}
 	if needBuiltin && b.opts.AuthServer == nil {
@@ -101,7 +101,7 @@ func (b *Bridge) builtinResource(base, resource string) (string, bool) {
 		}
 	}
 	for _, name := range t.cfg.ProfileNames {
-		key := profileKey(name)
+		key := config.ProfileKey(name)
 		if p := t.policies[key]; p != nil && p.Auth.Builtin() && slices.Contains(b.resources(base, guarded{dest: key, route: "dest"}), resource) {
 			return key, true
 		}
@@ -138,7 +138,7 @@ func (b *Bridge) protection(r *http.Request) guarded {
 		return guarded{}
 	case isOAuthWellKnown(path), strings.HasPrefix(path, "/oauth/"):
 		return guarded{open: true}
-	case console.Serves(path):
+	case console.Serves(path) && !config.EndpointRoute(path):
 		// The console admits its viewers itself: an operator's
 		// credential, never an MCP client's token (console/access.go).
 		return guarded{open: true}
@@ -154,10 +154,10 @@ func (b *Bridge) protection(r *http.Request) guarded {
 	}
 	if dest, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && t.endpoints[dest] != nil {
 		return guarded{dest: dest, route: "dest"}
-	} else if name, tail, nested := strings.Cut(rest, "/"); ok && dest == "p" && nested && tail == "mcp" && t.profileEndpoint(name) != nil {
+	} else if name, tail, nested := strings.Cut(rest, "/"); ok && dest == config.ProfileSegment && nested && tail == "mcp" && t.profileEndpoint(name) != nil {
 		// A profile: its key is its URL's path, so its resource and
 		// metadata URLs are made as a destination's.
-		return guarded{dest: profileKey(name), route: "dest"}
+		return guarded{dest: config.ProfileKey(name), route: "dest"}
 	}
 	return guarded{}
 }
@@ -374,8 +374,8 @@ func (b *Bridge) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
 		dest, tail, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
 		if tail == "mcp" && t.endpoints[dest] != nil {
 			p, resource, name = t.policies[dest], base+"/"+dest+"/mcp", dest
-		} else if pn, ptail, _ := strings.Cut(tail, "/"); dest == "p" && ptail == "mcp" && t.profileEndpoint(pn) != nil {
-			p, resource, name = t.policies[profileKey(pn)], base+"/p/"+pn+"/mcp", "profile "+pn
+		} else if pn, ptail, _ := strings.Cut(tail, "/"); dest == config.ProfileSegment && ptail == "mcp" && t.profileEndpoint(pn) != nil {
+			p, resource, name = t.policies[config.ProfileKey(pn)], base+config.ProfilePath(pn), "profile "+pn
 		}
 	}
 	if p == nil {

@@ -3,6 +3,7 @@ package bridge
 import (
 	"errors"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net/http"
 	"net/url"
@@ -83,7 +84,7 @@ func (cb *consoleBackend) Destinations() []console.Destination {
 	}
 	for _, n := range t.cfg.ProfileNames {
 		if ep := t.profileEndpoint(n); ep != nil {
-			d := describe(profileKey(n), "/p/"+n+"/mcp", ep)
+			d := describe(config.ProfileKey(n), config.ProfilePath(n), ep)
 			d.Isolation = "profile"
 			out = append(out, d)
 		}
@@ -144,7 +145,7 @@ func (cb *consoleBackend) Profiles() []console.Profile {
 	t := (*Bridge)(cb).t()
 	out := []console.Profile{}
 	for _, n := range t.cfg.ProfileNames {
-		out = append(out, console.Profile{Name: n, URL: "/p/" + n + "/mcp", Members: t.cfg.Profiles[n].Destinations})
+		out = append(out, console.Profile{Name: n, URL: config.ProfilePath(n), Members: t.cfg.Profiles[n].Destinations})
 	}
 	return out
 }
@@ -207,7 +208,7 @@ func (cb *consoleBackend) EndSession(dest, id string) error {
 // says what happened: a destination with no child running starts none
 // (the next call starts one); a profile has no process of its own.
 func (cb *consoleBackend) Restart(dest string) (string, error) {
-	if name, ok := strings.CutPrefix(dest, "p/"); ok {
+	if name, ok := config.ProfileName(dest); ok {
 		if p := (*Bridge)(cb).t().cfg.Profiles[name]; p != nil {
 			return "", fmt.Errorf("profile %s has no process of its own, so there is nothing of its to restart: restart its members (%s) one by one — each restart reaches every user of that destination", name, strings.Join(p.Destinations, ", "))
 		}

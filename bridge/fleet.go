@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net/http"
 	"strings"
@@ -22,7 +23,7 @@ func (b *Bridge) misdirected(w http.ResponseWriter, r *http.Request, key string)
 		return false
 	}
 	what := fmt.Sprintf("destination %q", key)
-	if name, profile := strings.CutPrefix(key, "p/"); profile {
+	if name, profile := config.ProfileName(key); profile {
 		what = fmt.Sprintf("profile %q", name)
 	}
 	named := make([]string, len(away.Instances))
@@ -47,8 +48,8 @@ func (t *table) away(path string) bool {
 		return false
 	}
 	dest, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
-	if name, _, nested := strings.Cut(rest, "/"); dest == "p" && nested {
-		_, ok := t.cfg.Away["p/"+name]
+	if name, _, nested := strings.Cut(rest, "/"); dest == config.ProfileSegment && nested {
+		_, ok := t.cfg.Away[config.ProfileKey(name)]
 		return ok
 	}
 	_, ok := t.cfg.Away[dest]

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"net/http"
 )
 
@@ -33,7 +34,7 @@ func (b *Bridge) serveManifest(w http.ResponseWriter, r *http.Request) {
 	for _, n := range t.cfg.ProfileNames {
 		if ep := t.profileEndpoint(n); ep != nil {
 			_, known := ep.Catalogue()
-			servers = append(servers, manifestServer{Name: "p/" + n, Transport: "streamable-http", URL: base + "/p/" + n + "/mcp", Version: b.opts.Version, ToolsKnown: known})
+			servers = append(servers, manifestServer{Name: config.ProfileKey(n), Transport: "streamable-http", URL: base + config.ProfilePath(n), Version: b.opts.Version, ToolsKnown: known})
 		}
 	}
 	writeJSON(w, r, http.StatusOK, map[string]any{"servers": servers, "tools": tools})

@@ -21,15 +21,11 @@ import (
 // drain, the shutdown, the metrics, the sessions' store — goes over the
 // profiles too; the names and lists of destinations do not hold them.
 
-// profileKey is profile name's key in a table's endpoints and dispatchers,
-// and its label in metrics and logs.
-func profileKey(name string) string { return "p/" + name }
-
 // buildProfiles adds cfg's profiles to t, keeping those prev serves the
 // same way on the same members.
 func (b *Bridge) buildProfiles(t, prev *table, cfg *config.Config, sopts session.Options) error {
 	for _, name := range cfg.ProfileNames {
-		key, p := profileKey(name), cfg.Profiles[name]
+		key, p := config.ProfileKey(name), cfg.Profiles[name]
 		if prev.keepsProfile(name, t) {
 			t.endpoints[key], t.dispatchers[key], t.reports[name] = prev.endpoints[key], prev.dispatchers[key], prev.reports[name]
 			continue
@@ -155,7 +151,7 @@ func filterOf(f config.ToolFilter) func(string) bool {
 // keepsProfile reports whether the table serves profile name as next's
 // configuration says, on the members next keeps: next keeps it.
 func (t *table) keepsProfile(name string, next *table) bool {
-	key := profileKey(name)
+	key := config.ProfileKey(name)
 	if t == nil || t.endpoints[key] == nil || !config.SameProfile(t.cfg.Profiles[name], next.cfg.Profiles[name]) {
 		return false
 	}
@@ -171,7 +167,7 @@ func (t *table) keepsProfile(name string, next *table) bool {
 // name, or its profile's key.
 func (t *table) defaultKey() string {
 	if t.cfg.DefaultProfile {
-		return profileKey(t.cfg.Default)
+		return config.ProfileKey(t.cfg.Default)
 	}
 	return t.cfg.Default
 }
@@ -182,11 +178,8 @@ func (t *table) profileEndpoint(name string) *session.Endpoint {
 	if name == "" || strings.Contains(name, "/") {
 		return nil
 	}
-	return t.endpoints[profileKey(name)]
+	return t.endpoints[config.ProfileKey(name)]
 }
-
-// isProfileKey: key is a profile's in a table.
-func isProfileKey(key string) bool { return strings.HasPrefix(key, "p/") }
 
 // profileHealth is a profile in /healthz: its URL, members, child state
 // and sessions; with ?verbose what its lists found (collisions, clients
@@ -210,11 +203,11 @@ func (t *table) profilesHealth(verbose bool) map[string]profileHealth {
 	}
 	out := map[string]profileHealth{}
 	for _, name := range t.cfg.ProfileNames {
-		ep := t.endpoints[profileKey(name)]
+		ep := t.endpoints[config.ProfileKey(name)]
 		if ep == nil {
 			continue
 		}
-		ph := profileHealth{URL: "/p/" + name + "/mcp", Members: t.cfg.Profiles[name].Destinations, State: ep.Status().State, Sessions: ep.SessionCount(), Tools: t.reports[name].Tools(), Dropped: t.reports[name].Dropped()}
+		ph := profileHealth{URL: config.ProfilePath(name), Members: t.cfg.Profiles[name].Destinations, State: ep.Status().State, Sessions: ep.SessionCount(), Tools: t.reports[name].Tools(), Dropped: t.reports[name].Dropped()}
 		if verbose {
 			ph.Warnings = t.reports[name].Warnings()
 		}

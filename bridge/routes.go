@@ -3,6 +3,7 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/httpx"
 	"net/http"
 	"runtime"
@@ -72,7 +73,7 @@ func (b *Bridge) route(w http.ResponseWriter, r *http.Request) {
 func (b *Bridge) servePrefixed(w http.ResponseWriter, r *http.Request, path string) bool {
 	t := b.t()
 	switch {
-	case console.Serves(path):
+	case console.Serves(path) && !config.EndpointRoute(path):
 		b.serveConsole(w, r)
 	case strings.HasPrefix(path, prmPath):
 		b.serveResourceMetadata(w, r)
@@ -105,11 +106,11 @@ func isOAuthWellKnown(path string) bool {
 func (b *Bridge) destination(w http.ResponseWriter, r *http.Request) *session.Endpoint {
 	t := b.t()
 	dest, route, ok := strings.Cut(strings.Trim(r.URL.Path, "/"), "/")
-	if name, tail, nested := strings.Cut(route, "/"); ok && dest == "p" && nested && tail == "mcp" {
+	if name, tail, nested := strings.Cut(route, "/"); ok && dest == config.ProfileSegment && nested && tail == "mcp" {
 		if ep := t.profileEndpoint(name); ep != nil {
 			return ep
 		}
-		if b.misdirected(w, r, "p/"+name) {
+		if b.misdirected(w, r, config.ProfileKey(name)) {
 			return nil
 		}
 		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no profile named %q; configured profiles: %s", name, strings.Join(t.cfg.ProfileNames, ", ")))
@@ -199,7 +200,7 @@ func (b *Bridge) serveRoot(w http.ResponseWriter, r *http.Request) {
 			doc.Destinations = append(doc.Destinations, dest{Name: n, URL: base + "/" + n + "/mcp"})
 		}
 		for _, n := range t.cfg.ProfileNames {
-			doc.Profiles = append(doc.Profiles, prof{Name: n, URL: base + "/p/" + n + "/mcp", Members: t.cfg.Profiles[n].Destinations})
+			doc.Profiles = append(doc.Profiles, prof{Name: n, URL: base + config.ProfilePath(n), Members: t.cfg.Profiles[n].Destinations})
 		}
 		writeJSON(w, r, http.StatusOK, doc)
 	default:

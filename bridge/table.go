@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -269,18 +268,20 @@ func (b *Bridge) Reload(cfg *config.Config) (Reloaded, error) {
 	next.prestart(prev)
 	retired := append(slices.Clone(r.Changed), r.Removed...)
 	for key, ep := range prev.endpoints {
-		if isProfileKey(key) && next.endpoints[key] != ep {
+		if config.IsProfileKey(key) && next.endpoints[key] != ep {
 			retired = append(retired, key) // a profile changed, or one of its members
 		}
 	}
 	for key, ep := range next.endpoints {
-		if isProfileKey(key) && prev.endpoints[key] != ep {
-			r.Profiles = append(r.Profiles, strings.TrimPrefix(key, "p/"))
+		if config.IsProfileKey(key) && prev.endpoints[key] != ep {
+			name, _ := config.ProfileName(key)
+			r.Profiles = append(r.Profiles, name)
 		}
 	}
 	for key := range prev.endpoints {
-		if isProfileKey(key) && next.endpoints[key] == nil {
-			r.Profiles = append(r.Profiles, strings.TrimPrefix(key, "p/"))
+		if config.IsProfileKey(key) && next.endpoints[key] == nil {
+			name, _ := config.ProfileName(key)
+			r.Profiles = append(r.Profiles, name)
 		}
 	}
 	sort.Strings(r.Profiles)
@@ -424,7 +425,7 @@ func (t *table) userEndpointsOf(dest string) []*session.Endpoint {
 	keys := []string{dest}
 	for _, p := range t.cfg.ProfileNames {
 		if slices.Contains(t.cfg.Profiles[p].Destinations, dest) {
-			keys = append(keys, profileKey(p))
+			keys = append(keys, config.ProfileKey(p))
 		}
 	}
 	for _, key := range keys {

@@ -192,13 +192,13 @@ func (c *Config) ForInstance(name string) (*Config, error) {
 			out.Profiles[p] = c.Profiles[p]
 			out.ProfileNames = append(out.ProfileNames, p)
 		} else {
-			out.Away["p/"+p] = where(owners)
+			out.Away[ProfileKey(p)] = where(owners)
 		}
 	}
 	if c.Default != "" {
 		key := c.Default
 		if c.DefaultProfile {
-			key = "p/" + key
+			key = ProfileKey(key)
 		}
 		if _, away := out.Away[key]; away {
 			out.Default, out.DefaultProfile = "", false

@@ -312,20 +312,12 @@ func (c *Console) sampleRates(now time.Time) {
 	c.prev, c.prevAt = counts, now
 }
 
-// Serves reports whether path (without a trailing slash) is the
-// console's: /console and what is under it, but not /console/mcp (and
-// the legacy /console/sse and /console/message), which stay a
-// destination's routes should one be named "console".
+// Serves reports whether path (without a trailing slash) is under the
+// console's: /console and what is under it. (The bridge gives a
+// destination named "console" its endpoint routes first.)
 func Serves(path string) bool {
 	rest, ok := strings.CutPrefix(path, Path)
-	if !ok || (rest != "" && rest[0] != '/') {
-		return false
-	}
-	switch rest {
-	case "/mcp", "/sse", "/message":
-		return false
-	}
-	return true
+	return ok && (rest == "" || rest[0] == '/')
 }
 
 // maxLabels bounds the principals whose OAuth client is remembered (past

@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		}
 		fmt.Fprintf(stdout, "%s: ok, %d destination(s): %v%s\n", s.config, len(cfg.Names), cfg.Names, note)
 		for _, name := range cfg.ProfileNames {
-			fmt.Fprintf(stdout, "  profile %s (/p/%s/mcp): %v, %d tools\n", name, name, cfg.Profiles[name].Destinations, tools[name])
+			fmt.Fprintf(stdout, "  profile %s (%s): %v, %d tools\n", name, config.ProfilePath(name), cfg.Profiles[name].Destinations, tools[name])
 		}
 		if len(cfg.ProfileNames) > 0 {
 			fmt.Fprintf(stdout, "  (counted by starting each profile's members once, as the bridge does; they are stopped again)\n")
@@ -264,7 +264,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		fmt.Fprintf(stdout, "  %s: http://%s/%s/mcp%s\n", name, ln.Addr(), name, note)
 	}
 	for _, name := range cfg.ProfileNames {
-		fmt.Fprintf(stdout, "  profile %s (%s): http://%s/p/%s/mcp\n", name, strings.Join(cfg.Profiles[name].Destinations, ", "), ln.Addr(), name)
+		fmt.Fprintf(stdout, "  profile %s (%s): http://%s%s\n", name, strings.Join(cfg.Profiles[name].Destinations, ", "), ln.Addr(), config.ProfilePath(name))
 	}
 	if cfg.Default != "" {
 		fmt.Fprintf(stdout, "  default (%s): http://%s/mcp\n", cfg.Default, ln.Addr())
