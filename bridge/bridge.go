@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/h1"
 	"io"
 	"net"
 	"net/http"
@@ -48,7 +49,7 @@ type Options struct {
 	WriteTimeout         time.Duration
 	AuditBodies          bool
 	// Shared by every destination. MaxConnections bounds the open client
-	// connections (half of them from one address; connlimit.go).
+	// connections (half of them from one address; h1.ConnLimit).
 	MaxConnections int
 	MaxStreams     int
 	// MaxUserChildren bounds the children of every 'isolation: user'
@@ -165,7 +166,7 @@ func Defaults() Options {
 		OAuthKeysTTL:         iss.KeysTTL,
 		OAuthMinRefresh:      iss.MinRefresh,
 		// The bridge's own.
-		MaxConnections:  defaultMaxConnections(),
+		MaxConnections:  h1.DefaultMaxConnections(),
 		MaxStreams:      10000,
 		MaxUserChildren: 100,
 		MaxBodyMemory:   64 << 20,
@@ -254,7 +255,7 @@ type Bridge struct {
 	cur    atomic.Pointer[table]
 	limits *session.Limits
 	// conns bounds the connections Serve's server holds (MaxConnections).
-	conns      *connLimit
+	conns      *h1.ConnLimit
 	reg        *prometheus.Registry
 	metricSet  *session.MetricSet
 	legacyHits *prometheus.CounterVec
@@ -319,7 +320,7 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 		opts.PrincipalKey = session.RandomPrincipalKey()
 	}
 	b := &Bridge{opts: opts, log: opts.Logger, tokensOn: len(opts.AuthTokens) > 0, userChildren: session.NewUserBudget(opts.MaxUserChildren),
-		limits: session.NewLimits(opts.MaxBodyMemory, opts.MaxBodyBytes, opts.MaxStreams), conns: newConnLimit(opts.MaxConnections), reg: prometheus.NewRegistry(), streams: make(chan struct{})}
+		limits: session.NewLimits(opts.MaxBodyMemory, opts.MaxBodyBytes, opts.MaxStreams), conns: h1.NewConnLimit(opts.MaxConnections), reg: prometheus.NewRegistry(), streams: make(chan struct{})}
 	b.tokens.Store(newTokenSet(opts.AuthTokens, opts.TokenNames, opts.PrincipalKey))
 	b.life, b.endLife = context.WithCancel(context.Background())
 	b.metricSet = session.NewMetricSet(b.reg)
@@ -439,8 +440,8 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.handler.S
 func (b *Bridge) Serve(ctx context.Context, ln net.Listener) error {
 	// The server calls the handler itself, not ServeHTTP: one frame fewer
 	// on every request's stack (see session.post on stacks).
-	srv := NewServer(b.handler, b.log.Named("http"))
-	srv.limit = b.conns
+	srv := h1.NewServer(b.handler, b.log.Named("http"))
+	srv.SetLimit(b.conns)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	var err error
@@ -485,7 +486,7 @@ const handOverLinger = 2 * time.Second
 // retry: the request may have been read). Once no call is in flight and
 // no connection waits idle (up to handOverLinger for them), or
 // DrainTimeout is up, new requests get 503 and the shutdown goes on.
-func (b *Bridge) handOver(srv *Server) {
+func (b *Bridge) handOver(srv *h1.Server) {
 	start := time.Now()
 	b.phase.Store(phaseHandingOver)
 	srv.StopAccepting()

@@ -4,17 +4,9 @@
 // them behind the operator's routes and middleware.
 //
 // It owns:
-//   - the HTTP/1.1 server (Server, server.go): the hot request — a strict
-//     POST whose Content-Length body came with its head — is read and
-//     answered by the bridge's own fast path (fasthead.go, fastresponse.go);
-//     another request goes, with the connection and the bytes read, to
-//     net/http, and the connection comes back once net/http has answered
-//     and waited a second for its next request. Server's doc states the contract:
-//     which requests the fast path takes, which of net/http's guarantees it
-//     keeps; and the connection limit (connlimit.go): -max-connections,
-//     half of them per source address, counted from accept to close on
-//     either path, the connection idle longest closed to make room, else
-//     503;
+//   - serving: the HTTP/1.1 server is package h1's (the fast path for the
+//     hot POST, net/http for the rest, the connection limit), joined here at
+//     one seam (Serve: h1.NewServer, SetLimit; the drain and the hand-over);
 //   - the router: /{destination}/mcp, /mcp and POST / for the default
 //     destination, the legacy HTTP+SSE routes (410 Gone), and the
 //     operator's routes (/, /healthz, /version, /metrics, /tools/list,
@@ -47,7 +39,7 @@
 // endpoint passes through the layers and the router to session.Endpoint
 // untouched.
 //
-// Data path: Server (fast path, or net/http) → guard → cors → closing gate → auth → route →
+// Data path: h1.Server (fast path, or net/http) → guard → cors → closing gate → auth → route →
 // session.Endpoint → dispatch.Dispatcher → the child's stdin; and back from
 // the child's stdout through dispatch to the waiting POST or the sessions'
 // streams.

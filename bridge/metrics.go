@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/stelae-bridge/stelae-bridge/h1"
 	"runtime"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
@@ -45,8 +46,8 @@ func (b *Bridge) registerMetrics() {
 	b.metricsHandler = promhttp.HandlerFor(b.reg, promhttp.HandlerOpts{})
 }
 
-// connCollector reports the connection limit's counts (connlimit.go).
-type connCollector struct{ l *connLimit }
+// connCollector reports the connection limit's counts (h1.ConnLimit).
+type connCollector struct{ l *h1.ConnLimit }
 
 var (
 	descConns        = prometheus.NewDesc("stelae_connections", "Open client connections, against -max-connections: the fast path's, net/http's and hijacked GET streams'.", nil, nil)
@@ -62,10 +63,10 @@ func (c connCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c connCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, float64(c.l.Open()))
-	for k := range limitKinds {
-		ch <- prometheus.MustNewConstMetric(descConnsEvicted, prometheus.CounterValue, float64(c.l.evicted[k].Load()), k.String())
-		ch <- prometheus.MustNewConstMetric(descConnsRefused, prometheus.CounterValue, float64(c.l.refused[k].Load()), k.String())
-	}
+	c.l.Counts(func(limit string, evicted, refused uint64) {
+		ch <- prometheus.MustNewConstMetric(descConnsEvicted, prometheus.CounterValue, float64(evicted), limit)
+		ch <- prometheus.MustNewConstMetric(descConnsRefused, prometheus.CounterValue, float64(refused), limit)
+	})
 }
 
 // stateCollector reports what the endpoints know at scrape time: sessions,

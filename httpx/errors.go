@@ -55,3 +55,10 @@ func WriteRPCError(w http.ResponseWriter, status int, id []byte, code int, msg s
 	_, _ = w.Write(jsonrpc.ErrorResponse(id, code, msg))
 	return status
 }
+
+// ServerErrorBody is the body of a transport error written by hand (the
+// connection limit's 503, before any handler): a JSON-RPC server error
+// (-32000) with a null id and msg.
+func ServerErrorBody(msg string) []byte {
+	return jsonrpc.ErrorResponse(nil, jsonrpc.CodeServerError, msg)
+}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/h1"
 	"io"
 	"net"
 	"net/http"
@@ -209,16 +210,16 @@ func (b *testBridge) close() {
 }
 
 // testServer serves a bridge's handler the way the binary does
-// (bridge.Server: the fast path, and net/http for the rest).
+// (h1.Server: the fast path, and net/http for the rest).
 type testServer struct {
 	URL      string
 	Listener net.Listener
-	srv      *bridge.Server
+	srv      *h1.Server
 	done     chan struct{}
 }
 
 func startServer(h http.Handler, ln net.Listener, log hclog.Logger) *testServer {
-	s := &testServer{URL: "http://" + ln.Addr().String(), Listener: ln, srv: bridge.NewServer(h, log), done: make(chan struct{})}
+	s := &testServer{URL: "http://" + ln.Addr().String(), Listener: ln, srv: h1.NewServer(h, log), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		_ = s.srv.Serve(ln)

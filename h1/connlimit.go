@@ -1,4 +1,4 @@
-package bridge
+package h1
 
 import (
 	"crypto/tls"
@@ -14,10 +14,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+	"github.com/stelae-bridge/stelae-bridge/httpx"
 )
 
-// connLimit bounds a Server's open connections (-max-connections): max in
+// ConnLimit bounds a Server's open connections (-max-connections): max in
 // all, and share (half of max, rounded up) from one source address, an
 // IPv6 address counted by its /64. Every connection the listener accepted
 // counts until its socket closes, wherever it is served: on the fast path,
@@ -38,7 +38,7 @@ import (
 // closing it to make room takes it from idle to closed (a compare and
 // swap, as Shutdown's closeIdle does), so a connection whose request has
 // begun is never closed for room.
-type connLimit struct {
+type ConnLimit struct {
 	max, share int
 	// epoch is the origin of the slots' idleSince (monotonic).
 	epoch time.Time
@@ -63,14 +63,14 @@ type connLimit struct {
 // connection), with room for the POSTs.
 const maxConnectionsCeiling = 16384
 
-// defaultMaxConnections is -max-connections' default, derived once: half
+// DefaultMaxConnections is -max-connections' default, derived once: half
 // the process's file-descriptor limit, at most maxConnectionsCeiling (and
 // that where the limit is unknown or unbounded: Windows). The cap is what
 // keeps accept from failing for want of a descriptor: connections take at
 // most half, and the other half is left to the children (three pipes
 // each, more under the reaper), the state files, the listening socket, the
 // refused connections' brief linger, and whatever the runtime opens.
-var defaultMaxConnections = sync.OnceValue(func() int {
+var DefaultMaxConnections = sync.OnceValue(func() int {
 	n, ok := fdLimit()
 	if !ok || n/2 >= maxConnectionsCeiling {
 		return maxConnectionsCeiling
@@ -80,7 +80,7 @@ var defaultMaxConnections = sync.OnceValue(func() int {
 
 // warnFDs warns when the limit leaves too few file descriptors for the
 // rest of the process: accept then fails before the limit is reached.
-func (l *connLimit) warnFDs(log hclog.Logger) {
+func (l *ConnLimit) warnFDs(log hclog.Logger) {
 	n, ok := fdLimit()
 	if ok && uint64(l.max+maxRefusing+fdReserve) > n {
 		log.Warn("-max-connections leaves the process too few file descriptors: accepting may fail (and children fail to start) before the cap is reached; lower -max-connections or raise the limit (ulimit -n, systemd's LimitNOFILE=)",
@@ -109,14 +109,36 @@ func (k limitKind) String() string {
 	return "max_connections"
 }
 
-// newConnLimit returns the limit of n connections (at least 1).
-func newConnLimit(n int) *connLimit {
+// Idle is how many of the connections counted wait idle for a request.
+func (l *ConnLimit) Idle() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for sl := range l.all.slots {
+		if sl.state.Load() == connIdle {
+			n++
+		}
+	}
+	return n
+}
+
+// Counts calls f with each limit's name (max_connections, per_address)
+// and how many idle connections were closed to make room under it, and
+// how many new ones it refused: the bridge's metrics read them.
+func (l *ConnLimit) Counts(f func(limit string, evicted, refused uint64)) {
+	for k := range limitKinds {
+		f(limitKind(k).String(), l.evicted[k].Load(), l.refused[k].Load())
+	}
+}
+
+// NewConnLimit returns the limit of n connections (at least 1).
+func NewConnLimit(n int) *ConnLimit {
 	n = max(n, 1)
-	return &connLimit{max: n, share: (n + 1) / 2, epoch: time.Now(), all: slotSet{slots: map[*connSlot]struct{}{}}, addrs: map[netip.Addr]*slotSet{}}
+	return &ConnLimit{max: n, share: (n + 1) / 2, epoch: time.Now(), all: slotSet{slots: map[*connSlot]struct{}{}}, addrs: map[netip.Addr]*slotSet{}}
 }
 
 // since is t as a slot's idleSince.
-func (l *connLimit) since(t time.Time) int64 { return int64(t.Sub(l.epoch)) }
+func (l *ConnLimit) since(t time.Time) int64 { return int64(t.Sub(l.epoch)) }
 
 // connSlot is one accepted connection's place under the limit, for the
 // socket's whole life (across its moves between the fast path and
@@ -130,13 +152,13 @@ type connSlot struct {
 	// net/http serves), or connClosed (closed while idle, by Shutdown or
 	// to make room). Only a compare and swap from connIdle closes it.
 	state atomic.Int32
-	// idleSince is when it last became idle (connLimit.since).
+	// idleSince is when it last became idle (ConnLimit.since).
 	idleSince atomic.Int64
-	released  bool // no longer counted (guarded by connLimit.mu)
+	released  bool // no longer counted (guarded by ConnLimit.mu)
 }
 
 // setIdle marks the slot idle since now.
-func (s *connSlot) setIdle(l *connLimit, now time.Time) {
+func (s *connSlot) setIdle(l *ConnLimit, now time.Time) {
 	s.idleSince.Store(l.since(now))
 	s.state.Store(connIdle)
 }
@@ -210,7 +232,7 @@ func (set *slotSet) scan() {
 
 // takeIdle closes, for room, the slot of set idle longest, and returns it
 // (nil: none is idle); l.mu held. The socket is the caller's to close.
-func (l *connLimit) takeIdle(set *slotSet) *connSlot {
+func (l *ConnLimit) takeIdle(set *slotSet) *connSlot {
 	// A slot idle at the scan may have gone busy since: it is skipped. Two
 	// scans at most bound the work of one accept (a scan reads every slot
 	// of the set).
@@ -236,7 +258,7 @@ type admitted struct {
 // admit counts nc, closing the connection idle longest when a limit is
 // reached; a nil slot (and the limit) when none is idle: nc is to be
 // refused.
-func (l *connLimit) admit(nc net.Conn) admitted {
+func (l *ConnLimit) admit(nc net.Conn) admitted {
 	s := &connSlot{nc: nc, key: addrKey(nc.RemoteAddr())}
 	s.idleSince.Store(l.since(time.Now()))
 	var a admitted
@@ -276,7 +298,7 @@ func (l *connLimit) admit(nc net.Conn) admitted {
 }
 
 // release stops counting s (its socket closed); again: a no-op.
-func (l *connLimit) release(s *connSlot) {
+func (l *ConnLimit) release(s *connSlot) {
 	l.mu.Lock()
 	if !s.released {
 		l.unregister(s)
@@ -285,7 +307,7 @@ func (l *connLimit) release(s *connSlot) {
 }
 
 // unregister stops counting s; l.mu held.
-func (l *connLimit) unregister(s *connSlot) {
+func (l *ConnLimit) unregister(s *connSlot) {
 	s.released = true
 	delete(l.all.slots, s)
 	if set := l.addrs[s.key]; set != nil {
@@ -298,7 +320,7 @@ func (l *connLimit) unregister(s *connSlot) {
 }
 
 // Open is the number of connections counted.
-func (l *connLimit) Open() int { return int(l.open.Load()) }
+func (l *ConnLimit) Open() int { return int(l.open.Load()) }
 
 // addrKey is the source address a connection counts against: an IPv4
 // address, or an IPv6 address's /64 (what one host usually holds); the
@@ -332,21 +354,21 @@ const (
 )
 
 // refuseAnswer is the 503 a refused connection gets for limit k.
-func (l *connLimit) refuseAnswer(k limitKind) []byte {
+func (l *ConnLimit) refuseAnswer(k limitKind) []byte {
 	var msg string
 	if k == limitAddress {
 		msg = fmt.Sprintf("this client's address (an IPv6 address: its /64) holds its share of the bridge's connections, %d (half of -max-connections), and none of them is idle; retry when one of them has closed, or raise -max-connections", l.share)
 	} else {
 		msg = fmt.Sprintf("the bridge holds its maximum of %d open connections, and none of them is idle; retry later, or raise -max-connections", l.max)
 	}
-	body := jsonrpc.ErrorResponse(nil, jsonrpc.CodeServerError, msg)
+	body := httpx.ServerErrorBody(msg)
 	return []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\nDate: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n\r\n" + string(body))
 }
 
 // logAdmitted says, once as a limit begins to be reached and then at debug,
 // what making room for a connection did.
-func (l *connLimit) logAdmitted(log hclog.Logger, a admitted, remote net.Addr) {
+func (l *ConnLimit) logAdmitted(log hclog.Logger, a admitted, remote net.Addr) {
 	if !a.reached {
 		if l.pressed.Load() {
 			l.pressed.Store(false)

@@ -1,4 +1,4 @@
-package bridge
+package h1
 
 import (
 	"errors"

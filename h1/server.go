@@ -1,4 +1,4 @@
-package bridge
+package h1
 
 import (
 	"bytes"
@@ -94,7 +94,7 @@ type Server struct {
 	hand    *handoff
 	log     hclog.Logger
 	// limit counts the open connections (set before Serve).
-	limit *connLimit
+	limit *ConnLimit
 
 	headerTimeout, idleTimeout time.Duration
 	// backAfter is how long a connection net/http answered may wait for
@@ -139,10 +139,15 @@ const deadlineSlack = time.Second
 // cancels the request's context).
 const watchAfter = 100 * time.Millisecond
 
+// SetLimit makes l the server's connection limit (before Serve; by
+// default one of DefaultMaxConnections): the bridge keeps it, for its
+// metrics.
+func (s *Server) SetLimit(l *ConnLimit) { s.limit = l }
+
 // NewServer returns a Server for h; log gets what net/http would print.
 func NewServer(h http.Handler, log hclog.Logger) *Server {
 	s := &Server{handler: h, log: log, headerTimeout: 10 * time.Second, idleTimeout: 2 * time.Minute, backAfter: time.Second, conns: map[*fastConn]struct{}{}, stdIdle: map[net.Conn]struct{}{},
-		limit: newConnLimit(defaultMaxConnections()), refusing: map[net.Conn]struct{}{}, tlsSlots: map[net.Conn]*connSlot{},
+		limit: NewConnLimit(DefaultMaxConnections()), refusing: map[net.Conn]struct{}{}, tlsSlots: map[net.Conn]*connSlot{},
 		sweepWake: make(chan struct{}, 1), stop: make(chan struct{}), sweepDone: make(chan struct{})}
 	s.std = &http.Server{
 		Handler:           http.HandlerFunc(s.serveStd),

@@ -1,10 +1,11 @@
-package bridge
+package h1
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/h1/h1test"
 	"io"
 	"net"
 	"net/http"
@@ -179,10 +180,6 @@ func dial(t testing.TB, addr string) net.Conn {
 	return c
 }
 
-func post(path, body string, extra ...string) string {
-	return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s", path, strings.Join(extra, ""), len(body), body)
-}
-
 func bodyOf(t *testing.T, r *http.Response) string {
 	t.Helper()
 	b, _ := io.ReadAll(r.Body)
@@ -194,7 +191,7 @@ func bodyOf(t *testing.T, r *http.Response) string {
 // connection kept.
 func TestServerPaths(t *testing.T) {
 	big := strings.Repeat("x", 5000)
-	head2 := post("/mcp", "z", "X-Pad: "+strings.Repeat("p", 3400)+"\r\n")
+	head2 := h1test.Post("/mcp", "z", "X-Pad: "+strings.Repeat("p", 3400)+"\r\n")
 	for _, tc := range []struct {
 		name  string
 		parts []string
@@ -203,10 +200,10 @@ func TestServerPaths(t *testing.T) {
 		want  []string
 		close bool // net/http closes after the answer (HTTP/1.0)
 	}{
-		{"two posts", []string{post("/mcp", `{"a":1}`) + post("/b/mcp", `{"b":2}`)}, 2, []bool{true, true}, []string{`{"a":1}`, `{"b":2}`}, false},
-		{"empty body", []string{post("/mcp", "")}, 1, []bool{true}, []string{""}, false},
-		{"get then post", []string{"GET /x HTTP/1.1\r\nHost: a\r\n\r\n" + post("/mcp", "p")}, 2, []bool{false, false}, []string{"get", "p"}, false},
-		{"post then get", []string{post("/mcp", "p") + "GET /x HTTP/1.1\r\nHost: a\r\n\r\n"}, 2, []bool{true, false}, []string{"p", "get"}, false},
+		{"two posts", []string{h1test.Post("/mcp", `{"a":1}`) + h1test.Post("/b/mcp", `{"b":2}`)}, 2, []bool{true, true}, []string{`{"a":1}`, `{"b":2}`}, false},
+		{"empty body", []string{h1test.Post("/mcp", "")}, 1, []bool{true}, []string{""}, false},
+		{"get then post", []string{"GET /x HTTP/1.1\r\nHost: a\r\n\r\n" + h1test.Post("/mcp", "p")}, 2, []bool{false, false}, []string{"get", "p"}, false},
+		{"post then get", []string{h1test.Post("/mcp", "p") + "GET /x HTTP/1.1\r\nHost: a\r\n\r\n"}, 2, []bool{true, false}, []string{"p", "get"}, false},
 		{"chunked", []string{"POST /mcp HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"}, 1, []bool{false}, []string{"abc"}, false},
 		// Either path (the server may read late, and find the body there).
 		{"body after head", []string{"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n", "abc"}, 1, nil, []string{"abc"}, false},
@@ -214,11 +211,11 @@ func TestServerPaths(t *testing.T) {
 		// The second head starts 1 KiB into the buffer and ends past its
 		// end: the buffer moves what it holds to its start, and the fast
 		// path still serves it.
-		{"head past the buffer's end", []string{post("/mcp", strings.Repeat("y", 1000)) + head2[:2000], head2[2000:]}, 2, []bool{true, true}, []string{strings.Repeat("y", 1000), "z"}, false},
-		{"query", []string{post("/mcp?x=1", "q")}, 1, []bool{false}, []string{"q"}, false},
+		{"head past the buffer's end", []string{h1test.Post("/mcp", strings.Repeat("y", 1000)) + head2[:2000], head2[2000:]}, 2, []bool{true, true}, []string{strings.Repeat("y", 1000), "z"}, false},
+		{"query", []string{h1test.Post("/mcp?x=1", "q")}, 1, []bool{false}, []string{"q"}, false},
 		{"http/1.0", []string{"POST /mcp HTTP/1.0\r\nHost: a\r\nContent-Length: 1\r\n\r\nz"}, 1, []bool{false}, []string{"z"}, true},
-		{"large head", []string{post("/mcp", "h", "X-Big: "+big+"\r\n")}, 1, []bool{false}, []string{"h"}, false},
-		{"expect", []string{post("/mcp", "e", "Expect: 100-continue\r\n")}, 1, []bool{false}, []string{"e"}, false},
+		{"large head", []string{h1test.Post("/mcp", "h", "X-Big: "+big+"\r\n")}, 1, []bool{false}, []string{"h"}, false},
+		{"expect", []string{h1test.Post("/mcp", "e", "Expect: 100-continue\r\n")}, 1, []bool{false}, []string{"e"}, false},
 		{"bare LF", []string{"POST /mcp HTTP/1.1\nHost: a\nContent-Length: 1\n\nl"}, 1, []bool{false}, []string{"l"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -272,7 +269,7 @@ func TestServerAnswers(t *testing.T) {
 		}
 	})
 	_, addr := startTestServer(t, h)
-	resps := exchange(t, addr, 6, post("/flush", "")+post("/length", "")+post("/nocontent", "")+post("/split", "")+post("/sniff", "")+post("/large", ""))
+	resps := exchange(t, addr, 6, h1test.Post("/flush", "")+h1test.Post("/length", "")+h1test.Post("/nocontent", "")+h1test.Post("/split", "")+h1test.Post("/sniff", "")+h1test.Post("/large", ""))
 	check := func(i int, cond bool, format string, args ...any) {
 		if !cond {
 			t.Errorf("response %d: "+format, append([]any{i + 1}, args...)...)
@@ -327,7 +324,7 @@ func TestServerClientGoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.WriteString(c, post("/wait", ""))
+	io.WriteString(c, h1test.Post("/wait", ""))
 	waitConn(t, s, "the request to be watched", func(c *fastConn) bool { return c.watching })
 	c.Close()
 	select {
@@ -342,9 +339,9 @@ func TestServerClientGoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	io.WriteString(c2, post("/slow", ""))
+	io.WriteString(c2, h1test.Post("/slow", ""))
 	waitConn(t, s, "the slow request to be watched", func(c *fastConn) bool { return c.watching })
-	io.WriteString(c2, post("/next", ""))
+	io.WriteString(c2, h1test.Post("/next", ""))
 	// The watch reads the next request's first byte, keeps it and ends.
 	waitConn(t, s, "the watch to keep the next request's first byte", func(c *fastConn) bool { return c.watched && !c.watching && c.cr.hasPending })
 	close(release)
@@ -372,11 +369,11 @@ func TestServerPanic(t *testing.T) {
 	})
 	_, addr := startTestServer(t, h)
 	c := dial(t, addr)
-	io.WriteString(c, post("/panic", ""))
+	io.WriteString(c, h1test.Post("/panic", ""))
 	if _, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
 		t.Error("a panicking handler's connection was answered")
 	}
-	if r := exchange(t, addr, 1, post("/ok", "")); bodyOf(t, r[0]) != "ok" {
+	if r := exchange(t, addr, 1, h1test.Post("/ok", "")); bodyOf(t, r[0]) != "ok" {
 		t.Error("the server did not serve after a panic")
 	}
 }
@@ -394,13 +391,13 @@ func TestServerShutdown(t *testing.T) {
 	})
 	s, addr := startTestServer(t, h)
 	idle := dial(t, addr)
-	io.WriteString(idle, post("/x", ""))
+	io.WriteString(idle, h1test.Post("/x", ""))
 	ibr := bufio.NewReader(idle)
 	if resp, err := http.ReadResponse(ibr, nil); err != nil || bodyOf(t, resp) != "done" {
 		t.Fatal(err)
 	}
 	busy := dial(t, addr)
-	io.WriteString(busy, post("/slow", ""))
+	io.WriteString(busy, h1test.Post("/slow", ""))
 	<-started
 	shut := make(chan error, 1)
 	go func() {
@@ -493,7 +490,7 @@ func TestServerHeadersPerRequest(t *testing.T) {
 		fmt.Fprintf(w, "%q %q", r.Header.Values("X-Only-First"), r.Header.Values("X-Twice"))
 	})
 	_, addr := startTestServer(t, h)
-	resps := exchange(t, addr, 2, post("/mcp", "", "X-Only-First: 1\r\nX-Twice: a\r\nx-twice: b\r\n")+post("/mcp", "", "X-Twice: c\r\n"))
+	resps := exchange(t, addr, 2, h1test.Post("/mcp", "", "X-Only-First: 1\r\nX-Twice: a\r\nx-twice: b\r\n")+h1test.Post("/mcp", "", "X-Twice: c\r\n"))
 	for i, want := range []string{`["1"] ["a" "b"]`, `[] ["c"]`} {
 		if got := bodyOf(t, resps[i]); got != want {
 			t.Errorf("request %d saw %s, want %s", i+1, got, want)
@@ -525,7 +522,7 @@ func TestServerWatchAtRequestEdges(t *testing.T) {
 			var want []string
 			for i := range 12 {
 				d := (watchAfter - 2*time.Millisecond + time.Duration((i*5+g)%9)*time.Millisecond/2).String()
-				parts = append(parts, post("/mcp", d))
+				parts = append(parts, h1test.Post("/mcp", d))
 				want = append(want, d)
 			}
 			c, err := net.Dial("tcp", addr)
@@ -562,7 +559,7 @@ func TestServerHeadTimeout(t *testing.T) {
 		c := dial(t, addr)
 		br := bufio.NewReader(c)
 		if !first {
-			io.WriteString(c, post("/mcp", ""))
+			io.WriteString(c, h1test.Post("/mcp", ""))
 			if resp, err := http.ReadResponse(br, nil); err != nil || bodyOf(t, resp) != "ok" {
 				t.Fatalf("first request: %v", err)
 			}
@@ -599,8 +596,8 @@ func TestServerRetainedHeader(t *testing.T) {
 	for i := range 10 {
 		fmt.Fprintf(&many, "X-Pad-%d: p\r\n", i)
 	}
-	resps := exchange(t, addr, 3, post("/mcp", "", "X-User: warm\r\n"+many.String())+
-		post("/mcp", "", "X-User: alice\r\nX-Only-Alice: 1\r\n")+post("/mcp", "", "X-User: bob\r\nX-Only-Bob: 2\r\n"))
+	resps := exchange(t, addr, 3, h1test.Post("/mcp", "", "X-User: warm\r\n"+many.String())+
+		h1test.Post("/mcp", "", "X-User: alice\r\nX-Only-Alice: 1\r\n")+h1test.Post("/mcp", "", "X-User: bob\r\nX-Only-Bob: 2\r\n"))
 	for i, want := range []string{"warm", "alice", "bob"} {
 		if got := bodyOf(t, resps[i]); got != want {
 			t.Errorf("request %d saw X-User %q, want %q", i+1, got, want)
@@ -678,7 +675,7 @@ func TestServerLateWriter(t *testing.T) {
 		}
 	})
 	_, addr := startTestServer(t, h)
-	resps := exchange(t, addr, 2, post("/leak", "alice's")+post("/next", "bob's secret"))
+	resps := exchange(t, addr, 2, h1test.Post("/leak", "alice's")+h1test.Post("/next", "bob's secret"))
 	if r := resps[0]; r.StatusCode != 200 || bodyOf(t, r) != "first" {
 		t.Errorf("the first answer: %d %q", r.StatusCode, bodyOf(t, r))
 	}
@@ -726,7 +723,7 @@ func TestServerBaseContext(t *testing.T) {
 		seenc <- seen{fast, srv, addr}
 	})
 	s, addr := startTestServer(t, h)
-	exchange(t, addr, 2, post("/mcp", "")+"GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
+	exchange(t, addr, 2, h1test.Post("/mcp", "")+"GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
 	for _, want := range []bool{true, false} {
 		got := <-seenc
 		if got.fast != want {
@@ -755,10 +752,10 @@ func TestServerBodyLimit(t *testing.T) {
 	}
 	// An ordinary head whose request fills the buffer, with n = its body.
 	n := connBufSize
-	for len(post("/mcp", strings.Repeat("o", n))) > connBufSize {
+	for len(h1test.Post("/mcp", strings.Repeat("o", n))) > connBufSize {
 		n--
 	}
-	if len(post("/mcp", strings.Repeat("o", n))) != connBufSize {
+	if len(h1test.Post("/mcp", strings.Repeat("o", n))) != connBufSize {
 		t.Fatalf("no body of an ordinary POST fills the buffer exactly")
 	}
 	t.Logf("an ordinary head of %d bytes leaves %d for a body", connBufSize-n, n)
@@ -770,8 +767,8 @@ func TestServerBodyLimit(t *testing.T) {
 	}{
 		{"shortest head, maxFastBody", shortest(maxFastBody), maxFastBody, true},
 		{"shortest head, one more", shortest(maxFastBody + 1), maxFastBody + 1, false},
-		{"ordinary head, the buffer full", post("/mcp", strings.Repeat("o", n)), n, true},
-		{"ordinary head, one more", post("/mcp", strings.Repeat("o", n+1)), n + 1, false},
+		{"ordinary head, the buffer full", h1test.Post("/mcp", strings.Repeat("o", n)), n, true},
+		{"ordinary head, one more", h1test.Post("/mcp", strings.Repeat("o", n+1)), n + 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &served{}
@@ -831,7 +828,7 @@ func TestServerHalfClose(t *testing.T) {
 			c := dial(t, srv.addr)
 			var raw strings.Builder
 			for _, path := range reqs {
-				raw.WriteString(post(path, "{}"))
+				raw.WriteString(h1test.Post(path, "{}"))
 			}
 			io.WriteString(c, raw.String())
 			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
@@ -883,7 +880,7 @@ func TestServerEmptyLinesAfterPost(t *testing.T) {
 			}
 		}
 	}
-	p := post("/mcp", `{"a":1}`)
+	p := h1test.Post("/mcp", `{"a":1}`)
 	for _, tc := range []struct {
 		name string
 		raw  string
@@ -908,7 +905,7 @@ func TestServerEmptyLinesAfterPost(t *testing.T) {
 	// whose connection came back to the fast path idle.
 	rec2 := &served{}
 	_, fast2 := startTestServer(t, echoHandler(rec2))
-	for _, p := range []string{p, post("/mcp?q", `{"a":1}`)} {
+	for _, p := range []string{p, h1test.Post("/mcp?q", `{"a":1}`)} {
 		c := dial(t, fast2)
 		br := bufio.NewReader(c)
 		for i := range 3 {
@@ -960,7 +957,7 @@ func FuzzBetweenRequests(f *testing.F) {
 	})
 	_, fast := startTestServer(f, h)
 	std := stdServer(f, h)
-	p := post("/mcp", `{"a":1}`)
+	p := h1test.Post("/mcp", `{"a":1}`)
 	f.Fuzz(func(t *testing.T, between []byte) {
 		if len(between) > 8 {
 			return
@@ -1015,7 +1012,7 @@ func TestServerIdleHoldsNoRequest(t *testing.T) {
 		}
 		return b.String()
 	}
-	if n := len(post("/mcp", "{}", fields(200))); n > connBufSize {
+	if n := len(h1test.Post("/mcp", "{}", fields(200))); n > connBufSize {
 		t.Fatalf("the fast path's header-heavy request (%d bytes) would not take the fast path", n)
 	}
 	var buf [1024]byte
@@ -1044,12 +1041,12 @@ func TestServerIdleHoldsNoRequest(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		return ms.HeapAlloc
 	}
-	idle(post("/mcp", "{}")) // the pools, goroutines and test's structures warm
+	idle(h1test.Post("/mcp", "{}")) // the pools, goroutines and test's structures warm
 	fastLight := int64(-1)
 	for _, tc := range []struct{ name, light, heavy string }{
-		{"fast path", post("/mcp", "{}"), post("/mcp", "{}", fields(200))},
+		{"fast path", h1test.Post("/mcp", "{}"), h1test.Post("/mcp", "{}", fields(200))},
 		// A query sends a light request to net/http; 2,000 fields (24 KiB) a heavy one.
-		{"handed to net/http", post("/mcp?q", "{}"), post("/mcp", "{}", fields(2000))},
+		{"handed to net/http", h1test.Post("/mcp?q", "{}"), h1test.Post("/mcp", "{}", fields(2000))},
 	} {
 		before := idle("")
 		light := idle(tc.light)
@@ -1077,8 +1074,8 @@ func TestServerIdleHoldsNoRequest(t *testing.T) {
 func TestServerBackFromNetHTTP(t *testing.T) {
 	rec := &served{}
 	_, addr := startTestServer(t, echoHandler(rec))
-	viaStd := post("/mcp?q", `{"n":1}`)
-	next := post("/mcp", `{"n":2}`)
+	viaStd := h1test.Post("/mcp?q", `{"n":1}`)
+	next := h1test.Post("/mcp", `{"n":2}`)
 	for _, cut := range []int{1, 3, 4, strings.Index(next, "\r\n") + 2, strings.Index(next, "Content-Type"), len(next) - 3} {
 		c := dial(t, addr)
 		br := bufio.NewReader(c)

@@ -1,4 +1,4 @@
-package bridge
+package h1
 
 // rawReads: on Windows a socket is not read with a plain read: every read
 // goes through the connection, with a buffer held while it waits

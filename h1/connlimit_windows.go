@@ -1,4 +1,4 @@
-package bridge
+package h1
 
 // fdLimit: Windows has no file-descriptor limit for sockets (its handles
 // are bounded by memory).
