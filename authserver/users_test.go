@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/lockout"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -632,6 +633,14 @@ func TestGhostNamesKeepUsersCounts(t *testing.T) {
 	addUser(t, srv, "hana", "hana's secret 1")
 	const keep = 4 // each count keeps this many names here
 	srv.userGuesses.names.Max, srv.userGuesses.ghosts.Max = keep, keep
+	// The counts' clock stands still: hana's wait (2 s after her sixth
+	// wrong try) must not pass while the made-up names are tried (each a
+	// hash: seconds under -race on a busy machine, where it once did).
+	at := time.Now()
+	still := func() time.Time { return at }
+	for _, l := range []*lockout.Lockout{&srv.userGuesses.names, &srv.userGuesses.ghosts, &srv.userGuesses.addrs, &srv.userGuesses.browsers} {
+		l.Now = still
+	}
 	for i := range freeFailures + 1 {
 		signIn(srv, fmt.Sprintf("198.51.100.%d:4000", i), "hana", "guess guess guess")
 		signIn(srv, fmt.Sprintf("198.51.100.%d:4000", i), "nobody", "guess guess guess")
