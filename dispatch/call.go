@@ -154,18 +154,41 @@ func (call *Call) Release() {
 // about to be reused while the call goes on (a call parked for input
 // outlives the HTTP request that started it). Until then the call aliases
 // the request: most calls end first, and copy nothing.
+//
+// The copies are made only where nobody else reads the originals. A
+// pending call's are read by the reader only under pmu, after looking it
+// up. A call another path took out of the pending calls (its answer, a
+// cancellation, its session's end) is read by that path until it sends the
+// call's end: Keep takes the end first, as Next would (an answer that
+// starts the child's task sends tasks/result, and the call is pending
+// again). Copying without that wait once let the reader build an answer
+// from a request's bytes while the next POST reused them.
 func (call *Call) Keep() {
-	if call.d == nil {
+	d := call.d
+	if d == nil {
 		return
 	}
-	d := call.d
-	d.pmu.Lock()
-	// Under pmu: the reader uses clientID and clientToken only after
-	// looking the call up under it.
-	if d.pending[call.up] == call {
-		call.clientID, call.clientToken = bytes.Clone(call.clientID), bytes.Clone(call.clientToken)
+	for !call.ended {
+		d.pmu.Lock()
+		if d.pending[call.up] == call {
+			call.clientID, call.clientToken = bytes.Clone(call.clientID), bytes.Clone(call.clientToken)
+			d.pmu.Unlock()
+			return
+		}
+		d.pmu.Unlock()
+		call.took(<-call.reply)
 	}
-	d.pmu.Unlock()
+	call.clientID, call.clientToken = bytes.Clone(call.clientID), bytes.Clone(call.clientToken)
+}
+
+// took ends the call with r, the end its taker sent, unless r starts the
+// child's task (awaitChildTask: the call goes on, pending again).
+func (call *Call) took(r reply) {
+	call.end = r
+	if call.augmented && call.awaitChildTask(call.end) {
+		return
+	}
+	call.finish(call.end.msg, call.end.err)
 }
 
 // Extend gives the call timeout more from now: a call that became a task
