@@ -10,7 +10,6 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/config"
-	"github.com/stelae-bridge/stelae-bridge/console"
 	"github.com/stelae-bridge/stelae-bridge/oauth"
 	"github.com/stelae-bridge/stelae-bridge/session"
 )
@@ -122,42 +121,53 @@ type guarded struct {
 	route string
 }
 
-// protection classifies a request for the auth layer.
-func (b *Bridge) protection(r *http.Request) guarded {
+// protection classifies a request, whose target is tg, for the auth
+// layer.
+func (b *Bridge) protection(r *http.Request, tg target) guarded {
 	t := b.t()
-	path := strings.TrimSuffix(r.URL.Path, "/")
-	// rootCall: an MCP request at the origin's root (the default's).
-	rootCall := path == "" && (r.Method == http.MethodPost || r.Method == http.MethodDelete || httpx.OpensStream(r))
-	switch {
-	case path == "/readyz":
-		return guarded{open: true}
-	case path == "/healthz":
-		if _, verbose := r.URL.Query()["verbose"]; !verbose {
+	switch tg.kind {
+	case kindOperator:
+		switch tg.path {
+		case "/readyz":
 			return guarded{open: true}
+		case "/healthz":
+			if _, verbose := r.URL.Query()["verbose"]; !verbose {
+				return guarded{open: true}
+			}
 		}
 		return guarded{}
-	case isOAuthWellKnown(path), strings.HasPrefix(path, "/oauth/"):
+	case kindMetadata, kindOAuth:
 		return guarded{open: true}
-	case console.Serves(path) && !config.EndpointRoute(path):
+	case kindConsole:
 		// The console admits its viewers itself: an operator's
 		// credential, never an MCP client's token (console/access.go).
 		return guarded{open: true}
-	case (path == "/mcp" || rootCall) && t.cfg.AwayDefault != "":
-		return b.awayGuard()
-	case path == "/mcp":
+	case kindDefault, kindRoot:
+		// At the root only an MCP request is the default's.
+		if tg.kind == kindRoot && r.Method != http.MethodPost && r.Method != http.MethodDelete && !httpx.OpensStream(r) {
+			return guarded{}
+		}
+		if t.cfg.AwayDefault != "" {
+			return b.awayGuard()
+		}
+		if tg.kind == kindRoot {
+			return guarded{dest: t.defaultKey(), route: "root"}
+		}
 		return guarded{dest: t.defaultKey(), route: "default"}
-	case rootCall:
-		return guarded{dest: t.defaultKey(), route: "root"}
 	}
-	if path != "" && t.away(path) {
+	switch {
+	case tg.route == "":
+		return guarded{}
+	case t.away(tg.key):
 		return b.awayGuard()
-	}
-	if dest, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && t.endpoints[dest] != nil {
-		return guarded{dest: dest, route: "dest"}
-	} else if name, tail, nested := strings.Cut(rest, "/"); ok && dest == config.ProfileSegment && nested && tail == "mcp" && t.profileEndpoint(name) != nil {
+	case config.IsProfileKey(tg.key):
 		// A profile: its key is its URL's path, so its resource and
 		// metadata URLs are made as a destination's.
-		return guarded{dest: config.ProfileKey(name), route: "dest"}
+		if name, _ := config.ProfileName(tg.key); tg.route == "mcp" && t.profileEndpoint(name) != nil {
+			return guarded{dest: tg.key, route: "dest"}
+		}
+	case t.endpoints[tg.key] != nil:
+		return guarded{dest: tg.key, route: "dest"}
 	}
 	return guarded{}
 }
@@ -206,10 +216,10 @@ func metadataURL(base string, g guarded) string {
 
 // auth lets a request through when it needs no token or carries a good one,
 // with its principal in the context; otherwise it answers 401, 403 or (the
-// issuer cannot be reached) 503.
-func (b *Bridge) auth(next http.Handler) http.Handler {
-	t := b.t()
-	if !b.tokensOn && len(t.operatorPolicies) == 0 {
+// issuer cannot be reached) 503. Without tokens or OAuth there is no
+// layer.
+func (b *Bridge) auth(next targetHandler) targetHandler {
+	if !b.authOn {
 		return next
 	}
 	return &authLayer{b, next}
@@ -220,20 +230,20 @@ func (b *Bridge) auth(next http.Handler) http.Handler {
 // 1 KiB) is not on the stack of a call waiting for its answer.
 type authLayer struct {
 	b    *Bridge
-	next http.Handler
+	next targetHandler
 }
 
-func (a *authLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r = a.b.admit(w, r); r != nil {
-		a.next.ServeHTTP(w, r)
+func (a *authLayer) serveTarget(w http.ResponseWriter, r *http.Request, tg target) {
+	if r = a.b.admit(w, r, tg); r != nil {
+		a.next.serveTarget(w, r, tg)
 	}
 }
 
 // admit returns the request to serve (with its principal), or nil when it
 // has answered it with an error.
-func (b *Bridge) admit(w http.ResponseWriter, r *http.Request) *http.Request {
+func (b *Bridge) admit(w http.ResponseWriter, r *http.Request, tg target) *http.Request {
 	t := b.t()
-	g := b.protection(r)
+	g := b.protection(r, tg)
 	if g.open {
 		return r
 	}
@@ -353,29 +363,30 @@ func (b *Bridge) oauthUser(p *oauth.Policy, c *oauth.Claims) session.User {
 // /.well-known/oauth-protected-resource/{dest}/mcp for a destination, at
 // .../mcp for the default one, and bare for the origin (the default
 // destination, else the top-level block).
-func (b *Bridge) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
+func (b *Bridge) serveResourceMetadata(w http.ResponseWriter, r *http.Request, tg target) {
 	t := b.t()
 	if !onlyGet(w, r) {
 		return
 	}
-	rest := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, prmPath), "/")
 	base := b.baseURL(r)
 	var p *oauth.Policy
 	var resource, name string
-	switch {
-	case rest == "":
+	switch tg.of {
+	case ofOrigin:
 		resource, name = base, "stelae-bridge"
 		if p = t.policies[t.defaultKey()]; p == nil {
 			p = t.topPolicy
 		}
-	case rest == "/mcp":
+	case ofDefault:
 		p, resource, name = t.policies[t.defaultKey()], base+"/mcp", t.cfg.Default
-	default:
-		dest, tail, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
-		if tail == "mcp" && t.endpoints[dest] != nil {
-			p, resource, name = t.policies[dest], base+"/"+dest+"/mcp", dest
-		} else if pn, ptail, _ := strings.Cut(tail, "/"); dest == config.ProfileSegment && ptail == "mcp" && t.profileEndpoint(pn) != nil {
-			p, resource, name = t.policies[config.ProfileKey(pn)], base+config.ProfilePath(pn), "profile "+pn
+	case ofEndpoint:
+		pn, profile := config.ProfileName(tg.key)
+		switch {
+		case tg.route != "mcp":
+		case profile && t.profileEndpoint(pn) != nil:
+			p, resource, name = t.policies[tg.key], base+config.ProfilePath(pn), "profile "+pn
+		case !profile && t.endpoints[tg.key] != nil:
+			p, resource, name = t.policies[tg.key], base+config.KeyPath(tg.key), tg.key
 		}
 	}
 	if p == nil {

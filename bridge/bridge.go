@@ -26,10 +26,6 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
-// ReservedNames are the path segments the bridge's own routes take: no
-// destination may be named so (in any letter case). config.Load takes them.
-var ReservedNames = []string{"mcp", "sse", "message", "healthz", "readyz", "metrics", "version", "tools", "stream", ".well-known", "oauth"}
-
 // Options are every knob of the bridge. The zero value of a field means its
 // default (Defaults); cmd/stelae-bridge shows the same defaults in -help.
 type Options struct {
@@ -353,7 +349,7 @@ func New(cfg *config.Config, opts Options) (*Bridge, error) {
 	if !opts.NoConsole {
 		b.console = b.newConsole()
 	}
-	b.handler = b.layers((*router)(b))
+	b.handler = b.layers()
 	t.prestart(nil)
 	return b, nil
 }

@@ -41,17 +41,9 @@ func (b *Bridge) misdirected(w http.ResponseWriter, r *http.Request, key string)
 	return true
 }
 
-// away reports whether path (without its trailing slash) names a
-// destination or profile another instance serves.
-func (t *table) away(path string) bool {
-	if len(t.cfg.Away) == 0 {
-		return false
-	}
-	dest, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
-	if name, _, nested := strings.Cut(rest, "/"); dest == config.ProfileSegment && nested {
-		_, ok := t.cfg.Away[config.ProfileKey(name)]
-		return ok
-	}
-	_, ok := t.cfg.Away[dest]
+// away reports whether key (a destination's name or a profile's key, a
+// request's target's) is one another instance serves.
+func (t *table) away(key string) bool {
+	_, ok := t.cfg.Away[key]
 	return ok
 }

@@ -12,13 +12,11 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/session"
 )
 
-// layers puts the bridge's middleware in front of h, outermost first:
-// DNS-rebinding guard, CORS, the shutdown gate, authentication.
-func (b *Bridge) layers(h http.Handler) http.Handler {
-	for _, layer := range []func(http.Handler) http.Handler{b.auth, b.closingGate, b.cors, b.guard} {
-		h = layer(h)
-	}
-	return h
+// layers puts the bridge's middleware in front of its router, outermost
+// first: DNS-rebinding guard, CORS, the shutdown gate (which parses the
+// request's target, target.go), authentication.
+func (b *Bridge) layers() http.Handler {
+	return b.guard(b.cors(b.closingGate(b.auth((*router)(b)))))
 }
 
 // guard protects against DNS rebinding: a present Origin must be allowed,
@@ -197,27 +195,28 @@ func paramHeaders(requested []string) string {
 // and /readyz once shutdown (its drain included) has begun: a 404 would send spec clients to initialize
 // again into a bridge that is going away. In a hand-over's drain it lets
 // requests through and has each answer close its connection.
-func (b *Bridge) closingGate(next http.Handler) http.Handler { return &gateLayer{b, next} }
+func (b *Bridge) closingGate(next targetHandler) http.Handler { return &gateLayer{b, next} }
 
 // gateLayer is closingGate's handler (a type: see guardLayer).
 type gateLayer struct {
 	b    *Bridge
-	next http.Handler
+	next targetHandler
 }
 
 func (g *gateLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tg := parseTarget(r.URL.Path)
 	switch g.b.phase.Load() {
 	case phaseServing:
 	case phaseHandingOver:
 		// The next bridge accepts this client's next connection.
 		w.Header().Set("Connection", "close")
 	default:
-		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+		if tg.kind != kindOperator || (tg.path != "/healthz" && tg.path != "/readyz") {
 			refuseClosing(w, r)
 			return
 		}
 	}
-	g.next.ServeHTTP(w, r)
+	g.next.serveTarget(w, r, tg)
 }
 
 // refuseClosing answers a request that came once shutdown had begun, and

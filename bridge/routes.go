@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/authserver"
-	"github.com/stelae-bridge/stelae-bridge/console"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"github.com/stelae-bridge/stelae-bridge/session"
@@ -21,28 +20,55 @@ import (
 // codeServer is the JSON-RPC code of the bridge's own transport errors.
 const codeServer = jsonrpc.CodeServerError
 
-// router is the bridge as the handler the middleware wraps: its route.
-// (A method value in an http.HandlerFunc would add two frames to every
-// request's stack; see guardLayer.)
+// router is the bridge as the innermost handler: its route. (A method
+// value in an http.HandlerFunc would add two frames to every request's
+// stack; see guardLayer.)
 type router Bridge
 
-func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*Bridge)(rt).route(w, r) }
+func (rt *router) serveTarget(w http.ResponseWriter, r *http.Request, tg target) {
+	(*Bridge)(rt).route(w, r, tg)
+}
 
-// route is the bridge's router. It is hand-written, not a ServeMux: no path
-// ever redirects (a redirected POST loses its body in many clients), and
-// anything that is not a known route answers 404 naming the ones that are.
-func (b *Bridge) route(w http.ResponseWriter, r *http.Request) {
-	switch path := strings.TrimSuffix(r.URL.Path, "/"); path {
-	case "":
+// route is the bridge's router, over the request's parsed target
+// (target.go). It is hand-written, not a ServeMux: no path ever redirects
+// (a redirected POST loses its body in many clients), and anything that
+// is not a known route answers 404 naming the ones that are.
+func (b *Bridge) route(w http.ResponseWriter, r *http.Request, tg target) {
+	switch tg.kind {
+	case kindEndpoint:
+		// The common case, /{destination}/mcp, runs its handler from
+		// this frame: the route's helpers return before it (a call
+		// waiting for its answer keeps every frame above it, see
+		// session.post).
+		if ep := b.endpoint(w, r, tg); ep != nil {
+			ep.ServeHTTP(w, r)
+		}
+	case kindDefault:
+		if ep := b.defaultEndpoint(w, r); ep != nil {
+			ep.ServeHTTP(w, r)
+		}
+	case kindRoot:
 		b.serveRoot(w, r)
+	case kindOperator:
+		b.serveOperator(w, r, tg.path)
+	case kindMetadata:
+		b.serveResourceMetadata(w, r, tg)
+	case kindOAuth:
+		b.serveOAuth(w, r)
+	case kindConsole:
+		b.serveConsole(w, r)
+	default:
+		b.noRoute(w, r, tg)
+	}
+}
+
+// serveOperator serves the bridge's own routes (operatorRoutes).
+func (b *Bridge) serveOperator(w http.ResponseWriter, r *http.Request, path string) {
+	switch path {
 	case "/healthz":
 		b.serveHealth(w, r)
 	case "/readyz":
 		b.serveReady(w, r)
-	case "/mcp":
-		if ep := b.defaultEndpoint(w, r); ep != nil {
-			ep.ServeHTTP(w, r)
-		}
 	case "/version":
 		b.serveVersion(w, r)
 	case "/metrics":
@@ -53,40 +79,24 @@ func (b *Bridge) route(w http.ResponseWriter, r *http.Request) {
 		b.serveToolsList(w, r)
 	case "/stream":
 		b.serveKeepaliveStream(w, r)
-	case "/.well-known/mcp/manifest.json":
+	case manifestPath:
 		b.serveManifest(w, r)
-	default:
-		// The common case, /{destination}/mcp, runs its handler from this
-		// frame: the route's helpers return before it (a call waiting for
-		// its answer keeps every frame above it, see session.post).
-		if !b.servePrefixed(w, r, path) {
-			if ep := b.destination(w, r); ep != nil {
-				ep.ServeHTTP(w, r)
-			}
-		}
 	}
 }
 
-// servePrefixed serves the routes known by their prefix: the protected
-// resource metadata and OAuth's well-known documents and endpoints; false
-// for any other path.
-func (b *Bridge) servePrefixed(w http.ResponseWriter, r *http.Request, path string) bool {
+// serveOAuth serves OAuth's discovery documents and endpoints: the
+// built-in authorization server's, or a 404 that says where tokens come
+// from.
+func (b *Bridge) serveOAuth(w http.ResponseWriter, r *http.Request) {
 	t := b.t()
 	switch {
-	case console.Serves(path) && !config.EndpointRoute(path):
-		b.serveConsole(w, r)
-	case strings.HasPrefix(path, prmPath):
-		b.serveResourceMetadata(w, r)
-	case b.opts.AuthServer != nil && (isOAuthWellKnown(path) || strings.HasPrefix(path, "/oauth/")):
+	case b.opts.AuthServer != nil:
 		b.opts.AuthServer.ServeHTTP(w, r.WithContext(authserver.WithBase(r.Context(), b.baseURL(r))))
-	case isOAuthWellKnown(path) && len(t.operatorPolicies) > 0:
+	case len(t.operatorPolicies) > 0:
 		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("this bridge is not an authorization server: its endpoints accept tokens from the issuer named in their protected-resource metadata (%s/{destination}/mcp)", prmPath))
-	case isOAuthWellKnown(path):
-		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)")
 	default:
-		return false
+		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, "this bridge does not use OAuth; it is open, or protected by a bearer token its operator gives you (Authorization: Bearer …)")
 	}
-	return true
 }
 
 // isOAuthWellKnown reports whether path is one of the discovery documents an
@@ -100,44 +110,54 @@ func isOAuthWellKnown(path string) bool {
 	return false
 }
 
-// destination routes /{destination}/mcp, /{destination}/sse and
-// /{destination}/message: it returns the endpoint of an MCP request, and
-// answers anything else itself (nil).
-func (b *Bridge) destination(w http.ResponseWriter, r *http.Request) *session.Endpoint {
+// endpoint is the endpoint of tg, an endpoint route (/{key}/mcp, sse or
+// message); for any other answer (421, 404, the legacy transport's 410) it
+// writes it and returns nil.
+func (b *Bridge) endpoint(w http.ResponseWriter, r *http.Request, tg target) *session.Endpoint {
 	t := b.t()
-	dest, route, ok := strings.Cut(strings.Trim(r.URL.Path, "/"), "/")
-	if name, tail, nested := strings.Cut(route, "/"); ok && dest == config.ProfileSegment && nested && tail == "mcp" {
+	if name, profile := config.ProfileName(tg.key); profile {
+		if tg.route != "mcp" {
+			b.noRoute(w, r, tg) // a profile has no legacy transport
+			return nil
+		}
 		if ep := t.profileEndpoint(name); ep != nil {
 			return ep
 		}
-		if b.misdirected(w, r, config.ProfileKey(name)) {
-			return nil
+		if !b.misdirected(w, r, tg.key) {
+			httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no profile named %q; configured profiles: %s", name, strings.Join(t.cfg.ProfileNames, ", ")))
 		}
-		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no profile named %q; configured profiles: %s", name, strings.Join(t.cfg.ProfileNames, ", ")))
 		return nil
 	}
-	if !ok || strings.Contains(route, "/") {
-		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; MCP endpoints are at /{destination}/mcp (destinations: %s)", r.URL.Path, b.list()))
-		return nil
-	}
-	ep := t.endpoints[dest]
-	if ep == nil && b.misdirected(w, r, dest) {
-		return nil
-	}
+	ep := t.endpoints[tg.key]
 	if ep == nil {
-		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no destination named %q; configured destinations: %s", dest, b.list()))
+		if !b.misdirected(w, r, tg.key) {
+			httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no destination named %q; configured destinations: %s", tg.key, b.list()))
+		}
 		return nil
 	}
-	switch route {
-	case "mcp":
+	if tg.route == "mcp" {
 		return ep
-	case "sse", "message":
-		b.legacyHits.WithLabelValues(dest).Inc()
-		httpx.WriteErrorFor(w, r, http.StatusGone, codeServer, fmt.Sprintf("the HTTP+SSE transport (/%s/sse, /%s/message) is gone; this bridge speaks MCP Streamable HTTP at /%s/mcp: configure your client with type \"http\" and that URL", dest, dest, dest))
-	default:
-		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; the MCP endpoint of %q is /%s/mcp", r.URL.Path, dest, dest))
 	}
+	b.legacyHits.WithLabelValues(tg.key).Inc()
+	httpx.WriteErrorFor(w, r, http.StatusGone, codeServer, fmt.Sprintf("the HTTP+SSE transport (/%s/sse, /%s/message) is gone; this bridge speaks MCP Streamable HTTP at %s: configure your client with type \"http\" and that URL", tg.key, tg.key, config.KeyPath(tg.key)))
 	return nil
+}
+
+// noRoute answers a path no route serves: 404 naming the routes there
+// are, or 421 for a destination another instance of the fleet serves.
+func (b *Bridge) noRoute(w http.ResponseWriter, r *http.Request, tg target) {
+	t := b.t()
+	if _, profile := config.ProfileName(tg.key); profile || tg.route == "" || strings.Contains(tg.route, "/") {
+		httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; MCP endpoints are at /{destination}/mcp (destinations: %s)", r.URL.Path, b.list()))
+		return
+	}
+	if t.endpoints[tg.key] == nil {
+		if !b.misdirected(w, r, tg.key) {
+			httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no destination named %q; configured destinations: %s", tg.key, b.list()))
+		}
+		return
+	}
+	httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no route for %s; the MCP endpoint of %q is %s", r.URL.Path, tg.key, config.KeyPath(tg.key)))
 }
 
 // list names the destinations for error messages.

@@ -32,18 +32,28 @@ func KeyPath(key string) string { return "/" + key + "/mcp" }
 // ProfilePath is profile name's MCP endpoint path, /p/{name}/mcp.
 func ProfilePath(name string) string { return KeyPath(ProfileKey(name)) }
 
-// EndpointRoute reports whether path (without a trailing slash) is one
-// a destination named by its first segment answers: /{name}/mcp, and the
-// legacy HTTP+SSE transport's /{name}/sse and /{name}/message (410 Gone).
-// Such a path is the destination's whatever else would claim its prefix
-// (a destination may be named "console").
-func EndpointRoute(path string) bool {
-	_, route, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
-	switch {
-	case !ok:
-		return false
-	case route == "mcp", route == "sse", route == "message":
-		return true
+// SplitKeyPath cuts path (without a trailing slash) into the key it
+// starts with and what follows: /{name}/{route} is a destination's,
+// /p/{name}/{route} a profile's (route may hold more segments; "" when
+// nothing follows the key). KeyPath's inverse for route "mcp".
+func SplitKeyPath(path string) (key, route string) {
+	seg, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	if !ok {
+		return seg, ""
 	}
-	return false
+	if seg == ProfileSegment {
+		if name, tail, nested := strings.Cut(rest, "/"); nested {
+			return ProfileKey(name), tail
+		}
+	}
+	return seg, rest
+}
+
+// EndpointRoute reports whether route (what follows a key, SplitKeyPath)
+// is one a destination or profile answers: mcp, and the legacy HTTP+SSE
+// transport's sse and message (410 Gone). A path with one is the
+// endpoint's whatever else would claim its prefix (a destination may be
+// named "console").
+func EndpointRoute(route string) bool {
+	return route == "mcp" || route == "sse" || route == "message"
 }
