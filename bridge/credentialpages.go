@@ -10,6 +10,7 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/credstore"
+	"github.com/stelae-bridge/stelae-bridge/peruser"
 	"github.com/stelae-bridge/stelae-bridge/session"
 )
 
@@ -62,7 +63,7 @@ func (cp credentialPages) Declared(dest string) ([]authserver.CredentialSpec, bo
 
 // specsOf is d's credentials as credstore reads them. A pattern of
 // 'credentials:' is found anywhere in the value, as the spawn reads it
-// (credentialsOf: "^github_pat_" is a prefix); a Spec's matches the whole
+// (peruser.Of: "^github_pat_" is a prefix); a Spec's matches the whole
 // value, so it is wrapped to say the same. It compiled alone in config,
 // so it cannot escape the wrapping.
 func specsOf(d *config.Destination) []authserver.CredentialSpec {
@@ -114,10 +115,10 @@ func (cp credentialPages) Names(dest, subject string) (authserver.CredentialName
 }
 
 // provisioned are the declared variables the operator provisioned for u
-// (names only: the values are read, as credentialsOf reads them, and
+// (names only: the values are read, as peruser.Of reads them, and
 // dropped).
 func (cp credentialPages) provisioned(d *config.Destination, u session.User) []string {
-	found, _ := readProvisioned(cp.b.opts.CredentialsDir, d.Name, u)
+	found, _ := peruser.ReadProvisioned(cp.b.opts.CredentialsDir, d.Name, u)
 	var out []string
 	for _, c := range d.Credentials {
 		if found[c.Name] != "" {

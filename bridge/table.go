@@ -14,6 +14,7 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/oauth"
+	"github.com/stelae-bridge/stelae-bridge/peruser"
 	"github.com/stelae-bridge/stelae-bridge/profile"
 	"github.com/stelae-bridge/stelae-bridge/session"
 )
@@ -383,14 +384,14 @@ func (b *Bridge) userDispatcherFactory(d *config.Destination, u session.User, ne
 	if len(d.Credentials) == 0 {
 		return newDispatcher
 	}
-	creds, missing, err := b.credentialsOf(d, u)
+	creds, missing, err := peruser.Of(b.opts.CredentialsDir, b.opts.CredStore, d, u)
 	if err != nil {
 		b.log.Error("a user's credentials could not be read; their child waits for them", "destination", d.Name, "user", u.String(), "error", err)
 	}
 	if len(missing) > 0 || err != nil {
-		return b.standInFactory(d, standInLauncher(d.Name, u.String(), b.credentialsURL(d.Name), missing, catalogue))
+		return b.standInFactory(d, peruser.StandIn(d.Name, u.String(), b.credentialsURL(d.Name), missing, catalogue))
 	}
-	return b.dispatcherFactory(userDestination(d, creds))
+	return b.dispatcherFactory(peruser.UserDestination(d, creds))
 }
 
 // recredential follows a reload that changed only destination name's
@@ -463,7 +464,7 @@ func (t *table) endUserEverywhere(key, why string) int {
 // sameCredentials reports whether user u's child would get the same
 // environment, and miss the same variables, under declarations a and b.
 func (b *Bridge) sameCredentials(a, c *config.Destination, u session.User) bool {
-	envA, missA, errA := b.credentialsOf(a, u)
-	envC, missC, errC := b.credentialsOf(c, u)
+	envA, missA, errA := peruser.Of(b.opts.CredentialsDir, b.opts.CredStore, a, u)
+	envC, missC, errC := peruser.Of(b.opts.CredentialsDir, b.opts.CredStore, c, u)
 	return errA == nil && errC == nil && maps.Equal(envA, envC) && slices.Equal(missA, missC)
 }

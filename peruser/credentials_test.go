@@ -1,4 +1,4 @@
-package bridge
+package peruser
 
 import (
 	"os"
@@ -12,13 +12,19 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/session"
 )
 
-// TestCredentialsOf: a user's credentials are what they entered (the
+// TestOf: a user's credentials are what they entered (the
 // encrypted store) over what the operator provisioned, the declared ones
 // only; a required one absent or not of its pattern is missing, named with
 // its description, its value never in the answer; another user's are never
 // taken.
-func TestCredentialsOf(t *testing.T) {
-	dir := bboltDir(t)
+func TestOf(t *testing.T) {
+	// Not t.TempDir: under Wine a bbolt file may still be mapped when
+	// the test's cleanup removes it (bridge's bboltDir).
+	dir, err := os.MkdirTemp("", "stelae-peruser-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	key, err := credstore.LoadKey(filepath.Join(dir, "credentials.key"), "")
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +58,6 @@ func TestCredentialsOf(t *testing.T) {
 	}
 	d := &config.Destination{Name: "gh", Isolation: config.IsolationUser, Credentials: []config.Credential{
 		{Name: "TOKEN", Description: "a token", Pattern: regexp.MustCompile(`^tok-`)}, {Name: "HOST", Optional: true}}}
-	b := &Bridge{opts: Options{CredentialsDir: prov, CredStore: store}}
 	for _, tc := range []struct {
 		user    session.User
 		want    map[string]string
@@ -84,7 +89,7 @@ func TestCredentialsOf(t *testing.T) {
 		// user "oauth"'s file (it failed their every call before).
 		{session.User{Key: "t:oauth", Name: "oauth"}, map[string]string{}, "TOKEN (a token)"},
 	} {
-		env, missing, err := b.credentialsOf(d, tc.user)
+		env, missing, err := Of(prov, store, d, tc.user)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.user.Name, err)
 		}

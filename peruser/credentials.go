@@ -1,4 +1,4 @@
-package bridge
+package peruser
 
 import (
 	"bufio"
@@ -11,21 +11,22 @@ import (
 	"strings"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/credstore"
 	"github.com/stelae-bridge/stelae-bridge/session"
 )
 
 // A user's credentials for a destination's 'credentials:' (issue 35) come
 // from two places, the second over the first: the operator's provisioning
-// (Options.CredentialsDir: a file DIR/{destination}/{user}, NAME=value
+// (the bridge's -credentials-dir: a file DIR/{destination}/{user}, NAME=value
 // lines, for static-token users and automation) and what the user entered
-// themself (Options.CredStore, encrypted at rest). Only the declared
+// themself (credstore, encrypted at rest). Only the declared
 // variables are taken. They reach nothing but the environment of that
 // user's child: never its argv, a log line, an error or a page.
 
 // provisionedUser is a user name a provisioning file may be named by.
 var provisionedUser = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
 
-// provisionedFile is where the operator provisions user u's credentials
+// ProvisionedFile is where the operator provisions user u's credentials
 // for destination dest — the folder and the file's name in it —, ok false
 // when nowhere may: DIR/DEST/NAME for a user whose name the operator gave
 // — a named static token ("t:") or an invited user of the built-in server
@@ -34,7 +35,7 @@ var provisionedUser = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
 // unnamed token, whose name is a digest nobody chose. An external subject
 // is a name too, but not one the operator gave: in its own folder it
 // cannot take a named user's file. It is written as fileName writes it.
-func provisionedFile(dir, dest string, u session.User) (folder, name string, ok bool) {
+func ProvisionedFile(dir, dest string, u session.User) (folder, name string, ok bool) {
 	if dir == "" {
 		return "", "", false
 	}
@@ -72,15 +73,15 @@ func fileName(name string) string {
 	return b.String()
 }
 
-// readProvisioned reads user u's provisioning file for destination dest:
+// ReadProvisioned reads user u's provisioning file for destination dest:
 // its variables, nil when there is none; err when it could not be read
 // (naming the file, never a value). The file is found by its exact name
 // among the folder's entries, not opened by a path the system may read
 // otherwise: on a file system that ignores case ("Alice" and "alice" one
 // file) or reserves names (NUL, COM1), a user whose exact name is not
 // there has none, never another's.
-func readProvisioned(dir, dest string, u session.User) (map[string]string, error) {
-	folder, name, ok := provisionedFile(dir, dest, u)
+func ReadProvisioned(dir, dest string, u session.User) (map[string]string, error) {
+	folder, name, ok := ProvisionedFile(dir, dest, u)
 	if !ok {
 		return nil, nil
 	}
@@ -107,15 +108,17 @@ func readProvisioned(dir, dest string, u session.User) (map[string]string, error
 	return nil, nil
 }
 
-// credentialsOf resolves user u's credentials for destination d: the
-// variables for their child, and the required ones that are missing or do
-// not match their pattern ("NAME (description)"). err is a source that
-// could not be read (its message names the source, never a value).
-func (b *Bridge) credentialsOf(d *config.Destination, u session.User) (env map[string]string, missing []string, err error) {
+// Of resolves user u's credentials for destination d from the operator's
+// provisioning under dir ("" for none) and, over them, store (nil for
+// none): the variables for their child, and the required ones that are
+// missing or do not match their pattern ("NAME (description)"). err is a
+// source that could not be read (its message names the source, never a
+// value).
+func Of(dir string, store *credstore.Store, d *config.Destination, u session.User) (env map[string]string, missing []string, err error) {
 	found := map[string]string{}
-	provisioned, err := readProvisioned(b.opts.CredentialsDir, d.Name, u)
+	provisioned, err := ReadProvisioned(dir, d.Name, u)
 	maps.Copy(found, provisioned)
-	if store := b.opts.CredStore; store != nil {
+	if store != nil {
 		vars, ok, serr := store.Env(d.Name, u.Key)
 		switch {
 		case serr != nil:
@@ -166,9 +169,9 @@ func parseProvisioned(data []byte) map[string]string {
 	return out
 }
 
-// userDestination is d for user u's child: d with their credentials in
+// UserDestination is d for user u's child: d with their credentials in
 // its environment (a copy; d is shared by every user's).
-func userDestination(d *config.Destination, creds map[string]string) *config.Destination {
+func UserDestination(d *config.Destination, creds map[string]string) *config.Destination {
 	du := *d
 	du.Env = maps.Clone(d.Env)
 	if du.Env == nil {
