@@ -2,6 +2,10 @@
 
 package tests
 
+// The built-in authorization server's approval page in headless Chromium: it renders, names the
+// client and the destination, refuses a wrong passphrase, and sends the browser to the client's
+// redirect URI with a code.
+
 import (
 	"context"
 	"fmt"
@@ -14,14 +18,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 )
-
-// chromium finds Debian's Chromium. In CI (CI set) a missing browser fails
-// the test; elsewhere it is skipped, saying how to install it; with -short
-// it is skipped.
-func chromium(t *testing.T) string {
-	t.Helper()
-	return debianProgram(t, "chromium", "the browser tests", "/usr/bin/chromium", "/usr/bin/chromium-browser", "chromium")
-}
 
 // TestApprovalPageInABrowser: the approval page in headless Chromium — it
 // renders, names the client and the destination, refuses a wrong

@@ -2,6 +2,9 @@
 
 package tests
 
+// The built-in server's approval page at phone width (390 px) in headless Chromium: a long client
+// id wraps inside the page, which does not scroll sideways.
+
 import (
 	"context"
 	"net/http"

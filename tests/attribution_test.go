@@ -2,6 +2,10 @@
 
 package tests
 
+// Attribution of a shared child's log lines, progress and requests to the call that caused them
+// (dispatch/attribution.go): under load from both eras no caller gets another's; an interactive
+// destination attributes everything; the 'logs:' policy for lines outside calls; modern log levels.
+
 import (
 	"encoding/json"
 	"fmt"
@@ -16,10 +20,6 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
-
-// The attribution of a shared child's log lines and progress (see
-// dispatch/attribution.go): under concurrent load from both eras no caller
-// receives another's; an interactive destination attributes every line.
 
 // attrMessages are the JSON-RPC messages of an answer: one JSON body, or
 // every event of an SSE body. It never fails the test (callers are

@@ -2,6 +2,9 @@
 
 package tests
 
+// The audit log with -audit-log-bodies: secrets planted in requests, answers and the child's stderr
+// never reach the log, what else was logged does, and every logged field is capped.
+
 import (
 	"encoding/json"
 	"strings"

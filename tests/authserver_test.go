@@ -2,23 +2,22 @@
 
 package tests
 
+// The built-in OAuth authorization server (issuer: builtin): discovery, approval, code and refresh
+// exchanges, revocation, refusals, the registration cap, expired tokens, preregistered clients, a
+// profile as one resource, and the TypeScript SDK client's own flow. builtinBridge serves a bridge
+// behind it; the hand-driven OAuth client is in oauthhelpers_test.go.
+
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"html"
-	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -28,8 +27,6 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
-
-const testPassphrase = "correct horse battery staple"
 
 // builtinBridge serves notes and files behind the built-in authorization
 // server, its state in dir.
@@ -55,137 +52,6 @@ func builtinBridgeAt(t *testing.T, dir, addr string, opts authserver.Options) (*
 	})
 	t.Cleanup(func() { as.Close() })
 	return b, as
-}
-
-// oauthClient is a public OAuth client driven by hand: it registers, asks
-// for approval (the operator's part is done by posting the page's form),
-// and exchanges codes and refresh tokens.
-type oauthClient struct {
-	t           *testing.T
-	base        string
-	id          string
-	redirectURI string
-	http        *http.Client
-}
-
-func newOAuthClient(t *testing.T, base string) *oauthClient {
-	jar, _ := cookiejar.New(nil)
-	return &oauthClient{t: t, base: base, redirectURI: "https://client.example/callback",
-		http: &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-}
-
-func (c *oauthClient) register() {
-	c.t.Helper()
-	body := fmt.Sprintf(`{"client_name":"Test Connector","redirect_uris":[%q],"token_endpoint_auth_method":"none","grant_types":["authorization_code","refresh_token"]}`, c.redirectURI)
-	resp, err := c.http.Post(c.base+"/oauth/register", "application/json", strings.NewReader(body))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		ClientID string `json:"client_id"`
-	}
-	if resp.StatusCode != http.StatusCreated || json.NewDecoder(resp.Body).Decode(&out) != nil || out.ClientID == "" {
-		c.t.Fatalf("register: %d", resp.StatusCode)
-	}
-	c.id = out.ClientID
-}
-
-// pkce returns a verifier and its S256 challenge.
-func pkce(seed string) (string, string) {
-	v := base64.RawURLEncoding.EncodeToString([]byte(strings.Repeat(seed, 64)))[:60]
-	sum := sha256.Sum256([]byte(v))
-	return v, base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
-// authorizeURL builds an authorization request; over changes parameters.
-func (c *oauthClient) authorizeURL(challenge, resource string, over ...string) string {
-	q := url.Values{"response_type": {"code"}, "client_id": {c.id}, "redirect_uri": {c.redirectURI}, "state": {"st-1"},
-		"code_challenge": {challenge}, "code_challenge_method": {"S256"}, "resource": {resource}, "scope": {"mcp"}}
-	for i := 0; i+1 < len(over); i += 2 {
-		if over[i+1] == "" {
-			q.Del(over[i])
-		} else {
-			q.Set(over[i], over[i+1])
-		}
-	}
-	return c.base + "/oauth/authorize?" + q.Encode()
-}
-
-var (
-	formQuery = regexp.MustCompile(`name="query" value="([^"]*)"`)
-	formCSRF  = regexp.MustCompile(`name="csrf" value="([^"]*)"`)
-)
-
-// approve opens the page and posts passphrase; it returns the page's
-// answer (a redirect with a code when approved).
-func (c *oauthClient) approve(authURL, passphrase string) (*http.Response, string) {
-	c.t.Helper()
-	resp, err := c.http.Get(authURL)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return resp, string(page)
-	}
-	q, csrf := formQuery.FindSubmatch(page), formCSRF.FindSubmatch(page)
-	if q == nil || csrf == nil {
-		c.t.Fatalf("the page has no form: %s", page)
-	}
-	form := url.Values{"query": {html.UnescapeString(string(q[1]))}, "csrf": {string(csrf[1])}, "passphrase": {passphrase}, "decision": {"approve"}}
-	req, _ := http.NewRequest(http.MethodPost, c.base+"/oauth/authorize", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", c.base)
-	resp, err = c.http.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(body)
-}
-
-// code approves and returns the code from the redirect.
-func (c *oauthClient) code(challenge, resource string) string {
-	c.t.Helper()
-	resp, page := c.approve(c.authorizeURL(challenge, resource), testPassphrase)
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if resp.StatusCode != http.StatusFound || err != nil || loc.Query().Get("code") == "" {
-		c.t.Fatalf("approval: %d %s %s", resp.StatusCode, resp.Header.Get("Location"), page)
-	}
-	if loc.Query().Get("state") != "st-1" || loc.Query().Get("iss") != c.base || !strings.HasPrefix(loc.String(), c.redirectURI) {
-		c.t.Errorf("redirect %s: want state, iss and the registered redirect URI", loc)
-	}
-	return loc.Query().Get("code")
-}
-
-// tokenRequest posts to the token endpoint.
-func (c *oauthClient) tokenRequest(form url.Values) (int, map[string]any) {
-	c.t.Helper()
-	if form.Get("client_id") == "" {
-		form.Set("client_id", c.id)
-	}
-	resp, err := c.http.PostForm(c.base+"/oauth/token", form)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
-}
-
-func (c *oauthClient) exchange(code, verifier string) (access, refresh string) {
-	c.t.Helper()
-	status, out := c.tokenRequest(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier}, "redirect_uri": {c.redirectURI}})
-	access, _ = out["access_token"].(string)
-	refresh, _ = out["refresh_token"].(string)
-	if status != 200 || access == "" || refresh == "" {
-		c.t.Fatalf("token: %d %v", status, out)
-	}
-	return access, refresh
 }
 
 func TestBuiltinAuthorizationServerFlow(t *testing.T) {

@@ -2,6 +2,10 @@
 
 package tests
 
+// Benchmarks of the bridge binary beside its floors (the echo child over stdio, a plain HTTP echo
+// server): echo calls at several loads, with OAuth, per protocol era, through a profile, and 1 MiB
+// payloads; and their load generator (rawConn, dialRaw, dialAll, measureEcho, measureEchoAt).
+
 import (
 	"bufio"
 	"bytes"

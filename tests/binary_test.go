@@ -2,12 +2,18 @@
 
 package tests
 
+// Helpers that run the real stelae-bridge binary: bridgeBinary builds it once per run,
+// fakeDestinations and destinationsFile write destinations files of fake children, startBinary,
+// runBinary and stopBinary start and stop it, freeAddr picks a loopback address. Also tests of its
+// shutdown (no process left after SIGINT) and of its build info.
+
 import (
 	"bufio"
 	"debug/buildinfo"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -192,6 +198,31 @@ func runBinary(t testing.TB, cmd *exec.Cmd) *binaryProc {
 		t.Fatalf("bridge did not report its address:\n%s", p.logs.String())
 	}
 	return p
+}
+
+// stopBinary sends SIGTERM and waits for the bridge to exit.
+func stopBinary(t *testing.T, p *binaryProc) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the bridge did not exit within 30 s of SIGTERM")
+	}
+}
+
+// freeAddr is a loopback address nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
 
 // TestBinaryShutdownLeavesNoChild runs the real binary, starts a child with

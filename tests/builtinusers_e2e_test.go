@@ -2,6 +2,11 @@
 
 package tests
 
+// Issue 35 end to end: the real binary with the built-in server, invited users signing in with
+// headless Chromium, server-everything with a child and a credential per user, and the TypeScript
+// and Go SDK clients: each user sees only their own value, a user without one gets the credentials
+// page, and revoking a client stops only that user's child.
+
 import (
 	"bytes"
 	"context"

@@ -2,6 +2,10 @@
 
 package tests
 
+// What a child's environment holds, read through server-everything's get-env tool: none of the
+// bridge's own variables or tokens, and with base_env: minimal only PATH, HOME and the
+// destination's env:. childEnvironment and randomToken are used by other files too.
+
 import (
 	"crypto/rand"
 	"encoding/hex"
@@ -45,17 +49,6 @@ func childEnvironment(t *testing.T, url, token string) (string, map[string]strin
 		t.Fatalf("get-env text is not a JSON object of strings: %v\n%.500s", err, result.Content[0].Text)
 	}
 	return string(r.body), env
-}
-
-// decodeAnswer is the JSON-RPC response of a POST answered with JSON or an
-// SSE stream.
-func decodeAnswer(t *testing.T, r response) rpc {
-	t.Helper()
-	if strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
-		msgs := sseMessages(t, r.body)
-		return msgs[len(msgs)-1]
-	}
-	return decode(t, r.body)
 }
 
 func randomToken(t *testing.T) string {

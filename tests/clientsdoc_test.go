@@ -2,6 +2,9 @@
 
 package tests
 
+// docs/clients.md's check of the path under 'issuer: builtin': /healthz answers without a token;
+// /stream is refused without an operator credential and sends its keepalive with one.
+
 import (
 	"context"
 	"net/http"

@@ -2,6 +2,10 @@
 
 package tests
 
+// The official MCP conformance suite (pinned in tests/package.json) against the real binary: in
+// front of tests/conformancefixture (every server scenario, then the 2026-07-28 requirements) and
+// of the official server-everything (with a baseline of expected failures).
+
 import (
 	"bytes"
 	"context"
@@ -20,11 +24,6 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/tests/conformancefixture"
 )
-
-// The official MCP conformance suite (@modelcontextprotocol/conformance,
-// pinned in tests/package.json) runs its server scenarios against the real
-// binary: once fronting tests/conformancefixture, which implements every
-// scenario, and once fronting the official server-everything.
 
 // conformanceTimeout bounds one run of the whole suite (32 scenarios, run
 // one after another; a few seconds in all).

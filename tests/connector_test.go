@@ -2,9 +2,12 @@
 
 package tests
 
+// The bridge's routes outside a session: a ChatGPT-style connector's probe sequence through a
+// tunnel, unknown paths, /, /version and /stream, static bearer tokens, the manifest and
+// /tools/list, /healthz through a crash loop, and metrics that move with traffic.
+
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,36 +17,6 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
-
-// raw sends one request to the bridge with exact headers (Host included) and
-// returns the answer.
-func raw(t *testing.T, b *testBridge, method, path, body string, headers ...string) response {
-	t.Helper()
-	req, err := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		if headers[i] == "Host" {
-			req.Host = headers[i+1]
-			continue
-		}
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	client := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	var rb []byte
-	if method == http.MethodHead || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") && method == http.MethodHead {
-		rb = nil
-	} else {
-		rb, _ = io.ReadAll(resp.Body)
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: rb}
-}
 
 // TestConnectorProbeSequence replays what a ChatGPT-style connector does
 // through a tunnel: a public Host allowed by -allowed-hosts, no Origin, the
@@ -275,13 +248,6 @@ func TestBridgeHealthThroughCrashLoop(t *testing.T) {
 	if r.status != 503 || !strings.Contains(string(r.body), `"down"`) {
 		t.Fatalf("all failed: %d %s", r.status, r.body)
 	}
-}
-
-// scrape reads the bridge's Prometheus exposition into name{labels} (or
-// name, for a series without labels) → value.
-func scrape(t *testing.T, b *testBridge) map[string]float64 {
-	t.Helper()
-	return scrapeURL(t, b.srv.URL)
 }
 
 func TestBridgeMetricsMove(t *testing.T) {

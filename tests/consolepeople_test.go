@@ -2,6 +2,10 @@
 
 package tests
 
+// The console's People panel (issue 35) in headless Chromium: inviting, disabling, enabling and
+// removing the built-in server's users, each with a child of their own; each invite link shows in
+// the invite's answer and nowhere else.
+
 import (
 	"context"
 	"encoding/json"

@@ -2,6 +2,9 @@
 
 package tests
 
+// The smallest end-to-end exchange with a fake child: initialize, tools/list, a tools/call, and a
+// notification on the session's GET stream.
+
 import (
 	"encoding/json"
 	"net/http"

@@ -2,11 +2,13 @@
 
 package tests
 
+// The built-in server's credentials page in headless Chromium: invited users enter their own
+// credentials and each user's child gets theirs alone; a user without one gets the stand-in's
+// error; disabling a user stops only their child.
+
 import (
 	"context"
 	"fmt"
-	"html"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -24,50 +26,6 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/credstore"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
-
-// approveAs posts the approval page's form for authURL as the user name
-// with secret: the page's answer (a redirect to the client with a code,
-// or to the credentials page first).
-func (c *oauthClient) approveAs(authURL, name, secret string) *http.Response {
-	c.t.Helper()
-	resp, err := c.http.Get(authURL)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	q, csrf := formQuery.FindSubmatch(page), formCSRF.FindSubmatch(page)
-	if resp.StatusCode != http.StatusOK || q == nil || csrf == nil {
-		c.t.Fatalf("the approval page: %d %s", resp.StatusCode, page)
-	}
-	form := url.Values{"query": {html.UnescapeString(string(q[1]))}, "csrf": {string(csrf[1])}, "name": {name}, "passphrase": {secret}, "decision": {"approve"}}
-	return c.postForm(c.base+authserver.PathAuthorize, form)
-}
-
-// postForm posts form as the bridge's own page would.
-func (c *oauthClient) postForm(target string, form url.Values) *http.Response {
-	c.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", c.base)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp
-}
-
-// codeFrom is the code of a redirect to the client.
-func (c *oauthClient) codeFrom(resp *http.Response) string {
-	c.t.Helper()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if resp.StatusCode != http.StatusFound || err != nil || loc.Query().Get("code") == "" || !strings.HasPrefix(loc.String(), c.redirectURI) {
-		c.t.Fatalf("want a redirect to the client with a code: %d %s", resp.StatusCode, resp.Header.Get("Location"))
-	}
-	return loc.Query().Get("code")
-}
 
 // TestCredentialsPageEndToEnd: the built-in server's invited users enter
 // their own credentials on the credentials page in headless Chromium and
@@ -299,29 +257,4 @@ func TestCredentialsPageEndToEnd(t *testing.T) {
 			t.Error("the bridge's log holds a credential's value")
 		}
 	}
-}
-
-// get fetches target with c's cookies: its body.
-func (c *oauthClient) get(target string) string {
-	c.t.Helper()
-	resp, err := c.http.Get(target)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		c.t.Fatalf("GET %s: %d %s", target, resp.StatusCode, body)
-	}
-	return string(body)
-}
-
-// formField is the value of the hidden field name of page.
-func formField(t *testing.T, page, name string) string {
-	t.Helper()
-	m := regexp.MustCompile(`name="` + regexp.QuoteMeta(name) + `" value="([^"]*)"`).FindStringSubmatch(page)
-	if m == nil {
-		t.Fatalf("no field %s: %s", name, page)
-	}
-	return html.UnescapeString(m[1])
 }

@@ -2,6 +2,10 @@
 
 package tests
 
+// The deploy/ files: the systemd unit and socket pass systemd-analyze verify; the Dockerfile's
+// variables, its static build stage, and .dockerignore. debianProgram and systemdProgram find the
+// Debian programs that tests in other files need too.
+
 import (
 	"debug/elf"
 	"net/http"

@@ -2,6 +2,10 @@
 
 package tests
 
+// Sampling requests from the official server-everything on the shipped destinations.yaml, two
+// users at once (issue 20): each prompt reaches only the user whose call asked, and each answer
+// comes back to that call.
+
 import (
 	"bufio"
 	"context"

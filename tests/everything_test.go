@@ -2,6 +2,10 @@
 
 package tests
 
+// The official server-everything behind the real binary: ten clients share one child, each gets its
+// own progress, and SIGINT leaves no process. everythingBin (which installs the pinned npm
+// packages) and startEverything serve the other Node.js tests too.
+
 import (
 	"context"
 	"encoding/json"

@@ -34,13 +34,6 @@ import (
 
 // ---- helpers of these tests (the shared ones are in harness_test.go) ----
 
-func deleteSession(t testing.TB, c *client) {
-	t.Helper()
-	if r := c.must(http.MethodDelete, ""); r.status != http.StatusNoContent {
-		t.Fatalf("DELETE: status %d: %s", r.status, r.body)
-	}
-}
-
 // waitRunning waits until the destination runs a child other than notPID,
 // as its Status reports it, and returns its pid.
 func waitRunning(t testing.TB, b *testBridge, dest string, notPID int, within time.Duration) int {
@@ -52,17 +45,6 @@ func waitRunning(t testing.TB, b *testBridge, dest string, notPID int, within ti
 		return st.State == supervisor.StateRunning && pid != 0 && pid != notPID
 	})
 	return pid
-}
-
-// jsonEqual compares two JSON texts by value.
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
 }
 
 // initializeRetry initializes, retrying while the answer is the request timeout

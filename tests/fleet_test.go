@@ -2,6 +2,11 @@
 
 package tests
 
+// A fleet of three bridges of one destinations file (deploy/fleet) behind HAProxy and nginx: every
+// era through the balancer, 421 for another instance's destination, a killed instance, a rolling
+// restart. Its helpers (testFleet, fleetInstance, haproxyBinary, appendFile) serve
+// fleetusers_test.go too.
+
 import (
 	"encoding/json"
 	"fmt"
@@ -18,9 +23,6 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
-
-// A fleet behind HAProxy: three bridges of one destinations file, each
-// with its own destinations (deploy/fleet).
 
 // haproxyBinary finds Debian's haproxy (debianProgram).
 func haproxyBinary(t *testing.T) string {

@@ -2,6 +2,9 @@
 
 package tests
 
+// A destination with a child per user on two instances behind HAProxy with the README's backend
+// (hashing the Authorization header): each user stays on one instance with one child of their own.
+
 import (
 	"fmt"
 	"net"

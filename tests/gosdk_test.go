@@ -2,6 +2,10 @@
 
 package tests
 
+// The official Go SDK client against the real binary, in the 2026-07-28 era and with
+// -protocol-eras 2025: tools, progress, sampling and list changes. goSDKSession connects it for
+// tests in other files.
+
 import (
 	"bytes"
 	"context"

@@ -2,6 +2,10 @@
 
 package tests
 
+// A restart with the socket held across, as systemd does for a socket unit: no call fails and no
+// client initializes again, an idle connection is answered, the socket stays the bridge's, and
+// systemd-socket-activate starts it. socketBridge and heldSocket serve the fleet tests too.
+
 import (
 	"bufio"
 	"context"

@@ -16,7 +16,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -729,4 +731,204 @@ func checkTransportError(t testing.TB, what string, r response, status, code int
 		}
 	}
 	return e.Message
+}
+
+func deleteSession(t testing.TB, c *client) {
+	t.Helper()
+	if r := c.must(http.MethodDelete, ""); r.status != http.StatusNoContent {
+		t.Fatalf("DELETE: status %d: %s", r.status, r.body)
+	}
+}
+
+// jsonEqual compares two JSON texts by value.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// asyncResult is the outcome of a request sent from a goroutine.
+type asyncResult struct {
+	r   response
+	err error
+	at  time.Time
+}
+
+// postAsync sends a POST in a goroutine.
+func postAsync(url, sid, body string, headers ...string) <-chan asyncResult {
+	ch := make(chan asyncResult, 1)
+	go func() {
+		r, err := request(http.MethodPost, url, sid, body, headers...)
+		ch <- asyncResult{r: r, err: err, at: time.Now()}
+	}()
+	return ch
+}
+
+// awaitAsync waits for a goroutine's answer.
+func awaitAsync(t *testing.T, what string, ch <-chan asyncResult, within time.Duration) response {
+	t.Helper()
+	select {
+	case res := <-ch:
+		if res.err != nil {
+			t.Fatalf("%s: %v", what, res.err)
+		}
+		return res.r
+	case <-time.After(within):
+		t.Fatalf("%s: no answer within %s (the request hangs)", what, within)
+	}
+	return response{}
+}
+
+// bearerTransport adds a bearer token to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// authedClient is a client whose every request carries token.
+func authedClient(t testing.TB, url, token string) *client {
+	c := newClient(t, url)
+	c.http = &http.Client{Timeout: 30 * time.Second, Transport: bearerTransport{token},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return c
+}
+
+// decodeAnswer is the JSON-RPC response of a POST answered with JSON or an
+// SSE stream.
+func decodeAnswer(t *testing.T, r response) rpc {
+	t.Helper()
+	if strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+		msgs := sseMessages(t, r.body)
+		return msgs[len(msgs)-1]
+	}
+	return decode(t, r.body)
+}
+
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+
+// modernCall posts a 2026-07-28 request with the headers a modern client
+// sends; extra overrides them (an empty value drops one).
+func modernCall(t *testing.T, url, id, method, params string, extra ...string) response {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, method, params)
+	h := []string{"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method}
+	var p struct{ Name, URI string }
+	_ = json.Unmarshal([]byte(params), &p)
+	if p.Name != "" || p.URI != "" {
+		h = append(h, "Mcp-Name", p.Name+p.URI)
+	}
+	return mustRequest(t, http.MethodPost, url, "", body, append(h, extra...)...)
+}
+
+func modernError(t *testing.T, what string, r response, status, code int, id string) rpc {
+	t.Helper()
+	m := decode(t, r.body)
+	if r.status != status || m.Error == nil || m.Error.Code != code || string(m.ID) != id {
+		t.Errorf("%s: %d %s; want %d with error %d and id %s", what, r.status, r.body, status, code, id)
+	}
+	if r.header.Get("Mcp-Session-Id") != "" {
+		t.Errorf("%s: a modern request got a session", what)
+	}
+	return m
+}
+
+// jsonMember is member k of JSON object obj (nil when absent).
+func jsonMember(obj json.RawMessage, k string) json.RawMessage {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(obj, &m)
+	return m[k]
+}
+
+// modernWhoami is a 2026-07-28 whoami with token: its child's pid.
+func modernWhoami(t *testing.T, url, token string) (int, response) {
+	t.Helper()
+	r := modernCall(t, url, `"w"`, "tools/call", `{"name":"whoami","arguments":{},`+modernMeta+`}`, "Authorization", "Bearer "+token)
+	var w childWho
+	if r.status != http.StatusOK || jsonUnmarshal(jsonMember(decode(t, r.body).Result, "structuredContent"), &w) != nil && jsonUnmarshal(decode(t, r.body).Result, &w) != nil {
+		return 0, r
+	}
+	return w.PID, r
+}
+
+// getenvCall calls the fake child's getenv tool for name in c's session:
+// the value, or the tool error's text.
+func getenvCall(t *testing.T, c *client, name string) (value string, isError bool, text string) {
+	t.Helper()
+	r := c.callTool(`"e"`, "getenv", map[string]string{"name": name})
+	res := resultOK(t, "getenv", r)
+	var v struct {
+		Value   string `json:"value"`
+		IsError bool   `json:"isError"`
+	}
+	_ = jsonUnmarshal(res, &v)
+	return v.Value, v.IsError, textOf(res)
+}
+
+// raw sends one request to the bridge with exact headers (Host included) and
+// returns the answer.
+func raw(t *testing.T, b *testBridge, method, path, body string, headers ...string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+			continue
+		}
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	client := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var rb []byte
+	if method == http.MethodHead || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") && method == http.MethodHead {
+		rb = nil
+	} else {
+		rb, _ = io.ReadAll(resp.Body)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: rb}
+}
+
+// scrape reads the bridge's Prometheus exposition into name{labels} (or
+// name, for a series without labels) → value.
+func scrape(t *testing.T, b *testBridge) map[string]float64 {
+	t.Helper()
+	return scrapeURL(t, b.srv.URL)
+}
+
+// scrapeURL reads the Prometheus exposition at base/metrics into
+// name{labels} (or name, for a series without labels) → value.
+func scrapeURL(t *testing.T, base string, headers ...string) map[string]float64 {
+	t.Helper()
+	r, err := request(http.MethodGet, base+"/metrics", "", "", headers...)
+	if err != nil || r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("/metrics: %v %d %v", err, r.status, r.header)
+	}
+	out := map[string]float64{}
+	for _, m := range anyMetricLine.FindAllStringSubmatch(string(r.body), -1) {
+		v, _ := strconv.ParseFloat(m[3], 64)
+		out[m[1]+m[2]] = v
+	}
+	return out
+}
+
+// anyMetricLine is a Prometheus sample with or without labels.
+var anyMetricLine = regexp.MustCompile(`(?m)^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$`)
+
+// metricsOf scrapes a running binary's /metrics.
+func metricsOf(t *testing.T, p *binaryProc) map[string]float64 {
+	t.Helper()
+	return scrapeURL(t, p.base)
 }

@@ -2,6 +2,10 @@
 
 package tests
 
+// Classes of hostile HTTP requests against the binary: each gets a well-formed answer its class
+// allows (never a 5xx or a hang), nothing reaches the child that should not, and a good client
+// is served afterwards.
+
 import (
 	"bytes"
 	"encoding/json"

@@ -53,38 +53,6 @@ func checkSSEHeaders(t *testing.T, what string, h http.Header) {
 	}
 }
 
-// asyncResult is the outcome of a request sent from a goroutine.
-type asyncResult struct {
-	r   response
-	err error
-	at  time.Time
-}
-
-// postAsync sends a POST in a goroutine.
-func postAsync(url, sid, body string, headers ...string) <-chan asyncResult {
-	ch := make(chan asyncResult, 1)
-	go func() {
-		r, err := request(http.MethodPost, url, sid, body, headers...)
-		ch <- asyncResult{r: r, err: err, at: time.Now()}
-	}()
-	return ch
-}
-
-// awaitAsync waits for a goroutine's answer.
-func awaitAsync(t *testing.T, what string, ch <-chan asyncResult, within time.Duration) response {
-	t.Helper()
-	select {
-	case res := <-ch:
-		if res.err != nil {
-			t.Fatalf("%s: %v", what, res.err)
-		}
-		return res.r
-	case <-time.After(within):
-		t.Fatalf("%s: no answer within %s (the request hangs)", what, within)
-	}
-	return response{}
-}
-
 // ---------------------------------------------------------------------------
 // 1. initialize creates a session.
 

@@ -2,6 +2,9 @@
 
 package tests
 
+// The MCP Inspector's CLI against the real binary in front of server-everything: tools/list and
+// tools/call. runInspector runs the CLI for tests in other files too.
+
 import (
 	"bytes"
 	"context"

@@ -2,6 +2,10 @@
 
 package tests
 
+// Limits on 'isolation: session' destinations (issue 21): children being stopped count against the
+// session cap, past which initialize gets 503; with auth, a client at the cap evicts only its own
+// idle sessions.
+
 import (
 	"net/http"
 	"strconv"

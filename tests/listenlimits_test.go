@@ -2,6 +2,10 @@
 
 package tests
 
+// Limits on subscriptions/listen streams (issue 21): they count against -max-streams and per
+// principal, a stream that falls behind is closed, and resource subscriptions are bounded.
+// listenBody and openListen serve the profile and reload tests too.
+
 import (
 	"context"
 	"fmt"

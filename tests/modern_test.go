@@ -2,6 +2,10 @@
 
 package tests
 
+// The MCP 2026-07-28 era (no session): server/discover and calls, both eras on one child,
+// -protocol-eras 2025, subscriptions/listen, sessionless requests, cache hints, MRTR rounds
+// (input_required, retries, timeouts, cancellation, limits), error codes and elicitation modes.
+
 import (
 	"encoding/base64"
 	"encoding/json"
@@ -17,34 +21,6 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
-
-const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
-
-// modernCall posts a 2026-07-28 request with the headers a modern client
-// sends; extra overrides them (an empty value drops one).
-func modernCall(t *testing.T, url, id, method, params string, extra ...string) response {
-	t.Helper()
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, method, params)
-	h := []string{"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method}
-	var p struct{ Name, URI string }
-	_ = json.Unmarshal([]byte(params), &p)
-	if p.Name != "" || p.URI != "" {
-		h = append(h, "Mcp-Name", p.Name+p.URI)
-	}
-	return mustRequest(t, http.MethodPost, url, "", body, append(h, extra...)...)
-}
-
-func modernError(t *testing.T, what string, r response, status, code int, id string) rpc {
-	t.Helper()
-	m := decode(t, r.body)
-	if r.status != status || m.Error == nil || m.Error.Code != code || string(m.ID) != id {
-		t.Errorf("%s: %d %s; want %d with error %d and id %s", what, r.status, r.body, status, code, id)
-	}
-	if r.header.Get("Mcp-Session-Id") != "" {
-		t.Errorf("%s: a modern request got a session", what)
-	}
-	return m
-}
 
 func TestModernRequests(t *testing.T) {
 	b := fakeBridge(t, bridge.Options{})
@@ -307,13 +283,6 @@ func TestMRTRKeepsItsRequest(t *testing.T) {
 	if ans := s.next(t, "", 10*time.Second); string(ans.ID) != `"retry"` || !strings.Contains(string(ans.Result), "answered") {
 		t.Errorf("the retry's answer: id %s result %s", ans.ID, ans.Result)
 	}
-}
-
-// jsonMember is member k of JSON object obj (nil when absent).
-func jsonMember(obj json.RawMessage, k string) json.RawMessage {
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(obj, &m)
-	return m[k]
 }
 
 // TestModernUndeclaredInput: a child's request for input the 2026-07-28

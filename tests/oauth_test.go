@@ -2,6 +2,10 @@
 
 package tests
 
+// The bridge as an OAuth resource server in front of the test issuer: refusals and their
+// challenges, an issuer that is down, protected-resource metadata, sessions bound to their
+// principal, the TypeScript SDK client's flow, and opaque tokens checked by introspection.
+
 import (
 	"bytes"
 	"context"
@@ -37,28 +41,6 @@ func newIssuer(t *testing.T) *testissuer.Issuer {
 	iss := testissuer.New()
 	t.Cleanup(iss.Close)
 	return iss
-}
-
-// challenge is a parsed WWW-Authenticate Bearer challenge.
-func challenge(t *testing.T, r response) map[string]string {
-	t.Helper()
-	h := r.header.Get("WWW-Authenticate")
-	rest, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		t.Fatalf("WWW-Authenticate %q is not a Bearer challenge (status %d, body %s)", h, r.status, r.body)
-	}
-	out := map[string]string{}
-	for rest != "" {
-		k, v, ok := strings.Cut(rest, `="`)
-		if !ok {
-			t.Fatalf("WWW-Authenticate %q: bad parameter at %q", h, rest)
-		}
-		val, tail, _ := strings.Cut(v, `"`)
-		out[strings.TrimSpace(k)] = val
-		rest = strings.TrimPrefix(strings.TrimSpace(tail), ",")
-		rest = strings.TrimSpace(rest)
-	}
-	return out
 }
 
 func TestOAuthRefusals(t *testing.T) {

@@ -2,6 +2,9 @@
 
 package tests
 
+// The real binary with default:, prestart: and a tools: allow-list, and bearer tokens from a file:
+// the prestarted child's tools are listed, /mcp is the default, hidden tools cannot be called.
+
 import (
 	"encoding/json"
 	"fmt"

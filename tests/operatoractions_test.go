@@ -2,6 +2,10 @@
 
 package tests
 
+// The console's operator actions on the real binary: ending one session and restarting one
+// destination leave every bystander (other sessions, users and destinations) untouched, also across
+// a restart; named tokens show in the console as their users' names, never the token.
+
 import (
 	"encoding/json"
 	"fmt"
@@ -10,34 +14,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
-
-// The operator's actions (the console's end, restart and revoke) act on one
-// thing: every test here has bystanders that must stay untouched — other
-// sessions of the same destination and user, other users' sessions, other
-// destinations' children, and what a restart of the bridge brings back.
-
-// bearerTransport adds a bearer token to every request.
-type bearerTransport struct{ token string }
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-// authedClient is a client whose every request carries token.
-func authedClient(t testing.TB, url, token string) *client {
-	c := newClient(t, url)
-	c.http = &http.Client{Timeout: 30 * time.Second, Transport: bearerTransport{token},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return c
-}
 
 // operatorBinary runs the binary with the operator actions' destinations —
 // shared (one child for every session), iso (isolation: session), other
@@ -116,9 +97,6 @@ func sessionIDsOf(t *testing.T, base, dest string) []string {
 	}
 	return ids
 }
-
-// alive reports whether a process with pid exists.
-func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 // TestOperatorEndsOneSession: the console's "end session" ends that one
 // session — on a shared destination and on an isolated one — and no

@@ -2,6 +2,9 @@
 
 package tests
 
+// A principal is an HMAC of its token under the install's key (issue 34): the same token is the
+// same principal across a restart of one install, and another principal on another install.
+
 import (
 	"bytes"
 	"crypto/sha256"

@@ -2,6 +2,10 @@
 
 package tests
 
+// Helpers that read /proc (proc(5)), the tests' one window on it: process state and liveness, CPU
+// time, memory and open descriptors, children and descendants, and proc, a process watched by pid
+// and start time.
+
 import (
 	"fmt"
 	"os"
@@ -11,8 +15,6 @@ import (
 	"testing"
 	"time"
 )
-
-// This file is the tests' one window on /proc (proc(5)).
 
 // procStat is what /proc/PID/stat says of a process.
 type procStat struct {
@@ -223,3 +225,6 @@ func treeRSS(pid int) int64 {
 	}
 	return n
 }
+
+// alive reports whether a process with pid exists.
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }

@@ -2,6 +2,10 @@
 
 package tests
 
+// Profiles (/p/{name}/mcp): members' tools under prefixes on the members' own children, the SDK
+// clients and the Inspector through one URL, npm servers as members, the 2026-07-28 era, name
+// collisions, many users at once, an isolated member, and reloads.
+
 import (
 	"context"
 	"encoding/json"

@@ -2,6 +2,11 @@
 
 package tests
 
+// A profile's fan (profile/fan.go), which sends a call straight to its member's dispatcher:
+// members' requests reach the one user whose call caused them under ids that do not collide,
+// answers go back to the member that asked, broadcasts arrive once, cancellations reach the member,
+// and the views it attaches leave with their sessions.
+
 import (
 	"fmt"
 	"net/http"
@@ -12,12 +17,6 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
-
-// The tests here guard what a profile's fan (profile/fan.go) must keep
-// when it sends a call straight to its member's dispatcher: the members'
-// requests reach the one user whose call caused them, under ids that do
-// not collide, and answers go back to the member that asked; the views
-// it attaches leave with their sessions.
 
 // fanBridge serves alpha and beta (fake servers) and the profile "both"
 // of them, at /p/both/mcp.

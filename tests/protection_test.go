@@ -2,6 +2,10 @@
 
 package tests
 
+// A protection the operator asked for is never silently absent: a passphrase protects a file
+// without an 'auth:' block (the README's commands), across reloads; what cannot be protected as
+// asked is refused at the start, saying how.
+
 import (
 	"context"
 	"net/http"
@@ -14,11 +18,6 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
-
-// A protection the operator asked for is never silently absent: a
-// passphrase protects a file without an 'auth:' block (the README's two
-// commands for ChatGPT and Claude, with the shipped file), across reloads;
-// what cannot be protected as asked is refused at the start, saying how.
 
 // binaryWithEnv runs the bridge binary with extra environment variables.
 func binaryWithEnv(t *testing.T, env []string, args ...string) *binaryProc {

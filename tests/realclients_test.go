@@ -13,8 +13,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,31 +72,6 @@ func runTSSession(t *testing.T, url string, args ...string) tsSession {
 	}
 	return s
 }
-
-// metricsOf scrapes a running binary's /metrics.
-func metricsOf(t *testing.T, p *binaryProc) map[string]float64 {
-	t.Helper()
-	return scrapeURL(t, p.base)
-}
-
-// scrapeURL reads the Prometheus exposition at base/metrics into
-// name{labels} (or name, for a series without labels) → value.
-func scrapeURL(t *testing.T, base string, headers ...string) map[string]float64 {
-	t.Helper()
-	r, err := request(http.MethodGet, base+"/metrics", "", "", headers...)
-	if err != nil || r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
-		t.Fatalf("/metrics: %v %d %v", err, r.status, r.header)
-	}
-	out := map[string]float64{}
-	for _, m := range anyMetricLine.FindAllStringSubmatch(string(r.body), -1) {
-		v, _ := strconv.ParseFloat(m[3], 64)
-		out[m[1]+m[2]] = v
-	}
-	return out
-}
-
-// anyMetricLine is a Prometheus sample with or without labels.
-var anyMetricLine = regexp.MustCompile(`(?m)^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$`)
 
 // TestTSClientsThatNeverDelete runs 15 official TypeScript SDK clients in a
 // row that, like claude.ai conversations, close without DELETE, against the

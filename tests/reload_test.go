@@ -2,6 +2,10 @@
 
 package tests
 
+// Reloading the destinations file (SIGHUP, -watch) on the real binary: unchanged destinations keep
+// their children and sessions, changed ones drain; the SDK clients under reloads; SIGTERM's drain;
+// a tools: change announced to clients. waitReloads serves the profile tests too.
+
 import (
 	"context"
 	"encoding/json"

@@ -2,14 +2,15 @@
 
 package tests
 
+// Restarting the bridge on the same state directory: sessions come back (for raw clients, the
+// TypeScript and Go SDK clients, and a GET stream's Last-Event-ID); /healthz?verbose lists them.
+
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,31 +18,6 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
-
-// stopBinary sends SIGTERM and waits for the bridge to exit.
-func stopBinary(t *testing.T, p *binaryProc) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the bridge did not exit within 30 s of SIGTERM")
-	}
-}
-
-// freeAddr is a loopback address nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // TestSessionsSurviveARestart: a new bridge on the same state directory
 // takes back the sessions of the one that stopped: a client goes on with

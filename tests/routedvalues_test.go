@@ -2,6 +2,10 @@
 
 package tests
 
+// What the bridge routes or filters on is what the child reads (issue 34): in front of the
+// conformance fixture (Go's encoding/json: any letter case, last duplicate wins), deny lists and
+// Mcp-Param-* headers hold against requests a lenient decoder reads otherwise.
+
 import (
 	"context"
 	"fmt"
@@ -18,12 +22,6 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 	"github.com/stelae-bridge/stelae-bridge/tests/conformancefixture"
 )
-
-// What the bridge routes or filters on is what the child reads (issue 34):
-// the child here is the conformance fixture, a Go server whose
-// encoding/json matches member names in any letter case and keeps the last
-// of duplicates, so that a request the bridge read one way and the child
-// another would get through to what the operator hid.
 
 // routedBridge serves the conformance fixture as destination "conf" with
 // 'tools: {deny: [test_error_handling]}', and the profile "p" of it with

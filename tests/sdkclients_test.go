@@ -2,6 +2,9 @@
 
 package tests
 
+// The official TypeScript SDK client (tests/clients/ts-client.mjs) against the real binary, alone
+// and two at once on one child. node24 and runClientScript run Node.js clients for other files too.
+
 import (
 	"bytes"
 	"context"

@@ -2,6 +2,9 @@
 
 package tests
 
+// The official TypeScript SDK v2 client in the 2026-07-28 era, probing and pinned: discover, calls,
+// progress, elicitation and sampling through input_required, a listen stream, and a cancelled call.
+
 import (
 	"encoding/json"
 	"strings"

@@ -2,6 +2,9 @@
 
 package tests
 
+// SSE helpers: stream reads a GET stream or a POST answered as SSE (event, next, none, collect,
+// rest, raw lines, waitClosed); openSSE, openSSEWith and client.openStream open one.
+
 import (
 	"bufio"
 	"context"

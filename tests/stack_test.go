@@ -2,6 +2,9 @@
 
 package tests
 
+// The stack a waiting call holds: calls wait on the bridge binary as it ships (no -race), and each
+// one's goroutine stack, measured through /metrics, must stay within the runtime's 4 KiB.
+
 import (
 	"fmt"
 	"io"

@@ -2,6 +2,9 @@
 
 package tests
 
+// A destination whose command cannot start (issue 21): the client gets its name and a reason, never
+// the path or the system's error; a missing program is not retried; no session id is logged.
+
 import (
 	"encoding/json"
 	"net/http"

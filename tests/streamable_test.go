@@ -2,6 +2,10 @@
 
 package tests
 
+// Streamable HTTP details: progress and child requests on a POST's SSE stream, keepalives that
+// switch a slow call to SSE, response modes, resuming POST and GET streams with Last-Event-ID, and
+// request header checks (Accept, Content-Type, protocol version, Origin, Host).
+
 import (
 	"bufio"
 	"encoding/json"

@@ -2,6 +2,10 @@
 
 package tests
 
+// The tasks extension (io.modelcontextprotocol/tasks) run by the bridge: on the fake child (whose
+// slow, never and ask tools allow tasks, task_only requires one) with ttl, ownership, caps and
+// shutdown; and on the official server-everything, whose own tasks stay with their user.
+
 import (
 	"encoding/json"
 	"fmt"
@@ -18,10 +22,6 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 	"github.com/stelae-bridge/stelae-bridge/tests/testissuer"
 )
-
-// The tasks extension (io.modelcontextprotocol/tasks) run by the bridge on
-// the fake child, whose slow, never and ask tools declare taskSupport
-// "optional" and task_only "required".
 
 // taskMeta is a modern _meta declaring the tasks extension and elicitation.
 const taskMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
@@ -229,6 +229,7 @@ func TestTaskTTL(t *testing.T) {
 	url := b.url("fake")
 	c := newClient(t, url)
 	c.initialize()
+	waitCatalogue(t, b, "fake")
 	var v taskView
 	waitFor(t, 10*time.Second, "a task", func() bool {
 		var e *rpcErr
@@ -244,6 +245,19 @@ func TestTaskTTL(t *testing.T) {
 		return e != nil && e.Code == -32602
 	})
 	waitFor(t, 10*time.Second, "the child to see the cancellation", func() bool { return len(c.stats().Cancelled) > before })
+}
+
+// waitCatalogue waits until the bridge knows dest's tools. A call becomes
+// a task only when the catalogue says its tool supports tasks: one made
+// before the child's tools/list was answered (a loaded machine) runs as a
+// plain call, and a tool that never answers then takes the whole request
+// timeout (TestTaskTTL failed so under two CPU hogs).
+func waitCatalogue(t *testing.T, b *testBridge, dest string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, dest+"'s tool catalogue", func() bool {
+		_, known := b.dispatchers[dest].Tools()
+		return known
+	})
 }
 
 // TestTaskBelongsToItsPrincipal: behind OAuth, a task is visible only to
@@ -282,6 +296,7 @@ func TestTasksEndWithTheBridge(t *testing.T) {
 	url := b.url("fake")
 	c := newClient(t, url)
 	c.initialize()
+	waitCatalogue(t, b, "fake")
 	for i := range 3 {
 		waitFor(t, 10*time.Second, "a task", func() bool {
 			v, e, _ := taskCall(t, url, fmt.Sprint(i), "tools/call", `{"name":"never","arguments":{},`+taskMeta+`}`)

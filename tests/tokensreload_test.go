@@ -2,6 +2,9 @@
 
 package tests
 
+// The tokens file read again on SIGHUP and with -watch (issue 35): removed tokens are refused and
+// their users' children stop, bystanders go on; the console's operator tokens follow the file.
+
 import (
 	"net/http"
 	"net/http/cookiejar"

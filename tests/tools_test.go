@@ -2,6 +2,9 @@
 
 package tests
 
+// The tools: filter over HTTP: lists filtered by allow and deny, hidden tools never reach the
+// child, and a prestarted child's catalogue.
+
 import (
 	"encoding/json"
 	"net/http"

@@ -2,6 +2,11 @@
 
 package tests
 
+// TestTorture: one user's traffic never reaches another (issue 20), on the real binary under mixed
+// load of both eras; and focused scenarios (a child that stops reading, abandoned calls, a stalled
+// child). Its harness (torture, tortureDest, startFocused) serves the tortureaudit and tortureusers
+// files too.
+
 import (
 	"bufio"
 	"bytes"

@@ -2,6 +2,9 @@
 
 package tests
 
+// With -audit-log-bodies every call's log line carries its response's body, in every era, whether
+// the answer was one JSON document or an SSE stream (found by TestTorture's trace phase).
+
 import (
 	"math/rand/v2"
 	"strings"

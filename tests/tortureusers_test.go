@@ -2,6 +2,10 @@
 
 package tests
 
+// TestTorture's user-isolated destination (issue 35): a child and a credential per user, every
+// answer from the caller's own child, and planted values searched for everywhere the bridge writes
+// or serves. Details below.
+
 import (
 	"cmp"
 	"crypto/rand"

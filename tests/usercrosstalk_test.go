@@ -2,6 +2,10 @@
 
 package tests
 
+// Many users at once on a destination with a child and a credential per user (issue 35): each call
+// sees its own user's credential and child, no planted value shows anywhere, and the cap on users'
+// children holds under bursts of new users.
+
 import (
 	"crypto/rand"
 	"crypto/sha256"

@@ -2,6 +2,10 @@
 
 package tests
 
+// 'isolation: user' (issue 35), a child per authenticated user: shared by a user's sessions and
+// 2026-07-28 requests, the user cap, credentials and the stand-in, the console, the SDK clients, a
+// profile member, and sessions across a restart.
+
 import (
 	"context"
 	"encoding/json"
@@ -23,8 +27,6 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
-// 'isolation: user' (issue 35): a child per authenticated user.
-
 // userBridge serves "fake" with a child per user, to the named tokens
 // alice, bob and carol, at most maxUsers of them at once.
 func userBridge(t *testing.T, maxUsers int, idle time.Duration) *testBridge {
@@ -35,17 +37,6 @@ func userBridge(t *testing.T, maxUsers int, idle time.Duration) *testBridge {
 		opts:      bridge.Options{AuthTokens: tokens, TokenNames: names},
 		isolation: config.IsolationUser, maxUsers: maxUsers, userIdle: idle,
 	})
-}
-
-// modernWhoami is a 2026-07-28 whoami with token: its child's pid.
-func modernWhoami(t *testing.T, url, token string) (int, response) {
-	t.Helper()
-	r := modernCall(t, url, `"w"`, "tools/call", `{"name":"whoami","arguments":{},`+modernMeta+`}`, "Authorization", "Bearer "+token)
-	var w childWho
-	if r.status != http.StatusOK || jsonUnmarshal(jsonMember(decode(t, r.body).Result, "structuredContent"), &w) != nil && jsonUnmarshal(decode(t, r.body).Result, &w) != nil {
-		return 0, r
-	}
-	return w.PID, r
 }
 
 // TestUserIsolation: each user's 2025 sessions and 2026-07-28 requests
@@ -114,20 +105,6 @@ func TestUserIsolation(t *testing.T) {
 	if r := stolen.callTool(`"s"`, "whoami", nil); r.status != http.StatusNotFound {
 		t.Errorf("carol using bob's session id: %d %s; want 404", r.status, fmt.Sprint(string(r.body)))
 	}
-}
-
-// getenvCall calls the fake child's getenv tool for name in c's session:
-// the value, or the tool error's text.
-func getenvCall(t *testing.T, c *client, name string) (value string, isError bool, text string) {
-	t.Helper()
-	r := c.callTool(`"e"`, "getenv", map[string]string{"name": name})
-	res := resultOK(t, "getenv", r)
-	var v struct {
-		Value   string `json:"value"`
-		IsError bool   `json:"isError"`
-	}
-	_ = jsonUnmarshal(res, &v)
-	return v.Value, v.IsError, textOf(res)
 }
 
 // TestUserCredentials: a user-isolated destination's 'credentials:' —

@@ -2,6 +2,9 @@
 
 package tests
 
+// A reload that changes only a user-isolated destination's credentials (issue 35) restarts only the
+// children whose environment it changes, directly and through a profile, and no one else's.
+
 import (
 	"encoding/json"
 	"fmt"
