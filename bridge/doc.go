@@ -7,14 +7,19 @@
 //   - serving: the HTTP/1.1 server is package h1's (the fast path for the
 //     hot POST, net/http for the rest, the connection limit), joined here at
 //     one seam (Serve: h1.NewServer, SetLimit; the drain and the hand-over);
-//   - the router: /{destination}/mcp, /mcp and POST / for the default
-//     destination, the legacy HTTP+SSE routes (410 Gone), and the
-//     operator's routes (/, /healthz, /version, /metrics, /tools/list,
-//     /stream, /.well-known/mcp/manifest.json, the OAuth well-knowns). It
-//     never redirects;
-//   - the middleware, as func(http.Handler) http.Handler layers, outermost
-//     first: the DNS-rebinding guard (Origin and Host), CORS, the shutdown
-//     gate (503 with Retry-After), authentication (static tokens, OAuth
+//   - the path grammar (target.go): a request's path read once, by the
+//     shutdown gate, into its target — an endpoint (/{destination}/mcp,
+//     /p/{profile}/mcp; keys and paths are config's), the default (/mcp,
+//     and MCP requests at /), an operator route, protected-resource
+//     metadata, OAuth's, the console's, or none — which the auth layer,
+//     the router, the resource metadata and the fleet's 421 read;
+//   - the router: the endpoints, the legacy HTTP+SSE routes (410 Gone),
+//     and the operator's routes (/, /healthz, /readyz, /version,
+//     /metrics, /tools/list, /stream, /.well-known/mcp/manifest.json, the
+//     OAuth well-knowns, /console). It never redirects;
+//   - the middleware, as layers outermost first: the DNS-rebinding guard
+//     (Origin and Host), CORS, the shutdown gate (503 with Retry-After),
+//     authentication (static tokens, OAuth
 //     access tokens of an issuer or the built-in server), which puts the
 //     request's session.Principal and session.User in its context; the
 //     HTTP pieces it shares with session and console (errors, headers,
@@ -23,10 +28,10 @@
 //     whose child is package profile's in-process server over its
 //     members' dispatchers (their calls go straight there: dispatch.Fan);
 //   - the children per user ('isolation: user'): the user's identity from
-//     the auth layer, the static tokens and their reload (tokens.go), a
-//     user's credentials from provisioning and the store (credentials.go),
-//     the built-in server's credentials page's seam (credentialpages.go)
-//     and the stand-in a user without credentials gets (standin.go);
+//     the auth layer, the static tokens and their reload (tokens.go), each
+//     user's endpoint with their credentials or the stand-in (package
+//     peruser's, made in table.go and standin.go), and the built-in
+//     server's credentials page's seam (credentialpages.go);
 //   - the fleet (fleet.go): which instance owns a destination, and the 421
 //     that names the owner to a request for another's;
 //   - the operator console's Backend (console.go): what package console
