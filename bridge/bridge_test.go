@@ -60,6 +60,8 @@ func TestRoutes(t *testing.T) {
 	}{
 		{"unknown destination", "POST", "/nope/mcp", nil, 404, `no destination named \"nope\"; configured destinations: a`, [2]string{}},
 		{"deeper path", "POST", "/a/mcp/more", nil, 404, "/{destination}/mcp", [2]string{}},
+		{"no such profile, none configured", "POST", "/p/x/mcp", nil, 404, `no profile named \"x\"; configured profiles: none (declare them under 'profiles:'`, [2]string{}},
+		{"other route of a destination", "GET", "/a/x", nil, 404, `no route for /a/x; the MCP endpoint of \"a\" is /a/mcp`, [2]string{}},
 		{"unclean path is not redirected", "GET", "/a//mcp", nil, 404, "no route", [2]string{}},
 		{"legacy sse", "GET", "/a/sse", nil, 410, "Streamable HTTP at /a/mcp", [2]string{}},
 		{"legacy message", "POST", "/a/message", nil, 410, "type \\\"http\\\"", [2]string{}},

@@ -124,7 +124,11 @@ func (b *Bridge) endpoint(w http.ResponseWriter, r *http.Request, tg target) *se
 			return ep
 		}
 		if !b.misdirected(w, r, tg.key) {
-			httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no profile named %q; configured profiles: %s", name, strings.Join(t.cfg.ProfileNames, ", ")))
+			names := "none (declare them under 'profiles:' in the destinations file)"
+			if len(t.cfg.ProfileNames) > 0 {
+				names = strings.Join(t.cfg.ProfileNames, ", ")
+			}
+			httpx.WriteErrorFor(w, r, http.StatusNotFound, codeServer, fmt.Sprintf("no profile named %q; configured profiles: %s", name, names))
 		}
 		return nil
 	}
