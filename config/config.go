@@ -40,6 +40,9 @@ type Config struct {
 	// Auth is the top-level 'auth:' block; nil when there is none. Every
 	// destination without its own carries it too (Destination.Auth).
 	Auth *Auth
+	// Sandbox is the top-level 'sandbox:' block, every destination's
+	// without its own (Destination.Sandbox); nil when there is none.
+	Sandbox *Sandbox
 	// Instances are the fleet's bridges ('instances:'), in file order in
 	// InstanceNames (fleet.go); none for a lone bridge.
 	Instances     map[string]*Instance
@@ -96,6 +99,9 @@ type Destination struct {
 	// Credentials are what each user supplies for their child
 	// ('credentials:', isolation: user), in file order.
 	Credentials []Credential
+	// Sandbox is what the child may take ('sandbox:', sandbox.go): its
+	// own block, else the top-level one; nil when neither is set.
+	Sandbox *Sandbox
 	// StartTimeout is how long a child may take to start and answer
 	// initialize ('start_timeout:'); 0 when the file sets none, and the caller
 	// applies its default.
@@ -306,16 +312,17 @@ type fileDestination struct {
 	MaxUsers       yaml.Node         `yaml:"max_users"`
 	UserIdle       yaml.Node         `yaml:"user_idle"`
 	Credentials    yaml.Node         `yaml:"credentials"`
+	Sandbox        yaml.Node         `yaml:"sandbox"`
 	// Type is accepted in 'mcpServers:' entries only, and only as "stdio".
 	Type yaml.Node `yaml:"type"`
 }
 
 // destinationKeys are the keys a destination may have, in the order the
 // messages list them.
-var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait", "session_ttl", "prefix", "max_users", "user_idle", "credentials"}
+var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait", "session_ttl", "prefix", "max_users", "user_idle", "credentials", "sandbox"}
 
 // topKeys are the keys of the file's top level.
-var topKeys = []string{"destinations", "mcpServers", "default", "auth", "profiles", "instances"}
+var topKeys = []string{"destinations", "mcpServers", "default", "auth", "sandbox", "profiles", "instances"}
 
 // mcpServerKeys are the keys of an 'mcpServers:' entry: a destination's, and
 // 'type: stdio' as Claude Desktop, Claude Code and Cursor write it.
@@ -453,6 +460,8 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 				problem(0, "%s", p)
 			}
 			cfg.Auth = a
+		case "sandbox":
+			cfg.Sandbox = parseSandbox(v, problem)
 		case "defaults", "globalShortcut", "preferences", "servers", "inputs", "theme":
 			if mcpFile {
 				warn(fmt.Sprintf("line %d: warning: %q (another client's setting) is not used by the bridge: ignored", k.Line, k.Value))
@@ -527,6 +536,9 @@ func Parse(name string, data []byte, lookup func(string) (string, bool), reserve
 	for _, d := range cfg.Destinations {
 		if d.Auth == nil {
 			d.Auth = cfg.Auth
+		}
+		if d.Sandbox == nil {
+			d.Sandbox = cfg.Sandbox
 		}
 	}
 	if len(cerr.Problems) > 0 {
@@ -692,6 +704,11 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 			problem(n.Line, "destination %q: 'credentials' are each user's own, so they need 'isolation: user' (a child per user); add it, or set the variables in 'env:' for everyone", name)
 		}
 		d.Credentials = parseCredentials(n, fd.Env, func(line int, format string, args ...any) {
+			problem(line, "destination %q: "+format, append([]any{name}, args...)...)
+		})
+	}
+	if n := &fd.Sandbox; n.Kind != 0 {
+		d.Sandbox = parseSandbox(n, func(line int, format string, args ...any) {
 			problem(line, "destination %q: "+format, append([]any{name}, args...)...)
 		})
 	}

@@ -645,7 +645,7 @@ mcpServers:
 		{
 			name:  "mcpServers misspelt key lists type",
 			src:   "mcpServers:\n  a:\n    command: cat\n    isolaton: session\n",
-			want:  [][]string{{"line 4", `"a"`, `unknown key "isolaton"`, `did you mean "isolation"?`, "logs, cache, tasks, input_wait, session_ttl, prefix, max_users, user_idle, credentials, type"}},
+			want:  [][]string{{"line 4", `"a"`, `unknown key "isolaton"`, `did you mean "isolation"?`, "logs, cache, tasks, input_wait, session_ttl, prefix, max_users, user_idle, credentials, sandbox, type"}},
 			count: 1,
 		},
 		{

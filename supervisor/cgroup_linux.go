@@ -10,11 +10,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/config"
 )
 
-// Caps held by cgroups (issue 37, in progress: this layer is built and
-// tested; no destination uses it yet). A child's memory and its number of
+// Caps held by cgroups (issue 37: 'sandbox: memory, processes'). A
+// child's memory and its number of
 // processes are capped by a cgroup of its own, made under the bridge's
 // own cgroup in each controller's hierarchy before the child starts; the
 // child's reaper joins it before it starts the command, so the command and
@@ -36,7 +39,8 @@ type cgroupCaps struct {
 	Processes int
 }
 
-// cgroup is one child's cgroup: a directory per controller (v1).
+// cgroup is one child's cgroup: a directory per controller (v1). Its
+// fields are set by newCgroup and never change.
 type cgroup struct {
 	// dirs are the cgroup's directories, memory's first when capped.
 	dirs []string
@@ -181,7 +185,6 @@ func (g *cgroup) remove() error {
 			first = fmt.Errorf("cannot remove the child's cgroup %s: %w", d, err)
 		}
 	}
-	g.dirs = nil
 	return first
 }
 
@@ -245,4 +248,35 @@ func ownCgroups() (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// killAll kills every process in the cgroup, whatever group or session it
+// moved to, until none is left (within a bound): a child's tree cannot
+// leave its cgroup.
+func (g *cgroup) killAll() {
+	for try := 0; try < 100; try++ {
+		left := false
+		for _, f := range g.procsFiles() {
+			data, _ := os.ReadFile(f)
+			for _, line := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(line); err == nil && pid > 0 {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					left = true
+				}
+			}
+		}
+		if !left {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sandboxCaps makes the cgroup that holds d's sandbox caps, or nil when it
+// has none.
+func sandboxCaps(d *config.Destination) (*cgroup, error) {
+	if d.Sandbox.Empty() {
+		return nil, nil
+	}
+	return newCgroup(d.Name, cgroupCaps{Memory: d.Sandbox.Memory, Processes: d.Sandbox.Processes})
 }

@@ -121,7 +121,9 @@ type Process struct {
 	// stderrDone is closed when the child's stderr is read to its end.
 	stderrDone chan struct{}
 	status     string // set before exited is closed
-	closeOnce  sync.Once
+	// cg is the cgroup of the sandbox's caps (nil: none), removed by wait.
+	cg        *cgroup
+	closeOnce sync.Once
 	// giveUpOnce stops, once, a child that stopped reading its stdin
 	// (giveUp); killTimer is its SIGKILL after StopGrace, stopped by wait.
 	giveUpOnce sync.Once
@@ -150,8 +152,18 @@ func (e startError) Unwrap() error { return e.err }
 // (the next client's request tries again).
 func (e startError) Is(target error) bool {
 	return target == ErrPermanent && (errors.Is(e.err, exec.ErrNotFound) || errors.Is(e.err, fs.ErrNotExist) ||
-		errors.Is(e.err, fs.ErrPermission) || errors.Is(e.err, syscall.ENOEXEC))
+		errors.Is(e.err, fs.ErrPermission) || errors.Is(e.err, syscall.ENOEXEC) || errors.Is(e.err, errSandbox))
 }
+
+// errSandbox marks a start refused for a sandbox this system cannot
+// hold (sandboxError): a retry cannot help.
+var errSandbox = errors.New("the sandbox cannot be enforced")
+
+// sandboxError is why a sandbox cannot be held; it is errSandbox.
+type sandboxError struct{ error }
+
+func (e sandboxError) Unwrap() error        { return e.error }
+func (e sandboxError) Is(target error) bool { return target == errSandbox }
 
 // PublicReason is what a client is told.
 func (e startError) PublicReason() string {
@@ -182,10 +194,38 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 	if err := checkCommand(cmd); err != nil {
 		return nil, startError{fmt.Errorf("destination %q: cannot start %q: %w", d.Name, d.Command, err)}
 	}
+	// The sandbox's caps: a cgroup the reaper joins before it starts the
+	// command (cgroup_linux.go).
+	cg, err := sandboxCaps(d)
+	switch {
+	case err != nil && !d.Sandbox.BestEffort:
+		return nil, startError{fmt.Errorf("destination %q: cannot hold it to its sandbox (%s): %w (or set 'best_effort: true' in its sandbox to start it with what this system enforces)", d.Name, d.Sandbox, sandboxError{err})}
+	case err != nil:
+		log.Warn("the sandbox is not enforced on this system (best_effort)", "sandbox", d.Sandbox.String(), "why", err.Error())
+	case cg != nil && len(opts.Reaper) == 0:
+		_ = cg.remove()
+		return nil, startError{fmt.Errorf("destination %q: %w", d.Name, sandboxError{errors.New("its sandbox's caps need the child's reaper, which this bridge runs without")})}
+	}
+	started := false
+	defer func() {
+		if !started && cg != nil {
+			cg.killAll()
+			if err := cg.remove(); err != nil {
+				log.Error("a failed start's cgroup stays", "error", err)
+			}
+		}
+	}()
 	var report, reportW *os.File
 	if len(opts.Reaper) > 0 {
-		// The reaper leads the group and starts the command itself.
-		argv := append(append(append([]string{}, opts.Reaper[1:]...), cmd.Path), cmd.Args...)
+		// The reaper leads the group, joins the sandbox's cgroup and
+		// starts the command itself.
+		argv := append([]string{}, opts.Reaper[1:]...)
+		if cg != nil {
+			for _, f := range cg.procsFiles() {
+				argv = append(argv, reaperCgroupArg+f)
+			}
+		}
+		argv = append(append(argv, cmd.Path), cmd.Args...)
 		cmd = &exec.Cmd{Path: opts.Reaper[0], Args: append([]string{opts.Reaper[0]}, argv...)}
 		if report, reportW, err = os.Pipe(); err != nil {
 			return nil, fmt.Errorf("destination %q: cannot create pipes: %w", d.Name, err)
@@ -294,6 +334,8 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 		watchWrites: errors.Is(inW.SetWriteDeadline(time.Time{}), os.ErrNoDeadline),
 	}
 	p.queue.Keep = keepBuf
+	p.cg = cg
+	started = true
 	if opts.Records != nil {
 		p.record = opts.Records.add(d.Name, cmd.Process.Pid, pid)
 	}
@@ -316,6 +358,16 @@ func (p *Process) wait() {
 	// Descendants that stayed in the group die with the leader: no orphans.
 	p.tree.kill()
 	p.tree.closeHandles()
+	if p.cg != nil {
+		if p.cg.oomKills() > 0 {
+			p.status = fmt.Sprintf("exceeded its memory cap of %s (the kernel stopped it; %s)", config.FormatSize(p.dest.Sandbox.Memory), p.status)
+		}
+		// What left the group is still in the cgroup.
+		p.cg.killAll()
+		if err := p.cg.remove(); err != nil {
+			p.log.Error("the child's cgroup stays", "error", err)
+		}
+	}
 	if t := p.killTimer.Load(); t != nil {
 		t.Stop()
 	}

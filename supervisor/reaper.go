@@ -37,13 +37,46 @@ import (
 // before anything else. It is not a flag and appears in no help.
 const reaperMode = "__stelae_reaper"
 
-// RunReaperIfAsked runs the reaper and exits when the process was started
-// as one (os.Args[1] is the reaper mode); otherwise it returns at once.
+// RunReaperIfAsked runs the reaper (or its joiner) and exits when the
+// process was started as one (os.Args[1] is the reaper's or the joiner's
+// mode); otherwise it returns at once.
 func RunReaperIfAsked() {
-	if len(os.Args) < 4 || os.Args[1] != reaperMode {
+	if len(os.Args) < 4 || (os.Args[1] != reaperMode && os.Args[1] != joinMode) {
 		return
 	}
-	os.Exit(reap(os.Args[2], os.Args[3:]))
+	args := os.Args[2:]
+	var cgroups []string
+	for len(args) > 2 && strings.HasPrefix(args[0], reaperCgroupArg) {
+		cgroups = append(cgroups, strings.TrimPrefix(args[0], reaperCgroupArg))
+		args = args[1:]
+	}
+	if os.Args[1] == joinMode {
+		os.Exit(joinAndExec(args[0], args[1:], cgroups))
+	}
+	os.Exit(reap(args[0], args[1:], cgroups))
+}
+
+// reaperCgroupArg starts an argument of the reaper's, before the command,
+// that names a cgroup.procs file the command runs in (the sandbox's caps:
+// cgroup_linux.go).
+const reaperCgroupArg = "__cgroup="
+
+// joinMode makes the binary the joiner: the reaper's child that joins the
+// sandbox's cgroups and then becomes the command (exec), so that the
+// command is inside from its first instruction and the reaper is not (its
+// threads would count against the child's process cap).
+const joinMode = "__stelae_join"
+
+// joinAndExec joins cgroups and execs path with argv; it returns only
+// when it could not (an exit code, having said why on stderr).
+func joinAndExec(path string, argv, cgroups []string) int {
+	if err := joinCgroups(cgroups); err != nil {
+		fmt.Fprintln(os.Stderr, "stelae-bridge:", err)
+		return 126
+	}
+	err := syscall.Exec(path, argv, os.Environ())
+	fmt.Fprintf(os.Stderr, "stelae-bridge: cannot start %s: %v\n", path, err)
+	return 127
 }
 
 // readReport reads the pid a reaper reported, or the error it met.

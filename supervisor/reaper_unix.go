@@ -26,11 +26,27 @@ func ReaperCommand() ([]string, error) {
 	return []string{exe, reaperMode}, nil
 }
 
-// reap starts path with argv (argv[0] is its name), reports its pid on fd
-// 3, waits for it and returns the exit code to exit with (after re-raising
-// a signal that killed it).
-func reap(path string, argv []string) int {
+// reap starts path with argv (argv[0] is its name) — inside cgroups
+// (cgroup.procs files: the sandbox's caps) when given —, reports its pid on fd 3,
+// waits for it and returns the exit code to exit with (after re-raising a
+// signal that killed it).
+func reap(path string, argv []string, cgroups []string) int {
 	report := os.NewFile(3, "pid")
+	if len(cgroups) > 0 {
+		// The joiner (reaper.go) joins the cgroups and becomes the
+		// command: its pid is the command's.
+		exe, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(report, "error: cannot find the bridge's own executable to start the command in its cgroup: %v\n", err)
+			report.Close()
+			return 127
+		}
+		args := []string{exe, joinMode}
+		for _, c := range cgroups {
+			args = append(args, reaperCgroupArg+c)
+		}
+		path, argv = exe, append(append(args, path), argv...)
+	}
 	// Caught, not ignored: an ignored signal would stay ignored in the
 	// command across exec.
 	signals := make(chan os.Signal, 4)

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"regexp"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/stelae-bridge/stelae-bridge/bridge"
+	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
@@ -83,36 +83,14 @@ type byteSize int64
 
 // String is the size in the largest binary unit that writes it exactly
 // (10MiB), as -help shows a default.
-func (b *byteSize) String() string {
-	n := int64(*b)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n != 0 && n%u.mult == 0 {
-			return strconv.FormatInt(n/u.mult, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
+func (b *byteSize) String() string { return config.FormatSize(int64(*b)) }
 
 func (b *byteSize) Set(s string) error {
-	s = strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
+	n, err := config.ParseSize(s)
+	if err != nil {
+		return err
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 || n > math.MaxInt64/mult {
-		return fmt.Errorf("want a positive size such as 10MiB, 512KiB or 1048576")
-	}
-	*b = byteSize(n * mult)
+	*b = byteSize(n)
 	return nil
 }
 
