@@ -135,6 +135,17 @@ func (g *cgroup) procsFiles() []string {
 	return out
 }
 
+// cgroupOf is the cgroup whose cgroup.procs files are procs (the reaper's
+// arguments), for ending it when the bridge is gone. Its memory directory
+// is unknown: it reads no OOM kills.
+func cgroupOf(procs []string) *cgroup {
+	g := &cgroup{}
+	for _, f := range procs {
+		g.dirs = append(g.dirs, filepath.Dir(f))
+	}
+	return g
+}
+
 // joinCgroups puts the calling process in the cgroups whose cgroup.procs
 // files are given: what it starts from then on is inside.
 func joinCgroups(procs []string) error {

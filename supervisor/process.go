@@ -706,3 +706,14 @@ func (p *Process) ExitStatus() string {
 
 // PID implements Child.
 func (p *Process) PID() int { return p.pid }
+
+// CheckSandbox reports whether this system can hold d to its sandbox, by
+// making the child's cgroup and removing it again (-check): nil when it
+// can, or when d has none; otherwise why not.
+func CheckSandbox(d *config.Destination) error {
+	cg, err := sandboxCaps(d)
+	if cg != nil {
+		_ = cg.remove()
+	}
+	return err
+}

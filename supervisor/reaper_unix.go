@@ -78,10 +78,10 @@ func reap(path string, argv []string, cgroups []string) int {
 		case sig := <-signals:
 			if sig == reaperDeathSignal {
 				// The bridge is gone: so is everything it started.
-				_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
+				bridgeGone(cgroups)
 			}
 		case <-died:
-			_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
+			bridgeGone(cgroups)
 		case <-exited:
 			// What the command left in the group goes with it. The
 			// bridge does this too once the reaper has exited, but the
@@ -100,6 +100,19 @@ func reap(path string, argv []string, cgroups []string) int {
 			return ws.ExitStatus()
 		}
 	}
+}
+
+// bridgeGone ends everything the bridge started through this reaper, itself
+// included: what is in the sandbox's cgroups (what left the group with
+// them), whose cgroups it then removes — the bridge, which does both when
+// it stops a child, is gone —, and the process group.
+func bridgeGone(cgroups []string) {
+	if len(cgroups) > 0 {
+		g := cgroupOf(cgroups)
+		g.killAll()
+		_ = g.remove()
+	}
+	_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
 }
 
 // killGroupButSelf kills every other process of the reaper's group.

@@ -54,3 +54,30 @@ func profileCounts(ctx context.Context, cfg *config.Config, s *settings, environ
 	}
 	return warnings, tools
 }
+
+// sandboxProblems are what -check finds of the destinations' sandboxes:
+// refused, a sandbox this system cannot hold (the destination would never
+// start); warnings, one it holds in part only, under best_effort.
+type sandboxProblems struct{ refused, warnings []string }
+
+// sandboxReport says, for each destination with a sandbox, what it is and
+// whether this system enforces it (by making its cgroup and removing it).
+func sandboxReport(cfg *config.Config) (lines []string, problems sandboxProblems) {
+	for _, name := range cfg.Names {
+		d := cfg.Destinations[name]
+		if d.Sandbox.Empty() {
+			continue
+		}
+		err := supervisor.CheckSandbox(d)
+		switch {
+		case err == nil:
+			lines = append(lines, fmt.Sprintf("destination %s: sandbox %s: enforced here", name, d.Sandbox))
+		case d.Sandbox.BestEffort:
+			lines = append(lines, fmt.Sprintf("destination %s: sandbox %s: NOT enforced here", name, d.Sandbox))
+			problems.warnings = append(problems.warnings, fmt.Sprintf("destination %q: its sandbox is not enforced on this system (best_effort: it starts without): %v", name, err))
+		default:
+			problems.refused = append(problems.refused, fmt.Sprintf("destination %q: its sandbox (%s) cannot be enforced on this system, so it would never start: %v; remove the sandbox, or set 'best_effort: true' in it", name, d.Sandbox, err))
+		}
+	}
+	return lines, problems
+}

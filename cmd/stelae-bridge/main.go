@@ -95,6 +95,14 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		warnings = append(warnings, issuerWarnings(ctx, cfg)...)
 		profileWarnings, tools := profileCounts(ctx, cfg, s, environ)
 		warnings = append(warnings, profileWarnings...)
+		sandboxes, sandboxProblems := sandboxReport(cfg)
+		warnings = append(warnings, sandboxProblems.warnings...)
+		if len(sandboxProblems.refused) > 0 {
+			for _, p := range sandboxProblems.refused {
+				fmt.Fprintf(stderr, "%s: %s\n", s.config, p)
+			}
+			return 1
+		}
 		for _, w := range warnings {
 			fmt.Fprintf(stdout, "%s: %s\n", s.config, w)
 		}
@@ -108,6 +116,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		}
 		if len(cfg.ProfileNames) > 0 {
 			fmt.Fprintf(stdout, "  (counted by starting each profile's members once, as the bridge does; they are stopped again)\n")
+		}
+		for _, line := range sandboxes {
+			fmt.Fprintf(stdout, "  %s\n", line)
 		}
 		return 0
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
 )
 
 // runCmd runs the program with args and an environment, with a deadline so a
@@ -590,5 +592,30 @@ func TestRunFleet(t *testing.T) {
 	// not this machine's, and the error says what to do.
 	if code, _, errOut := runCmd(t, []string{"-config", path, "-instance", "one"}, env); code != 1 || !strings.Contains(errOut, "10.0.0.1:9090") || !strings.Contains(errOut, "give -listen") {
 		t.Errorf("instance one without -listen: code %d, stderr %q; want it to listen at 10.0.0.1:9090, and to say so", code, errOut)
+	}
+}
+
+// TestRunCheckSandbox: -check says of each destination's sandbox whether
+// this system enforces it; one it cannot hold fails the check (the
+// destination would never start), unless it is best effort (a warning).
+func TestRunCheckSandbox(t *testing.T) {
+	enforced := supervisor.CheckSandbox(&config.Destination{Name: "probe", Sandbox: &config.Sandbox{Processes: 4}}) == nil
+	for _, bestEffort := range []bool{false, true} {
+		path := writeFile(t, "sandbox.yaml", fmt.Sprintf("destinations:\n  capped:\n    command: cat\n    sandbox: {memory: 256MiB, processes: 32, best_effort: %v}\n  free: {command: cat}\n", bestEffort))
+		code, out, errOut := runCmd(t, []string{"-check", "-config", path}, map[string]string{"PATH": os.Getenv("PATH")})
+		switch {
+		case enforced:
+			if code != 0 || !strings.Contains(out, "destination capped: sandbox memory 256MiB, processes 32") || !strings.Contains(out, "enforced here") || strings.Contains(out, "destination free: sandbox") {
+				t.Errorf("best_effort %v, cgroups here: code %d, stdout %q, stderr %q", bestEffort, code, out, errOut)
+			}
+		case bestEffort:
+			if code != 0 || !strings.Contains(out, "NOT enforced here") || !strings.Contains(out, "its sandbox is not enforced on this system") {
+				t.Errorf("best effort, no cgroups here: code %d, stdout %q, stderr %q", code, out, errOut)
+			}
+		default:
+			if code != 1 || !strings.Contains(errOut, `destination "capped": its sandbox (memory 256MiB, processes 32) cannot be enforced on this system`) {
+				t.Errorf("no cgroups here: code %d, stdout %q, stderr %q", code, out, errOut)
+			}
+		}
 	}
 }

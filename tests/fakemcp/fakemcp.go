@@ -386,6 +386,8 @@ type server struct {
 	waiting     map[string]waiter
 	notifsSeen  []string
 	grandchilds []int
+	// hogged is what the hog tool holds.
+	hogged [][]byte
 	// initVersions are the protocolVersions of every initialize received.
 	initVersions []string
 	// rootsAtInit is the answer to the roots/list sent after initialized.
@@ -501,7 +503,7 @@ func (s *server) request(m message) {
 		})
 	case "tools/list":
 		tools := []map[string]any{}
-		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify", "search", "fetch", "ask", "ask_later", "stderr", "getenv"} {
+		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify", "search", "fetch", "ask", "ask_later", "stderr", "getenv", "hog", "fork_bomb"} {
 			tool := map[string]any{"name": n, "description": "fake " + n, "inputSchema": map[string]any{"type": "object"}}
 			switch n {
 			case "slow", "never", "ask":
@@ -774,10 +776,37 @@ func (s *server) call(m message) {
 		s.sendRaw([]byte("this is not json {"))
 		s.sendRaw([]byte(`{"jsonrpc":"2.0","id":999999999,"result":{}}`))
 		s.reply(m.ID, text("after garbage"))
+	case "hog":
+		// Takes mib MiB and touches every page, as a leaking server
+		// does; under a memory cap the kernel stops the child here.
+		b := make([]byte, num("mib")<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		s.mu.Lock()
+		s.hogged = append(s.hogged, b)
+		s.mu.Unlock()
+		s.reply(m.ID, text(fmt.Sprintf("holding %d MiB", len(b)>>20)))
+	case "fork_bomb":
+		// A grandchild shell that starts processes until the system
+		// refuses: it reports "held" when a fork failed. The child
+		// answers with its cgroup's pids counters (Linux, cgroup v1),
+		// then ends the bomb.
+		cmd := exec.Command("/bin/sh", "-c", "(while :; do sleep 300 >/dev/null 2>&1 & done) 2>/dev/null; echo held")
+		cmd.SysProcAttr = bombAttr()
+		out, err := cmd.Output()
+		counters := pidsCounters()
+		killBomb(cmd)
+		s.reply(m.ID, text(fmt.Sprintf("%s; %v; %s", strings.TrimSpace(string(out)), err, counters)))
 	case "spawn_grandchild":
 		exe, _ := os.Executable()
 		cmd := exec.Command(exe, "-test.run=^$")
 		cmd.Env = append(os.Environ(), EnvMode+"="+ModeSleeper)
+		if b, _ := p.Arguments["setsid"].(bool); b {
+			// Out of the child's process group and session, as a
+			// daemonizing helper goes.
+			cmd.SysProcAttr = setsidAttr()
+		}
 		if err := cmd.Start(); err != nil {
 			s.reply(m.ID, text("spawn failed: "+err.Error()))
 			return

@@ -1,0 +1,185 @@
+//go:build linux
+
+package tests
+
+// The sandbox's caps through the real binary (issue 37, docs/sandbox.md):
+// a memory hog is stopped at its cap, said so in /healthz?verbose, and
+// restarted; a fork bomb is held at its cap while the child lives on and
+// another destination keeps answering.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/config"
+	"github.com/stelae-bridge/stelae-bridge/supervisor"
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+)
+
+// sandboxHere skips a test where this machine cannot enforce a sandbox
+// (the bridge may not make cgroups here), saying why.
+func sandboxHere(t *testing.T) {
+	t.Helper()
+	if err := supervisor.CheckSandbox(&config.Destination{Name: "probe", Sandbox: &config.Sandbox{Processes: 4}}); err != nil {
+		t.Skipf("no sandbox on this machine: %v", err)
+	}
+}
+
+// TestSandboxMemoryCapEndToEnd: a child that takes more than its
+// 'sandbox: memory' is stopped by the kernel; its caller gets the reason,
+// /healthz?verbose says it, the next call gets a fresh child, and a
+// destination beside it never notices.
+func TestSandboxMemoryCapEndToEnd(t *testing.T) {
+	sandboxHere(t)
+	cfg := destinationsFile(t, map[string]string{"capped": fakemcp.ModeServer, "beside": fakemcp.ModeServer},
+		map[string]string{"capped": "    sandbox: {memory: 256MiB}\n"})
+	p := startBinary(t, cfg)
+	capped, beside := newClient(t, p.base+"/capped/mcp"), newClient(t, p.base+"/beside/mcp")
+	capped.initialize()
+	beside.initialize()
+	if r := capped.callTool("1", "hog", map[string]any{"mib": 16}); !strings.Contains(string(r.body), "holding 16 MiB") {
+		t.Fatalf("a hog within its cap: %d %s", r.status, r.body)
+	}
+	r := capped.callTool("2", "hog", map[string]any{"mib": 600})
+	if !strings.Contains(string(r.body), "exceeded its memory cap of 256MiB") {
+		t.Errorf("the call that took 600 MiB: %d %s; want the memory cap named", r.status, r.body)
+	}
+	if r := beside.callTool("3", "echo", map[string]any{"text": "still here"}); !strings.Contains(string(r.body), "still here") {
+		t.Errorf("the destination beside: %d %s", r.status, r.body)
+	}
+	var health struct {
+		Destinations map[string]struct {
+			LastExit *string `json:"last_exit"`
+			Restarts int     `json:"restarts"`
+		} `json:"destinations"`
+	}
+	hr := mustRequest(t, http.MethodGet, p.base+"/healthz?verbose", "", "")
+	if err := json.Unmarshal(hr.body, &health); err != nil {
+		t.Fatalf("/healthz?verbose: %v: %s", err, hr.body)
+	}
+	if le := health.Destinations["capped"].LastExit; le == nil || !strings.Contains(*le, "exceeded its memory cap of 256MiB") {
+		t.Errorf("/healthz?verbose: %s; want capped's last exit to name the cap", hr.body)
+	}
+	// The next call gets a fresh child (in a new session: the old one
+	// ended with its child).
+	again := newClient(t, p.base+"/capped/mcp")
+	waitFor(t, 30*time.Second, "a fresh child for capped", func() bool {
+		r, err := again.do(http.MethodPost, initBody)
+		if err != nil || r.status != http.StatusOK {
+			return false
+		}
+		again.sid = r.header.Get("Mcp-Session-Id")
+		return true
+	})
+	again.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if r := again.callTool("4", "echo", map[string]any{"text": "fresh"}); !strings.Contains(string(r.body), "fresh") {
+		t.Errorf("after the restart: %d %s", r.status, r.body)
+	}
+}
+
+// TestSandboxForkBombEndToEnd: a fork bomb in a child with 'sandbox:
+// processes' is held at the cap (the kernel refuses its forks), the child
+// answers on, and a destination beside it keeps answering meanwhile (its
+// slowest call is logged: the figure the issue asks for).
+func TestSandboxForkBombEndToEnd(t *testing.T) {
+	sandboxHere(t)
+	cfg := destinationsFile(t, map[string]string{"capped": fakemcp.ModeServer, "beside": fakemcp.ModeServer},
+		map[string]string{"capped": "    sandbox: {processes: 96}\n"})
+	p := startBinary(t, cfg)
+	capped, beside := newClient(t, p.base+"/capped/mcp"), newClient(t, p.base+"/beside/mcp")
+	capped.initialize()
+	beside.initialize()
+	done := make(chan response, 1)
+	go func() { done <- capped.callTool("1", "fork_bomb", map[string]any{}) }()
+	var slowest time.Duration
+	calls := 0
+	deadline := time.NewTimer(60 * time.Second)
+	defer deadline.Stop()
+	for waiting := true; waiting; {
+		select {
+		case r := <-done:
+			waiting = false
+			body := string(r.body)
+			if !strings.Contains(body, "held") || !strings.Contains(body, "pids.max=96") || strings.Contains(body, "pids.events=max 0") {
+				t.Errorf("the bomb: %d %s; want it held at 96 with refused forks counted", r.status, body)
+			}
+			t.Logf("the bomb's answer: %s", body)
+		case <-time.After(20 * time.Millisecond):
+			start := time.Now()
+			r := beside.callTool(fmt.Sprint(100+calls), "echo", map[string]any{"text": "beside"})
+			if !strings.Contains(string(r.body), "beside") {
+				t.Fatalf("the destination beside, during the bomb: %d %s", r.status, r.body)
+			}
+			slowest = max(slowest, time.Since(start))
+			calls++
+		case <-deadline.C:
+			t.Fatal("the bomb's call did not end within 60 s")
+		}
+	}
+	t.Logf("the destination beside answered %d calls during the bomb; the slowest took %s", calls, slowest)
+	if r := capped.callTool("2", "echo", map[string]any{"text": "alive"}); !strings.Contains(string(r.body), "alive") {
+		t.Errorf("the capped child after its bomb: %d %s", r.status, r.body)
+	}
+}
+
+// TestSandboxEndsWithAKilledBridge: when the bridge is killed (SIGKILL),
+// the child's reaper ends what is in the child's cgroup — a grandchild
+// that left the child's process group and session included, which
+// survived a killed bridge before — and removes the cgroup.
+func TestSandboxEndsWithAKilledBridge(t *testing.T) {
+	sandboxHere(t)
+	cfg := destinationsFile(t, map[string]string{"capped": fakemcp.ModeServer}, map[string]string{"capped": "    sandbox: {processes: 64}\n"})
+	p := startBinary(t, cfg)
+	c := newClient(t, p.base+"/capped/mcp")
+	c.initialize()
+	var got struct {
+		Result struct {
+			StructuredContent struct{ PID int } `json:"structuredContent"`
+			PID               int               `json:"pid"`
+		} `json:"result"`
+	}
+	r := c.callTool("1", "spawn_grandchild", map[string]any{"setsid": true})
+	if err := json.Unmarshal(r.body, &got); err != nil {
+		t.Fatalf("spawn_grandchild: %v: %s", err, r.body)
+	}
+	pid := got.Result.PID
+	if pid == 0 {
+		pid = got.Result.StructuredContent.PID
+	}
+	if pid == 0 {
+		t.Fatalf("spawn_grandchild: no pid in %s", r.body)
+	}
+	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	for _, line := range strings.Split(string(cg), "\n") {
+		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[1] == "pids" {
+			dir = filepath.Join("/sys/fs/cgroup/pids", parts[2])
+		}
+	}
+	if !strings.Contains(dir, "stelae-capped-") {
+		t.Fatalf("the grandchild is in %q, not the child's cgroup", dir)
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	waitFor(t, 10*time.Second, "the grandchild to die with the bridge", func() bool {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		i := strings.LastIndexByte(string(st), ')')
+		return i > 0 && i+2 < len(st) && st[i+2] == 'Z'
+	})
+	waitFor(t, 10*time.Second, "the child's cgroup to be removed", func() bool {
+		_, err := os.Stat(dir)
+		return os.IsNotExist(err)
+	})
+}
