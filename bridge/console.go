@@ -80,7 +80,11 @@ func (cb *consoleBackend) Destinations() []console.Destination {
 	t := b.t()
 	out := make([]console.Destination, 0, len(t.names)+len(t.cfg.ProfileNames))
 	for _, n := range t.names {
-		out = append(out, describe(n, "/"+n+"/mcp", t.endpoints[n]))
+		d := describe(n, config.KeyPath(n), t.endpoints[n])
+		if sb := t.cfg.Destinations[n].Sandbox; !sb.Empty() {
+			d.Sandbox = sb.String()
+		}
+		out = append(out, d)
 	}
 	for _, n := range t.cfg.ProfileNames {
 		if ep := t.profileEndpoint(n); ep != nil {

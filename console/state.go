@@ -56,9 +56,12 @@ type BridgeInfo struct {
 
 // Destination is one destination's child, sessions, traffic and tools.
 type Destination struct {
-	Name           string  `json:"name"`
-	URL            string  `json:"url"`
-	Isolation      string  `json:"isolation"`
+	Name      string `json:"name"`
+	URL       string `json:"url"`
+	Isolation string `json:"isolation"`
+	// Sandbox is what its child may take ("memory 512MiB, processes
+	// 64"); "" for none.
+	Sandbox        string  `json:"sandbox,omitempty"`
 	State          string  `json:"state"`
 	PID            int     `json:"pid"`
 	UptimeS        float64 `json:"uptime_s"`

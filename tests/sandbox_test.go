@@ -8,6 +8,7 @@ package tests
 // another destination keeps answering.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
@@ -65,6 +68,12 @@ func TestSandboxMemoryCapEndToEnd(t *testing.T) {
 	}
 	if le := health.Destinations["capped"].LastExit; le == nil || !strings.Contains(*le, "exceeded its memory cap of 256MiB") {
 		t.Errorf("/healthz?verbose: %s; want capped's last exit to name the cap", hr.body)
+	}
+	// The console shows the sandbox (what -check and the log say too).
+	link := consoleLink(t, p)
+	cs := mustRequest(t, http.MethodGet, p.base+"/console/api/state", "", "", "Authorization", "Bearer "+link.Query().Get("token"))
+	if cs.status != http.StatusOK || !strings.Contains(string(cs.body), `"sandbox":"memory 256MiB"`) || strings.Count(string(cs.body), `"sandbox"`) != 1 {
+		t.Errorf("the console's state: %d %s; want capped's sandbox, and none for the other", cs.status, cs.body)
 	}
 	// The next call gets a fresh child (in a new session: the old one
 	// ended with its child).
@@ -182,4 +191,29 @@ func TestSandboxEndsWithAKilledBridge(t *testing.T) {
 		_, err := os.Stat(dir)
 		return os.IsNotExist(err)
 	})
+}
+
+// TestSandboxInTheConsole: the console's page shows a destination's
+// sandbox beside its isolation, in a real browser, and none for a
+// destination without one.
+func TestSandboxInTheConsole(t *testing.T) {
+	sandboxHere(t)
+	browser := browserFor(t)
+	cfg := destinationsFile(t, map[string]string{"capped": fakemcp.ModeServer, "free": fakemcp.ModeServer},
+		map[string]string{"capped": "    sandbox: {memory: 256MiB, processes: 64}\n"})
+	p := startBinary(t, cfg)
+	link := consoleLink(t, p)
+	ctx, cancel := context.WithTimeout(browser, 2*time.Minute)
+	defer cancel()
+	pg := &page{t: t, ctx: ctx}
+	if err := chromedp.Do(ctx, chromedp.Navigate(link.String())); err != nil {
+		t.Fatal(err)
+	}
+	pg.waitJS("both destinations", `document.querySelector('section.destination[data-destination="capped"] .where') && document.querySelector('section.destination[data-destination="free"] .where')`)
+	if got := pg.text(`section.destination[data-destination="capped"] .where`); !strings.Contains(got, "sandbox: memory 256MiB, processes 64") {
+		t.Errorf("capped's line: %q; want its sandbox", got)
+	}
+	if got := pg.text(`section.destination[data-destination="free"] .where`); strings.Contains(got, "sandbox") {
+		t.Errorf("free's line: %q; want no sandbox", got)
+	}
 }

@@ -184,7 +184,7 @@
   function updateDest(sec, d) {
     const f = refs.get(sec);
     const st = str(d.state) || 'unknown';
-    setText(f.where, `${str(d.url)} · isolation: ${str(d.isolation) || '—'}`);
+    setText(f.where, `${str(d.url)} · isolation: ${str(d.isolation) || '—'}${d.sandbox ? ` · sandbox: ${str(d.sandbox)}` : ''}`);
     setText(f.state, st);
     const cls = 'state state-' + (/^[a-z][a-z-]*$/.test(st) ? st : 'unknown');
     if (f.state.className !== cls) f.state.className = cls;
