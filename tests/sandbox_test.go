@@ -217,3 +217,59 @@ func TestSandboxInTheConsole(t *testing.T) {
 		t.Errorf("free's line: %q; want no sandbox", got)
 	}
 }
+
+// TestSandboxHoldsNpxAndItsNode: server-everything started the way users
+// start it (npx → node) under a sandbox answers, every process of its
+// tree is in the child's cgroup, and its start time with and without the
+// sandbox is logged (the figure the issue asks for).
+func TestSandboxHoldsNpxAndItsNode(t *testing.T) {
+	sandboxHere(t)
+	everythingBin(t) // installs the npm fixtures
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := func(name, sandbox string) string {
+		return fmt.Sprintf("  %s:\n    command: npx\n    args: [--no-install, mcp-server-everything]\n    cwd: %q\n%s", name, dir, sandbox)
+	}
+	cfg := filepath.Join(t.TempDir(), "destinations.yaml")
+	if err := os.WriteFile(cfg, []byte("destinations:\n"+dest("boxed", "    sandbox: {memory: 1GiB, processes: 256}\n")+dest("plain", "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, cfg)
+	starts := map[string]time.Duration{}
+	for _, name := range []string{"plain", "boxed"} {
+		c := newClient(t, p.base+"/"+name+"/mcp")
+		start := time.Now()
+		c.initialize()
+		if r := c.callTool("1", "echo", map[string]any{"message": "hi from " + name}); !strings.Contains(string(r.body), "hi from "+name) {
+			t.Fatalf("%s: %d %s", name, r.status, r.body)
+		}
+		starts[name] = time.Since(start) // the child's start, its handshake and a call
+	}
+	t.Logf("server-everything (npx → node), start and first call: %s plain, %s in its sandbox", starts["plain"].Round(time.Millisecond), starts["boxed"].Round(time.Millisecond))
+	// Every process of the boxed child's tree is in its cgroup.
+	var health struct {
+		Destinations map[string]struct {
+			PID *int `json:"pid"`
+		} `json:"destinations"`
+	}
+	hr := mustRequest(t, http.MethodGet, p.base+"/healthz?verbose", "", "")
+	if err := json.Unmarshal(hr.body, &health); err != nil || health.Destinations["boxed"].PID == nil {
+		t.Fatalf("/healthz?verbose: %v %s", err, hr.body)
+	}
+	root := *health.Destinations["boxed"].PID
+	tree := append([]int{root}, descendants(root)...)
+	if len(tree) < 2 {
+		t.Errorf("the boxed child %d has no descendants (npx starts node)", root)
+	}
+	for _, pid := range tree {
+		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if !strings.Contains(string(cg), "pids:/stelae-boxed-") || !strings.Contains(string(cg), "/stelae-boxed-") {
+			t.Errorf("process %d of the boxed child's tree is not in its cgroup:\n%s", pid, cg)
+		}
+	}
+}
