@@ -34,18 +34,26 @@ func sandboxHere(t *testing.T) {
 	}
 }
 
+// cappedBeside runs the binary with two fake children, "capped" with
+// sandbox and "beside" without, each with a session.
+func cappedBeside(t *testing.T, sandbox string) (p *binaryProc, capped, beside *client) {
+	t.Helper()
+	sandboxHere(t)
+	cfg := destinationsFile(t, map[string]string{"capped": fakemcp.ModeServer, "beside": fakemcp.ModeServer},
+		map[string]string{"capped": "    sandbox: {" + sandbox + "}\n"})
+	p = startBinary(t, cfg)
+	capped, beside = newClient(t, p.base+"/capped/mcp"), newClient(t, p.base+"/beside/mcp")
+	capped.initialize()
+	beside.initialize()
+	return p, capped, beside
+}
+
 // TestSandboxMemoryCapEndToEnd: a child that takes more than its
 // 'sandbox: memory' is stopped by the kernel; its caller gets the reason,
 // /healthz?verbose says it, the next call gets a fresh child, and a
 // destination beside it never notices.
 func TestSandboxMemoryCapEndToEnd(t *testing.T) {
-	sandboxHere(t)
-	cfg := destinationsFile(t, map[string]string{"capped": fakemcp.ModeServer, "beside": fakemcp.ModeServer},
-		map[string]string{"capped": "    sandbox: {memory: 256MiB}\n"})
-	p := startBinary(t, cfg)
-	capped, beside := newClient(t, p.base+"/capped/mcp"), newClient(t, p.base+"/beside/mcp")
-	capped.initialize()
-	beside.initialize()
+	p, capped, beside := cappedBeside(t, "memory: 256MiB")
 	if r := capped.callTool("1", "hog", map[string]any{"mib": 16}); !strings.Contains(string(r.body), "holding 16 MiB") {
 		t.Fatalf("a hog within its cap: %d %s", r.status, r.body)
 	}
@@ -97,13 +105,7 @@ func TestSandboxMemoryCapEndToEnd(t *testing.T) {
 // answers on, and a destination beside it keeps answering meanwhile (its
 // slowest call is logged: the figure the issue asks for).
 func TestSandboxForkBombEndToEnd(t *testing.T) {
-	sandboxHere(t)
-	cfg := destinationsFile(t, map[string]string{"capped": fakemcp.ModeServer, "beside": fakemcp.ModeServer},
-		map[string]string{"capped": "    sandbox: {processes: 96}\n"})
-	p := startBinary(t, cfg)
-	capped, beside := newClient(t, p.base+"/capped/mcp"), newClient(t, p.base+"/beside/mcp")
-	capped.initialize()
-	beside.initialize()
+	_, capped, beside := cappedBeside(t, "processes: 96")
 	done := make(chan response, 1)
 	go func() { done <- capped.callTool("1", "fork_bomb", map[string]any{}) }()
 	var slowest time.Duration
