@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -272,6 +273,51 @@ func TestSandboxHoldsNpxAndItsNode(t *testing.T) {
 		}
 		if !strings.Contains(string(cg), "pids:/stelae-boxed-") || !strings.Contains(string(cg), "/stelae-boxed-") {
 			t.Errorf("process %d of the boxed child's tree is not in its cgroup:\n%s", pid, cg)
+		}
+	}
+}
+
+// TestSandboxFollowsAReload: a reload that gives a destination a sandbox
+// (or another) restarts it under the new one, and one that takes it away
+// restarts it free: a protection is never left to the next restart, and
+// never outlives its removal.
+func TestSandboxFollowsAReload(t *testing.T) {
+	sandboxHere(t)
+	modes := map[string]string{"d": fakemcp.ModeServer}
+	config := destinationsFile(t, modes, nil)
+	p := startBinary(t, config)
+	cgroupOf := func(pid int) string {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		for _, line := range strings.Split(string(data), "\n") {
+			if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[1] == "pids" {
+				return parts[2]
+			}
+		}
+		return ""
+	}
+	reloads := 0
+	for _, step := range []struct {
+		keys  string
+		boxed bool
+	}{
+		{"", false},
+		{"    sandbox: {processes: 64}\n", true},
+		{"    sandbox: {processes: 32, memory: 512MiB}\n", true},
+		{"", false},
+	} {
+		if step.keys != "" || reloads > 0 {
+			rewrite(t, config, destinationsFile(t, modes, map[string]string{"d": step.keys}))
+			if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+			reloads++
+			waitReloads(t, p, "applied", float64(reloads))
+		}
+		c := newClient(t, p.base+"/d/mcp")
+		c.initialize()
+		pid := whoamiCall(t, c).PID
+		if got := cgroupOf(pid); strings.Contains(got, "/stelae-d-") != step.boxed {
+			t.Errorf("with %q the child %d is in pids cgroup %q", strings.TrimSpace(step.keys), pid, got)
 		}
 	}
 }
