@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/stelae-bridge/stelae-bridge/config"
 )
 
 // Caps held by cgroups (issue 37: 'sandbox: memory, processes'). A
@@ -42,7 +40,10 @@ type cgroupCaps struct {
 // cgroup is one child's cgroup: a directory per controller (v1). Its
 // fields are set by newCgroup and never change.
 type cgroup struct {
-	// dirs are the cgroup's directories, memory's first when capped.
+	// name is the directories' name ("stelae-<destination>-<random>").
+	name string
+	// dirs are the cgroup's directories, memory's first when capped, the
+	// cgroup v2 one (the network filter's) last.
 	dirs []string
 	// memory is the memory controller's directory ("" when not capped).
 	memory string
@@ -67,7 +68,7 @@ func newCgroup(dest string, caps cgroupCaps) (*cgroup, error) {
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
 	name := "stelae-" + cgroupName(dest) + "-" + hex.EncodeToString(suffix[:])
-	g := &cgroup{}
+	g := &cgroup{name: name}
 	make1 := func(controller string, files [][2]string) error {
 		mount, ok := mounts[controller]
 		if !ok {
@@ -109,6 +110,30 @@ func newCgroup(dest string, caps cgroupCaps) (*cgroup, error) {
 		}
 	}
 	return g, nil
+}
+
+// filterNetwork puts the cgroup's processes in a cgroup v2 directory of its
+// own too, to which it attaches the filter that lets them reach only rules
+// (netfilter_linux.go).
+func (g *cgroup) filterNetwork(rules []netRule) error {
+	mounts, err := cgroupMounts()
+	if err != nil {
+		return err
+	}
+	own, err := ownCgroups()
+	if err != nil {
+		return err
+	}
+	m, ok := mounts[""]
+	if !ok {
+		return errors.New("'network' with loopback or addresses needs the cgroup v2 hierarchy, which this system does not mount (at /sys/fs/cgroup, or /sys/fs/cgroup/unified beside v1's controllers)")
+	}
+	dir := filepath.Join(m.point, strings.TrimPrefix(own[""], m.root), g.name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot make the child's cgroup %s for its network filter: %w (the bridge needs to be allowed to make cgroups under its own: run it as root, or with a delegated cgroup)", dir, err)
+	}
+	g.dirs = append(g.dirs, dir)
+	return attachNetFilter(dir, rules)
 }
 
 // cgroupName is dest as a cgroup directory's name may hold it.
@@ -281,13 +306,4 @@ func (g *cgroup) killAll() {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// sandboxCaps makes the cgroup that holds d's sandbox caps, or nil when it
-// has none.
-func sandboxCaps(d *config.Destination) (*cgroup, error) {
-	if d.Sandbox.Empty() {
-		return nil, nil
-	}
-	return newCgroup(d.Name, cgroupCaps{Memory: d.Sandbox.Memory, Processes: d.Sandbox.Processes})
 }

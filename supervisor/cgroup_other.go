@@ -5,13 +5,12 @@ package supervisor
 import (
 	"errors"
 	"runtime"
-
-	"github.com/stelae-bridge/stelae-bridge/config"
+	"syscall"
 )
 
-// Caps by cgroups are Linux's (cgroup_linux.go). Elsewhere a sandbox's
-// caps are refused, or skipped with a warning under best_effort, until the
-// platform's own means are built (a job object's limits on Windows).
+// The sandbox's means are Linux's (cgroup_linux.go, netfilter_linux.go,
+// landlock_linux.go). Elsewhere each restriction is refused, or skipped
+// with a warning under best_effort, and -check says so per destination.
 
 // cgroup is Linux's; elsewhere there is none.
 type cgroup struct{}
@@ -21,16 +20,40 @@ func (g *cgroup) oomKills() uint64     { return 0 }
 func (g *cgroup) killAll()             {}
 func (g *cgroup) remove() error        { return nil }
 
-// sandboxCaps refuses a sandbox's caps: not enforced on this platform.
-func sandboxCaps(d *config.Destination) (*cgroup, error) {
-	if d.Sandbox.Empty() {
-		return nil, nil
-	}
-	return nil, errors.New("'sandbox' caps memory and processes with Linux's cgroups, which " + runtime.GOOS + " does not have: this version does not enforce them here")
+// cgroupCaps are Linux's cgroup caps.
+type cgroupCaps struct {
+	Memory    int64
+	Processes int
 }
+
+// notHere is why a restriction is not held on this platform.
+func notHere(what, means string) error {
+	return errors.New(what + " is held by Linux's " + means + ", which " + runtime.GOOS + " does not have: this version does not enforce it here")
+}
+
+func newCgroup(dest string, caps cgroupCaps) (*cgroup, error) {
+	if caps.Memory == 0 && caps.Processes == 0 {
+		return &cgroup{}, nil
+	}
+	return nil, notHere("'sandbox' memory and processes", "cgroups")
+}
+
+func (g *cgroup) filterNetwork([]netRule) error {
+	return notHere("'sandbox.network' (loopback or addresses)", "cgroup eBPF filters")
+}
+
+func checkLandlockHere() ([]string, error) {
+	return nil, notHere("'sandbox.files'", "Landlock")
+}
+
+func checkNetns() error { return notHere("'network: none'", "network namespaces") }
+
+func netnsAttr(*syscall.SysProcAttr) {}
 
 // cgroupOf is Linux's: none here.
 func cgroupOf([]string) *cgroup { return &cgroup{} }
 
-// joinCgroups is the reaper's join: never asked for here.
-func joinCgroups([]string) error { return errors.New("cgroups are Linux's") }
+// The joiner's steps: never asked for here.
+func joinCgroups([]string) error               { return errors.New("cgroups are Linux's") }
+func restrictFiles(read, write []string) error { return errors.New("Landlock is Linux's") }
+func loopbackUp() error                        { return errors.New("network namespaces are Linux's") }

@@ -194,23 +194,27 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 	if err := checkCommand(cmd); err != nil {
 		return nil, startError{fmt.Errorf("destination %q: cannot start %q: %w", d.Name, d.Command, err)}
 	}
-	// The sandbox's caps: a cgroup the reaper joins before it starts the
-	// command (cgroup_linux.go).
-	cg, err := sandboxCaps(d)
+	// The sandbox (sandbox.go): what must exist before the child starts,
+	// and what the reaper hands the joiner.
+	j, err := newJail(d, cmd.Path)
 	switch {
-	case err != nil && !d.Sandbox.BestEffort:
-		return nil, startError{fmt.Errorf("destination %q: cannot hold it to its sandbox (%s): %w (or set 'best_effort: true' in its sandbox to start it with what this system enforces)", d.Name, d.Sandbox, sandboxError{err})}
 	case err != nil:
-		log.Warn("the sandbox is not enforced on this system (best_effort)", "sandbox", d.Sandbox.String(), "why", err.Error())
-	case cg != nil && len(opts.Reaper) == 0:
-		_ = cg.remove()
-		return nil, startError{fmt.Errorf("destination %q: %w", d.Name, sandboxError{errors.New("its sandbox's caps need the child's reaper, which this bridge runs without")})}
+		return nil, startError{fmt.Errorf("destination %q: cannot hold it to its sandbox (%s): %w (or set 'best_effort: true' in its sandbox to start it with what this system enforces)", d.Name, d.Sandbox, err)}
+	case j != nil && len(j.notHeld) > 0:
+		log.Warn("the sandbox is not wholly enforced on this system (best_effort)", "sandbox", d.Sandbox.String(), "not_held", strings.Join(j.notHeld, "; "))
+	}
+	if j != nil && !j.args.empty() && len(opts.Reaper) == 0 {
+		_ = j.release()
+		return nil, startError{fmt.Errorf("destination %q: %w", d.Name, sandboxError{errors.New("its sandbox needs the child's reaper, which this bridge runs without")})}
+	}
+	var cg *cgroup
+	if j != nil {
+		cg = j.cg
 	}
 	started := false
 	defer func() {
-		if !started && cg != nil {
-			cg.killAll()
-			if err := cg.remove(); err != nil {
+		if !started && j != nil {
+			if err := j.release(); err != nil {
 				log.Error("a failed start's cgroup stays", "error", err)
 			}
 		}
@@ -220,10 +224,8 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 		// The reaper leads the group, joins the sandbox's cgroup and
 		// starts the command itself.
 		argv := append([]string{}, opts.Reaper[1:]...)
-		if cg != nil {
-			for _, f := range cg.procsFiles() {
-				argv = append(argv, reaperCgroupArg+f)
-			}
+		if j != nil {
+			argv = append(argv, j.args.args()...)
 		}
 		argv = append(append(argv, cmd.Path), cmd.Args...)
 		cmd = &exec.Cmd{Path: opts.Reaper[0], Args: append([]string{opts.Reaper[0]}, argv...)}
@@ -246,6 +248,11 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 	// SIGKILL; on Windows the job's processes die with the bridge's
 	// handles (tree_windows.go).
 	cmd.SysProcAttr = groupAttr(report != nil)
+	if j != nil && j.args.netns {
+		// The reaper, the joiner and the command: a network namespace of
+		// their own.
+		netnsAttr(cmd.SysProcAttr)
+	}
 	cmd.WaitDelay = opts.StopGrace
 
 	var files []*os.File
@@ -706,14 +713,3 @@ func (p *Process) ExitStatus() string {
 
 // PID implements Child.
 func (p *Process) PID() int { return p.pid }
-
-// CheckSandbox reports whether this system can hold d to its sandbox, by
-// making the child's cgroup and removing it again (-check): nil when it
-// can, or when d has none; otherwise why not.
-func CheckSandbox(d *config.Destination) error {
-	cg, err := sandboxCaps(d)
-	if cg != nil {
-		_ = cg.remove()
-	}
-	return err
-}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,34 +46,110 @@ func RunReaperIfAsked() {
 		return
 	}
 	args := os.Args[2:]
-	var cgroups []string
-	for len(args) > 2 && strings.HasPrefix(args[0], reaperCgroupArg) {
-		cgroups = append(cgroups, strings.TrimPrefix(args[0], reaperCgroupArg))
+	var sa sandboxArgs
+	for len(args) > 2 && sa.parse(args[0]) {
 		args = args[1:]
 	}
 	if os.Args[1] == joinMode {
-		os.Exit(joinAndExec(args[0], args[1:], cgroups))
+		os.Exit(joinAndExec(args[0], args[1:], sa))
 	}
-	os.Exit(reap(args[0], args[1:], cgroups))
+	os.Exit(reap(args[0], args[1:], sa))
 }
 
-// reaperCgroupArg starts an argument of the reaper's, before the command,
-// that names a cgroup.procs file the command runs in (the sandbox's caps:
-// cgroup_linux.go).
-const reaperCgroupArg = "__cgroup="
+// The reaper's arguments before the command that say how the command is
+// held to its sandbox (sandbox.go); the reaper hands them to the joiner.
+const (
+	// reaperCgroupArg names a cgroup.procs file the command runs in (the
+	// sandbox's caps and network filter: cgroup_linux.go).
+	reaperCgroupArg = "__cgroup="
+	// readArg and writeArg name a path the command may read (and execute)
+	// or read and write ('files:', landlock_linux.go); a command given
+	// either may use no other.
+	readArg  = "__read="
+	writeArg = "__write="
+	// loopbackArg: the command has a network namespace of its own, whose
+	// loopback the joiner brings up ('network: none').
+	loopbackArg = "__netns"
+)
+
+// sandboxArgs are the sandbox's arguments of a reaper or joiner.
+type sandboxArgs struct {
+	cgroups, read, write []string
+	netns                bool
+}
+
+// parse takes arg when it is one of the sandbox's, and reports whether it
+// was.
+func (sa *sandboxArgs) parse(arg string) bool {
+	for _, a := range []struct {
+		prefix string
+		into   *[]string
+	}{{reaperCgroupArg, &sa.cgroups}, {readArg, &sa.read}, {writeArg, &sa.write}} {
+		if v, ok := strings.CutPrefix(arg, a.prefix); ok {
+			*a.into = append(*a.into, v)
+			return true
+		}
+	}
+	if arg == loopbackArg {
+		sa.netns = true
+		return true
+	}
+	return false
+}
+
+// args are sa as arguments again.
+func (sa sandboxArgs) args() []string {
+	var out []string
+	for _, c := range sa.cgroups {
+		out = append(out, reaperCgroupArg+c)
+	}
+	for _, r := range sa.read {
+		out = append(out, readArg+r)
+	}
+	for _, w := range sa.write {
+		out = append(out, writeArg+w)
+	}
+	if sa.netns {
+		out = append(out, loopbackArg)
+	}
+	return out
+}
+
+// empty reports whether sa asks nothing of the joiner.
+func (sa sandboxArgs) empty() bool {
+	return len(sa.cgroups) == 0 && len(sa.read) == 0 && len(sa.write) == 0 && !sa.netns
+}
 
 // joinMode makes the binary the joiner: the reaper's child that joins the
-// sandbox's cgroups and then becomes the command (exec), so that the
-// command is inside from its first instruction and the reaper is not (its
-// threads would count against the child's process cap).
+// sandbox's cgroups, brings up its network namespace's loopback, restricts
+// its files and then becomes the command (exec), so that the command is
+// held from its first instruction and the reaper is not (its threads would
+// count against the child's process cap).
 const joinMode = "__stelae_join"
 
-// joinAndExec joins cgroups and execs path with argv; it returns only
+// joinAndExec holds itself to sa and execs path with argv; it returns only
 // when it could not (an exit code, having said why on stderr).
-func joinAndExec(path string, argv, cgroups []string) int {
-	if err := joinCgroups(cgroups); err != nil {
+func joinAndExec(path string, argv []string, sa sandboxArgs) int {
+	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "stelae-bridge:", err)
 		return 126
+	}
+	if err := joinCgroups(sa.cgroups); err != nil {
+		return fail(err)
+	}
+	if sa.netns {
+		if err := loopbackUp(); err != nil {
+			return fail(err)
+		}
+	}
+	// Last: the cgroups' files are outside what the command may touch.
+	if len(sa.read)+len(sa.write) > 0 {
+		// Landlock holds the thread that restricts itself, and what it
+		// execs: this one, to the end.
+		runtime.LockOSThread()
+		if err := restrictFiles(sa.read, sa.write); err != nil {
+			return fail(err)
+		}
 	}
 	err := syscall.Exec(path, argv, os.Environ())
 	fmt.Fprintf(os.Stderr, "stelae-bridge: cannot start %s: %v\n", path, err)

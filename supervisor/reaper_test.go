@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/stelae-bridge/stelae-bridge/config"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,28 @@ import (
 // runHelperIfAsked runs this test binary as a helper process of the Unix
 // tests when asked (TestMain, main_test.go).
 func runHelperIfAsked() {
+	if targets := os.Getenv("STELAE_TEST_DIAL"); targets != "" {
+		// The sandbox's network tests' child: tries each address (tcp
+		// or udp:address), says what became of it, one line each.
+		for _, a := range strings.Fields(targets) {
+			network := "tcp"
+			if rest, ok := strings.CutPrefix(a, "udp:"); ok {
+				network, a = "udp", rest
+			}
+			c, err := net.DialTimeout(network, a, 5*time.Second)
+			if err == nil {
+				_, err = c.Write([]byte("x"))
+				c.Close()
+			}
+			if err != nil {
+				fmt.Printf("%s %s denied %v\n", network, a, err)
+			} else {
+				fmt.Printf("%s %s ok\n", network, a)
+			}
+		}
+		fmt.Println("done")
+		os.Exit(0)
+	}
 	if marker := os.Getenv("STELAE_TEST_WATCH_PARENT"); marker != "" {
 		// TestParentWatchByPolling's watcher: says it watches, and
 		// writes marker once its parent is gone.

@@ -26,13 +26,13 @@ func ReaperCommand() ([]string, error) {
 	return []string{exe, reaperMode}, nil
 }
 
-// reap starts path with argv (argv[0] is its name) — inside cgroups
-// (cgroup.procs files: the sandbox's caps) when given —, reports its pid on fd 3,
+// reap starts path with argv (argv[0] is its name) — held to its sandbox
+// by the joiner when sa asks anything —, reports its pid on fd 3,
 // waits for it and returns the exit code to exit with (after re-raising a
 // signal that killed it).
-func reap(path string, argv []string, cgroups []string) int {
+func reap(path string, argv []string, sa sandboxArgs) int {
 	report := os.NewFile(3, "pid")
-	if len(cgroups) > 0 {
+	if !sa.empty() {
 		// The joiner (reaper.go) joins the cgroups and becomes the
 		// command: its pid is the command's.
 		exe, err := os.Executable()
@@ -41,10 +41,7 @@ func reap(path string, argv []string, cgroups []string) int {
 			report.Close()
 			return 127
 		}
-		args := []string{exe, joinMode}
-		for _, c := range cgroups {
-			args = append(args, reaperCgroupArg+c)
-		}
+		args := append([]string{exe, joinMode}, sa.args()...)
 		path, argv = exe, append(append(args, path), argv...)
 	}
 	// Caught, not ignored: an ignored signal would stay ignored in the
@@ -78,10 +75,10 @@ func reap(path string, argv []string, cgroups []string) int {
 		case sig := <-signals:
 			if sig == reaperDeathSignal {
 				// The bridge is gone: so is everything it started.
-				bridgeGone(cgroups)
+				bridgeGone(sa.cgroups)
 			}
 		case <-died:
-			bridgeGone(cgroups)
+			bridgeGone(sa.cgroups)
 		case <-exited:
 			// What the command left in the group goes with it. The
 			// bridge does this too once the reaper has exited, but the

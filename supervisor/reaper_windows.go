@@ -11,7 +11,7 @@ import (
 func ReaperCommand() ([]string, error) { return nil, nil }
 
 // reap is never asked for on Windows.
-func reap(string, []string, []string) int {
+func reap(string, []string, sandboxArgs) int {
 	fmt.Fprintln(os.Stderr, "stelae-bridge: the reaper mode is not used on Windows")
 	return 2
 }

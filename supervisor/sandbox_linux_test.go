@@ -135,7 +135,7 @@ func TestSandboxRefusedWhereItCannotHold(t *testing.T) {
 		t.Fatalf("best effort: %v", err)
 	}
 	defer func() { _ = p.Stop(context.Background()) }()
-	if p.cg != nil || !strings.Contains(logs.String(), "the sandbox is not enforced on this system") {
+	if p.cg != nil || !strings.Contains(logs.String(), "the sandbox is not wholly enforced on this system") {
 		t.Errorf("best effort: cgroup %v, log %q", p.cg, logs.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -60,6 +61,14 @@ func profileCounts(ctx context.Context, cfg *config.Config, s *settings, environ
 // start); warnings, one it holds in part only, under best_effort.
 type sandboxProblems struct{ refused, warnings []string }
 
+// orNothing is list joined, or "nothing".
+func orNothing(list []string) string {
+	if len(list) == 0 {
+		return "nothing"
+	}
+	return strings.Join(list, "; ")
+}
+
 // sandboxReport says, for each destination with a sandbox, what it is and
 // whether this system enforces it (by making its cgroup and removing it).
 func sandboxReport(cfg *config.Config) (lines []string, problems sandboxProblems) {
@@ -68,15 +77,15 @@ func sandboxReport(cfg *config.Config) (lines []string, problems sandboxProblems
 		if d.Sandbox.Empty() {
 			continue
 		}
-		err := supervisor.CheckSandbox(d)
+		held, notHeld := supervisor.CheckSandbox(d)
 		switch {
-		case err == nil:
-			lines = append(lines, fmt.Sprintf("destination %s: sandbox %s: enforced here", name, d.Sandbox))
+		case len(notHeld) == 0:
+			lines = append(lines, fmt.Sprintf("destination %s: sandbox %s: enforced here (%s)", name, d.Sandbox, strings.Join(held, "; ")))
 		case d.Sandbox.BestEffort:
-			lines = append(lines, fmt.Sprintf("destination %s: sandbox %s: NOT enforced here", name, d.Sandbox))
-			problems.warnings = append(problems.warnings, fmt.Sprintf("destination %q: its sandbox is not enforced on this system (best_effort: it starts without): %v", name, err))
+			lines = append(lines, fmt.Sprintf("destination %s: sandbox %s: NOT wholly enforced here (held: %s)", name, d.Sandbox, orNothing(held)))
+			problems.warnings = append(problems.warnings, fmt.Sprintf("destination %q: part of its sandbox is not enforced on this system (best_effort: it starts without it): %s", name, strings.Join(notHeld, "; ")))
 		default:
-			problems.refused = append(problems.refused, fmt.Sprintf("destination %q: its sandbox (%s) cannot be enforced on this system, so it would never start: %v; remove the sandbox, or set 'best_effort: true' in it", name, d.Sandbox, err))
+			problems.refused = append(problems.refused, fmt.Sprintf("destination %q: its sandbox (%s) cannot be enforced on this system, so it would never start: %s; remove what cannot be held, or set 'best_effort: true' in it", name, d.Sandbox, strings.Join(notHeld, "; ")))
 		}
 	}
 	return lines, problems

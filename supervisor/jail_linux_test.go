@@ -1,0 +1,202 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/config"
+)
+
+// childLines starts d (through the reaper) and returns what its stdout
+// says up to "done", one line each, once it has exited.
+func childLines(t *testing.T, d *config.Destination) []string {
+	t.Helper()
+	p, err := Start(context.Background(), d, reaperOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	if p.cg != nil {
+		dirs = append(dirs, p.cg.dirs...)
+	}
+	var lines []string
+	for {
+		line, err := p.ReadMessage()
+		if err != nil {
+			t.Fatalf("the child's stdout ended (%v) after %q; its exit: %s", err, lines, p.ExitStatus())
+		}
+		if string(line) == "done" {
+			break
+		}
+		lines = append(lines, string(line))
+	}
+	select {
+	case <-p.Exited():
+	case <-time.After(30 * time.Second):
+		_ = p.Stop(context.Background())
+		t.Fatal("the child did not exit 30 s after it said done")
+	}
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the child's cgroup %s stays: %v", dir, err)
+		}
+	}
+	return lines
+}
+
+// TestSandboxFiles: under 'files:' a child reads what it may read, writes
+// only its roots, and reaches nothing else — not a planted key, not
+// through a symlink or ".." it makes at run time, not by renaming out —;
+// the same child without the sandbox (the bystander that shows the test
+// can fail) does all of it.
+func TestSandboxFiles(t *testing.T) {
+	if _, err := checkLandlockHere(); err != nil {
+		t.Skipf("no Landlock here: %v", err)
+	}
+	base := t.TempDir()
+	root, ro, secret := filepath.Join(base, "root"), filepath.Join(base, "ro"), filepath.Join(base, "home", ".ssh")
+	for _, dir := range []string{root, ro, secret} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, text := range map[string]string{filepath.Join(ro, "f"): "readable", filepath.Join(secret, "id_ed25519"): "PRIVATE KEY", filepath.Join(root, "old"): "in the root"} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := `
+try() { if sh -c "$2" >/dev/null 2>&1; then echo "$1 ok"; else echo "$1 denied"; fi; }
+try read_granted "cat $RO/f"
+try write_granted_read "echo x > $RO/g"
+try write_root "echo x > $ROOT/new && mkdir $ROOT/sub && mv $ROOT/new $ROOT/sub/moved"
+try read_key "cat $KEY"
+try symlink "ln -s $KEY $ROOT/link && cat $ROOT/link"
+try dotdot "cat $ROOT/../home/.ssh/id_ed25519"
+try write_outside "echo x > $BASE/planted"
+try rename_out "mv $ROOT/old $BASE/taken"
+try truncate_key "truncate -s 0 $KEY"
+echo done
+`
+	env := map[string]string{"RO": ro, "ROOT": root, "KEY": filepath.Join(secret, "id_ed25519"), "BASE": base}
+	want := map[string]string{"read_granted": "ok", "write_granted_read": "denied", "write_root": "ok", "read_key": "denied", "symlink": "denied",
+		"dotdot": "denied", "write_outside": "denied", "rename_out": "denied", "truncate_key": "denied"}
+	for _, sandboxed := range []bool{true, false} {
+		d := &config.Destination{Name: "files", Command: "sh", Args: []string{"-c", script}, Env: env,
+			Roots: []config.Root{{URI: "file://" + root}}}
+		if sandboxed {
+			d.Sandbox = &config.Sandbox{Files: &config.SandboxFiles{Read: []string{ro}, Write: []string{config.RootsPath}}}
+		}
+		got := map[string]string{}
+		for _, line := range childLines(t, d) {
+			name, result, _ := strings.Cut(line, " ")
+			got[name] = result
+		}
+		for name, w := range want {
+			if !sandboxed {
+				w = "ok"
+			}
+			if got[name] != w {
+				t.Errorf("sandboxed %v: %s: %q; want %s", sandboxed, name, got[name], w)
+			}
+		}
+		// Reset what the bystander did.
+		_ = os.WriteFile(filepath.Join(secret, "id_ed25519"), []byte("PRIVATE KEY"), 0o644)
+		_ = os.WriteFile(filepath.Join(root, "old"), []byte("in the root"), 0o644)
+		for _, p := range []string{"link", "new", "sub"} {
+			_ = os.RemoveAll(filepath.Join(root, p))
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(secret, "id_ed25519")); string(data) != "PRIVATE KEY" {
+		t.Errorf("the key reads %q after the sandboxed child", data)
+	}
+}
+
+// listener accepts on address and counts the connections that reach it.
+func listener(t *testing.T, network, address string) (string, *atomic.Int32) {
+	t.Helper()
+	l, err := net.Listen(network, address)
+	if err != nil {
+		t.Skipf("cannot listen on %s here: %v", address, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var n atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return l.Addr().String(), &n
+}
+
+// TestSandboxNetwork: 'network: none' reaches nothing outside its own
+// namespace (not the host's loopback), 'loopback' reaches the loopback
+// and nothing else (0.0.0.0 is not it), a list reaches its addresses and
+// no other port; without a sandbox (the bystander that shows the test
+// can fail) every one connects. The listeners count what reached them.
+func TestSandboxNetwork(t *testing.T) {
+	sandboxOrSkip(t)
+	a4, n4 := listener(t, "tcp", "127.0.0.1:0")
+	other, nOther := listener(t, "tcp", "127.0.0.1:0")
+	a6, n6 := listener(t, "tcp", "[::1]:0")
+	_, port, _ := net.SplitHostPort(a4)
+	any := "0.0.0.0:" + port
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	targets := []string{a4, other, a6, any, "udp:" + udp.LocalAddr().String()}
+	for _, tc := range []struct {
+		name    string
+		sandbox *config.Sandbox
+		want    []string // per target
+		reached [3]int32 // a4, other, a6
+	}{
+		{"none", &config.Sandbox{Network: config.NetworkNone}, []string{"denied", "denied", "denied", "denied", "ok"}, [3]int32{0, 0, 0}},
+		{"loopback", &config.Sandbox{Network: config.NetworkLoopback}, []string{"ok", "ok", "ok", "denied", "ok"}, [3]int32{1, 1, 1}},
+		{"list", &config.Sandbox{Network: config.NetworkList, Allow: []string{a4}}, []string{"ok", "denied", "denied", "denied", "denied"}, [3]int32{1, 0, 0}},
+		// 0.0.0.0 is this machine: unfiltered, it reaches a4 too.
+		{"all", nil, []string{"ok", "ok", "ok", "ok", "ok"}, [3]int32{2, 1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := [3]int32{n4.Load(), nOther.Load(), n6.Load()}
+			exe, _ := os.Executable()
+			d := &config.Destination{Name: "net-" + tc.name, Command: exe, Env: map[string]string{"STELAE_TEST_DIAL": strings.Join(targets, " ")}, Sandbox: tc.sandbox}
+			lines := childLines(t, d)
+			if len(lines) != len(targets) {
+				t.Fatalf("the child said %q", lines)
+			}
+			for i, line := range lines {
+				if f := strings.Fields(line); len(f) < 3 || f[2] != tc.want[i] {
+					t.Errorf("%s: %q; want %s", targets[i], line, tc.want[i])
+				}
+			}
+			// A connection is counted once accepted: wait for the
+			// ones the child made.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				got := [3]int32{n4.Load() - before[0], nOther.Load() - before[1], n6.Load() - before[2]}
+				if got == tc.reached || time.Now().After(deadline) {
+					if got != tc.reached {
+						t.Errorf("connections that reached a4, other, a6: %v; want %v", got, tc.reached)
+					}
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
