@@ -121,8 +121,11 @@ type Process struct {
 	// stderrDone is closed when the child's stderr is read to its end.
 	stderrDone chan struct{}
 	status     string // set before exited is closed
-	// cg is the cgroup of the sandbox's caps (nil: none), removed by wait.
+	// cg is the cgroup of the sandbox's caps and network filter (nil:
+	// none), and tmp the child's own temporary directory (""); wait
+	// removes both.
 	cg        *cgroup
+	tmp       string
 	closeOnce sync.Once
 	// giveUpOnce stops, once, a child that stopped reading its stdin
 	// (giveUp); killTimer is its SIGKILL after StopGrace, stopped by wait.
@@ -241,6 +244,10 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 		base = os.Environ()
 	}
 	cmd.Env = childEnv(d, ChildEnviron(base, specVars))
+	if j != nil && j.tmp != "" {
+		// Its own, the only temporary directory it may write.
+		cmd.Env = append(cmd.Env, "TMPDIR="+j.tmp)
+	}
 	// Own process group (a job on Windows) so the whole tree (npx → node,
 	// sh -c → …) can be signalled at once. A reaper notices the bridge's
 	// death (spawn_*.go: a parent-death signal on Linux, kqueue on macOS)
@@ -342,6 +349,9 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 	}
 	p.queue.Keep = keepBuf
 	p.cg = cg
+	if j != nil {
+		p.tmp = j.tmp
+	}
 	started = true
 	if opts.Records != nil {
 		p.record = opts.Records.add(d.Name, cmd.Process.Pid, pid)
@@ -373,6 +383,11 @@ func (p *Process) wait() {
 		p.cg.killAll()
 		if err := p.cg.remove(); err != nil {
 			p.log.Error("the child's cgroup stays", "error", err)
+		}
+	}
+	if p.tmp != "" {
+		if err := os.RemoveAll(p.tmp); err != nil {
+			p.log.Error("the child's temporary directory stays", "error", err)
 		}
 	}
 	if t := p.killTimer.Load(); t != nil {

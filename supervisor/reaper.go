@@ -67,6 +67,9 @@ const (
 	// either may use no other.
 	readArg  = "__read="
 	writeArg = "__write="
+	// tmpArg names the command's own temporary directory, which the
+	// reaper removes when the bridge is gone (the bridge does otherwise).
+	tmpArg = "__tmp="
 	// loopbackArg: the command has a network namespace of its own, whose
 	// loopback the joiner brings up ('network: none').
 	loopbackArg = "__netns"
@@ -75,6 +78,7 @@ const (
 // sandboxArgs are the sandbox's arguments of a reaper or joiner.
 type sandboxArgs struct {
 	cgroups, read, write []string
+	tmp                  string
 	netns                bool
 }
 
@@ -89,6 +93,10 @@ func (sa *sandboxArgs) parse(arg string) bool {
 			*a.into = append(*a.into, v)
 			return true
 		}
+	}
+	if v, ok := strings.CutPrefix(arg, tmpArg); ok {
+		sa.tmp = v
+		return true
 	}
 	if arg == loopbackArg {
 		sa.netns = true
@@ -109,6 +117,9 @@ func (sa sandboxArgs) args() []string {
 	for _, w := range sa.write {
 		out = append(out, writeArg+w)
 	}
+	if sa.tmp != "" {
+		out = append(out, tmpArg+sa.tmp)
+	}
 	if sa.netns {
 		out = append(out, loopbackArg)
 	}
@@ -117,7 +128,7 @@ func (sa sandboxArgs) args() []string {
 
 // empty reports whether sa asks nothing of the joiner.
 func (sa sandboxArgs) empty() bool {
-	return len(sa.cgroups) == 0 && len(sa.read) == 0 && len(sa.write) == 0 && !sa.netns
+	return len(sa.cgroups) == 0 && len(sa.read) == 0 && len(sa.write) == 0 && sa.tmp == "" && !sa.netns
 }
 
 // joinMode makes the binary the joiner: the reaper's child that joins the

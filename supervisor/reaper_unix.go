@@ -75,10 +75,10 @@ func reap(path string, argv []string, sa sandboxArgs) int {
 		case sig := <-signals:
 			if sig == reaperDeathSignal {
 				// The bridge is gone: so is everything it started.
-				bridgeGone(sa.cgroups)
+				bridgeGone(sa)
 			}
 		case <-died:
-			bridgeGone(sa.cgroups)
+			bridgeGone(sa)
 		case <-exited:
 			// What the command left in the group goes with it. The
 			// bridge does this too once the reaper has exited, but the
@@ -101,13 +101,17 @@ func reap(path string, argv []string, sa sandboxArgs) int {
 
 // bridgeGone ends everything the bridge started through this reaper, itself
 // included: what is in the sandbox's cgroups (what left the group with
-// them), whose cgroups it then removes — the bridge, which does both when
-// it stops a child, is gone —, and the process group.
-func bridgeGone(cgroups []string) {
-	if len(cgroups) > 0 {
-		g := cgroupOf(cgroups)
+// them), whose cgroups it then removes with the child's own temporary
+// directory — the bridge, which does this when it stops a child, is
+// gone —, and the process group.
+func bridgeGone(sa sandboxArgs) {
+	if len(sa.cgroups) > 0 {
+		g := cgroupOf(sa.cgroups)
 		g.killAll()
 		_ = g.remove()
+	}
+	if sa.tmp != "" {
+		_ = os.RemoveAll(sa.tmp)
 	}
 	_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
 }

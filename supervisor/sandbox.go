@@ -47,6 +47,9 @@ type jail struct {
 	cg *cgroup
 	// args are what the reaper hands the joiner.
 	args sandboxArgs
+	// tmp is the child's own temporary directory (its TMPDIR; "" when
+	// files are not restricted), removed with the child.
+	tmp string
 	// held says what is enforced ("memory 512MiB by a cgroup", ...);
 	// notHeld what is not, and why (best_effort only: otherwise the
 	// start is refused).
@@ -71,10 +74,15 @@ func newJail(d *config.Destination, cmdPath string) (*jail, error) {
 		if err == nil {
 			notes, err = checkLandlockHere()
 		}
+		if err == nil {
+			// A temporary directory of its own, not the system's: /tmp
+			// holds other programs' files.
+			j.tmp, err = os.MkdirTemp("", "stelae-"+cgroupName(d.Name)+"-")
+		}
 		if err != nil {
 			miss("files", err)
 		} else {
-			j.args.read, j.args.write = read, write
+			j.args.read, j.args.write, j.args.tmp = read, append(write, j.tmp), j.tmp
 			j.held = append(j.held, notes...)
 		}
 	}
@@ -130,7 +138,13 @@ func newJail(d *config.Destination, cmdPath string) (*jail, error) {
 
 // release removes what newJail made, once the child (if any) is gone.
 func (j *jail) release() error {
-	if j == nil || j.cg == nil {
+	if j == nil {
+		return nil
+	}
+	if j.tmp != "" {
+		_ = os.RemoveAll(j.tmp)
+	}
+	if j.cg == nil {
 		return nil
 	}
 	j.cg.killAll()
@@ -189,7 +203,7 @@ func sandboxPaths(d *config.Destination, cmdPath string) (read, write []string, 
 		if err != nil {
 			return nil, nil, err
 		}
-		write = append(write, append(w, os.TempDir())...)
+		write = append(write, w...)
 	case "uvx":
 		for _, py := range []string{"python3", "python"} {
 			if p, err := exec.LookPath(py); err == nil {
@@ -200,7 +214,7 @@ func sandboxPaths(d *config.Destination, cmdPath string) (read, write []string, 
 		if err != nil {
 			return nil, nil, err
 		}
-		write = append(write, append(w, os.TempDir())...)
+		write = append(write, w...)
 	}
 	expand := func(list []string, into *[]string) error {
 		for _, p := range list {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -144,10 +145,11 @@ func TestSandboxForkBombEndToEnd(t *testing.T) {
 // TestSandboxEndsWithAKilledBridge: when the bridge is killed (SIGKILL),
 // the child's reaper ends what is in the child's cgroup — a grandchild
 // that left the child's process group and session included, which
-// survived a killed bridge before — and removes the cgroup.
+// survived a killed bridge before — and removes its cgroups (the caps',
+// the network filter's) and its own temporary directory.
 func TestSandboxEndsWithAKilledBridge(t *testing.T) {
 	sandboxHere(t)
-	cfg := destinationsFile(t, map[string]string{"capped": fakemcp.ModeServer}, map[string]string{"capped": "    sandbox: {processes: 64}\n"})
+	cfg := destinationsFile(t, map[string]string{"capped": fakemcp.ModeServer}, map[string]string{"capped": "    sandbox: {processes: 64, network: loopback, files: {}}\n"})
 	p := startBinary(t, cfg)
 	c := newClient(t, p.base+"/capped/mcp")
 	c.initialize()
@@ -172,14 +174,29 @@ func TestSandboxEndsWithAKilledBridge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dir string
+	var dir, filter string
 	for _, line := range strings.Split(string(cg), "\n") {
 		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[1] == "pids" {
 			dir = filepath.Join("/sys/fs/cgroup/pids", parts[2])
+		} else if len(parts) == 3 && parts[0] == "0" {
+			filter = filepath.Join("/sys/fs/cgroup/unified", parts[2])
 		}
 	}
-	if !strings.Contains(dir, "stelae-capped-") {
-		t.Fatalf("the grandchild is in %q, not the child's cgroup", dir)
+	if !strings.Contains(dir, "stelae-capped-") || !strings.Contains(filter, "stelae-capped-") {
+		t.Fatalf("the grandchild is in %q and %q, not the child's cgroups", dir, filter)
+	}
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tmp string
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
+			tmp = v
+		}
+	}
+	if _, err := os.Stat(tmp); !strings.Contains(tmp, "stelae-capped-") || err != nil {
+		t.Fatalf("the grandchild's TMPDIR %q (%v) is not the child's own", tmp, err)
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.done
@@ -191,10 +208,12 @@ func TestSandboxEndsWithAKilledBridge(t *testing.T) {
 		i := strings.LastIndexByte(string(st), ')')
 		return i > 0 && i+2 < len(st) && st[i+2] == 'Z'
 	})
-	waitFor(t, 10*time.Second, "the child's cgroup to be removed", func() bool {
-		_, err := os.Stat(dir)
-		return os.IsNotExist(err)
-	})
+	for _, gone := range []string{dir, filter, tmp} {
+		waitFor(t, 10*time.Second, gone+" (the child's cgroup or temporary directory) to be removed", func() bool {
+			_, err := os.Stat(gone)
+			return os.IsNotExist(err)
+		})
+	}
 }
 
 // TestSandboxInTheConsole: the console's page shows a destination's
@@ -223,9 +242,12 @@ func TestSandboxInTheConsole(t *testing.T) {
 }
 
 // TestSandboxHoldsNpxAndItsNode: server-everything started the way users
-// start it (npx → node) under a sandbox answers, every process of its
-// tree is in the child's cgroup, and its start time with and without the
-// sandbox is logged (the figure the issue asks for).
+// start it (npx → node) under the whole sandbox (the npx preset, files,
+// network none, memory and processes) answers; every process of its tree
+// is in the child's cgroups, in a network namespace that is not the
+// bridge's, and under no_new_privs (which the joiner sets with Landlock,
+// before the exec every one of them descends from); its start time with
+// and without the sandbox is logged (the figure the issue asks for).
 func TestSandboxHoldsNpxAndItsNode(t *testing.T) {
 	sandboxHere(t)
 	everythingBin(t) // installs the npm fixtures
@@ -237,7 +259,7 @@ func TestSandboxHoldsNpxAndItsNode(t *testing.T) {
 		return fmt.Sprintf("  %s:\n    command: npx\n    args: [--no-install, mcp-server-everything]\n    cwd: %q\n%s", name, dir, sandbox)
 	}
 	cfg := filepath.Join(t.TempDir(), "destinations.yaml")
-	if err := os.WriteFile(cfg, []byte("destinations:\n"+dest("boxed", "    sandbox: {memory: 1GiB, processes: 256}\n")+dest("plain", "")), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("destinations:\n"+dest("boxed", fmt.Sprintf("    sandbox: {preset: npx, files: {read: [%q]}, network: none, memory: 1GiB, processes: 256}\n", dir))+dest("plain", "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := startBinary(t, cfg)
@@ -272,8 +294,16 @@ func TestSandboxHoldsNpxAndItsNode(t *testing.T) {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		if !strings.Contains(string(cg), "pids:/stelae-boxed-") || !strings.Contains(string(cg), "/stelae-boxed-") {
+		if !strings.Contains(string(cg), "pids:/stelae-boxed-") || strings.Count(string(cg), "/stelae-boxed-") < 2 {
 			t.Errorf("process %d of the boxed child's tree is not in its cgroup:\n%s", pid, cg)
+		}
+		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+		if own, _ := os.Readlink("/proc/self/ns/net"); err == nil && ns == own {
+			t.Errorf("process %d of the boxed child's tree has the bridge's network namespace %s", pid, ns)
+		}
+		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if len(status) > 0 && !strings.Contains(string(status), "NoNewPrivs:\t1") {
+			t.Errorf("process %d of the boxed child's tree is not under no_new_privs", pid)
 		}
 	}
 }
@@ -320,5 +350,92 @@ func TestSandboxFollowsAReload(t *testing.T) {
 		if got := cgroupOf(pid); strings.Contains(got, "/stelae-d-") != step.boxed {
 			t.Errorf("with %q the child %d is in pids cgroup %q", strings.TrimSpace(step.keys), pid, got)
 		}
+	}
+}
+
+// TestSandboxFilesystemServer: the official server-filesystem, told it may
+// use four directories, is held by 'sandbox: files' to the one the
+// operator granted: it reads and writes there, and cannot read a planted
+// ~/.ssh key or the bridge's state directory, not through a symlink or a
+// ".." made while it runs, nor write outside — the kernel refuses what
+// the server's own checks allow. The same server without the sandbox (the
+// bystander that shows the test can fail) reads the key.
+func TestSandboxFilesystemServer(t *testing.T) {
+	sandboxHere(t)
+	bin := filesystemBin(t)
+	modules, err := filepath.Abs("node_modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	root, home, state, outside := filepath.Join(base, "root"), filepath.Join(base, "home"), filepath.Join(base, "state"), filepath.Join(base, "outside")
+	key := filepath.Join(home, ".ssh", "id_ed25519")
+	for _, dir := range []string{root, filepath.Dir(key), state, outside} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, text := range map[string]string{key: "PRIVATE KEY", filepath.Join(root, "note.txt"): "granted"} {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dest := func(name, sandbox string) string {
+		return fmt.Sprintf("  %s:\n    command: %q\n    args: [%q, %q, %q, %q]\n%s", name, bin, root, home, state, outside, sandbox)
+	}
+	cfg := filepath.Join(t.TempDir(), "destinations.yaml")
+	boxed := fmt.Sprintf("    sandbox: {preset: npx, files: {read: [%q], write: [%q]}, network: none}\n", modules, root)
+	if err := os.WriteFile(cfg, []byte("destinations:\n"+dest("boxed", boxed)+dest("plain", "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The bridge's home is base/home: the preset's ~/.npm is made there,
+	// and the key is where a server would look for one.
+	cmd := exec.Command(bridgeBinary(t), "-config", cfg, "-listen", "127.0.0.1:0", "-state-dir", state)
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	p := runBinary(t, cmd)
+	// Made while the servers run: a symlink in the granted root to the key.
+	link := filepath.Join(root, "link")
+	calls := []struct {
+		name, tool string
+		args       map[string]any
+		boxed      bool // the sandboxed server succeeds
+	}{
+		{"read granted", "read_text_file", map[string]any{"path": filepath.Join(root, "note.txt")}, true},
+		{"write granted", "write_file", map[string]any{"path": filepath.Join(root, "new.txt"), "content": "written"}, true},
+		{"read key", "read_text_file", map[string]any{"path": key}, false},
+		{"read by symlink", "read_text_file", map[string]any{"path": link}, false},
+		{"read by ..", "read_text_file", map[string]any{"path": root + "/../home/.ssh/id_ed25519"}, false},
+		{"list state", "list_directory", map[string]any{"path": state}, false},
+		{"write outside", "write_file", map[string]any{"path": filepath.Join(outside, "planted.txt"), "content": "x"}, false},
+	}
+	for _, name := range []string{"boxed", "plain"} {
+		c := newClient(t, p.base+"/"+name+"/mcp")
+		c.initialize()
+		_ = os.Remove(link)
+		if err := os.Symlink(key, link); err != nil {
+			t.Fatal(err)
+		}
+		for i, call := range calls {
+			r := c.callTool(fmt.Sprint(i+1), call.tool, call.args)
+			var out struct {
+				Result struct {
+					IsError bool `json:"isError"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal(r.body, &out); err != nil || r.status != http.StatusOK {
+				t.Fatalf("%s: %s: %d %s", name, call.name, r.status, r.body)
+			}
+			want := call.boxed || name == "plain"
+			if out.Result.IsError == want {
+				t.Errorf("%s: %s: succeeded %v, want %v: %s", name, call.name, !out.Result.IsError, want, r.body)
+			}
+			if name == "boxed" && strings.Contains(string(r.body), "PRIVATE KEY") {
+				t.Errorf("boxed: %s: the key reached the client: %s", call.name, r.body)
+			}
+		}
+		_ = os.Remove(filepath.Join(outside, "planted.txt"))
+	}
+	if data, err := os.ReadFile(filepath.Join(root, "new.txt")); err != nil || string(data) != "written" {
+		t.Errorf("the granted write: %q, %v", data, err)
 	}
 }
