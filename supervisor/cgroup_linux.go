@@ -28,6 +28,9 @@ import (
 // bridge (systemd's Delegate=yes, with the bridge in a leaf of its own):
 // not done yet, and newCgroup says so rather than start a child uncapped.
 
+// capsBy says what holds the caps here (-check).
+const capsBy = "a cgroup"
+
 // cgroupCaps are the caps of one child's cgroup; a zero field is no cap.
 type cgroupCaps struct {
 	// Memory is the most memory (and memory plus swap, where the kernel
@@ -136,19 +139,8 @@ func (g *cgroup) filterNetwork(rules []netRule) error {
 	return attachNetFilter(dir, rules)
 }
 
-// cgroupName is dest as a cgroup directory's name may hold it.
-func cgroupName(dest string) string {
-	b := []byte(dest)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			b[i] = '_'
-		}
-	}
-	if len(b) > 64 {
-		b = b[:64]
-	}
-	return string(b)
-}
+// limitTree is Windows's (its job's limits): a cgroup holds the tree here.
+func (g *cgroup) limitTree(*tree) error { return nil }
 
 // procsFiles are the files a process writes its pid into to join the
 // cgroup (the reaper, itself, before it starts the command).

@@ -308,7 +308,7 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 	if reportW != nil {
 		reportW.Close()
 	}
-	tr, err := newTree(cmd)
+	tr, err := newTree(cmd, cg)
 	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()

@@ -107,7 +107,7 @@ func newJail(d *config.Destination, cmdPath string) (*jail, error) {
 			miss("memory and processes", err)
 		} else {
 			j.cg = cg
-			j.held = append(j.held, "memory and processes by a cgroup")
+			j.held = append(j.held, "memory and processes by "+capsBy)
 		}
 	}
 	if rules != nil {
@@ -173,6 +173,20 @@ func CheckSandbox(d *config.Destination) (held, notHeld []string) {
 	}
 	_ = j.release()
 	return j.held, j.notHeld
+}
+
+// cgroupName is dest as a cgroup directory's name may hold it.
+func cgroupName(dest string) string {
+	b := []byte(dest)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
 }
 
 // systemRead are the paths a child under 'files:' may always read and

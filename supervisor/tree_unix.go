@@ -11,7 +11,7 @@ import (
 // reaper), which groupAttr (spawn_*.go) made it lead. The contract, which
 // tree_windows.go holds too:
 //
-//	newTree(cmd) (*tree, error)  the processes of cmd, just started, held together
+//	newTree(cmd, cg) (*tree, error)  the processes of cmd, just started, held together (under cg's caps where the tree holds them: Windows)
 //	stopStages                   what Stop does after closing stdin, one stage per StopGrace; the last kills
 //	(*tree).stage(i)             does stage i to every process of the tree
 //	(*tree).kill()               kills every process of the tree at once
@@ -19,7 +19,7 @@ import (
 //	checkCommand(cmd) error      refuses a command the platform could not start as written
 type tree struct{ pgid int }
 
-func newTree(cmd *exec.Cmd) (*tree, error) { return &tree{pgid: cmd.Process.Pid}, nil }
+func newTree(cmd *exec.Cmd, _ *cgroup) (*tree, error) { return &tree{pgid: cmd.Process.Pid}, nil }
 
 // stopStages: SIGTERM to the group, then SIGKILL.
 var stopStages = []string{"SIGTERM", "SIGKILL"}

@@ -24,16 +24,15 @@ type tree struct {
 	job windows.Handle
 }
 
-// newTree places cmd's process, started suspended, in a new job and lets
-// it run. On an error the caller kills the process.
-func newTree(cmd *exec.Cmd) (*tree, error) {
+// newTree places cmd's process, started suspended, in a new job, sets
+// the sandbox's caps on it (cg; nil: none), and lets it run. On an error
+// the caller kills the process.
+func newTree(cmd *exec.Cmd, cg *cgroup) (*tree, error) {
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create a job object: %w", err)
 	}
-	info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{
-		BasicLimitInformation: windows.JOBOBJECT_BASIC_LIMIT_INFORMATION{LimitFlags: windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE},
-	}
+	info := cgroupCaps{}.limits()
 	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation, uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
 		windows.CloseHandle(job)
 		return nil, fmt.Errorf("cannot make the job kill its processes when it closes: %w", err)
@@ -50,11 +49,16 @@ func newTree(cmd *exec.Cmd) (*tree, error) {
 		windows.CloseHandle(job)
 		return nil, fmt.Errorf("cannot place the child in its job: %w", err)
 	}
+	t := &tree{job: job}
+	if err := cg.limitTree(t); err != nil {
+		windows.CloseHandle(job)
+		return nil, err
+	}
 	if err := resume(pid); err != nil {
 		windows.CloseHandle(job)
 		return nil, err
 	}
-	return &tree{job: job}, nil
+	return t, nil
 }
 
 // resume lets process pid, created suspended, run: its one thread.

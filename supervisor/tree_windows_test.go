@@ -206,3 +206,45 @@ func TestDefaultStateDirWindows(t *testing.T) {
 		t.Errorf("DefaultStateDir without LOCALAPPDATA = %q, %v", dir, err)
 	}
 }
+
+// TestJobCaps: a sandbox's memory and processes are the limits of the
+// child's job, set before it runs, beside kill-on-close; on Windows they
+// are read back from the job, and the process cap holds the spawner (one
+// process: its sleeper is refused). Wine neither reports a job's limits
+// nor enforces them: there the test checks what is set, and says what it
+// cannot see.
+func TestJobCaps(t *testing.T) {
+	caps := cgroupCaps{Memory: 256 << 20, Processes: 1}
+	check := func(info windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION, what string) {
+		t.Helper()
+		flags := info.BasicLimitInformation.LimitFlags
+		if flags&windows.JOB_OBJECT_LIMIT_JOB_MEMORY == 0 || info.JobMemoryLimit != 256<<20 {
+			t.Errorf("%s: memory limit: flags %#x, %d bytes; want 256 MiB", what, flags, info.JobMemoryLimit)
+		}
+		if flags&windows.JOB_OBJECT_LIMIT_ACTIVE_PROCESS == 0 || info.BasicLimitInformation.ActiveProcessLimit != 1 {
+			t.Errorf("%s: process limit: flags %#x, %d; want 1", what, flags, info.BasicLimitInformation.ActiveProcessLimit)
+		}
+		if flags&windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE == 0 {
+			t.Errorf("%s: the caps replaced kill-on-close: flags %#x", what, flags)
+		}
+	}
+	check(caps.limits(), "the limits set")
+	d := helperDestination()
+	d.Sandbox = &config.Sandbox{Memory: caps.Memory, Processes: caps.Processes}
+	p, err := Start(context.Background(), d, ProcessOptions{StopGrace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(context.Background())
+	if windows.NewLazySystemDLL("ntdll.dll").NewProc("wine_get_version").Find() == nil {
+		t.Skip("under Wine, which neither reports a job's limits nor enforces them: the job's own are checked on Windows")
+	}
+	info, err := jobLimits(p.tree.job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(info, "the job's")
+	if line, err := p.ReadMessage(); err == nil {
+		t.Errorf("the spawner started its sleeper (%s) past the job's cap of one process", line)
+	}
+}

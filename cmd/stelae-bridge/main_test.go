@@ -601,6 +601,23 @@ func TestRunFleet(t *testing.T) {
 func TestRunCheckSandbox(t *testing.T) {
 	_, notHeld := supervisor.CheckSandbox(&config.Destination{Name: "probe", Command: "cat", Sandbox: &config.Sandbox{Processes: 4}})
 	enforced := len(notHeld) == 0
+	if enforced {
+		// What holds each restriction, said per destination.
+		data := t.TempDir()
+		path := writeFile(t, "whole.yaml", fmt.Sprintf("destinations:\n  boxed:\n    command: cat\n    sandbox: {files: {read: [%q]}, network: none, processes: 32}\n  filtered: {command: cat, sandbox: {network: loopback}}\n", data))
+		code, out, errOut := runCmd(t, []string{"-check", "-config", path}, map[string]string{"PATH": os.Getenv("PATH")})
+		for _, want := range []string{"destination boxed: sandbox files read [" + data + "], network none, processes 32: enforced here (files by Landlock ABI", "network none by a network namespace", "memory and processes by a cgroup",
+			"destination filtered: sandbox network loopback: enforced here (network by an eBPF filter on the child's cgroup (2 addresses))"} {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("-check: code %d, stdout %q (want %q), stderr %q", code, out, want, errOut)
+			}
+		}
+		// A path that is not there cannot be granted: the check fails.
+		path = writeFile(t, "missing.yaml", "destinations:\n  boxed: {command: cat, sandbox: {files: {write: [/nonexistent/dir]}}}\n")
+		if code, out, errOut := runCmd(t, []string{"-check", "-config", path}, map[string]string{"PATH": os.Getenv("PATH")}); code != 1 || !strings.Contains(errOut, "'files' lists /nonexistent/dir, which the bridge cannot open") {
+			t.Errorf("-check with a missing path: code %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	}
 	for _, bestEffort := range []bool{false, true} {
 		path := writeFile(t, "sandbox.yaml", fmt.Sprintf("destinations:\n  capped:\n    command: cat\n    sandbox: {memory: 256MiB, processes: 32, best_effort: %v}\n  free: {command: cat}\n", bestEffort))
 		code, out, errOut := runCmd(t, []string{"-check", "-config", path}, map[string]string{"PATH": os.Getenv("PATH")})

@@ -8,34 +8,15 @@ import (
 	"syscall"
 )
 
-// The sandbox's means are Linux's (cgroup_linux.go, netfilter_linux.go,
-// landlock_linux.go). Elsewhere each restriction is refused, or skipped
-// with a warning under best_effort, and -check says so per destination.
-
-// cgroup is Linux's; elsewhere there is none.
-type cgroup struct{}
-
-func (g *cgroup) procsFiles() []string { return nil }
-func (g *cgroup) oomKills() uint64     { return 0 }
-func (g *cgroup) killAll()             {}
-func (g *cgroup) remove() error        { return nil }
-
-// cgroupCaps are Linux's cgroup caps.
-type cgroupCaps struct {
-	Memory    int64
-	Processes int
-}
+// The sandbox's means but its caps are Linux's (netfilter_linux.go,
+// landlock_linux.go). Elsewhere each of those restrictions is refused, or
+// skipped with a warning under best_effort, and -check says so per
+// destination. The caps are the platform's own (cgroup_windows.go,
+// cgroup_darwin.go).
 
 // notHere is why a restriction is not held on this platform.
 func notHere(what, means string) error {
 	return errors.New(what + " is held by Linux's " + means + ", which " + runtime.GOOS + " does not have: this version does not enforce it here")
-}
-
-func newCgroup(dest string, caps cgroupCaps) (*cgroup, error) {
-	if caps.Memory == 0 && caps.Processes == 0 {
-		return &cgroup{}, nil
-	}
-	return nil, notHere("'sandbox' memory and processes", "cgroups")
 }
 
 func (g *cgroup) filterNetwork([]netRule) error {
