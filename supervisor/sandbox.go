@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/config"
@@ -219,10 +220,8 @@ func sandboxPaths(d *config.Destination, cmdPath string) (read, write []string, 
 		}
 		write = append(write, w...)
 	case "uvx":
-		for _, py := range []string{"python3", "python"} {
-			if p, err := exec.LookPath(py); err == nil {
-				read = append(read, installation(p)...)
-			}
+		if prefix := pythonPrefix(); prefix != "" {
+			read = append(read, prefix)
 		}
 		w, err := presetDirs(home, ".cache/uv", ".local/share/uv")
 		if err != nil {
@@ -273,8 +272,9 @@ func sandboxPaths(d *config.Destination, cmdPath string) (read, write []string, 
 
 // installation are the paths that hold the program at path: its
 // directory, and where a bin directory's installation is (its parent:
-// node's lib next to its bin), for the path as given and as its symlinks
-// resolve.
+// node's lib next to its bin), or a shims directory's version manager
+// (pyenv, rbenv, asdf: the shim runs the manager, which runs a version
+// beside it), for the path as given and as its symlinks resolve.
 func installation(path string) []string {
 	if path == "" {
 		return nil
@@ -289,13 +289,26 @@ func installation(path string) []string {
 			continue
 		}
 		dir := filepath.Dir(abs)
-		if filepath.Base(dir) == "bin" && filepath.Dir(dir) != "/" {
+		if base := filepath.Base(dir); (base == "bin" || base == "shims") && filepath.Dir(dir) != "/" {
 			dir = filepath.Dir(dir)
 		}
 		out = append(out, dir)
 	}
 	return out
 }
+
+// pythonPrefix is where the python3 on PATH is installed, as it says
+// (sys.base_prefix: a shim's or a symlink's target may be elsewhere);
+// asked once per bridge, "" when there is none.
+var pythonPrefix = sync.OnceValue(func() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "python3", "-c", "import sys; print(sys.base_prefix)").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+})
 
 // resolved is path with its symlinks resolved ("" when it cannot be).
 func resolved(path string) string {

@@ -149,7 +149,7 @@ func TestSandboxForkBombEndToEnd(t *testing.T) {
 // the network filter's) and its own temporary directory.
 func TestSandboxEndsWithAKilledBridge(t *testing.T) {
 	sandboxHere(t)
-	cfg := destinationsFile(t, map[string]string{"capped": fakemcp.ModeServer}, map[string]string{"capped": "    sandbox: {processes: 64, network: loopback, files: {}}\n"})
+	cfg := destinationsFile(t, map[string]string{"capped": fakemcp.ModeServer}, map[string]string{"capped": "    sandbox: {processes: 64, network: loopback, preset: binary}\n"})
 	p := startBinary(t, cfg)
 	c := newClient(t, p.base+"/capped/mcp")
 	c.initialize()
@@ -437,5 +437,53 @@ func TestSandboxFilesystemServer(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(root, "new.txt")); err != nil || string(data) != "written" {
 		t.Errorf("the granted write: %q, %v", data, err)
+	}
+}
+
+// TestSandboxPythonPreset: a Python server (tests/testdata/readserver.py,
+// plain Python) under 'preset: uvx' runs — its interpreter, wherever
+// python3 says it is installed, is readable without being listed — and is
+// held to its files: it reads the granted directory, not a planted key.
+// The same server without the sandbox (the bystander) reads the key.
+func TestSandboxPythonPreset(t *testing.T) {
+	sandboxHere(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 on this machine")
+	}
+	script, err := filepath.Abs(filepath.Join("testdata", "readserver.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	granted, key := filepath.Join(base, "granted", "note.txt"), filepath.Join(base, "home", ".ssh", "id_ed25519")
+	for path, text := range map[string]string{granted: "granted", key: "PRIVATE KEY"} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dest := func(name, sandbox string) string {
+		return fmt.Sprintf("  %s:\n    command: python3\n    args: [%q]\n%s", name, script, sandbox)
+	}
+	cfg := filepath.Join(t.TempDir(), "destinations.yaml")
+	boxed := fmt.Sprintf("    sandbox: {preset: uvx, files: {read: [%q, %q]}, network: none}\n", filepath.Dir(script), filepath.Dir(granted))
+	if err := os.WriteFile(cfg, []byte("destinations:\n"+dest("boxed", boxed)+dest("plain", "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bridgeBinary(t), "-config", cfg, "-listen", "127.0.0.1:0", "-state-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(base, "home"))
+	p := runBinary(t, cmd)
+	for _, name := range []string{"boxed", "plain"} {
+		c := newClient(t, p.base+"/"+name+"/mcp")
+		c.initialize()
+		if r := c.callTool("1", "read", map[string]any{"path": granted}); !strings.Contains(string(r.body), `"granted"`) || strings.Contains(string(r.body), `"isError"`) {
+			t.Errorf("%s: read granted: %d %s", name, r.status, r.body)
+		}
+		r := c.callTool("2", "read", map[string]any{"path": key})
+		if leaked := strings.Contains(string(r.body), "PRIVATE KEY"); leaked != (name == "plain") {
+			t.Errorf("%s: read key: %d %s", name, r.status, r.body)
+		}
 	}
 }
