@@ -354,7 +354,7 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 	}
 	started = true
 	if opts.Records != nil {
-		p.record = opts.Records.add(d.Name, cmd.Process.Pid, pid)
+		p.record = opts.Records.add(d.Name, cmd.Process.Pid, pid, j)
 	}
 	log.Info("child started", "pid", pid, "command", d.Command)
 	go p.logStderr(errR)

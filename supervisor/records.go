@@ -35,6 +35,12 @@ type record struct {
 	BridgeStart uint64 `json:"bridge_start"`
 	BootID      string `json:"boot_id"`
 	Destination string `json:"destination"`
+	// Cgroups are the cgroup.procs files of the child's sandbox, and Tmp
+	// its own temporary directory (sandbox.go): what the sweep removes
+	// after killing the group, when the bridge and the reaper that would
+	// have removed them died together.
+	Cgroups []string `json:"cgroups,omitempty"`
+	Tmp     string   `json:"tmp,omitempty"`
 }
 
 // OpenRecords keeps records in dir, which it creates (0700) when missing.
@@ -47,11 +53,14 @@ func OpenRecords(dir string) (*Records, error) {
 	return &Records{dir: dir, self: record{BridgePID: self, BridgeStart: st.start, SID: st.sid, BootID: bootID()}}, nil
 }
 
-// add records the group led by pgid, whose command is pid, and returns the
-// record's name.
-func (r *Records) add(dest string, pgid, pid int) string {
+// add records the group led by pgid, whose command is pid, held to its
+// sandbox by j (nil: none), and returns the record's name.
+func (r *Records) add(dest string, pgid, pid int, j *jail) string {
 	rec := r.self
 	rec.PGID, rec.PID, rec.Destination = pgid, pid, dest
+	if j != nil {
+		rec.Cgroups, rec.Tmp = j.args.cgroups, j.tmp
+	}
 	st, _ := procStat(pgid)
 	rec.LeaderStart = st.start
 	name := strconv.Itoa(pgid) + "-" + strconv.FormatUint(rec.LeaderStart, 10) + ".json"
@@ -107,9 +116,33 @@ func (r *Records) Sweep(log hclog.Logger) int {
 		if len(pids) > 0 {
 			log.Warn("killed what a bridge that did not stop left running", "destination", rec.Destination, "pgid", rec.PGID, "processes", len(pids), "dead_bridge_pid", rec.BridgePID)
 		}
+		removeSandbox(rec, log)
 		os.Remove(path)
 	}
 	return killed
+}
+
+// removeSandbox ends what a dead child's sandbox left: the members of its
+// cgroups (what left the group: every process in them is the child's) and
+// the cgroups, and its temporary directory — each only where its name is
+// one the bridge makes ("stelae-<destination>-<random>").
+func removeSandbox(rec record, log hclog.Logger) {
+	var procs []string
+	for _, f := range rec.Cgroups {
+		if filepath.Base(f) == "cgroup.procs" && strings.HasPrefix(filepath.Base(filepath.Dir(f)), "stelae-") {
+			procs = append(procs, f)
+		}
+	}
+	if len(procs) > 0 {
+		g := cgroupOf(procs)
+		g.killAll()
+		if err := g.remove(); err != nil {
+			log.Error("a dead child's cgroup stays", "destination", rec.Destination, "error", err)
+		}
+	}
+	if rec.Tmp != "" && filepath.Dir(rec.Tmp) == filepath.Clean(os.TempDir()) && strings.HasPrefix(filepath.Base(rec.Tmp), "stelae-") {
+		_ = os.RemoveAll(rec.Tmp)
+	}
 }
 
 // groupMembers lists the live processes of rec's group that verifiably are

@@ -16,7 +16,7 @@ func OpenRecords(dir string) (*Records, error) {
 	return &Records{}, nil
 }
 
-func (r *Records) add(dest string, pgid, pid int) string { return "" }
+func (r *Records) add(dest string, pgid, pid int, j *jail) string { return "" }
 
 func (r *Records) remove(name string) {}
 

@@ -25,7 +25,8 @@ import (
 // whose descendants outlived a kill -9 before: a sh -c wrapper that starts a
 // helper and execs the server, a server that spawns its own helper, and a
 // server that ignores SIGTERM.
-func hardKillConfig(t *testing.T) string {
+// A sandbox, when given, is every destination's (top level).
+func hardKillConfig(t *testing.T, sandbox string) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -33,7 +34,7 @@ func hardKillConfig(t *testing.T) string {
 	}
 	script := fmt.Sprintf(`%s=%s "$0" -test.run='^$' & exec env %s=%s "$0" -test.run='^$'`, fakemcp.EnvMode, fakemcp.ModeSleeper, fakemcp.EnvMode, fakemcp.ModeServer)
 	_, _, env := fakemcp.Command(fakemcp.ModeServer)
-	yaml := fmt.Sprintf(`destinations:
+	yaml := sandbox + fmt.Sprintf(`destinations:
   wrapped:
     command: sh
     args: ["-c", %q, %q]
@@ -54,7 +55,19 @@ func hardKillConfig(t *testing.T) string {
 }
 
 func TestHardKillLeavesNoProcess(t *testing.T) {
-	p := startBinary(t, hardKillConfig(t))
+	t.Run("plain", func(t *testing.T) { hardKillLeavesNoProcess(t, "") })
+	t.Run("sandboxed", func(t *testing.T) {
+		sandboxHere(t)
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hardKillLeavesNoProcess(t, fmt.Sprintf("sandbox: {processes: 256, network: none, files: {read: [%q]}}\n", filepath.Dir(exe)))
+	})
+}
+
+func hardKillLeavesNoProcess(t *testing.T, sandbox string) {
+	p := startBinary(t, hardKillConfig(t, sandbox))
 	for _, dest := range []string{"wrapped", "helper", "stubborn"} {
 		c := newClient(t, p.base+"/"+dest+"/mcp")
 		c.initialize()
@@ -87,11 +100,21 @@ func TestHardKillLeavesNoProcess(t *testing.T) {
 // TestRestartKillsWhatAKilledBridgeLeft: the bridge and a reaper die
 // together (OOM kill of the tree), leaving the reaper's server and its
 // helper running; the next bridge with the same -state-dir kills them. A
-// record whose pid now belongs to another process kills nothing.
+// record whose pid now belongs to another process kills nothing. A
+// sandboxed child's cgroups (which its reaper would have removed) and own
+// temporary directory go too.
 func TestRestartKillsWhatAKilledBridgeLeft(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { restartKillsWhatAKilledBridgeLeft(t, "") })
+	t.Run("sandboxed", func(t *testing.T) {
+		sandboxHere(t)
+		restartKillsWhatAKilledBridgeLeft(t, "    sandbox: {processes: 64, network: loopback, preset: binary}\n")
+	})
+}
+
+func restartKillsWhatAKilledBridgeLeft(t *testing.T, sandbox string) {
 	state := t.TempDir()
 	// A stubborn server outlives its stdin's end, as many servers do.
-	config := fakeDestinations(t, map[string]string{"fake": fakemcp.ModeStubborn})
+	config := destinationsFile(t, map[string]string{"fake": fakemcp.ModeStubborn}, map[string]string{"fake": sandbox})
 	first := startBinary(t, config, "-state-dir", state)
 	c := newClient(t, first.base+"/fake/mcp")
 	c.initialize()
@@ -99,6 +122,28 @@ func TestRestartKillsWhatAKilledBridgeLeft(t *testing.T) {
 	var g struct{ PID int }
 	_ = json.Unmarshal(resultOK(t, "spawn_grandchild", c.callTool(`"g"`, "spawn_grandchild", nil)), &g)
 	reaper := mustStat(t, server).pgrp
+	// What the sandbox made: the server's cgroups (pids; the filter's
+	// v2) and its TMPDIR.
+	var left []string
+	if sandbox != "" {
+		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", server))
+		for _, line := range strings.Split(string(cg), "\n") {
+			if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[1] == "pids" {
+				left = append(left, filepath.Join("/sys/fs/cgroup/pids", parts[2]))
+			} else if len(parts) == 3 && parts[0] == "0" {
+				left = append(left, filepath.Join("/sys/fs/cgroup/unified", parts[2]))
+			}
+		}
+		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", server))
+		for _, kv := range strings.Split(string(environ), "\x00") {
+			if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
+				left = append(left, v)
+			}
+		}
+		if len(left) != 3 {
+			t.Fatalf("the sandboxed server's cgroups and TMPDIR: %q", left)
+		}
+	}
 	if reaper == 0 || reaper == server {
 		t.Fatalf("server %d is not led by a reaper (group %d)", server, reaper)
 	}
@@ -143,6 +188,12 @@ func TestRestartKillsWhatAKilledBridgeLeft(t *testing.T) {
 	}
 	if !processAlive(other.Process.Pid) {
 		t.Errorf("a process that only shares a recorded pid was killed")
+	}
+	for _, path := range left {
+		waitFor(t, 10*time.Second, path+" (the dead child's cgroup or TMPDIR) to be removed", func() bool {
+			_, err := os.Stat(path)
+			return os.IsNotExist(err)
+		})
 	}
 	waitFor(t, 10*time.Second, "the records of the dead bridge to be forgotten", func() bool {
 		ents, _ := os.ReadDir(filepath.Join(state, "children"))
