@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -198,5 +199,38 @@ func TestSandboxNetwork(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// TestSandboxRootCannotUndoIt: a child running as root (as the bridge
+// does here) under 'network: none' cannot enter the machine's network
+// namespace (nsenter → setns needs CAP_SYS_ADMIN, which the joiner
+// dropped); the same child without a sandbox can (the bystander that
+// shows the test can fail).
+func TestSandboxRootCannotUndoIt(t *testing.T) {
+	sandboxOrSkip(t)
+	if os.Geteuid() != 0 {
+		t.Skip("the bridge does not run as root here")
+	}
+	if _, err := os.Stat("/usr/bin/nsenter"); err != nil {
+		t.Skip("no nsenter here")
+	}
+	// The test's own namespace is the machine's here.
+	script := `if nsenter --net=$HOSTNS true 2>/dev/null; then echo setns ok; else echo setns denied; fi
+echo done`
+	for _, sandboxed := range []bool{true, false} {
+		d := &config.Destination{Name: "root", Command: "sh", Args: []string{"-c", script},
+			Env: map[string]string{"HOSTNS": fmt.Sprintf("/proc/%d/ns/net", os.Getpid())}}
+		if sandboxed {
+			d.Sandbox = &config.Sandbox{Network: config.NetworkNone}
+		}
+		lines := childLines(t, d)
+		want := "setns ok"
+		if sandboxed {
+			want = "setns denied"
+		}
+		if len(lines) == 0 || lines[0] != want {
+			t.Errorf("sandboxed %v: %q; want %s", sandboxed, lines, want)
+		}
 	}
 }

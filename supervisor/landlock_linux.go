@@ -138,6 +138,33 @@ func restrictFiles(read, write []string) error {
 	return nil
 }
 
+// undoing are the capabilities a child running as root could undo its
+// sandbox with: enter another network namespace (setns) or make one,
+// detach the filters, open a file by handle past Landlock
+// (open_by_handle_at), trace or load code into other processes, make
+// devices, raw sockets. The joiner drops them from the bounding set of the
+// thread that execs the command, so neither the command nor anything it
+// starts (setuid programs included) has them.
+var undoing = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_SYS_PTRACE,
+	unix.CAP_SYS_MODULE, unix.CAP_SYS_RAWIO, unix.CAP_DAC_READ_SEARCH, unix.CAP_NET_RAW, unix.CAP_MKNOD,
+	unix.CAP_SYS_BOOT, unix.CAP_SYS_TIME, unix.CAP_MAC_ADMIN, unix.CAP_MAC_OVERRIDE, unix.CAP_SYSLOG,
+	unix.CAP_LINUX_IMMUTABLE, unix.CAP_SETPCAP}
+
+// dropUndoing drops undoing from the calling thread's bounding set (the
+// caller has locked its goroutine to its thread and execs next). A
+// process without CAP_SETPCAP has none of them to drop: nothing to do.
+func dropUndoing() error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	for _, c := range undoing {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("cannot drop the capability %d that could undo the sandbox: %w", c, err)
+		}
+	}
+	return nil
+}
+
 // loopbackUp brings up the loopback of the network namespace the joiner
 // was started in ('network: none'): the child may talk to itself, and to
 // nothing else.

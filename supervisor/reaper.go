@@ -145,6 +145,9 @@ func joinAndExec(path string, argv []string, sa sandboxArgs) int {
 		fmt.Fprintln(os.Stderr, "stelae-bridge:", err)
 		return 126
 	}
+	// A Landlock domain and a bounding set are the thread's, until exec
+	// makes them the new program's: this thread, to the end.
+	runtime.LockOSThread()
 	if err := joinCgroups(sa.cgroups); err != nil {
 		return fail(err)
 	}
@@ -153,11 +156,12 @@ func joinAndExec(path string, argv []string, sa sandboxArgs) int {
 			return fail(err)
 		}
 	}
+	// What a command running as root could undo the rest with.
+	if err := dropUndoing(); err != nil {
+		return fail(err)
+	}
 	// Last: the cgroups' files are outside what the command may touch.
 	if len(sa.read)+len(sa.write) > 0 {
-		// Landlock holds the thread that restricts itself, and what it
-		// execs: this one, to the end.
-		runtime.LockOSThread()
 		if err := restrictFiles(sa.read, sa.write); err != nil {
 			return fail(err)
 		}
