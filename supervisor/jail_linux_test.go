@@ -234,3 +234,41 @@ echo done`
 		}
 	}
 }
+
+// TestSandboxMemoryWithoutCgroups: where no cgroup can be made (here, a
+// mount table without the controllers), 'memory' falls back to
+// RLIMIT_DATA on each process — the limit that does not break Node — and
+// -check's words say so; a process that takes more fails to allocate,
+// while the same script without the sandbox (the bystander) takes it.
+// 'processes' has no such fallback (RLIMIT_NPROC counts every process of
+// the user): refused.
+func TestSandboxMemoryWithoutCgroups(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"mountinfo", "cgroup"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := cgroupRoot
+	cgroupRoot = dir
+	defer func() { cgroupRoot = old }()
+	script := `ulimit -d; (x=$(head -c 300000000 /dev/zero | tr '\0' a); echo ${#x}) >/dev/null 2>&1 && echo survived || echo refused; echo done`
+	for _, sandboxed := range []bool{true, false} {
+		d := &config.Destination{Name: "data", Command: "sh", Args: []string{"-c", script}}
+		want := []string{"unlimited", "survived"}
+		if sandboxed {
+			d.Sandbox = &config.Sandbox{Memory: 64 << 20}
+			want = []string{"65536", "refused"}
+			held, notHeld := CheckSandbox(d)
+			if len(notHeld) > 0 || len(held) != 1 || !strings.Contains(held[0], "memory by RLIMIT_DATA on each process") {
+				t.Errorf("CheckSandbox: held %q, not held %q", held, notHeld)
+			}
+		}
+		if got := childLines(t, d); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("sandboxed %v: %q; want %q", sandboxed, got, want)
+		}
+	}
+	if _, notHeld := CheckSandbox(&config.Destination{Name: "p", Command: "sh", Sandbox: &config.Sandbox{Memory: 64 << 20, Processes: 8}}); len(notHeld) != 1 {
+		t.Errorf("memory and processes without cgroups: not held %q; want the refusal", notHeld)
+	}
+}

@@ -165,6 +165,18 @@ func dropUndoing() error {
 	return nil
 }
 
+// rlimitData: RLIMIT_DATA is the memory cap's fallback here.
+const rlimitData = true
+
+// limitData sets the data limit of the calling process (and what it
+// execs and starts), soft and hard.
+func limitData(n int64) error {
+	if err := unix.Setrlimit(unix.RLIMIT_DATA, &unix.Rlimit{Cur: uint64(n), Max: uint64(n)}); err != nil {
+		return fmt.Errorf("cannot set the child's data limit: %w", err)
+	}
+	return nil
+}
+
 // loopbackUp brings up the loopback of the network namespace the joiner
 // was started in ('network: none'): the child may talk to itself, and to
 // nothing else.

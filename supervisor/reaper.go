@@ -70,6 +70,9 @@ const (
 	// tmpArg names the command's own temporary directory, which the
 	// reaper removes when the bridge is gone (the bridge does otherwise).
 	tmpArg = "__tmp="
+	// dataLimitArg is the RLIMIT_DATA of each process of the command
+	// (the memory cap where no cgroup can be made).
+	dataLimitArg = "__data="
 	// loopbackArg: the command has a network namespace of its own, whose
 	// loopback the joiner brings up ('network: none').
 	loopbackArg = "__netns"
@@ -79,6 +82,7 @@ const (
 type sandboxArgs struct {
 	cgroups, read, write []string
 	tmp                  string
+	dataLimit            int64
 	netns                bool
 }
 
@@ -93,6 +97,11 @@ func (sa *sandboxArgs) parse(arg string) bool {
 			*a.into = append(*a.into, v)
 			return true
 		}
+	}
+	if v, ok := strings.CutPrefix(arg, dataLimitArg); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		sa.dataLimit = n
+		return err == nil
 	}
 	if v, ok := strings.CutPrefix(arg, tmpArg); ok {
 		sa.tmp = v
@@ -120,6 +129,9 @@ func (sa sandboxArgs) args() []string {
 	if sa.tmp != "" {
 		out = append(out, tmpArg+sa.tmp)
 	}
+	if sa.dataLimit > 0 {
+		out = append(out, dataLimitArg+strconv.FormatInt(sa.dataLimit, 10))
+	}
 	if sa.netns {
 		out = append(out, loopbackArg)
 	}
@@ -128,7 +140,7 @@ func (sa sandboxArgs) args() []string {
 
 // empty reports whether sa asks nothing of the joiner.
 func (sa sandboxArgs) empty() bool {
-	return len(sa.cgroups) == 0 && len(sa.read) == 0 && len(sa.write) == 0 && sa.tmp == "" && !sa.netns
+	return len(sa.cgroups) == 0 && len(sa.read) == 0 && len(sa.write) == 0 && sa.tmp == "" && sa.dataLimit == 0 && !sa.netns
 }
 
 // joinMode makes the binary the joiner: the reaper's child that joins the
@@ -153,6 +165,11 @@ func joinAndExec(path string, argv []string, sa sandboxArgs) int {
 	}
 	if sa.netns {
 		if err := loopbackUp(); err != nil {
+			return fail(err)
+		}
+	}
+	if sa.dataLimit > 0 {
+		if err := limitData(sa.dataLimit); err != nil {
 			return fail(err)
 		}
 	}

@@ -104,11 +104,18 @@ func newJail(d *config.Destination, cmdPath string) (*jail, error) {
 	}
 	if s.Memory > 0 || s.Processes > 0 {
 		cg, err := newCgroup(d.Name, cgroupCaps{Memory: s.Memory, Processes: s.Processes})
-		if err != nil {
-			miss("memory and processes", err)
-		} else {
+		switch {
+		case err == nil:
 			j.cg = cg
 			j.held = append(j.held, "memory and processes by "+capsBy)
+		case s.Processes == 0 && rlimitData:
+			// The fallback that does not break Node: a data limit on
+			// each process (an address-space limit would: V8 reserves
+			// far more than it uses).
+			j.args.dataLimit = s.Memory
+			j.held = append(j.held, "memory by RLIMIT_DATA on each process (no cgroup here: "+err.Error()+"; each process of the tree may take that much, and one over it fails to allocate rather than being stopped)")
+		default:
+			miss("memory and processes", err)
 		}
 	}
 	if rules != nil {

@@ -113,7 +113,8 @@ func TestSandboxProcessCap(t *testing.T) {
 // TestSandboxRefusedWhereItCannotHold: a sandbox this system cannot hold
 // refuses the start, for good (ErrPermanent: no retry can help), saying
 // what to do; with best_effort the child starts, uncapped, and the log
-// says so.
+// says so. (A process cap: a memory cap alone falls back to RLIMIT_DATA,
+// TestSandboxMemoryWithoutCgroups.)
 func TestSandboxRefusedWhereItCannotHold(t *testing.T) {
 	saved := cgroupRoot
 	t.Cleanup(func() { cgroupRoot = saved })
@@ -121,9 +122,9 @@ func TestSandboxRefusedWhereItCannotHold(t *testing.T) {
 	cgroupRoot = dir
 	_ = os.WriteFile(filepath.Join(dir, "mountinfo"), []byte("30 23 0:27 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"), 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "cgroup"), []byte("0::/user.slice\n"), 0o644)
-	d := &config.Destination{Name: "capped", Command: "sh", Args: []string{"-c", "read x"}, Sandbox: &config.Sandbox{Memory: 64 << 20}}
+	d := &config.Destination{Name: "capped", Command: "sh", Args: []string{"-c", "read x"}, Sandbox: &config.Sandbox{Processes: 8}}
 	_, err := Start(context.Background(), d, reaperOptions(t))
-	if err == nil || !errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), "cannot hold it to its sandbox (memory 64MiB)") || !strings.Contains(err.Error(), "best_effort") {
+	if err == nil || !errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), "cannot hold it to its sandbox (processes 8)") || !strings.Contains(err.Error(), "best_effort") {
 		t.Fatalf("Start: %v; want a permanent refusal naming the sandbox and best_effort", err)
 	}
 	var logs lockedBuffer

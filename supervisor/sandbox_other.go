@@ -39,3 +39,7 @@ func joinCgroups([]string) error               { return errors.New("cgroups are 
 func restrictFiles(read, write []string) error { return errors.New("Landlock is Linux's") }
 func loopbackUp() error                        { return errors.New("network namespaces are Linux's") }
 func dropUndoing() error                       { return nil }
+func limitData(int64) error                    { return errors.New("RLIMIT_DATA is used on Linux only") }
+
+// rlimitData: the memory cap has no fallback here.
+const rlimitData = false
