@@ -117,6 +117,7 @@ func describe(name, url string, ep *session.Endpoint) console.Destination {
 	st := ep.Status()
 	d := console.Destination{Name: name, URL: url, Isolation: "shared", State: st.State, PID: st.PID, Restarts: st.RestartsTotal, RecentRestarts: st.Restarts,
 		LastExit: st.LastExit, FailedReason: st.Failed, Waiting: st.Waiting, Stopping: st.Stopping, Sessions: []console.Session{}, Tools: []console.Tool{}}
+	d.SandboxHeld, d.SandboxNotHeld = strings.Join(st.SandboxHeld, "; "), strings.Join(st.SandboxNotHeld, "; ")
 	switch {
 	case ep.Isolated():
 		d.Isolation = "session"

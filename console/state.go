@@ -61,7 +61,12 @@ type Destination struct {
 	Isolation string `json:"isolation"`
 	// Sandbox is what its child may take ("memory 512MiB, processes
 	// 64"); "" for none.
-	Sandbox        string  `json:"sandbox,omitempty"`
+	Sandbox string `json:"sandbox,omitempty"`
+	// SandboxHeld says what holds the running child's sandbox here
+	// ("files by Landlock ABI 7; …"), SandboxNotHeld what is not held
+	// (best_effort) and why; "" when no child runs or none is.
+	SandboxHeld    string  `json:"sandbox_held,omitempty"`
+	SandboxNotHeld string  `json:"sandbox_not_held,omitempty"`
 	State          string  `json:"state"`
 	PID            int     `json:"pid"`
 	UptimeS        float64 `json:"uptime_s"`

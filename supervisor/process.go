@@ -124,9 +124,12 @@ type Process struct {
 	// cg is the cgroup of the sandbox's caps and network filter (nil:
 	// none), and tmp the child's own temporary directory (""); wait
 	// removes both.
-	cg        *cgroup
-	tmp       string
-	closeOnce sync.Once
+	cg  *cgroup
+	tmp string
+	// held and notHeld say how the child's sandbox is held (jail); set
+	// before the child starts, then only read.
+	held, notHeld []string
+	closeOnce     sync.Once
 	// giveUpOnce stops, once, a child that stopped reading its stdin
 	// (giveUp); killTimer is its SIGKILL after StopGrace, stopped by wait.
 	giveUpOnce sync.Once
@@ -350,7 +353,7 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 	p.queue.Keep = keepBuf
 	p.cg = cg
 	if j != nil {
-		p.tmp = j.tmp
+		p.tmp, p.held, p.notHeld = j.tmp, j.held, j.notHeld
 	}
 	started = true
 	if opts.Records != nil {
@@ -725,6 +728,10 @@ func (p *Process) ExitStatus() string {
 		return ""
 	}
 }
+
+// SandboxHeld says what holds the child's sandbox here, and what of it
+// is not held (best_effort) and why.
+func (p *Process) SandboxHeld() (held, notHeld []string) { return p.held, p.notHeld }
 
 // PID implements Child.
 func (p *Process) PID() int { return p.pid }

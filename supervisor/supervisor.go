@@ -218,6 +218,15 @@ type Status struct {
 	// Failed is why the destination failed, as its clients are told
 	// (state failed only).
 	Failed string
+	// SandboxHeld says what holds the running child's sandbox on this
+	// system ("files by Landlock ABI 7", …), and SandboxNotHeld what is
+	// not held (best_effort) and why; both empty without a sandbox.
+	SandboxHeld, SandboxNotHeld []string
+}
+
+// sandboxed is a child that knows how its sandbox is held (Process).
+type sandboxed interface {
+	SandboxHeld() (held, notHeld []string)
 }
 
 // Status reports the current state.
@@ -236,6 +245,9 @@ func (s *Supervisor[H]) Status() Status {
 		st.PID = s.curChild.PID()
 		st.Started = s.curStarted
 		st.Children = 1
+		if sb, ok := s.curChild.(sandboxed); ok {
+			st.SandboxHeld, st.SandboxNotHeld = sb.SandboxHeld()
+		}
 	}
 	return st
 }

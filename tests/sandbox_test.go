@@ -217,14 +217,19 @@ func TestSandboxEndsWithAKilledBridge(t *testing.T) {
 }
 
 // TestSandboxInTheConsole: the console's page shows a destination's
-// sandbox beside its isolation, in a real browser, and none for a
-// destination without one.
+// sandbox beside its isolation, in a real browser — once its child runs,
+// what holds it, and what a best-effort sandbox could not hold —, and
+// none for a destination without one.
 func TestSandboxInTheConsole(t *testing.T) {
 	sandboxHere(t)
 	browser := browserFor(t)
-	cfg := destinationsFile(t, map[string]string{"capped": fakemcp.ModeServer, "free": fakemcp.ModeServer},
-		map[string]string{"capped": "    sandbox: {memory: 256MiB, processes: 64}\n"})
+	cfg := destinationsFile(t, map[string]string{"capped": fakemcp.ModeServer, "free": fakemcp.ModeServer, "partial": fakemcp.ModeServer},
+		map[string]string{"capped": "    sandbox: {memory: 256MiB, processes: 64}\n",
+			"partial": "    sandbox: {processes: 64, files: {read: [/nonexistent/stelae]}, best_effort: true}\n"})
 	p := startBinary(t, cfg)
+	for _, name := range []string{"capped", "partial"} {
+		newClient(t, p.base+"/"+name+"/mcp").initialize()
+	}
 	link := consoleLink(t, p)
 	ctx, cancel := context.WithTimeout(browser, 2*time.Minute)
 	defer cancel()
@@ -238,6 +243,11 @@ func TestSandboxInTheConsole(t *testing.T) {
 	}
 	if got := pg.text(`section.destination[data-destination="free"] .where`); strings.Contains(got, "sandbox") {
 		t.Errorf("free's line: %q; want no sandbox", got)
+	}
+	pg.waitJS("capped's sandbox held", `(document.querySelector('section.destination[data-destination="capped"] .where').textContent || '').includes('held by memory and processes by a cgroup')`)
+	pg.waitJS("partial's sandbox not held", `(document.querySelector('section.destination[data-destination="partial"] .where').textContent || '').includes('NOT HELD: files:')`)
+	if got := pg.text(`section.destination[data-destination="partial"] .where`); !strings.Contains(got, "held by memory and processes by a cgroup") || !strings.Contains(got, "/nonexistent/stelae") {
+		t.Errorf("partial's line: %q; want what holds it and what does not", got)
 	}
 }
 

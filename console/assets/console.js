@@ -184,7 +184,13 @@
   function updateDest(sec, d) {
     const f = refs.get(sec);
     const st = str(d.state) || 'unknown';
-    setText(f.where, `${str(d.url)} · isolation: ${str(d.isolation) || '—'}${d.sandbox ? ` · sandbox: ${str(d.sandbox)}` : ''}`);
+    let sandbox = '';
+    if (d.sandbox) {
+      sandbox = ` · sandbox: ${str(d.sandbox)}`;
+      if (d.sandbox_held) sandbox += ` (held by ${str(d.sandbox_held)})`;
+      if (d.sandbox_not_held) sandbox += ` · NOT HELD: ${str(d.sandbox_not_held)}`;
+    }
+    setText(f.where, `${str(d.url)} · isolation: ${str(d.isolation) || '—'}${sandbox}`);
     setText(f.state, st);
     const cls = 'state state-' + (/^[a-z][a-z-]*$/.test(st) ? st : 'unknown');
     if (f.state.className !== cls) f.state.className = cls;
