@@ -7,29 +7,29 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
 
 // Caps held by cgroups (issue 37: 'sandbox: memory, processes'). A
-// child's memory and its number of
-// processes are capped by a cgroup of its own, made under the bridge's
-// own cgroup in each controller's hierarchy before the child starts; the
-// child's reaper joins it before it starts the command, so the command and
-// everything it starts are inside from their first instruction (a pid
+// child's memory and its number of processes are capped by a cgroup of its
+// own, made under the bridge's own cgroup before the child starts; the
+// child's joiner enters it before it becomes the command, so the command
+// and everything it starts are inside from their first instruction (a pid
 // written after the start could fork first). What the kernel counts is
 // read back: the OOM kills that ended a child over its memory cap.
 //
-// This build speaks cgroup v1 (memory and pids controllers, as on these
-// machines). Under cgroup v2 the controllers must be delegated to the
-// bridge (systemd's Delegate=yes, with the bridge in a leaf of its own):
-// not done yet, and newCgroup says so rather than start a child uncapped.
-
-// capsBy says what holds the caps here (-check).
-const capsBy = "a cgroup"
+// Each controller is taken where the system mounts it: cgroup v1's memory
+// or pids hierarchy (as on these machines), else the cgroup v2 hierarchy
+// (where it must be available to the bridge's cgroup: under systemd,
+// Delegate=yes). One v2 directory per child holds its v2 caps and its
+// network filter.
 
 // cgroupCaps are the caps of one child's cgroup; a zero field is no cap.
 type cgroupCaps struct {
@@ -40,26 +40,37 @@ type cgroupCaps struct {
 	Processes int
 }
 
-// cgroup is one child's cgroup: a directory per controller (v1). Its
-// fields are set by newCgroup and never change.
+// capsBy says what holds the caps here (-check).
+const capsBy = "a cgroup"
+
+// cgroup is one child's cgroup: a directory per v1 controller, and one in
+// the v2 hierarchy. Its fields are set by newCgroup and filterNetwork
+// before the child starts, and then only read.
 type cgroup struct {
 	// name is the directories' name ("stelae-<destination>-<random>").
 	name string
-	// dirs are the cgroup's directories, memory's first when capped, the
-	// cgroup v2 one (the network filter's) last.
+	// dirs are the cgroup's directories, the v2 one among them.
 	dirs []string
-	// memory is the memory controller's directory ("" when not capped).
+	// memory is the directory whose memory controller caps the child
+	// ("" when not capped), v2 whether it is the v2 one.
 	memory string
+	v2     string
 }
 
-// cgroupRoot is where the controllers' hierarchies are mounted; a
-// variable for the tests of the mount table's reading.
+// cgroupRoot is where the process's mount table and cgroups are read
+// (/proc/self); a variable for the tests of their reading.
 var cgroupRoot = "/proc/self"
 
 // newCgroup makes a cgroup for a child of destination dest with caps, in
 // each controller's hierarchy under the bridge's own cgroup. The error
 // says what could not be done and what to do.
 func newCgroup(dest string, caps cgroupCaps) (*cgroup, error) {
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:])
+	g := &cgroup{name: "stelae-" + cgroupName(dest) + "-" + hex.EncodeToString(suffix[:])}
+	if caps.Memory == 0 && caps.Processes == 0 {
+		return g, nil
+	}
 	mounts, err := cgroupMounts()
 	if err != nil {
 		return nil, err
@@ -68,74 +79,154 @@ func newCgroup(dest string, caps cgroupCaps) (*cgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	var suffix [4]byte
-	_, _ = rand.Read(suffix[:])
-	name := "stelae-" + cgroupName(dest) + "-" + hex.EncodeToString(suffix[:])
-	g := &cgroup{name: name}
-	make1 := func(controller string, files [][2]string) error {
-		mount, ok := mounts[controller]
-		if !ok {
-			if _, v2 := mounts[""]; v2 {
-				return fmt.Errorf("the %s cap needs cgroup v1's %s controller, and this system has cgroup v2 only: capping under v2 is not built yet (run without the cap, or on a system with cgroup v1)", controller, controller)
+	limit := strconv.FormatInt(caps.Memory, 10)
+	for _, c := range []struct {
+		controller string
+		on         bool
+		v1, v2     [][2]string
+	}{
+		// Swap counts too where the kernel accounts it (v1: memory
+		// plus swap; v2: no swap beside the memory); where it does not,
+		// there is no file to write.
+		{"memory", caps.Memory > 0, [][2]string{{"memory.limit_in_bytes", limit}, {"?memory.memsw.limit_in_bytes", limit}},
+			[][2]string{{"memory.max", limit}, {"?memory.swap.max", "0"}}},
+		{"pids", caps.Processes > 0, [][2]string{{"pids.max", strconv.Itoa(caps.Processes)}}, [][2]string{{"pids.max", strconv.Itoa(caps.Processes)}}},
+	} {
+		if !c.on {
+			continue
+		}
+		var dir string
+		var files [][2]string
+		if mount, ok := mounts[c.controller]; ok {
+			dir, files = filepath.Join(mount.point, strings.TrimPrefix(own[c.controller], mount.root), g.name), c.v1
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				g.remove()
+				return nil, fmt.Errorf("cannot make the child's %s cgroup %s: %w (the bridge needs to be allowed to make cgroups under its own: run it as root, or with a delegated cgroup)", c.controller, dir, err)
 			}
-			return fmt.Errorf("the %s cap needs the cgroup %s controller, which is not mounted here", controller, controller)
+			g.dirs = append(g.dirs, dir)
+		} else if _, ok := mounts[""]; ok {
+			if dir, err = g.v2dir(mounts, own, c.controller); err != nil {
+				g.remove()
+				return nil, err
+			}
+			files = c.v2
+		} else {
+			return nil, fmt.Errorf("the %s cap needs the cgroup %s controller, which is not mounted here", c.controller, c.controller)
 		}
-		dir := filepath.Join(mount.point, strings.TrimPrefix(own[controller], mount.root), name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return fmt.Errorf("cannot make the child's %s cgroup %s: %w (the bridge needs to be allowed to make cgroups under its own: run it as root, or with a delegated cgroup)", controller, dir, err)
+		if c.controller == "memory" {
+			g.memory = dir
 		}
-		g.dirs = append(g.dirs, dir)
 		for _, f := range files {
-			if err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0o644); err != nil {
-				return fmt.Errorf("cannot set %s of the child's cgroup %s: %w", f[0], dir, err)
+			file, optional := strings.CutPrefix(f[0], "?")
+			if err := os.WriteFile(filepath.Join(dir, file), []byte(f[1]), 0o644); err != nil && !(optional && errors.Is(err, os.ErrNotExist)) {
+				g.remove()
+				return nil, fmt.Errorf("cannot set %s of the child's cgroup %s: %w", file, dir, err)
 			}
-		}
-		return nil
-	}
-	if caps.Memory > 0 {
-		limit := strconv.FormatInt(caps.Memory, 10)
-		if err := make1("memory", [][2]string{{"memory.limit_in_bytes", limit}}); err != nil {
-			g.remove()
-			return nil, err
-		}
-		g.memory = g.dirs[len(g.dirs)-1]
-		// Swap counts too where the kernel accounts it; where it does
-		// not, there is no file to write.
-		if err := os.WriteFile(filepath.Join(g.memory, "memory.memsw.limit_in_bytes"), []byte(limit), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
-			g.remove()
-			return nil, fmt.Errorf("cannot set the swap cap of the child's cgroup %s: %w", g.memory, err)
-		}
-	}
-	if caps.Processes > 0 {
-		if err := make1("pids", [][2]string{{"pids.max", strconv.Itoa(caps.Processes)}}); err != nil {
-			g.remove()
-			return nil, err
 		}
 	}
 	return g, nil
 }
 
-// filterNetwork puts the cgroup's processes in a cgroup v2 directory of its
-// own too, to which it attaches the filter that lets them reach only rules
-// (netfilter_linux.go).
+// v2dir is the child's directory in the cgroup v2 hierarchy, made on first
+// use, with controller (none: "") available in it.
+func (g *cgroup) v2dir(mounts map[string]cgroupMount, own map[string]string, controller string) (string, error) {
+	m := mounts[""]
+	parent := filepath.Join(m.point, strings.TrimPrefix(v2Parent(own[""]), m.root))
+	if controller != "" {
+		if err := delegateV2(parent, controller); err != nil {
+			return "", err
+		}
+	}
+	if g.v2 != "" {
+		return g.v2, nil
+	}
+	dir := filepath.Join(parent, g.name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", fmt.Errorf("cannot make the child's cgroup %s: %w (the bridge needs to be allowed to make cgroups under its own: run it as root, or under systemd with Delegate=yes)", dir, err)
+	}
+	g.dirs = append(g.dirs, dir)
+	g.v2 = dir
+	return dir, nil
+}
+
+// v2Parent is the parent of the children's cgroups v2: the bridge's own
+// (own, relative to the hierarchy's root), or the one delegateV2 moved the
+// bridge out of into its leaf.
+func v2Parent(own string) string {
+	if path.Base(own) == bridgeLeaf {
+		return path.Dir(own)
+	}
+	return own
+}
+
+// delegateMu guards the bridge's v2 cgroup's subtree_control and the move
+// of its processes into its leaf (delegateV2).
+var delegateMu sync.Mutex
+
+// bridgeLeaf is the leaf of its own cgroup v2 the bridge moves its
+// processes to, so that the cgroup may hand controllers to its children
+// (v2 lets only a cgroup without processes of its own do that, the
+// root's excepted).
+const bridgeLeaf = "stelae-bridge"
+
+// delegateV2 makes controller available to the children of parent, the
+// bridge's cgroup v2 (cgroup.subtree_control): when it is not yet, the
+// processes in parent (the bridge, and children started without a
+// sandbox) move to its leaf first.
+func delegateV2(parent, controller string) error {
+	delegateMu.Lock()
+	defer delegateMu.Unlock()
+	enabled, _ := os.ReadFile(filepath.Join(parent, "cgroup.subtree_control"))
+	if slices.Contains(strings.Fields(string(enabled)), controller) {
+		return nil
+	}
+	available, _ := os.ReadFile(filepath.Join(parent, "cgroup.controllers"))
+	if !slices.Contains(strings.Fields(string(available)), controller) {
+		return fmt.Errorf("the %s cap needs cgroup v2's %s controller, which the bridge's cgroup %s is not given (under systemd, give the bridge's unit Delegate=yes)", controller, controller, parent)
+	}
+	if procs, _ := os.ReadFile(filepath.Join(parent, "cgroup.procs")); len(strings.TrimSpace(string(procs))) > 0 && !isV2Root(parent) {
+		leaf := filepath.Join(parent, bridgeLeaf)
+		if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("cannot make the bridge's own leaf cgroup %s (to hand the %s controller to its children): %w", leaf, controller, err)
+		}
+		for _, pid := range strings.Fields(string(procs)) {
+			if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(pid), 0o644); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("cannot move process %s to the bridge's leaf cgroup %s: %w", pid, leaf, err)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+"+controller), 0o644); err != nil {
+		return fmt.Errorf("cannot hand cgroup v2's %s controller to the children of %s: %w", controller, parent, err)
+	}
+	return nil
+}
+
+// isV2Root reports whether dir is a cgroup v2 hierarchy's root (which may
+// have processes and hand out controllers at once).
+func isV2Root(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "cgroup.type"))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// filterNetwork puts the cgroup's processes in its cgroup v2 directory
+// (made now, unless the caps made it), to which it attaches the filter
+// that lets them reach only rules (netfilter_linux.go).
 func (g *cgroup) filterNetwork(rules []netRule) error {
 	mounts, err := cgroupMounts()
 	if err != nil {
 		return err
 	}
+	if _, ok := mounts[""]; !ok {
+		return errors.New("'network' with loopback or addresses needs the cgroup v2 hierarchy, which this system does not mount (at /sys/fs/cgroup, or /sys/fs/cgroup/unified beside v1's controllers)")
+	}
 	own, err := ownCgroups()
 	if err != nil {
 		return err
 	}
-	m, ok := mounts[""]
-	if !ok {
-		return errors.New("'network' with loopback or addresses needs the cgroup v2 hierarchy, which this system does not mount (at /sys/fs/cgroup, or /sys/fs/cgroup/unified beside v1's controllers)")
+	dir, err := g.v2dir(mounts, own, "")
+	if err != nil {
+		return err
 	}
-	dir := filepath.Join(m.point, strings.TrimPrefix(own[""], m.root), g.name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return fmt.Errorf("cannot make the child's cgroup %s for its network filter: %w (the bridge needs to be allowed to make cgroups under its own: run it as root, or with a delegated cgroup)", dir, err)
-	}
-	g.dirs = append(g.dirs, dir)
 	return attachNetFilter(dir, rules)
 }
 
@@ -181,7 +272,11 @@ func (g *cgroup) oomKills() uint64 {
 	if g.memory == "" {
 		return 0
 	}
-	data, err := os.ReadFile(filepath.Join(g.memory, "memory.oom_control"))
+	file := "memory.oom_control"
+	if g.memory == g.v2 {
+		file = "memory.events"
+	}
+	data, err := os.ReadFile(filepath.Join(g.memory, file))
 	if err != nil {
 		return 0
 	}

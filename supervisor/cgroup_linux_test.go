@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/config"
 )
 
 // capsOrSkip makes a cgroup with caps, or skips the test where this
@@ -126,8 +130,12 @@ func TestCgroupStopsAMemoryHog(t *testing.T) {
 }
 
 // TestCgroupMountTable: the controllers are found where the mount table
-// says, and a system with cgroup v2 alone is refused with what to do,
-// never given an uncapped child.
+// says; under cgroup v2 alone a bridge whose cgroup is not given the
+// controllers is refused with what to do (Delegate=yes), never given an
+// uncapped child, and one that is given them (a directory that stands for
+// a delegated cgroup v2: the files the kernel's interface has) moves its
+// processes into its leaf, hands the controllers to its children and caps
+// the child's. TestCgroupV2 runs that against the kernel where it can.
 func TestCgroupMountTable(t *testing.T) {
 	saved := cgroupRoot
 	t.Cleanup(func() { cgroupRoot = saved })
@@ -154,12 +162,111 @@ func TestCgroupMountTable(t *testing.T) {
 	if err != nil || own["memory"] != "/process_api/x" || own["pids"] != "/kube/pod1" {
 		t.Errorf("own %v, %v", own, err)
 	}
-	write("mountinfo", "30 23 0:27 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n")
-	write("cgroup", "0::/user.slice\n")
-	if _, err := newCgroup("d", cgroupCaps{Processes: 4}); err == nil || !strings.Contains(err.Error(), "cgroup v2 only") {
-		t.Errorf("under cgroup v2 alone: %v; want a refusal that says so", err)
+	v2 := t.TempDir()
+	service := filepath.Join(v2, "system.slice", "stelae.service")
+	if err := os.MkdirAll(service, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"cgroup.type": "domain\n", "cgroup.controllers": "cpu io\n", "cgroup.subtree_control": "", "cgroup.procs": "4242\n4343\n"} {
+		if err := os.WriteFile(filepath.Join(service, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("mountinfo", "30 23 0:27 / "+v2+" rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n")
+	write("cgroup", "0::/system.slice/stelae.service\n")
+	if _, err := newCgroup("d", cgroupCaps{Processes: 4}); err == nil || !strings.Contains(err.Error(), "Delegate=yes") {
+		t.Errorf("under cgroup v2 without the controllers: %v; want a refusal that says what to do", err)
+	}
+	_ = os.WriteFile(filepath.Join(service, "cgroup.controllers"), []byte("cpu io memory pids\n"), 0o644)
+	g, err := newCgroup("d", cgroupCaps{Processes: 4, Memory: 64 << 20})
+	if err != nil {
+		t.Fatalf("under a delegated cgroup v2: %v", err)
+	}
+	for file, want := range map[string]string{
+		filepath.Join(service, bridgeLeaf, "cgroup.procs"): "4343",  // the last pid written
+		filepath.Join(service, "cgroup.subtree_control"):   "+pids", // the last controller handed
+		filepath.Join(g.v2, "pids.max"):                    "4",
+		filepath.Join(g.v2, "memory.max"):                  strconv.Itoa(64 << 20),
+		filepath.Join(g.v2, "memory.swap.max"):             "0",
+	} {
+		if data, err := os.ReadFile(file); err != nil || string(data) != want {
+			t.Errorf("%s: %q, %v; want %q", file, data, err, want)
+		}
+	}
+	if filepath.Dir(g.v2) != service || g.memory != g.v2 || len(g.dirs) != 1 {
+		t.Errorf("the child's cgroup: %+v; want one v2 directory under %s", g, service)
+	}
+	// Moved into its leaf, the bridge's next child still goes beside it.
+	write("cgroup", "0::/system.slice/stelae.service/"+bridgeLeaf+"\n")
+	if g2, err := newCgroup("d", cgroupCaps{Processes: 4}); err != nil || filepath.Dir(g2.v2) != service {
+		t.Errorf("after the move: %+v, %v; want a directory under %s", g2, err, service)
 	}
 	if g, err := newCgroup("d", cgroupCaps{}); err != nil || len(g.dirs) != 0 {
 		t.Errorf("no caps: %v %v; want no cgroup", g, err)
+	}
+}
+
+// TestCgroupV2: where the kernel gives the bridge's cgroup v2 the pids
+// controller, a child's process cap is held by a cgroup v2 (the mount
+// table is read without v1's pids hierarchy, so that v2 is used even on a
+// machine that mounts both): its forks past the cap fail, and its cgroup
+// is gone with it. Skipped, saying so, where v2 has no pids controller
+// for the bridge (these machines bind it to v1).
+func TestCgroupV2(t *testing.T) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Skip(err)
+	}
+	var kept []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.Contains(line, " - cgroup cgroup ") {
+			kept = append(kept, line)
+		}
+	}
+	dir := t.TempDir()
+	own, _ := os.ReadFile("/proc/self/cgroup")
+	_ = os.WriteFile(filepath.Join(dir, "mountinfo"), []byte(strings.Join(kept, "\n")), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "cgroup"), own, 0o644)
+	saved := cgroupRoot
+	t.Cleanup(func() { cgroupRoot = saved })
+	cgroupRoot = dir
+	mounts, _ := cgroupMounts()
+	ownV2, _ := ownCgroups()
+	m, ok := mounts[""]
+	if !ok {
+		t.Skip("no cgroup v2 hierarchy here")
+	}
+	parent := filepath.Join(m.point, strings.TrimPrefix(v2Parent(ownV2[""]), m.root))
+	if controllers, _ := os.ReadFile(filepath.Join(parent, "cgroup.controllers")); !strings.Contains(string(controllers), "pids") {
+		t.Skipf("cgroup v2 gives the bridge's cgroup %s no pids controller here (%q): the machine binds it to v1", parent, strings.TrimSpace(string(controllers)))
+	}
+	d := &config.Destination{Name: "v2", Command: "sh", Args: []string{"-c",
+		`n=0; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do if sleep 30 2>/dev/null & then n=$((n+1)); fi; done 2>/dev/null; echo $n; echo done`},
+		Sandbox: &config.Sandbox{Processes: 4}}
+	p, err := Start(context.Background(), d, reaperOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.cg == nil || p.cg.v2 == "" {
+		t.Fatalf("the child's cgroup %+v is not a v2 one", p.cg)
+	}
+	v2dir := p.cg.v2
+	if max, _ := os.ReadFile(filepath.Join(v2dir, "pids.max")); strings.TrimSpace(string(max)) != "4" {
+		t.Errorf("pids.max %q; want 4", max)
+	}
+	line, err := p.ReadMessage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := strconv.Atoi(string(line)); n >= 12 || n < 1 {
+		t.Errorf("the child started %s of 12 sleeps under a cap of 4 processes", line)
+	}
+	if events, _ := os.ReadFile(filepath.Join(v2dir, "pids.events")); !strings.Contains(string(events), "max") || strings.Contains(string(events), "max 0") {
+		t.Errorf("pids.events %q; want refused forks counted", events)
+	}
+	_ = p.Stop(context.Background())
+	<-p.Exited()
+	if _, err := os.Stat(v2dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the child's cgroup %s stays: %v", v2dir, err)
 	}
 }
