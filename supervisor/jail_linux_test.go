@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -270,5 +272,63 @@ func TestSandboxMemoryWithoutCgroups(t *testing.T) {
 	}
 	if _, notHeld := CheckSandbox(&config.Destination{Name: "p", Command: "sh", Sandbox: &config.Sandbox{Memory: 64 << 20, Processes: 8}}); len(notHeld) != 1 {
 		t.Errorf("memory and processes without cgroups: not held %q; want the refusal", notHeld)
+	}
+}
+
+// TestSandboxNetworkNoneUnprivileged: a bridge that is not root gives a
+// child 'network: none' inside a user namespace of its own (mapping only
+// the bridge's user): this test binary, copied where another user may run
+// it, runs itself as nobody, and its child reaches nothing of the
+// machine's loopback, whose listener counts no connection. Skipped where
+// the test is not root (it cannot become nobody) or the system allows no
+// unprivileged user namespaces.
+func TestSandboxNetworkNoneUnprivileged(t *testing.T) {
+	if target := os.Getenv("STELAE_TEST_UNPRIVILEGED_DIAL"); target != "" {
+		// As nobody: start a child under network: none that dials target.
+		exe, _ := os.Executable()
+		d := &config.Destination{Name: "nobody", Command: exe, Env: map[string]string{"STELAE_TEST_DIAL": target}, Sandbox: &config.Sandbox{Network: config.NetworkNone}}
+		for _, line := range childLines(t, d) {
+			fmt.Println("child:", line)
+		}
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the test is not root: it cannot run itself as another user")
+	}
+	if err := checkNetns(); err != nil {
+		t.Skip(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "stelae-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	copyExe := filepath.Join(dir, "supervisor.test")
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copyExe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(dir, 0o755)
+	addr, reached := listener(t, "tcp", "127.0.0.1:0")
+	cmd := exec.Command(copyExe, "-test.run=^TestSandboxNetworkNoneUnprivileged$", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "STELAE_TEST_UNPRIVILEGED_DIAL="+addr, "HOME="+dir, "TMPDIR="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "child: tcp "+addr+" denied") {
+		t.Errorf("as nobody, the child under network none: %s", out)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("%d connection(s) reached the machine's loopback", n)
 	}
 }

@@ -302,6 +302,9 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 		if reportW != nil {
 			reportW.Close()
 		}
+		if j != nil && j.args.netns && errors.Is(err, fs.ErrPermission) {
+			return nil, startError{fmt.Errorf("destination %q: cannot give the child a network namespace of its own for 'network: none': %w (a container, or RestrictNamespaces= in a systemd unit, forbids it: allow net and user namespaces, or drop 'network: none')", d.Name, sandboxError{err})}
+		}
 		return nil, startError{fmt.Errorf("destination %q: cannot start %q: %w (check 'command:' in the destinations file and that the program is installed and on PATH)", d.Name, d.Command, err)}
 	}
 	// The child holds its own copies now.
