@@ -332,3 +332,54 @@ func TestSandboxNetworkNoneUnprivileged(t *testing.T) {
 		t.Errorf("%d connection(s) reached the machine's loopback", n)
 	}
 }
+
+// TestSandboxNetworkPortsByLandlock: where no eBPF filter can be attached
+// (here, a mount table without cgroup v2), a best-effort list of
+// addresses is held to its TCP ports by Landlock, on any host (0.0.0.0 on
+// the allowed port connects), and the rest is said not held; without
+// best_effort the start is refused.
+func TestSandboxNetworkPortsByLandlock(t *testing.T) {
+	if !landlockPorts {
+		t.Skip("this kernel's Landlock has no TCP rules (ABI 4)")
+	}
+	a4, n4 := listener(t, "tcp", "127.0.0.1:0")
+	other, nOther := listener(t, "tcp", "127.0.0.1:0")
+	_, port, _ := net.SplitHostPort(a4)
+	dir := t.TempDir()
+	for _, f := range []string{"mountinfo", "cgroup"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saved := cgroupRoot
+	cgroupRoot = dir
+	defer func() { cgroupRoot = saved }()
+	exe, _ := os.Executable()
+	d := &config.Destination{Name: "ports", Command: exe, Env: map[string]string{"STELAE_TEST_DIAL": a4 + " " + other + " 0.0.0.0:" + port},
+		Sandbox: &config.Sandbox{Network: config.NetworkList, Allow: []string{a4}}}
+	if _, err := Start(context.Background(), d, reaperOptions(t)); err == nil || !errors.Is(err, ErrPermanent) {
+		t.Fatalf("without best_effort: %v; want the start refused", err)
+	}
+	d.Sandbox.BestEffort = true
+	held, notHeld := CheckSandbox(d)
+	if len(held) != 1 || !strings.Contains(held[0], "TCP connections to ports "+port+" only, on any host, by Landlock") || len(notHeld) != 1 || !strings.HasPrefix(notHeld[0], "network's hosts and UDP: ") {
+		t.Errorf("held %q, not held %q", held, notHeld)
+	}
+	lines := childLines(t, d)
+	want := []string{"ok", "denied", "ok"}
+	if len(lines) != 3 {
+		t.Fatalf("the child said %q", lines)
+	}
+	for i, line := range lines {
+		if f := strings.Fields(line); len(f) < 3 || f[2] != want[i] {
+			t.Errorf("%q; want %s", line, want[i])
+		}
+	}
+	waitFor := time.Now().Add(10 * time.Second)
+	for n4.Load() != 2 && time.Now().Before(waitFor) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n4.Load() != 2 || nOther.Load() != 0 {
+		t.Errorf("connections reached the allowed port %d times (want 2), the other %d (want 0)", n4.Load(), nOther.Load())
+	}
+}

@@ -73,6 +73,10 @@ const (
 	// dataLimitArg is the RLIMIT_DATA of each process of the command
 	// (the memory cap where no cgroup can be made).
 	dataLimitArg = "__data="
+	// portArg is a TCP port the command may connect to, on any host
+	// (Landlock's network rules: the fallback of a best-effort list of
+	// addresses where no eBPF filter can be attached).
+	portArg = "__port="
 	// loopbackArg: the command has a network namespace of its own, whose
 	// loopback the joiner brings up ('network: none').
 	loopbackArg = "__netns"
@@ -81,6 +85,7 @@ const (
 // sandboxArgs are the sandbox's arguments of a reaper or joiner.
 type sandboxArgs struct {
 	cgroups, read, write []string
+	ports                []string
 	tmp                  string
 	dataLimit            int64
 	netns                bool
@@ -92,7 +97,7 @@ func (sa *sandboxArgs) parse(arg string) bool {
 	for _, a := range []struct {
 		prefix string
 		into   *[]string
-	}{{reaperCgroupArg, &sa.cgroups}, {readArg, &sa.read}, {writeArg, &sa.write}} {
+	}{{reaperCgroupArg, &sa.cgroups}, {readArg, &sa.read}, {writeArg, &sa.write}, {portArg, &sa.ports}} {
 		if v, ok := strings.CutPrefix(arg, a.prefix); ok {
 			*a.into = append(*a.into, v)
 			return true
@@ -126,6 +131,9 @@ func (sa sandboxArgs) args() []string {
 	for _, w := range sa.write {
 		out = append(out, writeArg+w)
 	}
+	for _, p := range sa.ports {
+		out = append(out, portArg+p)
+	}
 	if sa.tmp != "" {
 		out = append(out, tmpArg+sa.tmp)
 	}
@@ -140,7 +148,7 @@ func (sa sandboxArgs) args() []string {
 
 // empty reports whether sa asks nothing of the joiner.
 func (sa sandboxArgs) empty() bool {
-	return len(sa.cgroups) == 0 && len(sa.read) == 0 && len(sa.write) == 0 && sa.tmp == "" && sa.dataLimit == 0 && !sa.netns
+	return len(sa.cgroups) == 0 && len(sa.read) == 0 && len(sa.write) == 0 && len(sa.ports) == 0 && sa.tmp == "" && sa.dataLimit == 0 && !sa.netns
 }
 
 // joinMode makes the binary the joiner: the reaper's child that joins the
@@ -176,6 +184,11 @@ func joinAndExec(path string, argv []string, sa sandboxArgs) int {
 	// What a command running as root could undo the rest with.
 	if err := dropUndoing(); err != nil {
 		return fail(err)
+	}
+	if len(sa.ports) > 0 {
+		if err := restrictPorts(sa.ports); err != nil {
+			return fail(err)
+		}
 	}
 	// Last: the cgroups' files are outside what the command may touch.
 	if len(sa.read)+len(sa.write) > 0 {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,10 +129,17 @@ func newJail(d *config.Destination, cmdPath string) (*jail, error) {
 		} else {
 			err = j.cg.filterNetwork(rules)
 		}
-		if err != nil {
-			miss("network", err)
-		} else {
+		switch {
+		case err == nil:
 			j.held = append(j.held, "network by an eBPF filter on the child's cgroup ("+strconv.Itoa(len(rules))+" addresses)")
+		case s.Network == config.NetworkList && s.BestEffort && landlockPorts:
+			// What Landlock can hold of a list: its TCP ports, on
+			// any host.
+			miss("network's hosts and UDP", err)
+			j.args.ports = listPorts(s.Allow)
+			j.held = append(j.held, "network: TCP connections to ports "+strings.Join(j.args.ports, ", ")+" only, on any host, by Landlock")
+		default:
+			miss("network", err)
 		}
 	}
 	if j.cg != nil {
@@ -396,6 +404,17 @@ func netRules(s *config.Sandbox) ([]netRule, error) {
 		}
 	}
 	return rules, nil
+}
+
+// listPorts are the distinct ports of a list of host:port.
+func listPorts(allow []string) []string {
+	var out []string
+	for _, a := range allow {
+		if _, port, err := net.SplitHostPort(a); err == nil && !slices.Contains(out, port) {
+			out = append(out, port)
+		}
+	}
+	return out
 }
 
 // resolvers are the name servers /etc/resolv.conf lists.

@@ -41,5 +41,10 @@ func loopbackUp() error                        { return errors.New("network name
 func dropUndoing() error                       { return nil }
 func limitData(int64) error                    { return errors.New("RLIMIT_DATA is used on Linux only") }
 
+func restrictPorts([]string) error { return errors.New("Landlock is Linux's") }
+
+// landlockPorts: no Landlock here.
+const landlockPorts = false
+
 // rlimitData: the memory cap has no fallback here.
 const rlimitData = false
