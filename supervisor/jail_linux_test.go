@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -58,7 +59,9 @@ func childLines(t *testing.T, d *config.Destination) []string {
 // only its roots, and reaches nothing else — not a planted key, not
 // through a symlink or ".." it makes at run time, not by renaming out —;
 // the same child without the sandbox (the bystander that shows the test
-// can fail) does all of it.
+// can fail) does all of it. From Landlock ABI 6 it cannot signal a
+// process outside its domain, nor connect to another program's abstract
+// unix socket.
 func TestSandboxFiles(t *testing.T) {
 	if _, err := checkLandlockHere(); err != nil {
 		t.Skipf("no Landlock here: %v", err)
@@ -86,11 +89,15 @@ try dotdot "cat $ROOT/../home/.ssh/id_ed25519"
 try write_outside "echo x > $BASE/planted"
 try rename_out "mv $ROOT/old $BASE/taken"
 try truncate_key "truncate -s 0 $KEY"
+try signal_outside "kill -0 $OUTSIDE"
 echo done
 `
-	env := map[string]string{"RO": ro, "ROOT": root, "KEY": filepath.Join(secret, "id_ed25519"), "BASE": base}
+	env := map[string]string{"RO": ro, "ROOT": root, "KEY": filepath.Join(secret, "id_ed25519"), "BASE": base, "OUTSIDE": strconv.Itoa(os.Getpid())}
 	want := map[string]string{"read_granted": "ok", "write_granted_read": "denied", "write_root": "ok", "read_key": "denied", "symlink": "denied",
 		"dotdot": "denied", "write_outside": "denied", "rename_out": "denied", "truncate_key": "denied"}
+	if landlockABI() >= 6 {
+		want["signal_outside"] = "denied" // the test is outside the child's domain
+	}
 	for _, sandboxed := range []bool{true, false} {
 		d := &config.Destination{Name: "files", Command: "sh", Args: []string{"-c", script}, Env: env,
 			Roots: []config.Root{{URI: "file://" + root}}}
@@ -119,6 +126,31 @@ echo done
 	}
 	if data, _ := os.ReadFile(filepath.Join(secret, "id_ed25519")); string(data) != "PRIVATE KEY" {
 		t.Errorf("the key reads %q after the sandboxed child", data)
+	}
+	// Another program's abstract unix socket (they are not files: the
+	// domain's scope holds them, from Landlock ABI 6).
+	if landlockABI() < 6 {
+		return
+	}
+	abstract := fmt.Sprintf("@stelae-test-%d", os.Getpid())
+	_, reached := listener(t, "unix", abstract)
+	exe, _ := os.Executable()
+	for _, sandboxed := range []bool{true, false} {
+		d := &config.Destination{Name: "abstract", Command: exe, Env: map[string]string{"STELAE_TEST_DIAL": "unix:" + abstract}}
+		want := "ok"
+		if sandboxed {
+			d.Sandbox, want = &config.Sandbox{Files: &config.SandboxFiles{}}, "denied"
+		}
+		if lines := childLines(t, d); len(lines) != 1 || strings.Fields(lines[0])[2] != want {
+			t.Errorf("sandboxed %v: the abstract socket: %q; want %s", sandboxed, lines, want)
+		}
+	}
+	waitFor := time.Now().Add(10 * time.Second)
+	for reached.Load() != 1 && time.Now().Before(waitFor) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := reached.Load(); n != 1 {
+		t.Errorf("%d connection(s) reached the abstract socket; want the bystander's", n)
 	}
 }
 

@@ -27,10 +27,17 @@ func runHelperIfAsked() {
 			network := "tcp"
 			if rest, ok := strings.CutPrefix(a, "udp:"); ok {
 				network, a = "udp", rest
+			} else if rest, ok := strings.CutPrefix(a, "unix:"); ok {
+				network, a = "unix", rest
 			}
 			c, err := net.DialTimeout(network, a, 5*time.Second)
 			if err == nil {
-				_, err = c.Write([]byte("x"))
+				// UDP is refused at the send (the filter's sendmsg
+				// hook); a stream is judged by its connect (its peer
+				// may have closed before a write).
+				if _, werr := c.Write([]byte("x")); network == "udp" {
+					err = werr
+				}
 				c.Close()
 			}
 			if err != nil {
