@@ -23,7 +23,8 @@ import (
 
 // shippedEverything writes the repository's destinations.yaml with its
 // everything destination started from the pinned server-everything
-// (tests/node_modules) instead of npx, and with drop removed from it (a
+// (tests/node_modules) instead of npx, under its sandbox (granted that
+// directory), and with drop removed from it (a
 // line, e.g. the interactive list, to see what the bridge does without).
 func shippedEverything(t *testing.T, drop ...string) string {
 	t.Helper()
@@ -37,6 +38,14 @@ func shippedEverything(t *testing.T, drop ...string) string {
 		t.Fatalf("the shipped destinations.yaml no longer starts server-everything with npx as this test expects:\n%s", src)
 	}
 	text = strings.Replace(text, npx, fmt.Sprintf("command: %q\n", everythingBin(t)), 1)
+	// The shipped sandbox holds it as it is: the pinned package's files
+	// (not npm's cache) are the ones to read.
+	const sandbox = "sandbox: {preset: npx, best_effort: true}"
+	modules, err := filepath.Abs("node_modules")
+	if err != nil || !strings.Contains(text, sandbox) {
+		t.Fatalf("the shipped destinations.yaml has no %q (%v)", sandbox, err)
+	}
+	text = strings.Replace(text, sandbox, fmt.Sprintf("sandbox: {preset: npx, files: {read: [%q]}, best_effort: true}", modules), 1)
 	for _, d := range drop {
 		if !strings.Contains(text, d) {
 			t.Fatalf("the shipped destinations.yaml has no %q", d)

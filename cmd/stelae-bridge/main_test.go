@@ -508,7 +508,9 @@ func (s *syncBuffer) String() string {
 }
 
 // TestShippedConfig: the destinations.yaml the README starts with is valid,
-// makes everything the default (served at /mcp), and keeps its env: example.
+// makes everything the default (served at /mcp), and keeps its env: example
+// and its sandbox (best effort: the README's first command works where the
+// sandbox cannot be held, saying so).
 func TestShippedConfig(t *testing.T) {
 	const path = "../../destinations.yaml"
 	cfg, err := config.Load(path, func(string) (string, bool) { return "", false })
@@ -519,7 +521,7 @@ func TestShippedConfig(t *testing.T) {
 		t.Errorf("Default %q, Names %q; want everything as the one destination and the default", cfg.Default, cfg.Names)
 	}
 	d := cfg.Destinations["everything"]
-	if d.Command != "npx" || d.Env["LOG_LEVEL"] != "info" {
+	if d.Command != "npx" || d.Env["LOG_LEVEL"] != "info" || d.Sandbox == nil || d.Sandbox.Preset != "npx" || !d.Sandbox.BestEffort {
 		t.Errorf("everything = %+v", d)
 	}
 	if code, out, errOut := runCmd(t, []string{"-check", "-config", path}, map[string]string{"PATH": os.Getenv("PATH")}); code != 0 || !strings.Contains(out, "ok") {
