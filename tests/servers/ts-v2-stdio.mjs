@@ -1,0 +1,36 @@
+// A stdio MCP server on the TypeScript SDK v2 server package, for issue 38's
+// tests: "reject" (the default) serves the 2026-07-28 era only, refusing
+// initialize (legacy: 'reject'); "dual" serves both eras (legacy: 'serve').
+// Tools: echo; sample (asks the client for a sampling answer by MRTR and
+// returns it); confirm (asks an elicitation, returns the answer).
+import { McpServer, inputRequired, inputResponse } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import * as z from 'zod';
+
+const legacy = process.argv[2] === 'dual' ? 'serve' : 'reject';
+
+serveStdio(() => {
+    const server = new McpServer({ name: 'ts-v2-stdio', version: '1.0.0' }, { capabilities: { tools: {} } });
+    server.registerTool('echo', { description: 'echo', inputSchema: z.object({ message: z.string() }) },
+        async ({ message }) => ({ content: [{ type: 'text', text: message }] }));
+    server.registerTool('sample', { description: 'asks the client for a sampling answer', inputSchema: z.object({ prompt: z.string() }) },
+        async ({ prompt }, ctx) => {
+            const got = inputResponse(ctx.mcpReq.inputResponses, 'sample');
+            if (got.kind === 'sampling') {
+                const c = got.result.content;
+                return { content: [{ type: 'text', text: 'sampled: ' + (c.type === 'text' ? c.text : JSON.stringify(c)) }] };
+            }
+            return inputRequired({ inputRequests: { sample: inputRequired.createMessage({
+                messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 20 }) } });
+        });
+    server.registerTool('confirm', { description: 'asks the user to confirm', inputSchema: z.object({ what: z.string() }) },
+        async ({ what }, ctx) => {
+            const got = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
+            if (got.kind === 'elicit') {
+                return { content: [{ type: 'text', text: `${what}: ${got.action} ${JSON.stringify(got.content ?? {})}` }] };
+            }
+            return inputRequired({ inputRequests: { confirm: inputRequired.elicit({ message: `Confirm ${what}?`,
+                requestedSchema: z.object({ ok: z.boolean() }) }) } });
+        });
+    return server;
+}, { legacy });
