@@ -126,6 +126,21 @@ func (d *Dispatcher) handshakeParams(v string) json.RawMessage {
 	return append(b, `}}`...)
 }
 
+// discoverParams are the parameters of the bridge's server/discover to
+// the child: the 2026-07-28 _meta envelope with the bridge's own client
+// info and capabilities.
+func (d *Dispatcher) discoverParams() json.RawMessage {
+	version := d.opts.BridgeVersion
+	if version == "" {
+		version = "unknown"
+	}
+	b := []byte(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"stelae-bridge","version":`)
+	b = jsonrpc.AppendString(b, version)
+	b = append(b, `},"io.modelcontextprotocol/clientCapabilities":`...)
+	b = append(b, bridgeCapabilities...)
+	return append(b, `}}`...)
+}
+
 // OptionalMeta is the _meta key (true) of a child's request the call can
 // do without: a 2026-07-28 client that did not declare what it needs is
 // not asked, the child gets an error and the call goes on, as on a 2025

@@ -190,10 +190,13 @@ type Dispatcher struct {
 	// tasks are the owners of the child's own tasks (childtasks.go).
 	tasks childTasks
 
-	// mu guards initResult, sessions and subs. It may be held while taking
+	// mu guards initResult, discovered, sessions and subs. It may be held while taking
 	// pmu, never the other way round.
 	mu         sync.RWMutex
 	initResult json.RawMessage
+	// discovered is the child's server/discover result when it speaks
+	// MCP 2026-07-28 (nil: a 2025 child).
+	discovered json.RawMessage
 	// sessions maps each attached session to the capabilities it declared.
 	sessions map[Session]clientCaps
 	subs     map[string]map[Session]struct{}

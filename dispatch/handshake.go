@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
@@ -20,6 +22,13 @@ import (
 // cached for every session's initialize. A child that refuses every version
 // fails with supervisor.ErrPermanent: restarting it would fail the same way.
 func (d *Dispatcher) handshake(ctx context.Context, c *child) error {
+	// Discovery first (issue 38): a child that speaks MCP 2026-07-28 says
+	// so to server/discover; any other answer, or none in time, is a 2025
+	// child's.
+	discovered := d.discover(ctx, c)
+	d.mu.Lock()
+	d.discovered = discovered
+	d.mu.Unlock()
 	var m *jsonrpc.Message
 	var refusals []string
 	for i := len(supportedVersions) - 1; i >= 0; i-- {
@@ -40,6 +49,9 @@ func (d *Dispatcher) handshake(ctx context.Context, c *child) error {
 		}
 		refusals = append(refusals, supportedVersions[i]+": "+truncate(m.Error, 200))
 		m = nil
+	}
+	if m == nil && discovered != nil {
+		return fmt.Errorf("%w: it speaks MCP 2026-07-28 only (its server/discover answered; it refused initialize: %s), and this version of stelae-bridge serves children of the 2025 protocol: serve it with a version that speaks 2026-07-28 to children, or run the server in its dual-era mode", supervisor.ErrPermanent, strings.Join(refusals, "; "))
 	}
 	if m == nil {
 		return fmt.Errorf("%w: it refused the initialize handshake at every protocol version the bridge speaks (%s); check the server's own logs and version", supervisor.ErrPermanent, strings.Join(refusals, "; "))
@@ -62,6 +74,33 @@ func (d *Dispatcher) handshake(ctx context.Context, c *child) error {
 	}
 	d.refreshTools(c)
 	return nil
+}
+
+// discoverTimeout bounds the discovery probe: a 2025 child that does not
+// answer a method it does not know must not hold its start.
+const discoverTimeout = 5 * time.Second
+
+// discover asks the child server/discover, as a 2026-07-28 client does
+// (with the _meta envelope: without it a dual-era server pins itself to
+// 2025), and returns its result when it speaks 2026-07-28; nil otherwise.
+func (d *Dispatcher) discover(ctx context.Context, c *child) json.RawMessage {
+	call := d.getCall(ctx, min(discoverTimeout, d.opts.StartTimeout))
+	defer call.Release()
+	msg, err := d.send(call, c, nil, "server/discover", d.discoverParams()).wait()
+	if err != nil {
+		return nil
+	}
+	m, err := jsonrpc.Parse(msg)
+	if err != nil || len(m.Error) > 0 {
+		return nil
+	}
+	var r struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	if json.Unmarshal(m.Result, &r) != nil || !slices.Contains(r.SupportedVersions, "2026-07-28") {
+		return nil
+	}
+	return m.Result
 }
 
 func uriParams(uri string) json.RawMessage {
