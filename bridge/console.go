@@ -118,6 +118,7 @@ func describe(name, url string, ep *session.Endpoint) console.Destination {
 	d := console.Destination{Name: name, URL: url, Isolation: "shared", State: st.State, PID: st.PID, Restarts: st.RestartsTotal, RecentRestarts: st.Restarts,
 		LastExit: st.LastExit, FailedReason: st.Failed, Waiting: st.Waiting, Stopping: st.Stopping, Sessions: []console.Session{}, Tools: []console.Tool{}}
 	d.SandboxHeld, d.SandboxNotHeld = strings.Join(st.SandboxHeld, "; "), strings.Join(st.SandboxNotHeld, "; ")
+	d.ChildSpeaks = childSpeaks(st)
 	switch {
 	case ep.Isolated():
 		d.Isolation = "session"

@@ -312,9 +312,26 @@ type destinationHealth struct {
 	PID       *int    `json:"pid,omitempty"`
 	Isolation string  `json:"isolation,omitempty"`
 	LastExit  *string `json:"last_exit,omitempty"`
+	// ChildSpeaks lists the protocols the running child speaks, as its
+	// start found ("2025", or "2025 2026-07-28" for a child that answered
+	// server/discover), with ?verbose only.
+	ChildSpeaks string `json:"child_speaks,omitempty"`
 	// SessionList describes each session (id prefix, client, version,
 	// age, idle time, calls in flight, streams), with ?verbose only.
 	SessionList []session.SessionInfo `json:"session_list,omitempty"`
+}
+
+// childSpeaks is what a destination's running child speaks ("" when none
+// runs).
+func childSpeaks(st dispatch.Status) string {
+	switch {
+	case st.State != supervisor.StateRunning:
+		return ""
+	case st.ChildSpeaks2026:
+		return "2025 2026-07-28"
+	default:
+		return "2025"
+	}
 }
 
 // serveHealth: ok when no destination has failed, degraded when some have,
@@ -336,6 +353,7 @@ func (b *Bridge) serveHealth(w http.ResponseWriter, r *http.Request) {
 		dh := destinationHealth{State: st.State, Restarts: st.RestartsTotal, RecentRestarts: st.Restarts, Sessions: ep.SessionCount(), Children: st.Children}
 		if verbose {
 			dh.PID, dh.LastExit, dh.Isolation = &st.PID, &st.LastExit, "shared"
+			dh.ChildSpeaks = childSpeaks(st)
 			dh.SessionList = ep.Sessions()
 			switch {
 			case ep.Isolated():

@@ -123,6 +123,10 @@ type Destination struct {
 	// ask their clients things); other calls run together, but not beside
 	// one of them. Empty when 'interactive:' is a boolean or absent.
 	InteractiveTools []string
+	// Era is how the bridge learns which protocol the child speaks
+	// ('era:'): EraAuto (or empty) asks it server/discover first; Era2025
+	// does not ask.
+	Era string
 	// Logs is what becomes of a child's log message that cannot be
 	// attributed to one session ('logs:'): LogsAttributed, LogsFanout or
 	// LogsDrop; empty means attributed.
@@ -183,6 +187,12 @@ const (
 	// BaseEnvMinimal starts from only PATH, HOME, USER, LOGNAME, SHELL, LANG,
 	// LC_*, TZ, TMPDIR and TERM of the bridge's environment.
 	BaseEnvMinimal = "minimal"
+)
+
+// Values of Destination.Era.
+const (
+	EraAuto = "auto"
+	Era2025 = "2025"
 )
 
 // Values of Destination.Logs.
@@ -304,6 +314,7 @@ type fileDestination struct {
 	Auth           yaml.Node         `yaml:"auth"`
 	Interactive    yaml.Node         `yaml:"interactive"`
 	Logs           yaml.Node         `yaml:"logs"`
+	Era            yaml.Node         `yaml:"era"`
 	Cache          yaml.Node         `yaml:"cache"`
 	Tasks          yaml.Node         `yaml:"tasks"`
 	InputWait      yaml.Node         `yaml:"input_wait"`
@@ -319,7 +330,7 @@ type fileDestination struct {
 
 // destinationKeys are the keys a destination may have, in the order the
 // messages list them.
-var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait", "session_ttl", "prefix", "max_users", "user_idle", "credentials", "sandbox"}
+var destinationKeys = []string{"command", "args", "env", "cwd", "prestart", "tools", "base_env", "roots", "isolation", "start_timeout", "stderr_log_level", "auth", "interactive", "logs", "cache", "tasks", "input_wait", "session_ttl", "prefix", "max_users", "user_idle", "credentials", "sandbox", "era"}
 
 // topKeys are the keys of the file's top level.
 var topKeys = []string{"destinations", "mcpServers", "default", "auth", "sandbox", "profiles", "instances"}
@@ -711,6 +722,12 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 		d.Sandbox = parseSandbox(n, func(line int, format string, args ...any) {
 			problem(line, "destination %q: "+format, append([]any{name}, args...)...)
 		})
+	}
+	if fd.Era.Kind == yaml.ScalarNode && fd.Era.Value == "2026" {
+		problem(fd.Era.Line, "destination %q: 'era: 2026' is not supported by this version, which serves children in the 2025 protocol (a child that speaks 2026-07-28 only is refused at its start, saying so): use auto or 2025", name)
+	} else {
+		d.Era = oneOf(&fd.Era, "era", []string{EraAuto, Era2025},
+			"auto: ask the child server/discover first, to learn whether it speaks MCP 2026-07-28; 2025: speak the 2025 protocol to it without asking (for a server that mishandles a method it does not know). This version serves children in the 2025 protocol")
 	}
 	d.Logs = oneOf(&fd.Logs, "logs", []string{LogsAttributed, LogsFanout, LogsDrop},
 		"what becomes of a child's log line that cannot be attributed to one session: attributed gives it to the sole session, fanout to every session, drop to none")

@@ -645,7 +645,7 @@ mcpServers:
 		{
 			name:  "mcpServers misspelt key lists type",
 			src:   "mcpServers:\n  a:\n    command: cat\n    isolaton: session\n",
-			want:  [][]string{{"line 4", `"a"`, `unknown key "isolaton"`, `did you mean "isolation"?`, "logs, cache, tasks, input_wait, session_ttl, prefix, max_users, user_idle, credentials, sandbox, type"}},
+			want:  [][]string{{"line 4", `"a"`, `unknown key "isolaton"`, `did you mean "isolation"?`, "logs, cache, tasks, input_wait, session_ttl, prefix, max_users, user_idle, credentials, sandbox, era, type"}},
 			count: 1,
 		},
 		{
@@ -1513,3 +1513,22 @@ func TestToolFilterFailsClosed(t *testing.T) {
 
 // testReserved are the bridge's own route names, as it hands them in.
 var testReserved = []string{"mcp", "sse", "message", "healthz", "metrics", "version", "tools", "stream", ".well-known"}
+
+// TestEra: 'era:' takes auto or 2025; 2026 is refused with what to do.
+func TestEra(t *testing.T) {
+	cfg, err := Parse("test.yaml", []byte("destinations:\n  a: {command: /bin/true, era: \"2025\"}\n  b: {command: /bin/true, era: auto}\n  c: {command: /bin/true}\n"), noEnv, testReserved...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Destinations["a"].Era != Era2025 || cfg.Destinations["b"].Era != EraAuto || cfg.Destinations["c"].Era != "" {
+		t.Errorf("eras %q %q %q", cfg.Destinations["a"].Era, cfg.Destinations["b"].Era, cfg.Destinations["c"].Era)
+	}
+	for src, want := range map[string]string{
+		"era: \"2026\"": "'era: 2026' is not supported by this version",
+		"era: modern":   "'era' must be",
+	} {
+		if _, err := Parse("test.yaml", []byte("destinations:\n  a:\n    command: /bin/true\n    "+src+"\n"), noEnv, testReserved...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", src, err, want)
+		}
+	}
+}

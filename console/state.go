@@ -65,8 +65,11 @@ type Destination struct {
 	// SandboxHeld says what holds the running child's sandbox here
 	// ("files by Landlock ABI 7; …"), SandboxNotHeld what is not held
 	// (best_effort) and why; "" when no child runs or none is.
-	SandboxHeld    string  `json:"sandbox_held,omitempty"`
-	SandboxNotHeld string  `json:"sandbox_not_held,omitempty"`
+	SandboxHeld    string `json:"sandbox_held,omitempty"`
+	SandboxNotHeld string `json:"sandbox_not_held,omitempty"`
+	// ChildSpeaks lists the protocols its running child speaks ("2025",
+	// "2025 2026-07-28"); "" when none runs.
+	ChildSpeaks    string  `json:"child_speaks,omitempty"`
 	State          string  `json:"state"`
 	PID            int     `json:"pid"`
 	UptimeS        float64 `json:"uptime_s"`

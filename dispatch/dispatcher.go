@@ -124,6 +124,8 @@ type Options struct {
 	// cannot be attributed to one session: LogsAttributed (the default
 	// when empty), LogsFanout or LogsDrop. See routeLog.
 	Logs string
+	// NoDiscovery: the child is not asked server/discover ('era: 2025').
+	NoDiscovery bool
 	// Interactive serves the clients' calls one at a time, so that every
 	// request and log line the child sends is attributed to the one call
 	// in flight (turns.go).
@@ -289,6 +291,9 @@ type Status struct {
 	supervisor.Status
 	// Sessions attached.
 	Sessions int
+	// ChildSpeaks2026: the running child answered server/discover for
+	// MCP 2026-07-28 (it is served in the 2025 protocol all the same).
+	ChildSpeaks2026 bool
 	// LogsDropped counts the child's log messages (notifications/message)
 	// that reached no session: not attributable to one (Options.Logs).
 	LogsDropped uint64
@@ -311,7 +316,7 @@ type Status struct {
 // Status reports the destination's current state.
 func (d *Dispatcher) Status() Status {
 	d.mu.RLock()
-	n := len(d.sessions)
+	n, speaks := len(d.sessions), d.discovered != nil
 	d.mu.RUnlock()
 	refused := make(map[string]uint64, len(refusals))
 	for i, r := range refusals {
@@ -321,7 +326,9 @@ func (d *Dispatcher) Status() Status {
 	d.expireAbandoned(time.Now())
 	abandoned, goesOn := len(d.abandoned), d.goesOn
 	d.pmu.Unlock()
-	return Status{Status: d.sup.Status(), Sessions: n, LogsDropped: d.logsDropped.Load(), Refused: refused, Abandoned: abandoned, GoesOn: goesOn}
+	st := Status{Status: d.sup.Status(), Sessions: n, LogsDropped: d.logsDropped.Load(), Refused: refused, Abandoned: abandoned, GoesOn: goesOn}
+	st.ChildSpeaks2026 = speaks && st.State == supervisor.StateRunning
+	return st
 }
 
 // current is the running child, or nil.

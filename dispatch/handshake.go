@@ -25,7 +25,10 @@ func (d *Dispatcher) handshake(ctx context.Context, c *child) error {
 	// Discovery first (issue 38): a child that speaks MCP 2026-07-28 says
 	// so to server/discover; any other answer, or none in time, is a 2025
 	// child's.
-	discovered := d.discover(ctx, c)
+	var discovered json.RawMessage
+	if !d.opts.NoDiscovery {
+		discovered = d.discover(ctx, c)
+	}
 	d.mu.Lock()
 	d.discovered = discovered
 	d.mu.Unlock()

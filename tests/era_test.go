@@ -1,3 +1,5 @@
+//go:build unix
+
 package tests
 
 // Children of the 2026-07-28 era (issue 38, in progress): the bridge asks
@@ -6,6 +8,7 @@ package tests
 // do, and a 2025 child is untouched.
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -31,9 +34,14 @@ func tsV2Server(t *testing.T, mode string) string {
 	return fmt.Sprintf("    command: %q\n    args: [%q, %q]\n", node, script, mode)
 }
 
+// TestEraDiscovery: through the real binary, a dual-era child is served and
+// /healthz?verbose says it speaks 2026-07-28 too; with 'era: 2025' the same
+// child is not asked (it says 2025); a 2025 child (server-everything) is
+// served as always; a 2026-only child is refused, saying why and what to do.
 func TestEraDiscovery(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "destinations.yaml")
-	yaml := "destinations:\n  only2026:\n" + tsV2Server(t, "reject") + "  dual:\n" + tsV2Server(t, "dual")
+	yaml := "destinations:\n  only2026:\n" + tsV2Server(t, "reject") + "  dual:\n" + tsV2Server(t, "dual") +
+		"  asked2025:\n" + tsV2Server(t, "dual") + "    era: \"2025\"\n" + fmt.Sprintf("  everything:\n    command: %q\n", everythingBin(t))
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +50,27 @@ func TestEraDiscovery(t *testing.T) {
 	dual.initialize()
 	if r := dual.callTool("1", "echo", map[string]any{"message": "from a dual child"}); !strings.Contains(string(r.body), "from a dual child") {
 		t.Errorf("dual: %d %s", r.status, r.body)
+	}
+	for _, name := range []string{"asked2025", "everything"} {
+		c := newClient(t, p.base+"/"+name+"/mcp")
+		c.initialize()
+		if r := c.callTool("1", "echo", map[string]any{"message": "from " + name}); !strings.Contains(string(r.body), "from "+name) {
+			t.Errorf("%s: %d %s", name, r.status, r.body)
+		}
+	}
+	var health struct {
+		Destinations map[string]struct {
+			ChildSpeaks string `json:"child_speaks"`
+		} `json:"destinations"`
+	}
+	hr := mustRequest(t, http.MethodGet, p.base+"/healthz?verbose", "", "")
+	if err := json.Unmarshal(hr.body, &health); err != nil {
+		t.Fatalf("/healthz?verbose: %v %s", err, hr.body)
+	}
+	for name, want := range map[string]string{"dual": "2025 2026-07-28", "asked2025": "2025", "everything": "2025"} {
+		if got := health.Destinations[name].ChildSpeaks; got != want {
+			t.Errorf("%s's child speaks %q; want %q", name, got, want)
+		}
 	}
 	only := newClient(t, p.base+"/only2026/mcp")
 	r, _ := only.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)

@@ -190,7 +190,8 @@
       if (d.sandbox_held) sandbox += ` (held by ${str(d.sandbox_held)})`;
       if (d.sandbox_not_held) sandbox += ` · NOT HELD: ${str(d.sandbox_not_held)}`;
     }
-    setText(f.where, `${str(d.url)} · isolation: ${str(d.isolation) || '—'}${sandbox}`);
+    const speaks = d.child_speaks ? ` · child speaks: ${str(d.child_speaks)}` : '';
+    setText(f.where, `${str(d.url)} · isolation: ${str(d.isolation) || '—'}${sandbox}${speaks}`);
     setText(f.state, st);
     const cls = 'state state-' + (/^[a-z][a-z-]*$/.test(st) ? st : 'unknown');
     if (f.state.className !== cls) f.state.className = cls;
