@@ -247,10 +247,10 @@ func TestCgroupV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.cg == nil || p.cg.v2 == "" {
-		t.Fatalf("the child's cgroup %+v is not a v2 one", p.cg)
+	if p.jail.cgroup() == nil || p.jail.cgroup().v2 == "" {
+		t.Fatalf("the child's cgroup %+v is not a v2 one", p.jail.cgroup())
 	}
-	v2dir := p.cg.v2
+	v2dir := p.jail.cgroup().v2
 	if max, _ := os.ReadFile(filepath.Join(v2dir, "pids.max")); strings.TrimSpace(string(max)) != "4" {
 		t.Errorf("pids.max %q; want 4", max)
 	}

@@ -27,8 +27,8 @@ func childLines(t *testing.T, d *config.Destination) []string {
 		t.Fatal(err)
 	}
 	var dirs []string
-	if p.cg != nil {
-		dirs = append(dirs, p.cg.dirs...)
+	if p.jail.cgroup() != nil {
+		dirs = append(dirs, p.jail.cgroup().dirs...)
 	}
 	var lines []string
 	for {

@@ -143,11 +143,18 @@ func restrictFiles(read, write []string) error {
 			return err
 		}
 	}
+	return restrictSelf(fd, "files")
+}
+
+// restrictSelf enforces the Landlock ruleset fd on the calling thread
+// (and what it execs), after no_new_privs, which Landlock requires of a
+// process without CAP_SYS_ADMIN; what names the ruleset for an error.
+func restrictSelf(fd uintptr, what string) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("cannot set no_new_privs for Landlock: %w", err)
 	}
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
-		return fmt.Errorf("cannot restrict the child's files with Landlock: %w", errno)
+		return fmt.Errorf("cannot restrict the child's %s with Landlock: %w", what, errno)
 	}
 	return nil
 }
@@ -182,13 +189,7 @@ func restrictPorts(ports []string) error {
 			return fmt.Errorf("cannot grant TCP port %s: %w", p, errno)
 		}
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("cannot set no_new_privs for Landlock: %w", err)
-	}
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
-		return fmt.Errorf("cannot restrict the child's connections with Landlock: %w", errno)
-	}
-	return nil
+	return restrictSelf(fd, "connections")
 }
 
 // undoing are the capabilities a child running as root could undo its

@@ -121,15 +121,10 @@ type Process struct {
 	// stderrDone is closed when the child's stderr is read to its end.
 	stderrDone chan struct{}
 	status     string // set before exited is closed
-	// cg is the cgroup of the sandbox's caps and network filter (nil:
-	// none), and tmp the child's own temporary directory (""); wait
-	// removes both.
-	cg  *cgroup
-	tmp string
-	// held and notHeld say how the child's sandbox is held (jail); set
-	// before the child starts, then only read.
-	held, notHeld []string
-	closeOnce     sync.Once
+	// jail holds the child to its sandbox (nil: none): set before the
+	// child starts, then only read; wait releases it.
+	jail      *jail
+	closeOnce sync.Once
 	// giveUpOnce stops, once, a child that stopped reading its stdin
 	// (giveUp); killTimer is its SIGKILL after StopGrace, stopped by wait.
 	giveUpOnce sync.Once
@@ -212,10 +207,6 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 	if j != nil && !j.args.empty() && len(opts.Reaper) == 0 {
 		_ = j.release()
 		return nil, startError{fmt.Errorf("destination %q: %w", d.Name, sandboxError{errors.New("its sandbox needs the child's reaper, which this bridge runs without")})}
-	}
-	var cg *cgroup
-	if j != nil {
-		cg = j.cg
 	}
 	started := false
 	defer func() {
@@ -314,7 +305,7 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 	if reportW != nil {
 		reportW.Close()
 	}
-	tr, err := newTree(cmd, cg)
+	tr, err := newTree(cmd, j.cgroup())
 	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -354,10 +345,7 @@ func Start(ctx context.Context, d *config.Destination, opts ProcessOptions) (*Pr
 		watchWrites: errors.Is(inW.SetWriteDeadline(time.Time{}), os.ErrNoDeadline),
 	}
 	p.queue.Keep = keepBuf
-	p.cg = cg
-	if j != nil {
-		p.tmp, p.held, p.notHeld = j.tmp, j.held, j.notHeld
-	}
+	p.jail = j
 	started = true
 	if opts.Records != nil {
 		p.record = opts.Records.add(d.Name, cmd.Process.Pid, pid, j)
@@ -381,20 +369,12 @@ func (p *Process) wait() {
 	// Descendants that stayed in the group die with the leader: no orphans.
 	p.tree.kill()
 	p.tree.closeHandles()
-	if p.cg != nil {
-		if p.cg.oomKills() > 0 {
-			p.status = fmt.Sprintf("exceeded its memory cap of %s (the kernel stopped it; %s)", config.FormatSize(p.dest.Sandbox.Memory), p.status)
-		}
-		// What left the group is still in the cgroup.
-		p.cg.killAll()
-		if err := p.cg.remove(); err != nil {
-			p.log.Error("the child's cgroup stays", "error", err)
-		}
+	if cg := p.jail.cgroup(); cg != nil && cg.oomKills() > 0 {
+		p.status = fmt.Sprintf("exceeded its memory cap of %s (the kernel stopped it; %s)", config.FormatSize(p.dest.Sandbox.Memory), p.status)
 	}
-	if p.tmp != "" {
-		if err := os.RemoveAll(p.tmp); err != nil {
-			p.log.Error("the child's temporary directory stays", "error", err)
-		}
+	// What left the group is still in the cgroup.
+	if err := p.jail.release(); err != nil {
+		p.log.Error("a sandbox's leftovers stay", "error", err)
 	}
 	if t := p.killTimer.Load(); t != nil {
 		t.Stop()
@@ -734,7 +714,12 @@ func (p *Process) ExitStatus() string {
 
 // SandboxHeld says what holds the child's sandbox here, and what of it
 // is not held (best_effort) and why.
-func (p *Process) SandboxHeld() (held, notHeld []string) { return p.held, p.notHeld }
+func (p *Process) SandboxHeld() (held, notHeld []string) {
+	if p.jail == nil {
+		return nil, nil
+	}
+	return p.jail.held, p.jail.notHeld
+}
 
 // PID implements Child.
 func (p *Process) PID() int { return p.pid }

@@ -105,14 +105,11 @@ func reap(path string, argv []string, sa sandboxArgs) int {
 // directory — the bridge, which does this when it stops a child, is
 // gone —, and the process group.
 func bridgeGone(sa sandboxArgs) {
+	var g *cgroup
 	if len(sa.cgroups) > 0 {
-		g := cgroupOf(sa.cgroups)
-		g.killAll()
-		_ = g.remove()
+		g = cgroupOf(sa.cgroups)
 	}
-	if sa.tmp != "" {
-		_ = os.RemoveAll(sa.tmp)
-	}
+	_ = endLeftovers(g, sa.tmp)
 	_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
 }
 

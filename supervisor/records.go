@@ -133,15 +133,16 @@ func removeSandbox(rec record, log hclog.Logger) {
 			procs = append(procs, f)
 		}
 	}
+	var g *cgroup
 	if len(procs) > 0 {
-		g := cgroupOf(procs)
-		g.killAll()
-		if err := g.remove(); err != nil {
-			log.Error("a dead child's cgroup stays", "destination", rec.Destination, "error", err)
-		}
+		g = cgroupOf(procs)
 	}
-	if rec.Tmp != "" && filepath.Dir(rec.Tmp) == filepath.Clean(os.TempDir()) && strings.HasPrefix(filepath.Base(rec.Tmp), "stelae-") {
-		_ = os.RemoveAll(rec.Tmp)
+	tmp := rec.Tmp
+	if filepath.Dir(tmp) != filepath.Clean(os.TempDir()) || !strings.HasPrefix(filepath.Base(tmp), "stelae-") {
+		tmp = ""
+	}
+	if err := endLeftovers(g, tmp); err != nil {
+		log.Error("what a dead child's sandbox left stays", "destination", rec.Destination, "error", err)
 	}
 }
 

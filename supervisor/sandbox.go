@@ -121,14 +121,11 @@ func newJail(d *config.Destination, cmdPath string) (*jail, error) {
 	}
 	if rules != nil {
 		if j.cg == nil {
+			// No caps: a cgroup of the filter's alone (newCgroup
+			// makes nothing for none, and cannot fail).
 			j.cg, _ = newCgroup(d.Name, cgroupCaps{})
 		}
-		var err error
-		if j.cg == nil {
-			err = errors.New("cannot make the child's cgroup")
-		} else {
-			err = j.cg.filterNetwork(rules)
-		}
+		err := j.cg.filterNetwork(rules)
 		switch {
 		case err == nil:
 			j.held = append(j.held, "network by an eBPF filter on the child's cgroup ("+strconv.Itoa(len(rules))+" addresses)")
@@ -152,32 +149,55 @@ func newJail(d *config.Destination, cmdPath string) (*jail, error) {
 	return j, nil
 }
 
-// release removes what newJail made, once the child (if any) is gone.
+// release removes what newJail made, once the child (if any) is gone:
+// what is left in its cgroups is killed.
 func (j *jail) release() error {
 	if j == nil {
 		return nil
 	}
-	if j.tmp != "" {
-		_ = os.RemoveAll(j.tmp)
-	}
-	if j.cg == nil {
+	return endLeftovers(j.cg, j.tmp)
+}
+
+// cgroup is j's cgroup (nil: none, or no jail).
+func (j *jail) cgroup() *cgroup {
+	if j == nil {
 		return nil
 	}
-	j.cg.killAll()
-	return j.cg.remove()
+	return j.cg
+}
+
+// endLeftovers ends what a child's sandbox leaves once the child is gone:
+// it kills what is left in g (nil: none) and removes g and the child's
+// temporary directory tmp ("": none). The bridge calls it when a child
+// exits (jail.release), the reaper when the bridge is gone, the sweep
+// when both died together.
+func endLeftovers(g *cgroup, tmp string) error {
+	var err error
+	if g != nil {
+		g.killAll()
+		if err = g.remove(); err != nil {
+			err = fmt.Errorf("the child's cgroup stays: %w", err)
+		}
+	}
+	if tmp != "" {
+		if rerr := os.RemoveAll(tmp); rerr != nil && err == nil {
+			err = fmt.Errorf("the child's temporary directory stays: %w", rerr)
+		}
+	}
+	return err
 }
 
 // CheckSandbox says how this system would hold d to its sandbox (-check):
 // what is held, and what is not and why (nothing for a destination
 // without a sandbox). It makes what a start makes, and removes it again.
 func CheckSandbox(d *config.Destination) (held, notHeld []string) {
+	if d.Sandbox.Empty() {
+		return nil, nil
+	}
 	cmd, err := command(d)
 	path := d.Command
 	if err == nil && cmd.Err == nil {
 		path = cmd.Path
-	}
-	if d.Sandbox.Empty() {
-		return nil, nil
 	}
 	best := *d.Sandbox
 	best.BestEffort = true

@@ -36,7 +36,7 @@ func TestSandboxMemoryCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dirs := append([]string(nil), p.cg.dirs...)
+	dirs := append([]string(nil), p.jail.cgroup().dirs...)
 	select {
 	case <-p.Exited():
 	case <-time.After(60 * time.Second):
@@ -68,7 +68,7 @@ func TestSandboxProcessCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dirs := append([]string(nil), p.cg.dirs...)
+	dirs := append([]string(nil), p.jail.cgroup().dirs...)
 	events := filepath.Join(dirs[0], "pids.events")
 	if line, err := p.ReadMessage(); err != nil || string(line) != "held" {
 		t.Fatalf("the child said %q, %v; want held (alive after its bomb met the cap)", line, err)
@@ -136,7 +136,7 @@ func TestSandboxRefusedWhereItCannotHold(t *testing.T) {
 		t.Fatalf("best effort: %v", err)
 	}
 	defer func() { _ = p.Stop(context.Background()) }()
-	if p.cg != nil || !strings.Contains(logs.String(), "the sandbox is not wholly enforced on this system") {
-		t.Errorf("best effort: cgroup %v, log %q", p.cg, logs.String())
+	if p.jail.cgroup() != nil || !strings.Contains(logs.String(), "the sandbox is not wholly enforced on this system") {
+		t.Errorf("best effort: cgroup %v, log %q", p.jail.cgroup(), logs.String())
 	}
 }

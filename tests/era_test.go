@@ -8,7 +8,6 @@ package tests
 // do, and a 2025 child is untouched.
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -58,17 +57,9 @@ func TestEraDiscovery(t *testing.T) {
 			t.Errorf("%s: %d %s", name, r.status, r.body)
 		}
 	}
-	var health struct {
-		Destinations map[string]struct {
-			ChildSpeaks string `json:"child_speaks"`
-		} `json:"destinations"`
-	}
-	hr := mustRequest(t, http.MethodGet, p.base+"/healthz?verbose", "", "")
-	if err := json.Unmarshal(hr.body, &health); err != nil {
-		t.Fatalf("/healthz?verbose: %v %s", err, hr.body)
-	}
+	health := verboseHealth(t, p)
 	for name, want := range map[string]string{"dual": "2025 2026-07-28", "asked2025": "2025", "everything": "2025"} {
-		if got := health.Destinations[name].ChildSpeaks; got != want {
+		if got := health[name].ChildSpeaks; got != want {
 			t.Errorf("%s's child speaks %q; want %q", name, got, want)
 		}
 	}

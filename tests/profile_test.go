@@ -244,19 +244,30 @@ func listedLen(l *mcp.ListToolsResult) int {
 	return len(l.Tools)
 }
 
-// destPID is a destination's child's pid as /healthz?verbose says.
-func destPID(t *testing.T, p *binaryProc, dest string) int {
+// destDetails is what /healthz?verbose says of a destination, as far as
+// the tests read it.
+type destDetails struct {
+	PID         int    `json:"pid"`
+	ChildSpeaks string `json:"child_speaks"`
+}
+
+// verboseHealth is /healthz?verbose's destinations.
+func verboseHealth(t *testing.T, p *binaryProc) map[string]destDetails {
 	t.Helper()
 	var h struct {
-		Destinations map[string]struct {
-			PID int `json:"pid"`
-		} `json:"destinations"`
+		Destinations map[string]destDetails `json:"destinations"`
 	}
 	r := mustRequest(t, http.MethodGet, p.base+"/healthz?verbose", "", "")
 	if err := json.Unmarshal(r.body, &h); err != nil {
 		t.Fatalf("/healthz?verbose: %v %s", err, r.body)
 	}
-	return h.Destinations[dest].PID
+	return h.Destinations
+}
+
+// destPID is a destination's child's pid as /healthz?verbose says.
+func destPID(t *testing.T, p *binaryProc, dest string) int {
+	t.Helper()
+	return verboseHealth(t, p)[dest].PID
 }
 
 // TestProfileWithNpmServers: one profile of three servers from npm —

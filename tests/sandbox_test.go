@@ -285,16 +285,10 @@ func TestSandboxHoldsNpxAndItsNode(t *testing.T) {
 	}
 	t.Logf("server-everything (npx → node), start and first call: %s plain, %s in its sandbox", starts["plain"].Round(time.Millisecond), starts["boxed"].Round(time.Millisecond))
 	// Every process of the boxed child's tree is in its cgroup.
-	var health struct {
-		Destinations map[string]struct {
-			PID *int `json:"pid"`
-		} `json:"destinations"`
+	root := destPID(t, p, "boxed")
+	if root == 0 {
+		t.Fatal("/healthz?verbose names no pid for boxed")
 	}
-	hr := mustRequest(t, http.MethodGet, p.base+"/healthz?verbose", "", "")
-	if err := json.Unmarshal(hr.body, &health); err != nil || health.Destinations["boxed"].PID == nil {
-		t.Fatalf("/healthz?verbose: %v %s", err, hr.body)
-	}
-	root := *health.Destinations["boxed"].PID
 	tree := append([]int{root}, descendants(root)...)
 	if len(tree) < 2 {
 		t.Errorf("the boxed child %d has no descendants (npx starts node)", root)
