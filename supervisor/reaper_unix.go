@@ -66,6 +66,7 @@ func reap(path string, argv []string, sa sandboxArgs) int {
 	}
 	fmt.Fprintf(report, "%d\n", cmd.Process.Pid)
 	report.Close()
+	parent := os.Getppid()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	died := make(chan struct{}) // the bridge is gone (spawn_*.go)
@@ -84,8 +85,13 @@ func reap(path string, argv []string, sa sandboxArgs) int {
 			// bridge does this too once the reaper has exited, but the
 			// command may have ended because the bridge died (its stdin
 			// closed before the death signal came), and then nobody else
-			// would.
+			// would. The same holds for what its sandbox left (the
+			// cgroups, the TMPDIR): a bridge killed while the command
+			// read its stdin often loses this race to the command's exit.
 			killGroupButSelf()
+			if bridgeDied(parent, signals, died) {
+				_ = endLeftovers(cgroupFor(sa), sa.tmp)
+			}
 			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 			if ws.Signaled() {
 				sig := ws.Signal()
@@ -105,12 +111,37 @@ func reap(path string, argv []string, sa sandboxArgs) int {
 // directory — the bridge, which does this when it stops a child, is
 // gone —, and the process group.
 func bridgeGone(sa sandboxArgs) {
-	var g *cgroup
-	if len(sa.cgroups) > 0 {
-		g = cgroupOf(sa.cgroups)
-	}
-	_ = endLeftovers(g, sa.tmp)
+	_ = endLeftovers(cgroupFor(sa), sa.tmp)
 	_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
+}
+
+// cgroupFor is the cgroup sa names (nil: none).
+func cgroupFor(sa sandboxArgs) *cgroup {
+	if len(sa.cgroups) == 0 {
+		return nil
+	}
+	return cgroupOf(sa.cgroups)
+}
+
+// bridgeDied reports whether the bridge (the reaper's parent when it
+// started) is gone: the reaper was handed to another parent, or the death
+// signal or the parent watch (macOS) said so.
+func bridgeDied(parent int, signals <-chan os.Signal, died <-chan struct{}) bool {
+	if os.Getppid() != parent {
+		return true
+	}
+	for {
+		select {
+		case sig := <-signals:
+			if sig == reaperDeathSignal {
+				return true
+			}
+		case <-died:
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // killGroupButSelf kills every other process of the reaper's group.

@@ -81,6 +81,28 @@ func hardKillLeavesNoProcess(t *testing.T, sandbox string) {
 	if len(tree) < 8 {
 		t.Fatalf("want at least 8 processes below the bridge, got %v", tree)
 	}
+	// What the sandbox made for the children: their pids cgroups (the
+	// network: none sandbox has no filter's) and their TMPDIRs.
+	left := map[string]bool{}
+	if sandbox != "" {
+		for _, pid := range tree {
+			cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+			for _, line := range strings.Split(string(cg), "\n") {
+				if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[1] == "pids" && strings.Contains(parts[2], "/stelae-") {
+					left[filepath.Join("/sys/fs/cgroup/pids", parts[2])] = true
+				}
+			}
+			environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+			for _, kv := range strings.Split(string(environ), "\x00") {
+				if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok && strings.Contains(v, "stelae-") {
+					left[v] = true
+				}
+			}
+		}
+		if len(left) != 6 {
+			t.Fatalf("the three sandboxed children's cgroups and TMPDIRs: %v", left)
+		}
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +116,14 @@ func hardKillLeavesNoProcess(t *testing.T, sandbox string) {
 			}
 		}
 		waitFor(t, 10*time.Second, fmt.Sprintf("process %d (%q %s) to die with the bridge", pid, strings.ReplaceAll(string(cmdline), "\x00", " "), mode), func() bool { return !processAlive(pid) })
+	}
+	// The reapers remove them, whether the death signal or the child's
+	// exit (its stdin closed with the bridge) reached them first.
+	for path := range left {
+		waitFor(t, 10*time.Second, path+" (a child's cgroup or TMPDIR) to be removed", func() bool {
+			_, err := os.Stat(path)
+			return os.IsNotExist(err)
+		})
 	}
 }
 
