@@ -387,7 +387,7 @@ func (b *Bridge) dispatcherFactory(d *config.Destination) func() *dispatch.Dispa
 			ToolAllowed:     allowed,
 			BridgeVersion:   o.Version,
 			Logs:            d.Logs,
-			NoDiscovery:     d.Era == config.Era2025,
+			Era:             d.Era,
 			Interactive:     d.Interactive,
 			InteractiveTool: alone,
 			Logger:          o.Logger.Named("dispatch"),

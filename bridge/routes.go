@@ -312,9 +312,9 @@ type destinationHealth struct {
 	PID       *int    `json:"pid,omitempty"`
 	Isolation string  `json:"isolation,omitempty"`
 	LastExit  *string `json:"last_exit,omitempty"`
-	// ChildSpeaks lists the protocols the running child speaks, as its
-	// start found ("2025", or "2025 2026-07-28" for a child that answered
-	// server/discover), with ?verbose only.
+	// ChildSpeaks is the protocol the running child is spoken to in, as
+	// its start found: "2026-07-28" for a child that answered
+	// server/discover for it, else "2025"; with ?verbose only.
 	ChildSpeaks string `json:"child_speaks,omitempty"`
 	// SessionList describes each session (id prefix, client, version,
 	// age, idle time, calls in flight, streams), with ?verbose only.
@@ -328,7 +328,7 @@ func childSpeaks(st dispatch.Status) string {
 	case st.State != supervisor.StateRunning:
 		return ""
 	case st.ChildSpeaks2026:
-		return "2025 2026-07-28"
+		return "2026-07-28"
 	default:
 		return "2025"
 	}

@@ -125,7 +125,7 @@ type Destination struct {
 	InteractiveTools []string
 	// Era is how the bridge learns which protocol the child speaks
 	// ('era:'): EraAuto (or empty) asks it server/discover first; Era2025
-	// does not ask.
+	// does not ask; Era2026 requires 2026-07-28.
 	Era string
 	// Logs is what becomes of a child's log message that cannot be
 	// attributed to one session ('logs:'): LogsAttributed, LogsFanout or
@@ -193,6 +193,7 @@ const (
 const (
 	EraAuto = "auto"
 	Era2025 = "2025"
+	Era2026 = "2026"
 )
 
 // Values of Destination.Logs.
@@ -723,12 +724,8 @@ func parseDestination(k, v *yaml.Node, mcpShape bool, cfg *Config, lookup func(s
 			problem(line, "destination %q: "+format, append([]any{name}, args...)...)
 		})
 	}
-	if fd.Era.Kind == yaml.ScalarNode && fd.Era.Value == "2026" {
-		problem(fd.Era.Line, "destination %q: 'era: 2026' is not supported by this version, which serves children in the 2025 protocol (a child that speaks 2026-07-28 only is refused at its start, saying so): use auto or 2025", name)
-	} else {
-		d.Era = oneOf(&fd.Era, "era", []string{EraAuto, Era2025},
-			"auto: ask the child server/discover first, to learn whether it speaks MCP 2026-07-28; 2025: speak the 2025 protocol to it without asking (for a server that mishandles a method it does not know). This version serves children in the 2025 protocol")
-	}
+	d.Era = oneOf(&fd.Era, "era", []string{EraAuto, Era2025, Era2026},
+		"auto: ask the child server/discover first and speak MCP 2026-07-28 to it when it does, else the 2025 protocol; 2025: speak the 2025 protocol to it without asking (for a server that mishandles a method it does not know); 2026: speak 2026-07-28, and fail the start of a child that does not")
 	d.Logs = oneOf(&fd.Logs, "logs", []string{LogsAttributed, LogsFanout, LogsDrop},
 		"what becomes of a child's log line that cannot be attributed to one session: attributed gives it to the sole session, fanout to every session, drop to none")
 	if n := &fd.Interactive; n.Kind != 0 {

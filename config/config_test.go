@@ -1514,18 +1514,19 @@ func TestToolFilterFailsClosed(t *testing.T) {
 // testReserved are the bridge's own route names, as it hands them in.
 var testReserved = []string{"mcp", "sse", "message", "healthz", "metrics", "version", "tools", "stream", ".well-known"}
 
-// TestEra: 'era:' takes auto or 2025; 2026 is refused with what to do.
+// TestEra: 'era:' takes auto, 2025 or 2026; anything else is refused with
+// what each means.
 func TestEra(t *testing.T) {
-	cfg, err := Parse("test.yaml", []byte("destinations:\n  a: {command: /bin/true, era: \"2025\"}\n  b: {command: /bin/true, era: auto}\n  c: {command: /bin/true}\n"), noEnv, testReserved...)
+	cfg, err := Parse("test.yaml", []byte("destinations:\n  a: {command: /bin/true, era: \"2025\"}\n  b: {command: /bin/true, era: auto}\n  c: {command: /bin/true}\n  d: {command: /bin/true, era: \"2026\"}\n"), noEnv, testReserved...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Destinations["a"].Era != Era2025 || cfg.Destinations["b"].Era != EraAuto || cfg.Destinations["c"].Era != "" {
-		t.Errorf("eras %q %q %q", cfg.Destinations["a"].Era, cfg.Destinations["b"].Era, cfg.Destinations["c"].Era)
+	if cfg.Destinations["a"].Era != Era2025 || cfg.Destinations["b"].Era != EraAuto || cfg.Destinations["c"].Era != "" || cfg.Destinations["d"].Era != Era2026 {
+		t.Errorf("eras %q %q %q %q", cfg.Destinations["a"].Era, cfg.Destinations["b"].Era, cfg.Destinations["c"].Era, cfg.Destinations["d"].Era)
 	}
 	for src, want := range map[string]string{
-		"era: \"2026\"": "'era: 2026' is not supported by this version",
-		"era: modern":   "'era' must be",
+		"era: modern":     "'era' must be",
+		"era: 2026-07-28": "2026: speak 2026-07-28",
 	} {
 		if _, err := Parse("test.yaml", []byte("destinations:\n  a:\n    command: /bin/true\n    "+src+"\n"), noEnv, testReserved...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want %q", src, err, want)

@@ -67,8 +67,8 @@ type Destination struct {
 	// (best_effort) and why; "" when no child runs or none is.
 	SandboxHeld    string `json:"sandbox_held,omitempty"`
 	SandboxNotHeld string `json:"sandbox_not_held,omitempty"`
-	// ChildSpeaks lists the protocols its running child speaks ("2025",
-	// "2025 2026-07-28"); "" when none runs.
+	// ChildSpeaks is the protocol its running child is spoken to in
+	// ("2025", "2026-07-28"); "" when none runs.
 	ChildSpeaks    string  `json:"child_speaks,omitempty"`
 	State          string  `json:"state"`
 	PID            int     `json:"pid"`

@@ -61,9 +61,15 @@ type abandonedCall struct {
 // abandonLocked records call, just taken out of the pending calls by the
 // path that ends it, as abandoned; it takes over the call's turn. d.pmu
 // must be held. The bridge's own calls are not recorded.
-func (d *Dispatcher) abandonLocked(call *Call, now time.Time) {
+func (d *Dispatcher) abandonLocked(call *Call, now time.Time) (atChild bool) {
+	if call.waiting {
+		// It waited for its session's input (modern.go): the child
+		// answered it, and works on nothing of it.
+		d.dropInputsLocked(call)
+		return false
+	}
 	if call.sess == nil {
-		return
+		return true
 	}
 	grace := d.grace
 	if d.goesOn {
@@ -80,6 +86,7 @@ func (d *Dispatcher) abandonLocked(call *Call, now time.Time) {
 		d.turns.wake()
 	}
 	call.turn, call.parked = noTurn, noTurn
+	return true
 }
 
 // dropAbandonedLocked forgets abandoned call up, giving back what it held.

@@ -114,8 +114,8 @@ func (d *Dispatcher) inflight(now time.Time) (newest *Call, users int) {
 	}
 	var up uint64
 	for u, q := range d.pending {
-		if q.sess == nil {
-			continue // the bridge's own call
+		if q.sess == nil || q.waiting {
+			continue // the bridge's own call, or one the child answered (modern.go)
 		}
 		if aloneRuns && q.parked != noTurn {
 			continue // parked beside a call that runs alone

@@ -80,6 +80,15 @@ type Call struct {
 	// owner is this call's user (childtasks.go); read by the reader
 	// (routeResponse) while the call is pending.
 	ownsTask bool
+	// method is the request's method, for a translated call's retry.
+	method string
+	// translate: the call is a 2025 session's on a 2026 child, whose
+	// input_required answers become requests to the session (modern.go);
+	// asking holds them. waiting: the call is pending for its session's
+	// answers, not at the child (guarded by d.pmu while pending).
+	translate bool
+	asking    *asking
+	waiting   bool
 }
 
 // relatedQueue bounds the related messages waiting for their caller; past it
@@ -141,6 +150,7 @@ func (call *Call) Release() {
 	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after, call.relate = nil, nil, nil, nil, nil, nil, nil, nil
 	call.end, call.ended, call.follow = reply{}, false, false
 	call.augmented, call.childTask, call.parked, call.heldBy, call.ownsTask = false, "", noTurn, time.Time{}, false
+	call.method, call.translate, call.asking, call.waiting = "", false, nil, false
 	recycle.Poison(call.out)
 	call.out = call.out[:0]
 	if cap(call.out) > 64<<10 {
@@ -176,19 +186,18 @@ func (call *Call) Keep() {
 			return
 		}
 		d.pmu.Unlock()
-		call.took(<-call.reply)
+		call.end = <-call.reply
+		call.took()
 	}
 	call.clientID, call.clientToken = bytes.Clone(call.clientID), bytes.Clone(call.clientToken)
 }
 
-// took ends the call with r, the end its taker sent, unless r starts the
-// child's task (awaitChildTask: the call goes on, pending again).
-func (call *Call) took(r reply) {
-	call.end = r
-	if call.augmented && call.awaitChildTask(call.end) {
-		return
+// took ends the call with call.end, the end its taker sent, unless the
+// call goes on (received: the child's task, a translated call's input).
+func (call *Call) took() {
+	if call.received() {
+		call.finish(call.end.msg, call.end.err)
 	}
-	call.finish(call.end.msg, call.end.err)
 }
 
 // Extend gives the call timeout more from now: a call that became a task
@@ -201,10 +210,12 @@ func (call *Call) Extend(timeout time.Duration) {
 }
 
 // reply ends a pending call: the response to write to the client (with the
-// client's id restored), or an error.
+// client's id restored), or an error; or, with retry, a translated call's
+// inputs are all answered (modern.go).
 type reply struct {
-	msg []byte
-	err error
+	msg   []byte
+	err   error
+	retry bool
 }
 
 // childRequest is a request from the child waiting for a client's answer.
@@ -314,6 +325,9 @@ func (d *Dispatcher) forward(call *Call, m *jsonrpc.Message) *Call {
 			}
 			continue
 		}
+		if c.modern && m.Method == "logging/setLevel" && call.sess != nil {
+			return call.finish(d.setLevel(call.sess, m), nil)
+		}
 		if !call.hold(d.turnFor(m)) {
 			return call
 		}
@@ -350,7 +364,14 @@ var errWriteFailed = errors.New("write failed")
 // send registers call as pending and writes its request to c. clientID nil
 // makes it one of the bridge's own calls, answered under its upstream id.
 func (d *Dispatcher) send(call *Call, c *child, clientID json.RawMessage, method string, params json.RawMessage) *Call {
-	call.c = c
+	call.c, call.method = c, method
+	if c.modern {
+		// A 2026 child reads the caller's envelope in every request
+		// (modern.go).
+		var modern bool
+		params, modern = d.childParams(call.sess, params)
+		call.translate = call.sess != nil && !modern
+	}
 	call.up = d.seq.Add(1)
 	upID := strconv.AppendUint(call.idBuf[:0], call.up, 10)
 	if clientID == nil {
@@ -362,6 +383,12 @@ func (d *Dispatcher) send(call *Call, c *child, clientID json.RawMessage, method
 	if call.sess != nil && (bytes.Contains(params, []byte(`"progressToken"`)) || bytes.Contains(params, []byte(`\u`))) {
 		params, call.clientToken = rewriteProgressToken(params, upID)
 	}
+	return d.post(call, c, upID, method, params)
+}
+
+// post registers call as pending under upstream id upID and writes its
+// request to c.
+func (d *Dispatcher) post(call *Call, c *child, upID []byte, method string, params json.RawMessage) *Call {
 	call.out = jsonrpc.AppendRequest(call.out[:0], upID, method, params)
 
 	// Register before writing: the answer may come before Write returns.
@@ -391,6 +418,18 @@ func (call *Call) finishFromReply() *Call {
 	return call.finish(r.msg, r.err)
 }
 
+// endFromReply is finishFromReply for a path that gives the call up (err)
+// while another path took it: a translated call whose inputs were just
+// answered ends with err, not a retry.
+func (call *Call) endFromReply(err error) {
+	r := <-call.reply
+	if r.retry {
+		call.finish(nil, err)
+		return
+	}
+	call.finish(r.msg, r.err)
+}
+
 // Next waits for the call's next event: a related message (only when the
 // caller follows the call), the caller's tick (nil: none), or the end.
 // After the end it returns the end again.
@@ -414,10 +453,7 @@ func (call *Call) Next(tick <-chan time.Time) Event {
 		d, c := call.d, call.c
 		select {
 		case call.end = <-call.reply: // (into the call: a copy would be in this frame)
-			if call.augmented && call.awaitChildTask(call.end) {
-				continue
-			}
-			call.finish(call.end.msg, call.end.err)
+			call.took()
 		case <-call.relatedReady:
 			if msg := call.nextRelated(); msg != nil {
 				return call.relatedEvent(msg)
@@ -438,11 +474,12 @@ func (call *Call) Next(tick <-chan time.Time) Event {
 // child gave just before, or ErrChildExited. (Out of Next, whose frame a
 // waiting call keeps.)
 func (call *Call) childExited(d *Dispatcher, c *child) {
+	err := fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, supervisor.ExitStatus(c.conn))
 	if d.takeCall(call.up) == nil {
-		call.finishFromReply()
+		call.endFromReply(err)
 		return
 	}
-	call.finish(nil, fmt.Errorf("%w: destination %q (%s)", ErrChildExited, d.opts.Name, supervisor.ExitStatus(c.conn)))
+	call.finish(nil, err)
 }
 
 // nextRelated takes the oldest message of related, after Next took the
@@ -479,8 +516,15 @@ func (call *Call) wait() ([]byte, error) {
 // abandon gives up on the call and tells the child, unless the answer has
 // just arrived.
 func (call *Call) abandon(err error, reason string) {
-	if !call.d.takeAbandoned(call) {
-		call.finishFromReply()
+	taken, atChild := call.d.takeAbandoned(call)
+	if !taken {
+		call.endFromReply(err)
+		return
+	}
+	if !atChild {
+		// It waited for its session's input: the child has nothing of
+		// it to cancel.
+		call.finish(nil, err)
 		return
 	}
 	if call.childTask != "" {
@@ -501,6 +545,9 @@ func (d *Dispatcher) takeCall(up uint64) *Call {
 	d.pmu.Lock()
 	call := d.pending[up]
 	delete(d.pending, up)
+	if call != nil {
+		d.dropInputsLocked(call)
+	}
 	d.pmu.Unlock()
 	return call
 }
@@ -512,6 +559,9 @@ func (d *Dispatcher) takeAnswered(up uint64, result bool) *Call {
 	d.pmu.Lock()
 	call := d.pending[up]
 	delete(d.pending, up)
+	if call != nil {
+		d.dropInputsLocked(call) // a child that answers an id twice
+	}
 	if len(d.abandoned) > 0 || len(d.settled) > 0 {
 		d.answeredLocked(up, result)
 	}
@@ -520,16 +570,17 @@ func (d *Dispatcher) takeAnswered(up uint64, result bool) *Call {
 }
 
 // takeAbandoned takes call out of the pending calls as abandoned
-// (abandoned.go); false when another path took it first.
-func (d *Dispatcher) takeAbandoned(call *Call) bool {
+// (abandoned.go); taken is false when another path took it first, atChild
+// when the child has nothing of it to cancel (it waited for its session's
+// input).
+func (d *Dispatcher) takeAbandoned(call *Call) (taken, atChild bool) {
 	d.pmu.Lock()
 	defer d.pmu.Unlock()
 	if d.pending[call.up] != call {
-		return false
+		return false, false
 	}
 	delete(d.pending, call.up)
-	d.abandonLocked(call, time.Now())
-	return true
+	return true, d.abandonLocked(call, time.Now())
 }
 
 // cancelParams builds the params of a notifications/cancelled for upstream
@@ -629,6 +680,11 @@ func (d *Dispatcher) Notify(s Session, m *jsonrpc.Message) error {
 		d.log.Debug("notification dropped: child not running", "method", m.Method)
 		return nil
 	}
+	if c.modern {
+		// A 2026-07-28 child takes no notification but cancellations
+		// (roots come with the calls that need them).
+		return nil
+	}
 	return c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, m.Method, m.Params))
 }
 
@@ -647,16 +703,17 @@ func (d *Dispatcher) clientCancel(s Session, m *jsonrpc.Message) error {
 		}
 	}
 	call := d.pending[found]
+	atChild := false
 	if call != nil {
 		delete(d.pending, found)
-		d.abandonLocked(call, time.Now())
+		atChild = d.abandonLocked(call, time.Now())
 	}
 	d.pmu.Unlock()
 	if call == nil {
 		return nil
 	}
 	call.reply <- reply{msg: jsonrpc.ErrorResponse(call.clientID, jsonrpc.CodeRequestCancelled, "request cancelled by the client")}
-	if c := d.current(); c != nil {
+	if c := d.current(); c != nil && atChild {
 		err := c.conn.WriteMessage(jsonrpc.AppendRequest(nil, nil, "notifications/cancelled", cancelParams(found, jsonrpc.Member(m.Params, "reason"))))
 		d.cancelsWritten(c, found)
 		return err
@@ -670,6 +727,9 @@ func (d *Dispatcher) Respond(s Session, m *jsonrpc.Message) error {
 		if ours, err := d.opts.Fan.Respond(s, m); ours {
 			return err
 		}
+	}
+	if d.answerInput(s, m) {
+		return nil
 	}
 	key := string(m.ID)
 	d.pmu.Lock()

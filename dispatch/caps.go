@@ -24,6 +24,14 @@ type clientCaps struct {
 	// failures is the supervisor's failure count when the session
 	// attached: a failure ends only the sessions that came before it.
 	failures uint64
+	// envelope is what a 2026 child reads of the session's requests in
+	// their _meta (modern.go): its client info and capabilities, and the
+	// log level it asked for. modern: the caller speaks 2026-07-28 itself
+	// and takes input_required as it is.
+	envelope []byte
+	modern   bool
+	// envelopeBase is the length of envelope without its log level.
+	envelopeBase int
 }
 
 // parseClientCaps reads the capabilities of a client's initialize params.
@@ -41,6 +49,8 @@ func parseClientCaps(params json.RawMessage) clientCaps {
 	c := p.Capabilities
 	caps := clientCaps{roots: declared(c.Roots), sampling: declared(c.Sampling)}
 	caps.elicitForm, caps.elicitURL = ElicitationModes(c.Elicitation)
+	caps.envelope = modernEnvelope(jsonrpc.Member(params, "clientInfo"), jsonrpc.Member(params, "capabilities"), "")
+	caps.envelopeBase = len(caps.envelope)
 	return caps
 }
 

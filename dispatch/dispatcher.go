@@ -124,8 +124,11 @@ type Options struct {
 	// cannot be attributed to one session: LogsAttributed (the default
 	// when empty), LogsFanout or LogsDrop. See routeLog.
 	Logs string
-	// NoDiscovery: the child is not asked server/discover ('era: 2025').
-	NoDiscovery bool
+	// Era is which protocol the child is spoken to in: EraAuto (""),
+	// the one it says it speaks to server/discover (2026-07-28 when it
+	// does); Era2025, initialize without asking; EraModern, 2026-07-28 or
+	// the start fails.
+	Era string
 	// Interactive serves the clients' calls one at a time, so that every
 	// request and log line the child sends is attributed to the one call
 	// in flight (turns.go).
@@ -152,6 +155,9 @@ type child struct {
 	// lines that are not JSON-RPC are noted (noise) for the error of a
 	// caller that gives up waiting for the start.
 	handshaken atomic.Bool
+	// modern: the child speaks MCP 2026-07-28 and is spoken to in it
+	// (modern.go); set by the handshake, before the child is handed out.
+	modern bool
 	// noiseMu guards noise and lastNoise.
 	noiseMu   sync.Mutex
 	noise     int
@@ -203,11 +209,14 @@ type Dispatcher struct {
 	sessions map[Session]clientCaps
 	subs     map[string]map[Session]struct{}
 
-	// pmu guards pending, childReqs, abandoned, turns and the pending
+	// pmu guards pending, childReqs, inputs, abandoned, turns and the pending
 	// calls' related queues.
 	pmu       sync.Mutex
 	pending   map[uint64]*Call
 	childReqs map[string]childRequest
+	// inputs are the requests sent to 2025 sessions for their calls on a
+	// 2026 child, by the id the bridge minted (modern.go).
+	inputs map[string]inputWait
 	// abandoned are calls given up on that the child may still be working
 	// on (abandoned.go), by upstream id; each counts for grace
 	// (abandonGrace; tests shorten it).
@@ -260,6 +269,7 @@ func New(opts Options) *Dispatcher {
 		subs:      map[string]map[Session]struct{}{},
 		pending:   map[uint64]*Call{},
 		childReqs: map[string]childRequest{},
+		inputs:    map[string]inputWait{},
 		abandoned: map[uint64]abandonedCall{},
 		grace:     abandonGrace,
 	}
@@ -292,7 +302,7 @@ type Status struct {
 	// Sessions attached.
 	Sessions int
 	// ChildSpeaks2026: the running child answered server/discover for
-	// MCP 2026-07-28 (it is served in the 2025 protocol all the same).
+	// MCP 2026-07-28, and is spoken to in it (modern.go).
 	ChildSpeaks2026 bool
 	// LogsDropped counts the child's log messages (notifications/message)
 	// that reached no session: not attributable to one (Options.Logs).

@@ -26,12 +26,25 @@ func (d *Dispatcher) handshake(ctx context.Context, c *child) error {
 	// so to server/discover; any other answer, or none in time, is a 2025
 	// child's.
 	var discovered json.RawMessage
-	if !d.opts.NoDiscovery {
+	if d.opts.Era != Era2025 {
 		discovered = d.discover(ctx, c)
 	}
 	d.mu.Lock()
 	d.discovered = discovered
 	d.mu.Unlock()
+	if discovered != nil {
+		// It speaks 2026-07-28: it is spoken to in it (modern.go). It has
+		// no initialize; sessions' are answered from what it said.
+		c.modern = true
+		d.mu.Lock()
+		d.initResult = modernInitResult(discovered, d.opts.Name)
+		d.mu.Unlock()
+		d.refreshTools(c)
+		return nil
+	}
+	if d.opts.Era == EraModern {
+		return fmt.Errorf("%w: 'era: \"2026\"' is set, and the child did not answer server/discover for MCP 2026-07-28 within %s: serve it with era auto or \"2025\", or check that the server speaks 2026-07-28", supervisor.ErrPermanent, min(discoverTimeout, d.opts.StartTimeout))
+	}
 	var m *jsonrpc.Message
 	var refusals []string
 	for i := len(supportedVersions) - 1; i >= 0; i-- {
@@ -53,8 +66,8 @@ func (d *Dispatcher) handshake(ctx context.Context, c *child) error {
 		refusals = append(refusals, supportedVersions[i]+": "+truncate(m.Error, 200))
 		m = nil
 	}
-	if m == nil && discovered != nil {
-		return fmt.Errorf("%w: it speaks MCP 2026-07-28 only (its server/discover answered; it refused initialize: %s), and this version of stelae-bridge serves children of the 2025 protocol: serve it with a version that speaks 2026-07-28 to children, or run the server in its dual-era mode", supervisor.ErrPermanent, strings.Join(refusals, "; "))
+	if m == nil && slices.ContainsFunc(refusals, func(r string) bool { return strings.Contains(r, "-32022") }) && d.opts.Era == Era2025 {
+		return fmt.Errorf("%w: it refused initialize at every 2025 version (%s), which a child that speaks MCP 2026-07-28 only does, and 'era: \"2025\"' kept the bridge from asking it server/discover: set era to auto", supervisor.ErrPermanent, strings.Join(refusals, "; "))
 	}
 	if m == nil {
 		return fmt.Errorf("%w: it refused the initialize handshake at every protocol version the bridge speaks (%s); check the server's own logs and version", supervisor.ErrPermanent, strings.Join(refusals, "; "))

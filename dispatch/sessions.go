@@ -26,6 +26,25 @@ func (d *Dispatcher) AttachCaller(s Session, every bool) {
 	}
 }
 
+// Envelope is what a 2026-07-28 caller declared in its request's _meta,
+// as the session layer read and checked it: a child of that era reads the
+// same (modern.go).
+type Envelope struct {
+	ClientInfo   json.RawMessage
+	Capabilities json.RawMessage
+	// LogLevel is the least severity of the log messages it takes ("":
+	// none).
+	LogLevel string
+}
+
+// AttachModern attaches a 2026-07-28 caller (for as long as its call
+// lives) as AttachCaller(s, true) does, with what it declared: a 2026 child
+// reads that, and its input_required answers go to the caller as they are.
+func (d *Dispatcher) AttachModern(s Session, env Envelope) {
+	d.attach(s, clientCaps{roots: true, sampling: true, elicitForm: true, elicitURL: true,
+		envelope: modernEnvelope(env.ClientInfo, env.Capabilities, env.LogLevel), modern: true})
+}
+
 func (d *Dispatcher) attach(s Session, caps clientCaps) {
 	caps.failures = d.sup.Failures()
 	d.mu.Lock()
@@ -86,8 +105,9 @@ func (d *Dispatcher) Detach(s Session, cause error) {
 	for up, call := range d.pending {
 		if call.sess == s {
 			delete(d.pending, up)
-			d.abandonLocked(call, now)
-			cancelled = append(cancelled, up)
+			if d.abandonLocked(call, now) {
+				cancelled = append(cancelled, up)
+			}
 			call.reply <- reply{err: cause}
 		}
 	}

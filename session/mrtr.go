@@ -90,7 +90,10 @@ func (x *mrtr) keys() ([]byte, []byte) {
 
 // stateBody is what a requestState carries; its MAC covers it all.
 type stateBody struct {
-	ID        string `json:"i"`
+	// ID names a parked call; Child is instead a 2026 child's own
+	// requestState, which the client gets sealed (sealChild).
+	ID        string `json:"i,omitempty"`
+	Child     string `json:"c,omitempty"`
 	Expires   int64  `json:"e"`
 	Principal []byte `json:"p"`
 	Digest    []byte `json:"d"`
@@ -389,6 +392,10 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 		invalid("was issued for another request (method or params differ)")
 		return
 	}
+	if sb.ID == "" {
+		ep.resumeChild(w, r, m, sb.Child, resume[1], taskAfter, rec)
+		return
+	}
 	ep.sl.mrtr.mu.Lock()
 	pc := ep.unparkLocked(sb.ID)
 	ep.sl.mrtr.mu.Unlock()
@@ -434,6 +441,56 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 	pc.f.taskAfter = taskAfter
 	pc.f.logLevel = logSeverity(jsonrpc.String(jsonrpc.Member(jsonrpc.Member(m.Params, "_meta"), metaLogLevel)))
 	ep.drive(w, r, pc.f, m, rec)
+}
+
+// sealChild gives a 2026 child's requestState in an input_required answer
+// to m to the client sealed: bound to the client (principal), to what m
+// asks (its method and params' digest) and to a time (InputWait), under the
+// bridge's MAC, so that no other client can resume the call with it and
+// nobody can alter it. The child's own protection of its state is its own.
+func (ep *Endpoint) sealChild(resp []byte, principal Principal, m *jsonrpc.Message) []byte {
+	result := jsonrpc.Member(resp, "result")
+	st := jsonrpc.Member(result, "requestState")
+	if len(st) == 0 || st[0] != '"' {
+		return resp // no state: the retry carries only inputResponses
+	}
+	digest := paramsDigest(m.Method, m.Params)
+	body, _ := json.Marshal(stateBody{Child: jsonrpc.String(st), Expires: time.Now().Add(ep.opts.InputWait).Unix(), Principal: principal[:], Digest: digest[:]})
+	ep.sl.mrtr.mu.Lock()
+	key, _ := ep.sl.mrtr.keys()
+	ep.sl.mrtr.mu.Unlock()
+	sealed := base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(sign(key, body))
+	result, err := jsonrpc.Replace(result, "requestState", jsonrpc.AppendString(nil, sealed))
+	if err != nil {
+		return jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInternalError, "the server's input_required answer could not be read")
+	}
+	out, err := jsonrpc.Replace(resp, "result", result)
+	if err != nil {
+		return jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeInternalError, "the server's input_required answer could not be read")
+	}
+	return out
+}
+
+// resumeChild forwards the retry m of a 2026 child's call, whose sealed
+// requestState resumeModern checked: the child gets its own requestState
+// back, with the client's inputResponses.
+func (ep *Endpoint) resumeChild(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, childState string, responses []byte, taskAfter time.Duration, rec *postLog) {
+	env := readEnvelope(m.Params)
+	fwd := *m
+	fwd.Params = dispatch.ModernParams(m.Params)
+	p, err := jsonrpc.Replace(fwd.Params, "requestState", jsonrpc.AppendString(nil, childState))
+	if err == nil && responses != nil {
+		p, err = jsonrpc.Replace(p, "inputResponses", responses)
+	}
+	if err != nil {
+		rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams, "the retry's params could not be read: "+err.Error(), nil)
+		return
+	}
+	fwd.Params = p
+	f := ep.startFlight(ep.shared, PrincipalFrom(r), &fwd, env.dispatchEnvelope(), true, false)
+	f.taskAfter, f.tool = taskAfter, jsonrpc.String(env.name)
+	f.logLevel = logSeverity(jsonrpc.String(env.logLevel))
+	ep.drive(w, r, f, m, rec)
 }
 
 // clientDeclared reports whether a modern request's client capabilities

@@ -63,11 +63,17 @@ var modernMethods = []string{"server/discover", "tools/list", "tools/call", "res
 // validate and serve it as a modern one, found in one walk over params and
 // one over its _meta. The fields alias the request.
 type envelope struct {
-	meta, version, caps, logLevel json.RawMessage
-	inputResponses, requestState  json.RawMessage
+	meta, version, caps, logLevel, clientInfo json.RawMessage
+	inputResponses, requestState              json.RawMessage
 	// name is params.name (tools/call, prompts/get), uri params.uri
 	// (resources/read), taskID params.taskId (tasks/*).
 	name, uri, taskID json.RawMessage
+}
+
+// dispatchEnvelope is what a 2026 child is to read of the request (the
+// dispatcher copies it).
+func (e *envelope) dispatchEnvelope() dispatch.Envelope {
+	return dispatch.Envelope{ClientInfo: e.clientInfo, Capabilities: e.caps, LogLevel: jsonrpc.String(e.logLevel)}
 }
 
 // readEnvelope reads the envelope of params (validated with the message).
@@ -99,6 +105,8 @@ func readEnvelope(params json.RawMessage) (e envelope) {
 			e.caps = v
 		case jsonrpc.KeyIs(k, metaLogLevel):
 			e.logLevel = v
+		case jsonrpc.KeyIs(k, metaClientInfo):
+			e.clientInfo = v
 		}
 		return true
 	})
@@ -409,6 +417,18 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 	}
 	fwd := *m
 	fwd.Params = dispatch.ModernParams(m.Params)
+	if d.SpeaksModern() && env.inputResponses != nil {
+		// A 2026 child reads the client's answers itself (the retry of
+		// a child that keeps no requestState).
+		var resume [2][]byte
+		if err := jsonrpc.ExactMembers(m.Params, resumeMembers[:], resume[:]); err != nil {
+			rec.status = modernError(w, http.StatusBadRequest, m.ID, jsonrpc.CodeInvalidParams, "a retry's "+err.Error(), nil)
+			return
+		}
+		if p, err := jsonrpc.Replace(fwd.Params, "inputResponses", resume[1]); err == nil {
+			fwd.Params = p
+		}
+	}
 	if augment {
 		task := strconv.AppendInt([]byte(`{"ttl":`), ep.opts.TaskTTL.Milliseconds(), 10)
 		if p, err := jsonrpc.Replace(fwd.Params, "task", append(task, '}')); err == nil {
@@ -417,7 +437,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 			augment = false
 		}
 	}
-	f := ep.startFlight(d, PrincipalFrom(r), &fwd, caps, true, augment)
+	f := ep.startFlight(d, PrincipalFrom(r), &fwd, env.dispatchEnvelope(), true, augment)
 	f.taskAfter, f.tool = taskAfter, jsonrpc.String(env.name)
 	f.logLevel = logSeverity(jsonrpc.String(env.logLevel))
 	if env.inputResponses != nil {
@@ -432,7 +452,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 // its related messages on its own POST stream. The auth layer has already
 // let it in.
 func (ep *Endpoint) serveSessionless(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, rec *postLog) {
-	f := ep.startFlight(ep.shared, PrincipalFrom(r), m, json.RawMessage(`{}`), false, false)
+	f := ep.startFlight(ep.shared, PrincipalFrom(r), m, dispatch.Envelope{Capabilities: json.RawMessage(`{}`)}, false, false)
 	f.logLevel = 0 // a 2025 client takes every log line the child sends it
 	ep.drive(w, r, f, m, rec)
 }
@@ -471,7 +491,8 @@ type flight struct {
 
 // startFlight begins forwarding m, a request of principal's; with
 // childTask, as a task the child runs (dispatch.BeginChildTask).
-func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, principal Principal, m *jsonrpc.Message, caps json.RawMessage, modern, childTask bool) *flight {
+func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, principal Principal, m *jsonrpc.Message, denv dispatch.Envelope, modern, childTask bool) *flight {
+	caps := denv.Capabilities
 	ep.sl.keeper.touch(d)
 	// The request's bytes (m, caps) alias its body's buffer, which goes
 	// back to the pool when its HTTP request ends: a call parked for input
@@ -483,7 +504,11 @@ func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, principal Principal, m *
 	// child's requests reach it; what this request declared is enforced
 	// per request (park: -32021, or the child gets an error). A
 	// sessionless 2025 request can answer nothing: it has no way to.
-	d.AttachCaller(f.caller, modern)
+	if modern {
+		d.AttachModern(f.caller, denv)
+	} else {
+		d.AttachCaller(f.caller, false)
+	}
 	if childTask {
 		f.call = d.BeginChildTask(ctx, f.caller, m, ep.opts.RequestTimeout)
 	} else {
@@ -639,9 +664,14 @@ func (ra *requestAnswer) related(rel []byte) bool {
 	return true
 }
 
-// done writes the call's answer.
+// done writes the call's answer: a 2026 child's input_required goes to a
+// modern client with its requestState bound to the client (sealChild).
 func (ra *requestAnswer) done(ev dispatch.Event) {
-	ra.write(ra.f.answer(ev, ra.m))
+	resp, err := ra.f.answer(ev, ra.m)
+	if err == nil && ra.f.modern && dispatch.InputRequired(resp) {
+		resp = ra.ep.sealChild(resp, ra.f.caller.principal, ra.m)
+	}
+	ra.write(resp, err)
 }
 
 // write writes the request's answer: as JSON, or as the last event of its

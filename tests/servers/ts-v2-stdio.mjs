@@ -2,7 +2,9 @@
 // tests: "reject" (the default) serves the 2026-07-28 era only, refusing
 // initialize (legacy: 'reject'); "dual" serves both eras (legacy: 'serve').
 // Tools: echo; sample (asks the client for a sampling answer by MRTR and
-// returns it); confirm (asks an elicitation, returns the answer).
+// returns it); confirm (asks an elicitation, returns the answer); twostep
+// (samples, then confirms, carrying what it sampled in its requestState);
+// progress (reports steps of progress, then answers).
 import { McpServer, inputRequired, inputResponse } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import * as z from 'zod';
@@ -31,6 +33,31 @@ serveStdio(() => {
             }
             return inputRequired({ inputRequests: { confirm: inputRequired.elicit({ message: `Confirm ${what}?`,
                 requestedSchema: z.object({ ok: z.boolean() }) }) } });
+        });
+    server.registerTool('twostep', { description: 'samples, then confirms, carrying the sample in requestState', inputSchema: z.object({ prompt: z.string() }) },
+        async ({ prompt }, ctx) => {
+            const state = ctx.mcpReq.requestState();
+            if (typeof state !== 'string') {
+                return inputRequired({ inputRequests: { s: inputRequired.createMessage({
+                    messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 20 }) }, requestState: 'step1' });
+            }
+            if (state === 'step1') {
+                const got = inputResponse(ctx.mcpReq.inputResponses, 's');
+                if (got.kind !== 'sampling') throw new Error('step1 without the sample');
+                const text = got.result.content.type === 'text' ? got.result.content.text : '?';
+                return inputRequired({ inputRequests: { c: inputRequired.elicit({ message: `Keep ${text}?`,
+                    requestedSchema: z.object({ ok: z.boolean() }) }) }, requestState: 'step2:' + text });
+            }
+            const got = inputResponse(ctx.mcpReq.inputResponses, 'c');
+            if (!state.startsWith('step2:') || got.kind !== 'elicit') throw new Error('unexpected state ' + state);
+            return { content: [{ type: 'text', text: `twostep: ${state.slice(6)} then ${got.action}` }] };
+        });
+    server.registerTool('progress', { description: 'reports progress', inputSchema: z.object({ steps: z.number() }) },
+        async ({ steps }, ctx) => {
+            for (let i = 1; i <= steps; i++) {
+                await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: ctx.mcpReq._meta?.progressToken, progress: i, total: steps } });
+            }
+            return { content: [{ type: 'text', text: `progressed ${steps}` }] };
         });
     return server;
 }, { legacy });
