@@ -32,6 +32,8 @@ type wireConn struct {
 	// are dropped, as by a child busy with its work (pings counts them).
 	answerPings atomic.Bool
 	pings       atomic.Int32
+	// modern: it speaks MCP 2026-07-28 only (modern_test.go).
+	modern atomic.Bool
 }
 
 func newWireConn() *wireConn {
@@ -52,11 +54,19 @@ func (c *wireConn) WriteMessage(msg []byte) error {
 	}
 	switch m.Method {
 	case "initialize":
+		if c.modern.Load() {
+			c.lines <- []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32022,"message":"Unsupported protocol version"}}`)
+			return nil
+		}
 		c.lines <- []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"wire","version":"1"}}}`)
 		return nil
 	case "notifications/initialized":
 		return nil
 	case "server/discover":
+		if c.modern.Load() {
+			c.lines <- []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"supportedVersions":["2026-07-28"],"capabilities":{},"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"wire26","version":"1"}}}}`)
+			return nil
+		}
 		// As a 2025 child answers a method it does not know.
 		c.lines <- []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32601,"message":"Method not found"}}`)
 		return nil
@@ -131,6 +141,8 @@ type wired struct {
 	d        *Dispatcher
 	conns    chan *wireConn
 	launches atomic.Int32
+	// modern makes the children it launches speak 2026-07-28 only.
+	modern atomic.Bool
 }
 
 func newWired(t *testing.T, opts Options) *wired {
@@ -139,6 +151,7 @@ func newWired(t *testing.T, opts Options) *wired {
 	opts.Launch = func(context.Context) (supervisor.Child, error) {
 		w.launches.Add(1)
 		c := newWireConn()
+		c.modern.Store(w.modern.Load())
 		w.conns <- c
 		return c, nil
 	}
