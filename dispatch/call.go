@@ -325,8 +325,19 @@ func (d *Dispatcher) forward(call *Call, m *jsonrpc.Message) *Call {
 			}
 			continue
 		}
-		if c.modern && m.Method == "logging/setLevel" && call.sess != nil {
-			return call.finish(d.setLevel(call.sess, m), nil)
+		if c.modern {
+			switch m.Method {
+			case "logging/setLevel":
+				if call.sess != nil {
+					return call.finish(d.setLevel(call.sess, m), nil)
+				}
+			case "resources/subscribe", "resources/unsubscribe":
+				// The first subscriber of a uri or its last one's
+				// leaving (subscribe, unsubscribe): the listen
+				// changes (listen.go).
+				d.listenAnew(c)
+				return call.finish(jsonrpc.AppendResponse(nil, m.ID, json.RawMessage("{}"), nil), nil)
+			}
 		}
 		if !call.hold(d.turnFor(m)) {
 			return call

@@ -237,6 +237,9 @@ type Dispatcher struct {
 	refused [len(refusals)]atomic.Uint64
 	warned  [len(refusals)]atomic.Bool
 
+	// listen is the listen held with a 2026 child (listen.go); it has
+	// its own mutex.
+	listen childListen
 	// tools is the tool catalogue; it has its own mutex.
 	tools toolCatalog
 	// filter is Options.ToolAllowed as it stands (SetToolAllowed replaces

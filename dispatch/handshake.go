@@ -39,6 +39,10 @@ func (d *Dispatcher) handshake(ctx context.Context, c *child) error {
 		d.mu.Lock()
 		d.initResult = modernInitResult(discovered, d.opts.Name)
 		d.mu.Unlock()
+		// List changes and the sessions' subscriptions come from one
+		// listen (listen.go).
+		d.forgetListen()
+		d.listenAnew(c)
 		d.refreshTools(c)
 		return nil
 	}

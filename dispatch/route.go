@@ -51,6 +51,18 @@ func (d *Dispatcher) read(c *child) {
 		case jsonrpc.KindResponse:
 			d.routeResponse(&m)
 		case jsonrpc.KindNotification:
+			if c.modern {
+				routed, ok := listenNotification(&m, line)
+				if !ok {
+					continue
+				}
+				if len(routed) != len(line) {
+					if err := jsonrpc.ParseInto(routed, &m); err != nil {
+						continue
+					}
+					line = routed
+				}
+			}
 			if m.Method == "notifications/tools/list_changed" {
 				d.refreshTools(c) // never blocks: the fetch has its own goroutine
 			}

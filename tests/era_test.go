@@ -178,3 +178,62 @@ func TestModernChild(t *testing.T) {
 		t.Fatalf("modern sample with its answer: %d %s", r.status, r.body)
 	}
 }
+
+// TestModernChildListen: list changes and resource updates of a 2026 child
+// come from the one listen the bridge holds with it, and reach whoever
+// asked: a 2025 session that subscribed to mem://counter hears of it on its
+// GET stream and another session (a bystander) does not; both hear of the
+// tools' change; a 2026 client's listen stream hears of both with its own
+// subscription id, and still hears of the resource after the 2025 session
+// unsubscribed, which then hears no more.
+func TestModernChildListen(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "destinations.yaml")
+	if err := os.WriteFile(cfg, []byte("destinations:\n  only2026:\n"+tsV2Server(t, "reject")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, cfg)
+	url := p.base + "/only2026/mcp"
+	a, b := newClient(t, url), newClient(t, url)
+	a.initialize()
+	b.initialize()
+	getA := openSSE(t, http.MethodGet, url, a.sid, "")
+	getB := openSSE(t, http.MethodGet, url, b.sid, "")
+	if r := a.post(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"mem://counter"}}`); r.status != 200 || !strings.Contains(string(r.body), `"result":{}`) {
+		t.Fatalf("subscribe: %d %s", r.status, r.body)
+	}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	listen := openSSE(t, http.MethodPost, url, "", `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["mem://counter"]},`+meta+`}}`,
+		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "subscriptions/listen")
+	if ack := listen.next(t, "notifications/subscriptions/acknowledged", 10*time.Second); !strings.Contains(string(ack.Params), "mem://counter") {
+		t.Fatalf("acknowledgment %s", ack.Params)
+	}
+	bump := func() {
+		t.Helper()
+		if r := b.callTool("3", "bump", map[string]any{}); !strings.Contains(string(r.body), "counter") {
+			t.Fatalf("bump: %d %s", r.status, r.body)
+		}
+	}
+	bump()
+	if m := getA.next(t, "notifications/resources/updated", 10*time.Second); !strings.Contains(string(m.Params), "mem://counter") || strings.Contains(string(m.Params), "subscriptionId") {
+		t.Errorf("a's update %s: want the uri, without the bridge's subscription id", m.Params)
+	}
+	if m := listen.next(t, "notifications/resources/updated", 10*time.Second); !strings.Contains(string(m.Params), `"io.modelcontextprotocol/subscriptionId":"L"`) {
+		t.Errorf("the listen's update %s: want its own subscription id", m.Params)
+	}
+	getB.none(t, "notifications/resources/updated", 300*time.Millisecond)
+	if r := b.callTool("4", "addtool", map[string]any{"name": "added"}); !strings.Contains(string(r.body), "added added") {
+		t.Fatalf("addtool: %d %s", r.status, r.body)
+	}
+	for _, st := range []*stream{getA, getB, listen} {
+		st.next(t, "notifications/tools/list_changed", 10*time.Second)
+	}
+	waitFor(t, 10*time.Second, "the new tool in tools/list", func() bool {
+		return strings.Contains(string(a.post(`{"jsonrpc":"2.0","id":5,"method":"tools/list"}`).body), `"name":"added"`)
+	})
+	if r := a.post(`{"jsonrpc":"2.0","id":6,"method":"resources/unsubscribe","params":{"uri":"mem://counter"}}`); r.status != 200 {
+		t.Fatalf("unsubscribe: %d %s", r.status, r.body)
+	}
+	bump()
+	listen.next(t, "notifications/resources/updated", 10*time.Second)
+	getA.none(t, "notifications/resources/updated", 300*time.Millisecond)
+}

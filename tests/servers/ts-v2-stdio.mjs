@@ -4,7 +4,9 @@
 // Tools: echo; sample (asks the client for a sampling answer by MRTR and
 // returns it); confirm (asks an elicitation, returns the answer); twostep
 // (samples, then confirms, carrying what it sampled in its requestState);
-// progress (reports steps of progress, then answers).
+// progress (reports steps of progress, then answers); bump (changes the
+// resource mem://counter, which subscribers hear of); addtool (adds a
+// tool, which list-change listeners hear of).
 import { McpServer, inputRequired, inputResponse } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import * as z from 'zod';
@@ -12,7 +14,23 @@ import * as z from 'zod';
 const legacy = process.argv[2] === 'dual' ? 'serve' : 'reject';
 
 serveStdio(() => {
-    const server = new McpServer({ name: 'ts-v2-stdio', version: '1.0.0' }, { capabilities: { tools: {} } });
+    const server = new McpServer({ name: 'ts-v2-stdio', version: '1.0.0' },
+        { capabilities: { tools: { listChanged: true }, resources: { subscribe: true, listChanged: true } } });
+    let counter = 0;
+    server.registerResource('counter', 'mem://counter', { mimeType: 'text/plain' },
+        async (uri) => ({ contents: [{ uri: uri.href, text: String(counter) }] }));
+    server.registerTool('bump', { description: 'changes mem://counter', inputSchema: z.object({}) },
+        async () => {
+            counter++;
+            await server.server.sendResourceUpdated({ uri: 'mem://counter' });
+            return { content: [{ type: 'text', text: `counter ${counter}` }] };
+        });
+    server.registerTool('addtool', { description: 'adds a tool', inputSchema: z.object({ name: z.string() }) },
+        async ({ name }) => {
+            server.registerTool(name, { description: 'added', inputSchema: z.object({}) },
+                async () => ({ content: [{ type: 'text', text: name }] }));
+            return { content: [{ type: 'text', text: `added ${name}` }] };
+        });
     server.registerTool('echo', { description: 'echo', inputSchema: z.object({ message: z.string() }) },
         async ({ message }) => ({ content: [{ type: 'text', text: message }] }));
     server.registerTool('sample', { description: 'asks the client for a sampling answer', inputSchema: z.object({ prompt: z.string() }) },
