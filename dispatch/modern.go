@@ -416,6 +416,18 @@ func (call *Call) retryInput() bool {
 	return true
 }
 
+// TranslateInput makes a 2026-07-28 caller's call on a 2026 child take the
+// child's input_required answers as a 2025 session's are (ask): as
+// requests among its related messages, answered with Respond. The tasks
+// extension's task that holds a call does, so that its inputs wait for
+// tasks/update. Only the call's caller may call it; a call on a 2025 child
+// is unchanged.
+func (call *Call) TranslateInput() {
+	if call.c != nil && call.c.modern && call.sess != nil {
+		call.translate = true
+	}
+}
+
 // answerInput takes a 2025 session's answer to a request the bridge sent
 // it for a 2026 child's call (ours: the id is one the bridge minted).
 func (d *Dispatcher) answerInput(s Session, m *jsonrpc.Message) bool {

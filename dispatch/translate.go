@@ -123,10 +123,11 @@ func (c Cache) scope() string {
 }
 
 // MarkComplete returns a response with resultType "complete" added to its
-// result (MCP 2026-07-28 results say whether they are complete or need
-// input), -32002 (resource not found, 2025) made -32602, and, when
-// cacheable, the caching hints the child did not give itself. Other errors
-// are returned as they are.
+// result when it has none (MCP 2026-07-28 results say whether they are
+// complete or need input; a 2026 child's say so themselves), -32002
+// (resource not found, 2025) made -32602, and, when cacheable, the caching
+// hints the child did not give itself. Other errors are returned as they
+// are.
 func MarkComplete(resp []byte, cacheable bool, cache Cache) []byte {
 	if e := jsonrpc.Member(resp, "error"); e != nil {
 		if string(jsonrpc.Member(e, "code")) == "-32002" {
@@ -145,21 +146,31 @@ func MarkComplete(resp []byte, cacheable bool, cache Cache) []byte {
 		return resp
 	}
 	result := resp[start:end]
-	if jsonrpc.Member(result, "resultType") != nil {
+	typed := jsonrpc.Member(result, "resultType") != nil
+	if typed && (!cacheable || jsonrpc.String(jsonrpc.Member(result, "resultType")) != "complete") {
 		return resp
 	}
 	// One splice right after the result's '{': the members the result
 	// lacks, then a comma unless the result is empty.
 	out := make([]byte, 0, len(resp)+80)
 	out = append(out, resp[:start+1]...)
-	out = append(out, `"resultType":"complete"`...)
+	sep := ""
+	if !typed {
+		out = append(out, `"resultType":"complete"`...)
+		sep = ","
+	}
 	if cacheable {
 		if jsonrpc.Member(result, "ttlMs") == nil {
-			out = strconv.AppendInt(append(out, `,"ttlMs":`...), cache.ttlMs(), 10)
+			out = strconv.AppendInt(append(out, sep+`"ttlMs":`...), cache.ttlMs(), 10)
+			sep = ","
 		}
 		if jsonrpc.Member(result, "cacheScope") == nil {
-			out = jsonrpc.AppendString(append(out, `,"cacheScope":`...), cache.scope())
+			out = jsonrpc.AppendString(append(out, sep+`"cacheScope":`...), cache.scope())
+			sep = ","
 		}
+	}
+	if sep == "" {
+		return resp // it had all of them
 	}
 	rest := resp[start+1:]
 	if i := bytes.IndexFunc(result[1:], func(r rune) bool { return r != ' ' && r != '\t' && r != '\r' && r != '\n' }); i >= 0 && result[1+i] != '}' {

@@ -34,6 +34,10 @@ func TestMarkComplete(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`, true, public, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":90000,"cacheScope":"public","tools":[]}}`},
 		{`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"ttlMs":5}}`, true, public, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","cacheScope":"public","tools":[],"ttlMs":5}}`},
 		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}`, false, Cache{}, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}`},
+		// A 2026 child's result: typed already; the hints it lacks are added.
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","tools":[]}}`, true, public, `{"jsonrpc":"2.0","id":1,"result":{"ttlMs":90000,"cacheScope":"public","resultType":"complete","tools":[]}}`},
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":1,"cacheScope":"private"}}`, true, public, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":1,"cacheScope":"private"}}`},
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}`, true, public, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}`},
 		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32002,"message":"no"}}`, true, Cache{}, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}`},
 		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`, true, Cache{}, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`},
 	} {

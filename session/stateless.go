@@ -677,6 +677,14 @@ func (ra *requestAnswer) done(ev dispatch.Event) {
 // write writes the request's answer: as JSON, or as the last event of its
 // stream.
 func (ra *requestAnswer) write(resp []byte, err error) {
+	if st := childRefusal(resp); ra.sw == nil && err == nil && ra.f.modern && st != 0 {
+		h := ra.w.Header()
+		h["Content-Type"] = jsonContentType
+		ra.w.WriteHeader(st)
+		_, _ = ra.w.Write(resp)
+		ra.rec.status = st
+		return
+	}
 	if ra.sw == nil {
 		ra.ep.writeResult(ra.w, resp, err, ra.rec)
 		return
@@ -686,6 +694,22 @@ func (ra *requestAnswer) write(resp []byte, err error) {
 	if ra.ep.opts.AuditBodies && ra.rec != nil {
 		ra.rec.respBody = out // what the client got, as a JSON answer's is
 	}
+}
+
+// childRefusal is the HTTP status of a 2026 child's own refusal of a
+// request by the 2026-07-28 validation ladder (a header mismatch, an
+// undeclared capability, an unsupported version): 400, as the bridge's
+// own; 0 for any other answer.
+func childRefusal(resp []byte) int {
+	e := jsonrpc.Member(resp, "error")
+	if e == nil {
+		return 0
+	}
+	switch string(jsonrpc.Member(e, "code")) {
+	case "-32020", "-32021", "-32022":
+		return http.StatusBadRequest
+	}
+	return 0
 }
 
 // answer is the final answer to m (the request, or the retry, being

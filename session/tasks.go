@@ -172,6 +172,9 @@ func (ep *Endpoint) adoptTask(f *flight, m *jsonrpc.Message, principal Principal
 	f.call.Keep()
 	f.caps = bytes.Clone(f.caps)
 	f.call.Extend(t.ttl)
+	// A 2026 child's input_required answers from now on become the
+	// task's inputRequests, answered by tasks/update (taskAsks).
+	f.call.TranslateInput()
 	ep.log.Debug("call became a task", "task", t.id, "method", f.method)
 	go ep.runTask(t)
 	return jsonrpc.AppendResponse(nil, m.ID, view, nil)

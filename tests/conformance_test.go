@@ -181,8 +181,21 @@ func (r suiteRun) problems() (failures, warnings []string) {
 // prestart.
 func fixtureConfig(t *testing.T, prestart bool) string {
 	t.Helper()
+	return fixtureConfigEra(t, prestart, false)
+}
+
+// fixtureConfigEra is fixtureConfig; with modern, the fixture speaks MCP
+// 2026-07-28 only, and the destination has no 'interactive:' (what such a
+// child asks belongs to the call that got it).
+func fixtureConfigEra(t *testing.T, prestart, modern bool) string {
+	t.Helper()
 	command, args, env := conformancefixture.Command()
 	env[conformancefixture.EnvReconnectDelay] = "3s"
+	interactive := conformancefixture.Asking
+	if modern {
+		env[conformancefixture.EnvEra] = "2026"
+		interactive = "false"
+	}
 	var b strings.Builder
 	// tasks.after: the fixture's task tools keep a second or more clear of
 	// it (conformancefixture/tasks.go).
@@ -195,7 +208,7 @@ func fixtureConfig(t *testing.T, prestart bool) string {
 	// lines and requests from being attributed for the default 2 minutes
 	// (the suite's retries come within milliseconds).
 	fmt.Fprintf(&b, "destinations:\n  fixture:\n    command: %s\n    args: [%s]\n    prestart: %v\n    tasks:\n      after: 250ms\n    interactive: %s\n    input_wait: 1s\n    env:\n",
-		strconv.Quote(command), strconv.Quote(args[0]), prestart, conformancefixture.Asking)
+		strconv.Quote(command), strconv.Quote(args[0]), prestart, interactive)
 	for k, v := range env {
 		fmt.Fprintf(&b, "      %s: %s\n", k, strconv.Quote(v))
 	}
@@ -302,6 +315,20 @@ func TestConformanceEverything(t *testing.T) {
 // without a warning. (The suite itself skips tasks-status-notifications,
 // pending a rewrite of its harness.)
 func TestConformance2026Fixture(t *testing.T) {
+	conformance2026(t, false)
+}
+
+// TestConformanceModernChild is TestConformance2026Fixture with the fixture
+// speaking MCP 2026-07-28 only (issue 38): the bridge speaks that to it,
+// 2026-07-28 clients' input_required rounds pass through with the child's
+// requestState sealed, and the suite's 2025 scenarios are served by
+// translation (each call a 2026 request, input_required become the
+// session's requests, list changes and updates from one listen).
+func TestConformanceModernChild(t *testing.T) {
+	conformance2026(t, true)
+}
+
+func conformance2026(t *testing.T, modern bool) {
 	if testing.Short() {
 		t.Skip("runs the conformance suite (Node.js)")
 	}
@@ -324,7 +351,7 @@ func TestConformance2026Fixture(t *testing.T) {
 			// prestart: a -race fixture takes longer to start than some of
 			// the suite's checks wait (600 ms); a deployed child is up before
 			// clients come.
-			config := fixtureConfig(t, true)
+			config := fixtureConfigEra(t, true, modern)
 			p := startBinary(t, config, "-keepalive", "2s")
 			waitFor(t, 60*time.Second, "the fixture to be running", func() bool {
 				r, err := request(http.MethodGet, p.base+"/healthz", "", "")

@@ -97,7 +97,7 @@ func Serve() {
 	if os.Getenv(EnvVar) != "1" {
 		return
 	}
-	opts := Options{ReconnectDelay: DefaultReconnectDelay}
+	opts := Options{ReconnectDelay: DefaultReconnectDelay, Modern: os.Getenv(EnvEra) == "2026"}
 	if v := os.Getenv(EnvReconnectDelay); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
 			opts.ReconnectDelay = d
@@ -117,6 +117,8 @@ type Options struct {
 	// ClientRequestTimeout bounds the wait for the client's answer to a
 	// sampling or elicitation request (default 60 s).
 	ClientRequestTimeout time.Duration
+	// Modern: it speaks MCP 2026-07-28 only (modern.go).
+	Modern bool
 }
 
 // Run serves one client on r/w until r ends. Requests in flight are
@@ -132,6 +134,7 @@ func Run(r io.Reader, w io.Writer, opts Options) error {
 		running:  map[string]context.CancelFunc{},
 		subs:     map[string]bool{},
 		logLevel: levelDebug,
+		modern:   opts.Modern,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() {
@@ -206,6 +209,10 @@ type server struct {
 	subs map[string]bool
 	// logLevel is the minimum level of notifications/message sent.
 	logLevel int
+	// listens are the open subscriptions/listen (modern.go).
+	listens map[string]listenSub
+	// modern: it speaks MCP 2026-07-28 only (set once, at the start).
+	modern bool
 }
 
 // receive handles one line from the client.
@@ -322,6 +329,9 @@ func (s *server) notify(method string, params any) {
 
 // call sends a request to the client and waits for its answer.
 func (s *server) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if e := envOf(ctx); e != nil {
+		return e.ask(e.nextKey(), method, params)
+	}
 	s.mu.Lock()
 	s.nextID++
 	id := fmt.Sprintf("fixture-%d", s.nextID)
@@ -332,6 +342,9 @@ func (s *server) call(ctx context.Context, method string, params any) (json.RawM
 // callID sends the client a request with the given (string) id and waits
 // for its answer; a request given up on is cancelled at the client.
 func (s *server) callID(ctx context.Context, idText, method string, params any) (json.RawMessage, error) {
+	if e := envOf(ctx); e != nil {
+		return e.ask(idText, method, params)
+	}
 	b, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
@@ -381,19 +394,27 @@ var levels = map[string]int{
 	"error": levelError, "critical": levelCritical, "alert": levelAlert, "emergency": levelEmergency,
 }
 
-// log sends notifications/message when level is at or above the set level.
-func (s *server) log(level, text string) {
+// log sends notifications/message when level is at or above the set level
+// (a 2026-07-28 request's own, none when it named none).
+func (s *server) log(ctx context.Context, level, text string) {
 	s.mu.Lock()
 	min := s.logLevel
 	s.mu.Unlock()
-	if levels[level] < min {
+	if e := envOf(ctx); e != nil {
+		min = e.logLevel
+	}
+	if min < 0 || levels[level] < min {
 		return
 	}
 	s.notify("notifications/message", map[string]any{"level": level, "logger": "conformance-fixture", "data": text})
 }
 
 // clientCan reports whether the client declared a capability in initialize.
-func (s *server) clientCan(capability string) bool {
+func (s *server) clientCan(ctx context.Context, capability string) bool {
+	if e := envOf(ctx); e != nil {
+		_, ok := e.caps[capability]
+		return ok
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.clientCaps[capability]

@@ -132,6 +132,9 @@ func (s *server) mrtrTool(ctx context.Context, name string) (any, *rpcError, boo
 		wg.Wait()
 		return content(text(strings.Join(got, ", "))), nil, true
 	case "test_missing_capability":
+		if s.modern && !s.clientCan(ctx, "sampling") {
+			return nil, &rpcError{Code: -32021, Message: "the tool needs the client's sampling capability", Data: obj{"requiredCapabilities": obj{"sampling": obj{}}}}, true
+		}
 		if _, err := s.callID(ctx, "needs_sampling", "sampling/createMessage", obj{"messages": []obj{{"role": "user", "content": text("Hi")}}, "maxTokens": 10}); err != nil {
 			return fail(err)
 		}
@@ -142,13 +145,15 @@ func (s *server) mrtrTool(ctx context.Context, name string) (any, *rpcError, boo
 		}
 		return content(text("streamed")), nil, true
 	case "test_trigger_tool_change":
-		s.notify("notifications/tools/list_changed", nil)
+		s.changed("notifications/tools/list_changed")
 		return content(text("tool list changed")), nil, true
 	case "test_trigger_prompt_change":
-		s.notify("notifications/prompts/list_changed", nil)
+		s.changed("notifications/prompts/list_changed")
 		return content(text("prompt list changed")), nil, true
 	case "test_logging_tool":
-		s.notify("notifications/message", obj{"level": "info", "logger": "fixture", "data": "a log line of test_logging_tool"})
+		if e := envOf(ctx); e == nil || (e.logLevel >= 0 && levels["info"] >= e.logLevel) {
+			s.notify("notifications/message", obj{"level": "info", "logger": "fixture", "data": "a log line of test_logging_tool"})
+		}
 		return content(text("logged")), nil, true
 	}
 	return nil, nil, false

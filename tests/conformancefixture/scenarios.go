@@ -35,6 +35,29 @@ func (s *server) request(ctx context.Context, m *message) {
 		result any
 		rerr   *rpcError
 	)
+	var env *reqEnv
+	if s.modern {
+		switch m.Method {
+		case "server/discover":
+			s.reply(m.ID, s.discover())
+			return
+		case "initialize":
+			s.fail(m.ID, &rpcError{Code: -32022, Message: "Unsupported protocol version: this server speaks " + modernVersion + " only", Data: obj{"supported": []string{modernVersion}}})
+			return
+		case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+			s.fail(m.ID, &rpcError{Code: codeMethodNotFound, Message: "method not found in " + modernVersion + ": " + m.Method})
+			return
+		case "subscriptions/listen":
+			s.listen(ctx, m)
+			return
+		}
+		var rerr *rpcError
+		if env, rerr = readReqEnv(m.Params); rerr != nil {
+			s.fail(m.ID, rerr)
+			return
+		}
+		ctx = context.WithValue(ctx, envKey{}, env)
+	}
 	switch m.Method {
 	case "initialize":
 		result, rerr = s.initialize(m.Params)
@@ -76,6 +99,13 @@ func (s *server) request(ctx context.Context, m *message) {
 	if ctx.Err() != nil {
 		return // cancelled: no answer
 	}
+	if env != nil {
+		if ir, ok := env.inputRequired(); ok {
+			result, rerr = ir, nil
+		} else if o, ok := result.(obj); ok && rerr == nil {
+			o["resultType"] = "complete"
+		}
+	}
 	if rerr != nil {
 		s.fail(m.ID, rerr)
 		return
@@ -111,16 +141,21 @@ func (s *server) initialize(params json.RawMessage) (any, *rpcError) {
 	s.mu.Unlock()
 	return obj{
 		"protocolVersion": version,
-		"capabilities": obj{
-			"tools":       obj{"listChanged": true},
-			"resources":   obj{"subscribe": true, "listChanged": true},
-			"prompts":     obj{"listChanged": true},
-			"logging":     obj{},
-			"completions": obj{},
-		},
-		"serverInfo":   obj{"name": serverName, "version": serverVersion},
-		"instructions": "Conformance fixture for the MCP conformance suite's server scenarios.",
+		"capabilities":    serverCapabilities(),
+		"serverInfo":      obj{"name": serverName, "version": serverVersion},
+		"instructions":    "Conformance fixture for the MCP conformance suite's server scenarios.",
 	}, nil
+}
+
+// serverCapabilities are what the fixture offers, in both eras.
+func serverCapabilities() obj {
+	return obj{
+		"tools":       obj{"listChanged": true},
+		"resources":   obj{"subscribe": true, "listChanged": true},
+		"prompts":     obj{"listChanged": true},
+		"logging":     obj{},
+		"completions": obj{},
+	}
 }
 
 func (s *server) setLevel(params json.RawMessage) (any, *rpcError) {
@@ -307,11 +342,11 @@ func (s *server) callTool(ctx context.Context, params json.RawMessage) (any, *rp
 			obj{"type": "resource", "resource": obj{"uri": "test://mixed-content-resource", "mimeType": "application/json", "text": `{"test":"data","value":123}`}},
 		), nil
 	case "test_tool_with_logging":
-		s.log("info", "Tool execution started")
+		s.log(ctx, "info", "Tool execution started")
 		sleep(ctx, 50*time.Millisecond)
-		s.log("info", "Tool processing data")
+		s.log(ctx, "info", "Tool processing data")
 		sleep(ctx, 50*time.Millisecond)
-		s.log("info", "Tool execution completed")
+		s.log(ctx, "info", "Tool execution completed")
 		return content(text("Tool with logging executed successfully")), nil
 	case "test_tool_with_progress":
 		for i, v := range []int{0, 50, 100} {
@@ -336,7 +371,7 @@ func (s *server) callTool(ctx context.Context, params json.RawMessage) (any, *rp
 		if rerr != nil {
 			return nil, rerr
 		}
-		if !s.clientCan("sampling") {
+		if !s.clientCan(ctx, "sampling") {
 			return toolError("the client does not support sampling (no sampling capability)"), nil
 		}
 		res, err := s.call(ctx, "sampling/createMessage", obj{
@@ -435,7 +470,7 @@ func samplingText(raw json.RawMessage) string {
 
 // elicit asks the client for form input and reports the answer as text.
 func (s *server) elicit(ctx context.Context, label, msg string, schema obj) obj {
-	if !s.clientCan("elicitation") {
+	if !s.clientCan(ctx, "elicitation") {
 		return toolError("the client does not support elicitation (no elicitation capability)")
 	}
 	params := obj{"message": msg, "requestedSchema": schema}
