@@ -456,7 +456,7 @@ func (d *Dispatcher) answerInput(s Session, m *jsonrpc.Message) bool {
 	if m.Error != nil {
 		d.takeWaitingLocked(call)
 		msg := jsonrpc.String(jsonrpc.Member(m.Error, "message"))
-		call.reply <- reply{msg: jsonrpc.ErrorResponse(call.clientID, jsonrpc.CodeInternalError, fmt.Sprintf("the client answered the server's %s with an error: %s", w.method, msg))}
+		call.reply <- reply{msg: jsonrpc.ErrorResponse(call.clientID, jsonrpc.CodeInternalError, fmt.Sprintf("the server's %s was answered with an error: %s", w.method, msg))}
 		return true
 	}
 	a.answers[w.key] = bytes.Clone(m.Result)

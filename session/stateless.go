@@ -636,7 +636,11 @@ func (ra *requestAnswer) related(rel []byte) bool {
 		if ra.sw != nil || !f.modern || !canAskInput(f.method) {
 			// No way to ask this client now: the child gets an error at
 			// once.
-			f.refuse(rel, method+" cannot be relayed to this client")
+			why := method + " cannot be relayed to this client"
+			if !f.modern {
+				why += ": a request without a session cannot be asked anything (start a session with initialize, or send MCP 2026-07-28 requests, which take input_required)"
+			}
+			f.refuse(rel, why)
 			return true
 		}
 		switch ra.ep.park(ra.w, ra.r, f, ra.m, rel, ra.rec) {

@@ -237,3 +237,23 @@ func TestModernChildListen(t *testing.T) {
 	listen.next(t, "notifications/resources/updated", 10*time.Second)
 	getA.none(t, "notifications/resources/updated", 300*time.Millisecond)
 }
+
+// TestModernChildSessionless: a 2025 request without a session cannot be
+// asked anything: a 2026 child reads no client capability in its envelope,
+// and refuses a call that needs one (-32021, naming it); its other calls
+// are served.
+func TestModernChildSessionless(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "destinations.yaml")
+	if err := os.WriteFile(cfg, []byte("destinations:\n  only2026:\n"+tsV2Server(t, "reject")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, cfg)
+	url := p.base + "/only2026/mcp"
+	if r := mustRequest(t, http.MethodPost, url, "", toolCallBody(`1`, "echo", map[string]string{"message": "no session"})); !strings.Contains(string(r.body), "no session") {
+		t.Fatalf("sessionless echo: %d %s", r.status, r.body)
+	}
+	r := mustRequest(t, http.MethodPost, url, "", toolCallBody(`2`, "sample", map[string]string{"prompt": "p"}), "Accept", "application/json, text/event-stream")
+	if m := decode(t, r.body); m.Error == nil || m.Error.Code != -32021 || !strings.Contains(string(r.body), `"requiredCapabilities":{"sampling"`) {
+		t.Fatalf("sessionless sample: %d %s; want an error saying why", r.status, r.body)
+	}
+}

@@ -101,6 +101,10 @@ type tortureDest struct {
 	// way every child request of a caller that can answer is attributed
 	// exactly and must be delivered.
 	interactive, asking bool
+	// modern: its child speaks MCP 2026-07-28 only (issue 38): what it
+	// asks belongs to the call that got it, with no 'interactive:', so
+	// every child request of a caller that can answer is delivered too.
+	modern bool
 	// sizes is how big its payloads are: sizesBig (up to several MiB),
 	// sizesIssue20 (requests of about 100 B or 200–500 KiB, which
 	// spliced messages at a slow child in issue 20, and now and then
@@ -128,6 +132,7 @@ var tortureDests = []*tortureDest{
 	{name: "shuffle", mode: fakemcp.ModeTortureShuffle, sizes: sizesBig, crash: true, holds: 10, sessionWorkers: 2, modernWorkers: 2, sessionlessWorkers: 1},
 	{name: "solo", mode: fakemcp.ModeTortureShuffle, interactive: true, holds: 2, sessionWorkers: 1, modernWorkers: 1, sessionlessWorkers: 1},
 	{name: "mixed", mode: fakemcp.ModeTortureSlow, asking: true, holds: 4, sessionWorkers: 1, modernWorkers: 1, sessionlessWorkers: 1},
+	{name: "modern", mode: fakemcp.ModeTortureModern, modern: true, sizes: sizesIssue20, holds: 10, sessionWorkers: 1, modernWorkers: 2, sessionlessWorkers: 1},
 }
 
 // tortureUserDest is the destination with a child per user, among the
@@ -135,7 +140,7 @@ var tortureDests = []*tortureDest{
 var tortureUserDest = &tortureDest{name: "peruser", mode: fakemcp.ModeTortureShuffle, perUser: true, sizes: sizesBig, holds: 10, sessionWorkers: 1, modernWorkers: 2, sessionlessWorkers: 1}
 
 // exact: every child request a caller can answer is delivered.
-func (d *tortureDest) exact() bool { return d.interactive || d.asking }
+func (d *tortureDest) exact() bool { return d.interactive || d.asking || d.modern }
 
 const (
 	// tortureSessions is how many 2025 sessions every destination has.
@@ -617,7 +622,9 @@ func (tt *torture) newCall(rng *rand.Rand, d *tortureDest, era string, s *tortur
 	case k < 40:
 	case k < 60:
 		a.Progress, a.Logs = rng.IntN(5), 1+rng.IntN(4)
-	case k < 82:
+	case k < 82 && !(d.modern && era == eraSessionless):
+		// (A 2026 child's request reaches a sessionless request as its
+		// call's error: TestModernChild.)
 		a.Ask, a.Logs = "sampling", rng.IntN(3)
 		if rng.IntN(10) < 3 {
 			a.Ask = "elicitation"
@@ -1599,7 +1606,7 @@ func (tt *torture) finish() {
 		if delivered == 0 {
 			tt.report("counts", "%s: no child request was delivered (%d refused)", d.name, refused)
 		}
-		if d.interactive && refused != 0 {
+		if (d.interactive || d.modern) && refused != 0 {
 			var why []string
 			for _, e := range tt.journal(d) {
 				if e.kind == "refused" && !strings.HasPrefix(e.note, "x") {

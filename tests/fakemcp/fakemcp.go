@@ -161,7 +161,7 @@ func Serve() {
 	case ModeRawHTTPEcho:
 		rawHTTPEcho()
 		os.Exit(0)
-	case ModeTortureSlow, ModeTortureShuffle, ModeTortureSequential:
+	case ModeTortureSlow, ModeTortureShuffle, ModeTortureSequential, ModeTortureModern:
 		torture(mode)
 		os.Exit(0)
 	case ModeServer, ModeStubborn:

@@ -52,6 +52,13 @@ const (
 	// until that many bytes wait on stdin, one with HoldMS stalls that
 	// long (reading nothing either way).
 	ModeTortureSequential = "torture-sequential"
+	// ModeTortureModern is ModeTortureShuffle speaking MCP 2026-07-28
+	// only (issue 38): it answers server/discover and refuses
+	// initialize; its log lines go only to calls whose _meta names a
+	// level; what it asks comes back as the call's answer
+	// (input_required, the tag in its requestState), and the retry's
+	// answer is checked as a 2025 answer is ("wrong TAG GOT").
+	ModeTortureModern = "torture-modern"
 )
 
 // EnvTortureSecret is the torture child's credential (a user's own, on a
@@ -140,7 +147,7 @@ func TortureText(tag string, n int) string {
 
 // tortureChild is the torture child's state.
 type tortureChild struct {
-	shuffle bool
+	shuffle, modern bool
 
 	// outMu guards out.
 	outMu sync.Mutex
@@ -176,7 +183,8 @@ func torture(mode string) {
 		journalNote("credential", tortureSecret)
 	}
 	t := &tortureChild{
-		shuffle: mode == ModeTortureShuffle,
+		shuffle: mode == ModeTortureShuffle || mode == ModeTortureModern,
+		modern:  mode == ModeTortureModern,
 		out:     bufio.NewWriterSize(os.Stdout, 64<<10),
 		waiting: map[string]chan message{},
 		calls:   map[string]*tortureCall{},
@@ -266,6 +274,18 @@ func (t *tortureChild) fail(id json.RawMessage, code int, msg string) {
 }
 
 func (t *tortureChild) request(m message) {
+	if t.modern {
+		switch m.Method {
+		case "server/discover":
+			t.reply(m.ID, map[string]any{"supportedVersions": []string{"2026-07-28"}, "resultType": "complete",
+				"capabilities": map[string]any{"tools": map[string]any{}, "logging": map[string]any{}},
+				"_meta":        map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "torture-modern", "version": "1"}}})
+			return
+		case "initialize":
+			t.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32022, "message": "Unsupported protocol version", "data": map[string]any{"supported": []string{"2026-07-28"}}}})
+			return
+		}
+	}
 	switch m.Method {
 	case "initialize":
 		var p struct {
@@ -312,9 +332,18 @@ func (t *tortureChild) call(m message) {
 		Arguments json.RawMessage `json:"arguments"`
 		Meta      struct {
 			ProgressToken json.RawMessage `json:"progressToken"`
+			Version       string          `json:"io.modelcontextprotocol/protocolVersion"`
+			LogLevel      string          `json:"io.modelcontextprotocol/logLevel"`
 		} `json:"_meta"`
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		RequestState   string                     `json:"requestState"`
 	}
 	_ = json.Unmarshal(m.Params, &p)
+	if t.modern && p.Meta.Version != "2026-07-28" {
+		journalNote("badenvelope", string(m.Params[:min(len(m.Params), 200)]))
+		t.fail(m.ID, -32022, "the request did not name protocol version 2026-07-28")
+		return
+	}
 	if p.Name != TortureTool && p.Name != TortureAskTool {
 		t.fail(m.ID, -32602, "unknown tool "+p.Name)
 		return
@@ -327,8 +356,9 @@ func (t *tortureChild) call(m message) {
 		return
 	}
 	c := &tortureCall{tag: a.Tag, cancelled: make(chan struct{})}
+	retry := t.modern && p.RequestState != ""
 	t.mu.Lock()
-	dup := t.seen[a.Tag]
+	dup := t.seen[a.Tag] && !retry // a 2026 retry repeats its call's tag
 	t.seen[a.Tag] = true
 	t.calls[string(m.ID)] = c
 	t.mu.Unlock()
@@ -358,7 +388,7 @@ func (t *tortureChild) call(m message) {
 		if i < a.Progress && p.Meta.ProgressToken != nil {
 			t.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": i + 1, "message": a.Tag}})
 		}
-		if i < a.Logs {
+		if i < a.Logs && (!t.modern || p.Meta.LogLevel != "") {
 			t.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "logger": "torture", "data": a.Tag}})
 		}
 		if t.shuffle {
@@ -366,7 +396,18 @@ func (t *tortureChild) call(m message) {
 		}
 	}
 	res := TortureResult{Tag: a.Tag, Digest: hex.EncodeToString(sum[:]), PID: os.Getpid(), Secret: tortureSecret}
-	if a.Ask != "" {
+	if a.Ask != "" && t.modern {
+		if !retry {
+			journalNote("ask", c.tag+" input_required")
+			t.reply(m.ID, map[string]any{"resultType": "input_required", "requestState": "torture:" + a.Tag,
+				"inputRequests": map[string]any{"ask": tortureAsk(c.tag, a.Ask)}})
+			return
+		}
+		if p.RequestState != "torture:"+a.Tag {
+			journalNote("wrong", c.tag+" state:"+p.RequestState)
+		}
+		res.Asked = t.checkAnswer(c, a.Ask, p.InputResponses["ask"])
+	} else if a.Ask != "" {
 		var ok bool
 		if res.Asked, ok = t.ask(c, a.Ask); !ok {
 			return // cancelled: no answer
@@ -396,18 +437,11 @@ func (t *tortureChild) call(m message) {
 // ask sends the call's sampling or elicitation request and waits for its
 // answer; false when the call was cancelled first.
 func (t *tortureChild) ask(c *tortureCall, kind string) (string, bool) {
-	var method string
-	var params any
-	switch kind {
-	case "sampling":
-		method = "sampling/createMessage"
-		params = map[string]any{"messages": []map[string]any{{"role": "user", "content": map[string]any{"type": "text", "text": c.tag}}}, "maxTokens": 5}
-	case "elicitation":
-		method = "elicitation/create"
-		params = map[string]any{"message": c.tag, "requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"tag": map[string]any{"type": "string"}}}}
-	default:
+	req := tortureAsk(c.tag, kind)
+	if req == nil {
 		return "unknown ask " + kind, true
 	}
+	method, params := req["method"], req["params"]
 	t.mu.Lock()
 	t.nextID++
 	id := json.RawMessage(`"t-` + strconv.Itoa(t.nextID) + `"`)
@@ -429,22 +463,44 @@ func (t *tortureChild) ask(c *tortureCall, kind string) (string, bool) {
 		journalNote("refused", c.tag+" "+string(r.Error))
 		return "refused", true
 	}
+	return t.checkAnswer(c, kind, r.Result), true
+}
+
+// tortureAsk is the request a call tagged tag makes of kind ("sampling",
+// "elicitation"), as {"method", "params"}; nil for another kind.
+func tortureAsk(tag, kind string) map[string]any {
+	switch kind {
+	case "sampling":
+		return map[string]any{"method": "sampling/createMessage", "params": map[string]any{"messages": []map[string]any{{"role": "user", "content": map[string]any{"type": "text", "text": tag}}}, "maxTokens": 5}}
+	case "elicitation":
+		return map[string]any{"method": "elicitation/create", "params": map[string]any{"message": tag, "requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"tag": map[string]any{"type": "string"}}}}}
+	}
+	return nil
+}
+
+// checkAnswer is what became of a call's request of kind, answered with
+// result: "delivered" when it was answered for the call's own tag.
+func (t *tortureChild) checkAnswer(c *tortureCall, kind string, result json.RawMessage) string {
+	if result == nil {
+		journalNote("unanswered", c.tag)
+		return "unanswered"
+	}
 	var got struct {
 		Content struct {
 			Text string `json:"text"`
 			Tag  string `json:"tag"`
 		} `json:"content"`
 	}
-	_ = json.Unmarshal(r.Result, &got)
+	_ = json.Unmarshal(result, &got)
 	answeredFor := strings.TrimPrefix(got.Content.Text, "answer:")
 	if kind == "elicitation" {
 		answeredFor = got.Content.Tag
 	}
 	if answeredFor != c.tag {
 		journalNote("wrong", c.tag+" "+answeredFor)
-		return "wrong:" + answeredFor, true
+		return "wrong:" + answeredFor
 	}
-	return "delivered", true
+	return "delivered"
 }
 
 // tortureAnswer is the response to a torture call: its result's fields
