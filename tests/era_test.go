@@ -257,3 +257,89 @@ func TestModernChildSessionless(t *testing.T) {
 		t.Fatalf("sessionless sample: %d %s; want an error saying why", r.status, r.body)
 	}
 }
+
+// TestModernChildServedAsOthers: a 2026 child is served as a 2025 one is:
+// its tool filter hides a tool and refuses its call without the child; in a
+// profile beside a 2025 child its asking tool reaches a 2025 session's
+// POST stream through the profile; a call in flight when it exits is
+// answered at once and the next call finds it restarted (and spoken to in
+// 2026-07-28 again); a call past the request timeout is answered 504-style
+// and cancelled at the child, which says so.
+func TestModernChildServedAsOthers(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "destinations.yaml")
+	yaml := "destinations:\n  only2026:\n" + tsV2Server(t, "reject") + "    tools: {deny: [confirm]}\n" +
+		fmt.Sprintf("  everything:\n    command: %q\n", everythingBin(t)) +
+		"profiles:\n  both: {destinations: [only2026, everything]}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, cfg, "-request-timeout", "2s")
+	url := p.base + "/only2026/mcp"
+	c := newClient(t, url)
+	c.initialize()
+
+	// The tool filter.
+	if r := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); strings.Contains(string(r.body), `"confirm"`) || !strings.Contains(string(r.body), `"sample"`) {
+		t.Errorf("tools/list: %s; want confirm hidden", r.body)
+	}
+	if r := c.callTool("2", "confirm", map[string]any{"what": "x"}); !strings.Contains(string(r.body), `"error"`) {
+		t.Errorf("a hidden tool's call: %d %s; want it refused", r.status, r.body)
+	}
+
+	// The profile: its asking tool through the fan, to a 2025 session.
+	pc := newClient(t, p.base+"/p/both/mcp")
+	pc.initialize()
+	st := openSSE(t, http.MethodPost, pc.url, pc.sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"only2026__sample","arguments":{"prompt":"fan"}}}`)
+	var req rpc
+	for req.Method == "" {
+		if ev := st.event(t, 10*time.Second); len(ev.data) > 0 {
+			req = decode(t, ev.data)
+		}
+	}
+	if req.Method != "sampling/createMessage" || !strings.Contains(string(req.Params), "fan") {
+		t.Fatalf("through the profile: %+v", req)
+	}
+	if r := pc.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"via fan"},"model":"m"}}`, req.ID)); r.status != http.StatusAccepted {
+		t.Fatalf("answer through the profile: %d %s", r.status, r.body)
+	}
+	if rest := st.rest(t, 10*time.Second); len(rest) != 1 || !strings.Contains(string(rest[0].data), "sampled: via fan") {
+		t.Fatalf("the profile call's answer: %+v", rest)
+	}
+	if r := pc.callTool("4", "everything__echo", map[string]any{"message": "2025 member"}); !strings.Contains(string(r.body), "2025 member") {
+		t.Errorf("the 2025 member: %d %s", r.status, r.body)
+	}
+	// A 2026-07-28 client through the profile: input_required as it is,
+	// its sealed requestState resuming the member's call.
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{}}}`
+	r := modernCall(t, pc.url, "40", "tools/call", `{"name":"only2026__twostep","arguments":{"prompt":"p"},`+meta+`}`)
+	var ir struct {
+		ResultType   string `json:"resultType"`
+		RequestState string `json:"requestState"`
+	}
+	if err := json.Unmarshal(decode(t, r.body).Result, &ir); err != nil || ir.ResultType != "input_required" || ir.RequestState == "" {
+		t.Fatalf("a 2026 call through the profile: %d %s", r.status, r.body)
+	}
+	r = modernCall(t, pc.url, "41", "tools/call", `{"name":"only2026__twostep","arguments":{"prompt":"p"},"inputResponses":{"s":{"role":"assistant","content":{"type":"text","text":"profiled"},"model":"m"}},"requestState":"`+ir.RequestState+`",`+meta+`}`)
+	if !strings.Contains(string(r.body), "Keep profiled?") {
+		t.Errorf("its retry through the profile: %d %s", r.status, r.body)
+	}
+
+	// A call past the request timeout: cancelled at the child.
+	if r := c.callTool("5", "hang", map[string]any{}); r.status != http.StatusGatewayTimeout {
+		t.Errorf("hang: %d %s; want the request timeout's 504", r.status, r.body)
+	}
+	waitFor(t, 10*time.Second, "the child to say the hung call was cancelled", func() bool { return strings.Contains(p.logs.String(), "hang: cancelled") })
+
+	// The child exits with a call in flight.
+	pid := destPID(t, p, "only2026")
+	if r := c.callTool("6", "exit", map[string]any{}); r.status != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "exit status 3") {
+		t.Errorf("exit: %d %s; want 503 for the call in flight, saying the child exited", r.status, r.body)
+	}
+	waitFor(t, 20*time.Second, "a call on the restarted child", func() bool {
+		r := c.callTool("7", "echo", map[string]any{"message": "again"})
+		return strings.Contains(string(r.body), "again")
+	})
+	if got := verboseHealth(t, p)["only2026"]; got.PID == pid || got.ChildSpeaks != "2026-07-28" {
+		t.Errorf("after the restart: pid %d (was %d), speaks %q", got.PID, pid, got.ChildSpeaks)
+	}
+}

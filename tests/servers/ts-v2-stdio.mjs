@@ -6,7 +6,9 @@
 // (samples, then confirms, carrying what it sampled in its requestState);
 // progress (reports steps of progress, then answers); bump (changes the
 // resource mem://counter, which subscribers hear of); addtool (adds a
-// tool, which list-change listeners hear of).
+// tool, which list-change listeners hear of); exit (the process exits
+// without answering); hang (answers only when cancelled, saying so on
+// stderr).
 import { McpServer, inputRequired, inputResponse } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import * as z from 'zod';
@@ -77,5 +79,14 @@ serveStdio(() => {
             }
             return { content: [{ type: 'text', text: `progressed ${steps}` }] };
         });
+    server.registerTool('exit', { description: 'exits without answering', inputSchema: z.object({}) },
+        async () => { process.exit(3); });
+    server.registerTool('hang', { description: 'never answers', inputSchema: z.object({}) },
+        async (_args, ctx) => new Promise((resolve) => {
+            ctx.mcpReq.signal.addEventListener('abort', () => {
+                process.stderr.write('hang: cancelled\n');
+                resolve({ content: [{ type: 'text', text: 'cancelled' }] });
+            });
+        }));
     return server;
 }, { legacy });
