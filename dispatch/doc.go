@@ -34,8 +34,17 @@
 //     envelope, results marked complete), the tasks extension's view of
 //     the catalogue (tasks.go) and the tools' mirrored headers
 //     (toolheaders.go);
-//   - the bridge's initialize handshake with each child start, its cached
-//     result answered to every session's initialize, version negotiation;
+//   - the dialect of each child, chosen at its start (handshake.go asks
+//     server/discover first): a child of the MCP 2026-07-28 era is spoken
+//     to in it (modern.go) — no initialize, the caller's envelope in every
+//     request, its input_required answers taken by 2026-07-28 callers as
+//     they are and turned into a 2025 session's own requests, answered back
+//     as the call's retry (exact attribution by construction) — and its
+//     list changes and resource updates come from the one
+//     subscriptions/listen the bridge holds with it (listen.go);
+//   - the bridge's initialize handshake with each child start of the 2025
+//     era, its cached result answered to every session's initialize,
+//     version negotiation;
 //   - the tool catalogue and the tool filter (a hidden tool never reaches
 //     the child), and the screen that refuses what a lenient decoder could
 //     read differently: a method in another letter case, and any member

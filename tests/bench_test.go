@@ -675,3 +675,58 @@ func BenchmarkEchoPayload(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEchoChildEras compares a child of the 2025 era with the same
+// echo child speaking MCP 2026-07-28 only (fakemcp.ModeEchoModern), on one
+// bridge binary: 2025 sessions' echo calls (to the 2026 child, each a
+// request with the session's envelope) and 2026-07-28 requests' (to the
+// 2025 child, translated; to the 2026 child, passed through), at 1×16 and
+// 8×64, in interleaved rounds. Run without -race:
+//
+//	go test -run '^$' -bench BenchmarkEchoChildEras -benchtime 20000x ./tests/
+func BenchmarkEchoChildEras(b *testing.B) {
+	p := startBinary(b, fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho, "echo26": fakemcp.ModeEchoModern}), "-max-sessions", "64")
+	const modernHeaders = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n"
+	const modernMeta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, dest := range []string{"echo", "echo26"} {
+		c := newClient(b, p.base+"/"+dest+"/mcp")
+		c.initialize()
+		if r := c.callTool(`"check"`, "echo", map[string]string{"text": "hi"}); !strings.Contains(string(r.body), `"text":"hi"`) || strings.Contains(string(r.body), `"error"`) {
+			b.Fatalf("%s: %d %s", dest, r.status, r.body) // the child answers, not an error
+		}
+		if speaks, want := verboseHealth(b, p)[dest].ChildSpeaks, map[string]string{"echo": "2025", "echo26": "2026-07-28"}[dest]; speaks != want {
+			b.Fatalf("%s's child is spoken to in %q, not %q", dest, speaks, want)
+		}
+		c.must(http.MethodDelete, "")
+	}
+	for round := 1; round <= 3; round++ {
+		for _, l := range []load{{1, 16}, {8, 64}} {
+			for _, dest := range []string{"echo", "echo26"} {
+				for _, client := range []string{"2025", "2026"} {
+					child := map[string]string{"echo": "child2025", "echo26": "child2026"}[dest]
+					b.Run(fmt.Sprintf("%s/client%s/%s/round%d", child, client, l, round), func(b *testing.B) {
+						path := "/" + dest + "/mcp"
+						sids := make([]string, l.sessions)
+						if client == "2025" {
+							for i := range sids {
+								c := newClient(b, p.base+path)
+								c.initialize()
+								sids[i] = c.sid
+								defer c.must(http.MethodDelete, "")
+							}
+						}
+						conns := dialAll(b, p.base, l.sessions*l.inflight)
+						meta := ""
+						if client == "2026" {
+							meta = modernMeta
+							for _, rc := range conns {
+								rc.headers = modernHeaders
+							}
+						}
+						measureEchoAt(b, p, path, conns, func(w int) string { return sids[w%l.sessions] }, meta)
+					})
+				}
+			}
+		}
+	}
+}

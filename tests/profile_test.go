@@ -252,7 +252,7 @@ type destDetails struct {
 }
 
 // verboseHealth is /healthz?verbose's destinations.
-func verboseHealth(t *testing.T, p *binaryProc) map[string]destDetails {
+func verboseHealth(t testing.TB, p *binaryProc) map[string]destDetails {
 	t.Helper()
 	var h struct {
 		Destinations map[string]destDetails `json:"destinations"`

@@ -35,6 +35,10 @@ const (
 	// ModeEcho answers every request at once with its "text" argument as a
 	// text block (an empty result when it has none): the benchmark child.
 	ModeEcho = "echo"
+	// ModeEchoModern is ModeEcho speaking MCP 2026-07-28 only: it
+	// answers server/discover, refuses initialize, and marks its results
+	// complete (BenchmarkEchoChildEras).
+	ModeEchoModern = "echo-modern"
 	// ModeHTTPEcho serves the echo child's answers over HTTP itself, on a
 	// loopback port it prints on stdout ("listening http://ADDR"), until
 	// its stdin closes: the benchmarks' HTTP echo floor (no stdio hop).
@@ -153,7 +157,10 @@ func Serve() {
 		}
 		os.Exit(0)
 	case ModeEcho:
-		echo(os.Stdin, os.Stdout)
+		echo(os.Stdin, os.Stdout, false)
+		os.Exit(0)
+	case ModeEchoModern:
+		echo(os.Stdin, os.Stdout, true)
 		os.Exit(0)
 	case ModeHTTPEcho:
 		httpEcho()
@@ -187,7 +194,7 @@ func Serve() {
 
 // echo answers each request line with {"jsonrpc":"2.0","id":ID,"result":{}}
 // (initialize with a minimal result), reading the id without a full decode.
-func echo(r io.Reader, w io.Writer) {
+func echo(r io.Reader, w io.Writer, modern bool) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var out []byte
@@ -199,7 +206,11 @@ func echo(r io.Reader, w io.Writer) {
 		if idOf(line) == nil {
 			continue // a notification
 		}
-		out = append(echoAnswer(out[:0], line), '\n')
+		if modern {
+			out = append(echoModernAnswer(out[:0], line), '\n')
+		} else {
+			out = append(echoAnswer(out[:0], line), '\n')
+		}
 		bw.Write(out)
 		if br.Buffered() == 0 {
 			bw.Flush()
@@ -247,6 +258,36 @@ func echoAnswer(out, line []byte) []byte {
 	out = append(out, `,"result":{"content":[{"type":"text","text":"`...)
 	out = append(out, line[start:min(end, len(line))]...)
 	return append(out, `"}]}}`...)
+}
+
+// echoModernAnswer is echoAnswer of a child that speaks MCP 2026-07-28
+// only.
+func echoModernAnswer(out, line []byte) []byte {
+	head := string(line[:min(len(line), 80)])
+	switch {
+	case strings.Contains(head, `"server/discover"`):
+		out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), idOf(line)...), `,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"echo-modern","version":"1"}}}}`...)
+		return out
+	case strings.Contains(head, `"initialize"`):
+		out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), idOf(line)...), `,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"]}}}`...)
+		return out
+	}
+	start := len(out)
+	out = echoAnswer(out, line)
+	// The result, marked complete: {"result":{ → {"result":{"resultType":"complete",
+	i := bytes.Index(out[start:], []byte(`"result":{`))
+	if i < 0 {
+		return out
+	}
+	at := start + i + len(`"result":{`)
+	mark := `"resultType":"complete"`
+	if out[at] != '}' {
+		mark += ","
+	}
+	out = append(out, mark...)
+	copy(out[at+len(mark):], out[at:len(out)-len(mark)])
+	copy(out[at:], mark)
+	return out
 }
 
 // httpEcho is the echo child's work answered over HTTP: the same
