@@ -11,9 +11,14 @@ import (
 
 // memConn is an in-memory echo child for measuring the dispatcher alone: each
 // request is answered with an empty result carrying its id.
-type memConn struct{ memPipe }
+type memConn struct {
+	memPipe
+	// modern: it answers server/discover as a child of the 2026-07-28
+	// era does (BenchmarkCallModern).
+	modern bool
+}
 
-func newMemConn() *memConn { return &memConn{newMemPipe()} }
+func newMemConn() *memConn { return &memConn{memPipe: newMemPipe()} }
 
 // Enqueue is WriteMessage: it does not block either.
 func (c *memConn) Enqueue(msg []byte) error { return c.WriteMessage(msg) }
@@ -27,6 +32,12 @@ func (c *memConn) WriteMessage(msg []byte) error {
 	result := `,"result":{}}`
 	if bytes.Contains(msg, []byte(`"initialize"`)) {
 		result = `,"result":{"protocolVersion":"2025-06-18"}}`
+	}
+	if bytes.Contains(msg, []byte(`"server/discover"`)) {
+		result = `,"result":{}}`
+		if c.modern {
+			result = `,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}`
+		}
 	}
 	// One allocation, as a child's line read into a buffer would be.
 	out := make([]byte, 0, 22+j-i-5+len(result))
@@ -49,13 +60,28 @@ func (s nopSession) User() any         { return s }
 // rewriting, pending registration, routing of the answer and restoring the
 // client's id. The memConn's own allocations (one line per answer) are
 // included.
-func BenchmarkCall(b *testing.B) {
-	d := New(Options{Name: "bench", Launch: func(context.Context) (supervisor.Child, error) { return newMemConn(), nil }})
+func BenchmarkCall(b *testing.B) { benchCall(b, false) }
+
+// BenchmarkCallModern is BenchmarkCall with a child of the 2026-07-28 era:
+// the session's envelope written into each request.
+func BenchmarkCallModern(b *testing.B) { benchCall(b, true) }
+
+func benchCall(b *testing.B, modern bool) {
+	d := New(Options{Name: "bench", Launch: func(context.Context) (supervisor.Child, error) {
+		c := newMemConn()
+		c.modern = modern
+		return c, nil
+	}})
 	defer d.Close(context.Background())
 	ctx := context.Background()
-	init, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`))
+	params := `{"protocolVersion":"2025-06-18","capabilities":{"sampling":{}},"clientInfo":{"name":"bench","version":"1"}}`
+	d.Attach(nopSession{}, []byte(params))
+	init, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":` + params + `}`))
 	if _, err := d.Do(ctx, nopSession{}, init, time.Second); err != nil {
 		b.Fatal(err)
+	}
+	if d.SpeaksModern() != modern {
+		b.Fatalf("the child speaks 2026-07-28: %v", d.SpeaksModern())
 	}
 	body := []byte(`{"jsonrpc":"2.0","id":"client-7","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
 	b.ReportAllocs()

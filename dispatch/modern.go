@@ -111,41 +111,57 @@ func (d *Dispatcher) childParams(s Session, params json.RawMessage) (json.RawMes
 	return withEnvelope(params, env, modern), modern
 }
 
-// withEnvelope is childParams for envelope members env.
+// withEnvelope is childParams for envelope members env, written in one
+// pass into one buffer: the call path of every request to a 2026 child.
 func withEnvelope(params json.RawMessage, env []byte, keepMRTR bool) json.RawMessage {
-	if i := skipSpace(params); i >= len(params) || params[i] != '{' {
-		// No params (or not an object, which the child refuses anyway).
-		out := make([]byte, 0, len(env)+12)
-		out = append(append(append(out, `{"_meta":{`...), env...), `}}`...)
-		return out
-	}
-	hasMeta := false
-	out := jsonrpc.Rewrite(params, func(k, v []byte) []byte {
-		switch {
-		case !keepMRTR && (jsonrpc.KeyIs(k, "inputResponses") || jsonrpc.KeyIs(k, "requestState")):
-			return nil
-		case jsonrpc.KeyIs(k, "_meta"):
-			hasMeta = true
-			if i := skipSpace(v); i >= len(v) || v[i] != '{' {
-				return append(append([]byte(`{`), env...), '}')
+	out := make([]byte, 0, len(params)+len(env)+16)
+	out = append(out, '{')
+	n, hasMeta := 0, false
+	if i := skipSpace(params); i < len(params) && params[i] == '{' {
+		// (Not an object, or none: the child gets the envelope alone,
+		// and refuses the rest itself.)
+		jsonrpc.EachMemberRaw(params, func(k []byte, start, end int) bool {
+			v := params[start:end]
+			if !keepMRTR && (jsonrpc.KeyIs(k, "inputResponses") || jsonrpc.KeyIs(k, "requestState")) {
+				return true
 			}
-			kept := jsonrpc.Rewrite(v, func(k, v []byte) []byte {
-				if jsonrpc.KeyHasPrefix(k, "io.modelcontextprotocol/") {
-					return nil
-				}
-				return v
-			})
-			return appendMembers(kept, env)
-		}
-		return v
-	})
-	if !hasMeta {
-		meta := append(append([]byte(`{`), env...), '}')
-		if r, err := jsonrpc.Replace(out, "_meta", meta); err == nil {
-			out = r
-		}
+			if n > 0 {
+				out = append(out, ',')
+			}
+			n++
+			out = append(append(out, k...), ':')
+			if jsonrpc.KeyIs(k, "_meta") {
+				hasMeta = true
+				out = appendMeta(out, v, env)
+			} else {
+				out = append(out, v...)
+			}
+			return true
+		})
 	}
-	return out
+	if !hasMeta {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, `"_meta":{`...), env...), '}')
+	}
+	return append(out, '}')
+}
+
+// appendMeta appends a request's _meta (meta) as a 2026 child gets it: its
+// members but the io.modelcontextprotocol/* ones, then the envelope env.
+func appendMeta(out, meta, env []byte) []byte {
+	out = append(out, '{')
+	if i := skipSpace(meta); i < len(meta) && meta[i] == '{' {
+		jsonrpc.EachMemberRaw(meta, func(k []byte, start, end int) bool {
+			if !jsonrpc.KeyHasPrefix(k, "io.modelcontextprotocol/") {
+				out = append(append(append(out, k...), ':'), meta[start:end]...)
+				out = append(out, ',')
+			}
+			return true
+		})
+	}
+	return append(append(out, env...), '}')
 }
 
 func skipSpace(b []byte) int {
@@ -154,22 +170,6 @@ func skipSpace(b []byte) int {
 		i++
 	}
 	return i
-}
-
-// appendMembers returns obj, a JSON object, with members (without braces)
-// added at its end.
-func appendMembers(obj, members []byte) []byte {
-	end := bytes.LastIndexByte(obj, '}')
-	if end < 0 {
-		return append(append([]byte(`{`), members...), '}')
-	}
-	out := make([]byte, 0, len(obj)+len(members)+1)
-	out = append(out, obj[:end]...)
-	if i := skipSpace(obj[1:end]); 1+i < end {
-		out = append(out, ',')
-	}
-	out = append(out, members...)
-	return append(out, '}')
 }
 
 // modernInitResult is the initialize result a 2025 session is answered

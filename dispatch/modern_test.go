@@ -2,12 +2,14 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+	"github.com/stelae-bridge/stelae-bridge/tests/linear"
 )
 
 // The 2026-07-28 dialect to a child that speaks it (modern.go), on the
@@ -307,6 +309,85 @@ func TestModernTranslationEnds(t *testing.T) {
 			if left != 0 || pending != 0 || abandoned != 0 {
 				t.Errorf("left behind: %d input requests, %d pending calls, %d abandoned", left, pending, abandoned)
 			}
+		})
+	}
+}
+
+// FuzzWithEnvelope: whatever params a client sends that the screen admits,
+// a 2026 child reads the bridge's envelope — by Go's lenient decoder (any
+// case, the last duplicate) and by an exact one — and, from a 2025 client,
+// no requestState or inputResponses; the params stay valid JSON, and every
+// other member the client sent is still there.
+func FuzzWithEnvelope(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"x"}`, `{}`, ` { } `, `{"_meta":{}}`, `{"_meta":null}`, `{"_meta":{"progressToken":1,"k":[1,{"a":"b"}]}}`,
+		`{"name":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{}}},"requestState":"s","inputResponses":{"a":{}}}`,
+		`{"_m\u0065ta":{"io.modelcontextprotocol/logLevel":"debug"},"requestStat\u0065":"s"}`,
+		`{"a":"\"_meta\":{}","b":"}"}`,
+	} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	env := modernEnvelope([]byte(`{"name":"bridge-read","version":"1"}`), []byte(`{"elicitation":{}}`), "")
+	f.Fuzz(func(t *testing.T, params string, keep bool) {
+		m, err := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":` + params + `}`))
+		if err != nil || len(m.Params) == 0 || m.Params[0] != '{' {
+			return
+		}
+		if _, code, _ := (&Dispatcher{}).screen(m, true); code != 0 {
+			return // refused before any child
+		}
+		out := withEnvelope(m.Params, env, keep)
+		var lenient struct {
+			Meta struct {
+				Caps json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+				Info json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
+			} `json:"_meta"`
+			RequestState   json.RawMessage `json:"requestState"`
+			InputResponses json.RawMessage `json:"inputResponses"`
+		}
+		if err := json.Unmarshal(out, &lenient); err != nil {
+			t.Fatalf("%s → %s: %v", params, out, err)
+		}
+		var exact map[string]json.RawMessage
+		_ = json.Unmarshal(out, &exact)
+		var meta map[string]json.RawMessage
+		_ = json.Unmarshal(exact["_meta"], &meta)
+		if string(lenient.Meta.Caps) != `{"elicitation":{}}` || string(meta["io.modelcontextprotocol/clientCapabilities"]) != `{"elicitation":{}}` ||
+			!strings.Contains(string(lenient.Meta.Info), "bridge-read") {
+			t.Fatalf("%s → %s: the child reads capabilities %s / %s", params, out, lenient.Meta.Caps, meta["io.modelcontextprotocol/clientCapabilities"])
+		}
+		if !keep && (lenient.RequestState != nil || lenient.InputResponses != nil) {
+			t.Fatalf("%s → %s: a 2025 client's MRTR members reach the child", params, out)
+		}
+		var in map[string]json.RawMessage
+		_ = json.Unmarshal(m.Params, &in)
+		for k := range in {
+			if _, ok := exact[k]; !ok && k != "requestState" && k != "inputResponses" {
+				t.Fatalf("%s → %s: member %q lost", params, out, k)
+			}
+		}
+	})
+}
+
+// TestWithEnvelopeLinear: the envelope is written in time linear in the
+// params (tests/linear): many members, many _meta members, long escaped
+// keys and values.
+func TestWithEnvelopeLinear(t *testing.T) {
+	env := modernEnvelope(nil, nil, "")
+	for name, make := range map[string]func(n int) []byte{
+		"members": func(n int) []byte {
+			return []byte(`{` + strings.Repeat(`"k":1,`, n/6) + `"name":"x"}`)
+		},
+		"meta members": func(n int) []byte {
+			return []byte(`{"_meta":{` + strings.Repeat(`"io.modelcontextprotocol/x":1,`, n/30) + `"a":1}}`)
+		},
+		"escaped keys": func(n int) []byte {
+			return []byte(`{"` + strings.Repeat(`\u0061`, n/6) + `":1,"_meta":{"` + strings.Repeat(`\n`, n/2) + `":2}}`)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			linear.Check(t, t.Name(), func(b []byte) { withEnvelope(b, env, false) }, make, 4<<10)
 		})
 	}
 }

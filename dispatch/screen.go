@@ -141,7 +141,7 @@ func screenRouted(m *jsonrpc.Message, request bool) (name []byte, task bool, cod
 	refuse := func(what string, err error) ([]byte, bool, int, string) {
 		return nil, false, jsonrpc.CodeInvalidParams, fmt.Sprintf("%s: %v", what, err)
 	}
-	var vals [4][]byte
+	var vals [6][]byte
 	if err := jsonrpc.ExactMembers(m.Params, keys, vals[:len(keys)]); err != nil {
 		return refuse(m.Method, err)
 	}
@@ -159,7 +159,8 @@ func screenRouted(m *jsonrpc.Message, request bool) (name []byte, task bool, cod
 	}
 	meta := vals[len(keys)-1]
 	if len(meta) > 0 && meta[0] == '{' {
-		if _, err := jsonrpc.ExactMember(meta, "progressToken"); err != nil {
+		var metaVals [len(routedMetaKeys)][]byte
+		if err := jsonrpc.ExactMembers(meta, routedMetaKeys[:], metaVals[:]); err != nil {
 			return refuse(m.Method+": _meta", err)
 		}
 	}
@@ -168,15 +169,24 @@ func screenRouted(m *jsonrpc.Message, request bool) (name []byte, task bool, cod
 	return name, task, 0, ""
 }
 
-// The members screenRouted reads, by method; "_meta" last.
+// The members screenRouted reads, by method; "_meta" last. Every
+// request's MRTR members (inputResponses, requestState) are the bridge's:
+// it seals and checks a 2026-07-28 client's, drops a 2025 client's before
+// a 2026 child, and writes its own into a translated call's retry
+// (modern.go), so no decoder may read another spelling of them.
 var (
-	routedByName = [...]string{"name", "arguments", "_meta"}
+	routedByName = [...]string{"name", "arguments", "inputResponses", "requestState", "_meta"}
 	// routedToolCall adds the "task" that makes the child run the call
 	// as a task of its own, which then belongs to the caller.
-	routedToolCall = [...]string{"name", "arguments", "task", "_meta"}
-	routedByURI    = [...]string{"uri", "_meta"}
+	routedToolCall = [...]string{"name", "arguments", "task", "inputResponses", "requestState", "_meta"}
+	routedByURI    = [...]string{"uri", "inputResponses", "requestState", "_meta"}
 	routedCancel   = [...]string{"requestId"}
-	routedMeta     = [...]string{"_meta"}
+	routedMeta     = [...]string{"inputResponses", "requestState", "_meta"}
+	// routedMetaKeys are the members of _meta the bridge rewrites (the
+	// progress token) or reads and writes for a 2026 child (the
+	// envelope: what a client declared is what the child reads).
+	routedMetaKeys = [...]string{"progressToken", "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo",
+		"io.modelcontextprotocol/clientCapabilities", "io.modelcontextprotocol/logLevel"}
 )
 
 // screenToolCall refuses a tools/call that names a hidden tool (name is
