@@ -32,6 +32,9 @@ type clientCaps struct {
 	modern   bool
 	// envelopeBase is the length of envelope without its log level.
 	envelopeBase int
+	// logLevel is the least severity of the child's log lines the caller
+	// takes from a 2026 child ("": none; modern.go's routeModernLog).
+	logLevel string
 }
 
 // parseClientCaps reads the capabilities of a client's initialize params.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 )
@@ -225,10 +226,73 @@ func (d *Dispatcher) setLevel(s Session, m *jsonrpc.Message) []byte {
 	if caps, ok := d.sessions[s]; ok && caps.envelope != nil {
 		env := caps.envelope[:caps.envelopeBase:caps.envelopeBase]
 		caps.envelope = jsonrpc.AppendString(append(env, `,"io.modelcontextprotocol/logLevel":`...), level)
+		caps.logLevel = level
 		d.sessions[s] = caps
 	}
 	d.mu.Unlock()
 	return jsonrpc.AppendResponse(nil, m.ID, json.RawMessage(`{}`), nil)
+}
+
+// routeModernLog sends a 2026 child's log line to the one user it can be
+// theirs: a 2026 server sends log lines only for requests whose envelope
+// names a level (and at that level or above), so the candidates are the
+// calls in flight whose callers asked for it — with the calls given up on
+// that the child may still work on (abandoned.go), whose users count as
+// candidates too. One user: the newest such call's; none, or several: as
+// Options.Logs says for a line not attributable (fanout gives it to every
+// session, else it is dropped and counted).
+func (d *Dispatcher) routeModernLog(line []byte, level string) {
+	sev := slices.Index(logLevels, level)
+	msg := append([]byte(nil), line...)
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	d.pmu.Lock()
+	var owner any
+	users := 0
+	see := func(u any) {
+		switch {
+		case users == 0:
+			owner, users = u, 1
+		case users == 1 && u != owner:
+			users = 2
+		}
+	}
+	var newest *Call
+	var up uint64
+	for u, q := range d.pending {
+		if q.sess == nil || q.waiting {
+			continue
+		}
+		caps := d.sessions[q.sess]
+		if caps.logLevel == "" || slices.Index(logLevels, caps.logLevel) > sev {
+			continue
+		}
+		see(q.sess.User())
+		if u > up {
+			up, newest = u, q
+		}
+	}
+	d.expireAbandoned(time.Now())
+	for _, a := range d.abandoned {
+		see(a.user)
+	}
+	if users == 1 && newest != nil && newest.sess.User() == owner {
+		if !d.toCaller(newest, msg) && !newest.sess.Deliver(msg) {
+			d.logsDropped.Add(1)
+		}
+		d.pmu.Unlock()
+		return
+	}
+	d.pmu.Unlock()
+	if d.opts.Logs == LogsFanout {
+		for s := range d.sessions {
+			if !relayed(s) {
+				d.deliver(s, msg)
+			}
+		}
+		return
+	}
+	d.logsDropped.Add(1)
 }
 
 // maxInputRounds bounds how many times one call of a 2025 session may be

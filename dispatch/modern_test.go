@@ -391,3 +391,53 @@ func TestWithEnvelopeLinear(t *testing.T) {
 		})
 	}
 }
+
+// TestModernLogs: a 2026 child's log line goes to the one user whose call
+// in flight asked for lines at its level — a bystander's call without a
+// level is no candidate — and is dropped (counted) when none asked, or
+// when two users did.
+func TestModernLogs(t *testing.T) {
+	w, a, b, c := modernWired(t, Options{})
+	if _, err := w.d.Do(context.Background(), a, mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"warning"}}`), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	evA := pump(w.d.Begin(context.Background(), a, mustParse(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`), 10*time.Second, true))
+	upA := c.next(t).ID
+	evB := pump(w.d.Begin(context.Background(), b, mustParse(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`), 10*time.Second, true))
+	upB := c.next(t).ID
+	logLine := func(level, data string) {
+		c.emit(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"` + level + `","data":"` + data + `"}}`)
+	}
+	logLine("error", "for a")
+	if ev := recv(t, evA); !strings.Contains(string(ev.Related), "for a") {
+		t.Fatalf("a's call got %+v; want the log line", ev)
+	}
+	dropped := w.d.Status().LogsDropped
+	logLine("info", "below a's level")
+	waitForCond(t, "the line below a's level dropped", func() bool { return w.d.Status().LogsDropped == dropped+1 })
+	// b asks for lines too: the next one could be either's.
+	if _, err := w.d.Do(context.Background(), b, mustParse(t, `{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"debug"}}`), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	logLine("error", "either's")
+	waitForCond(t, "the line either's dropped", func() bool { return w.d.Status().LogsDropped == dropped+2 })
+	for _, x := range []struct {
+		ch <-chan Event
+		up []byte
+	}{{evA, upA}, {evB, upB}} {
+		c.emit(`{"jsonrpc":"2.0","id":` + string(x.up) + `,"result":{"content":[]}}`)
+		if ev := recv(t, x.ch); !ev.Done {
+			t.Errorf("got %s (%+v) before the answer; want nothing more", ev.Related, ev)
+		}
+	}
+}
+
+// waitForCond waits for cond, within a deadline.
+func waitForCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+	}
+}

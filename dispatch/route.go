@@ -62,6 +62,10 @@ func (d *Dispatcher) read(c *child) {
 					}
 					line = routed
 				}
+				if m.Method == "notifications/message" {
+					d.routeModernLog(line, jsonrpc.String(jsonrpc.Member(m.Params, "level")))
+					continue
+				}
 			}
 			if m.Method == "notifications/tools/list_changed" {
 				d.refreshTools(c) // never blocks: the fetch has its own goroutine

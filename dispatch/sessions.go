@@ -42,7 +42,7 @@ type Envelope struct {
 // reads that, and its input_required answers go to the caller as they are.
 func (d *Dispatcher) AttachModern(s Session, env Envelope) {
 	d.attach(s, clientCaps{roots: true, sampling: true, elicitForm: true, elicitURL: true,
-		envelope: modernEnvelope(env.ClientInfo, env.Capabilities, env.LogLevel), modern: true})
+		envelope: modernEnvelope(env.ClientInfo, env.Capabilities, env.LogLevel), modern: true, logLevel: env.LogLevel})
 }
 
 func (d *Dispatcher) attach(s Session, caps clientCaps) {
