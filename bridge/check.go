@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 )
 
 // This file is what -check learns by running servers: the tools each
-// profile will list, which no reading of the file can tell.
+// profile will list, and what protocol each child speaks, which no reading
+// of the file can tell.
 
 // ProfileCount is what a profile's tools/list will have, as -check found
 // it.
@@ -27,25 +29,39 @@ type ProfileCount struct {
 	NotStarted map[string]string
 }
 
+// Probe is what -check found of one destination by starting it.
+type Probe struct {
+	// Speaks is the protocol its child is spoken to in ("2026-07-28",
+	// "2025"); "" when it did not start.
+	Speaks string
+	// Tools is how many tools it lists (after its tool filter).
+	Tools int
+	// Err is why it did not start ("" when it did).
+	Err string
+}
+
 // countPoll is how often CountProfileTools looks whether a started
 // member's tools are listed (the bridge lists them right after its
 // handshake).
 const countPoll = 20 * time.Millisecond
 
-// CountProfileTools starts each member of cfg's profiles once, as the
-// bridge starts it (its command, environment, reaper and tool filter),
-// waits for its tools — each within its start timeout and ctx — and
-// stops them all before it returns what each profile will list, by
-// profile.
-func CountProfileTools(ctx context.Context, cfg *config.Config, opts Options) map[string]ProfileCount {
+// CountProfileTools starts each member of cfg's profiles, and each
+// destination named in also, once, as the bridge starts it (its command,
+// environment, reaper and tool filter), waits for its tools — each within
+// its start timeout and ctx — and stops them all before it returns what
+// each profile will list, by profile, and what it found of each
+// destination it started, by destination.
+func CountProfileTools(ctx context.Context, cfg *config.Config, opts Options, also []string) (map[string]ProfileCount, map[string]Probe) {
 	opts.setDefaults()
 	b := &Bridge{opts: opts, log: opts.Logger}
 	members := map[string]*dispatch.Dispatcher{}
+	start := slices.Clone(also)
 	for _, name := range cfg.ProfileNames {
-		for _, m := range cfg.Profiles[name].Destinations {
-			if members[m] == nil {
-				members[m] = b.dispatcherFactory(cfg.Destinations[m])()
-			}
+		start = append(start, cfg.Profiles[name].Destinations...)
+	}
+	for _, m := range start {
+		if members[m] == nil {
+			members[m] = b.dispatcherFactory(cfg.Destinations[m])()
 		}
 	}
 	// mu guards failed.
@@ -64,6 +80,19 @@ func CountProfileTools(ctx context.Context, cfg *config.Config, opts Options) ma
 		}()
 	}
 	wg.Wait()
+	probes := make(map[string]Probe, len(members))
+	for name, d := range members {
+		if why, ok := failed[name]; ok {
+			probes[name] = Probe{Err: why}
+			continue
+		}
+		tools, _ := d.Tools()
+		p := Probe{Speaks: "2025", Tools: len(tools)}
+		if d.SpeaksModern() {
+			p.Speaks = dispatch.ModernVersion
+		}
+		probes[name] = p
+	}
 	stop, cancel := context.WithTimeout(context.Background(), opts.stopTimeout()+time.Second)
 	defer cancel()
 	for _, d := range members {
@@ -96,7 +125,7 @@ func CountProfileTools(ctx context.Context, cfg *config.Config, opts Options) ma
 		}
 		out[name] = pc
 	}
-	return out
+	return out, probes
 }
 
 // listTools starts d's child and waits until its tools are listed, for

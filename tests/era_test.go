@@ -343,3 +343,29 @@ func TestModernChildServedAsOthers(t *testing.T) {
 		t.Errorf("after the restart: pid %d (was %d), speaks %q", got.PID, pid, got.ChildSpeaks)
 	}
 }
+
+// TestCheckProbe: -check -probe starts each shared destination once and
+// says which protocol its child speaks and how many tools it lists; one
+// that does not start is a warning, not a failure; no child is left.
+func TestCheckProbe(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "destinations.yaml")
+	yaml := "destinations:\n  only2026:\n" + tsV2Server(t, "reject") + fmt.Sprintf("  everything:\n    command: %q\n", everythingBin(t)) +
+		"  broken:\n    command: /bin/false\n    start_timeout: 5s\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bridgeBinary(t), "-check", "-probe", "-config", cfg).CombinedOutput()
+	for _, want := range []string{"destination only2026: its child speaks MCP 2026-07-28; 9 tool(s)", "destination everything: its child speaks MCP 2025", `destination "broken" did not start`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("-check -probe: %v\n%s\nwant %q", err, out, want)
+		}
+	}
+	if err != nil {
+		t.Errorf("-check -probe failed: %v\n%s", err, out)
+	}
+	// Without -probe nothing is started, and nothing is said of it.
+	out, err = exec.Command(bridgeBinary(t), "-check", "-config", cfg).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "speaks") {
+		t.Errorf("-check: %v\n%s", err, out)
+	}
+}

@@ -19,24 +19,39 @@ import (
 const checkCountBound = time.Minute
 
 // profileCounts starts the members of cfg's profiles once, as the bridge
-// would, to count the tools each profile lists, and stops them: -check's
+// would, to count the tools each profile lists — and, with -probe, every
+// shared destination, to say what it speaks — and stops them: -check's
 // warnings about them (a profile past what clients take, names its
-// members expose alike, a member that did not start), and the count of
-// each profile.
-func profileCounts(ctx context.Context, cfg *config.Config, s *settings, environ []string) (warnings []string, tools map[string]int) {
-	if len(cfg.ProfileNames) == 0 {
-		return nil, nil
+// members expose alike, a member or probed destination that did not
+// start), the count of each profile, and what was found of each
+// destination started.
+func profileCounts(ctx context.Context, cfg *config.Config, s *settings, environ []string) (warnings []string, tools map[string]int, probes map[string]bridge.Probe) {
+	var also []string
+	if s.probe {
+		for _, name := range cfg.Names {
+			if iso := cfg.Destinations[name].Isolation; iso == "" || iso == config.IsolationShared {
+				also = append(also, name)
+			}
+		}
+	}
+	if len(cfg.ProfileNames) == 0 && len(also) == 0 {
+		return nil, nil, nil
 	}
 	opts := s.options()
 	opts.Environ = supervisor.ChildEnviron(environ, append(bridgeEnvVars(), systemdVars...))
 	opts.Logger = hclog.NewNullLogger()
 	var err error
 	if opts.Reaper, err = supervisor.ReaperCommand(); err != nil {
-		return []string{fmt.Sprintf("the profiles' tools are not counted: %v", err)}, nil
+		return []string{fmt.Sprintf("the profiles' tools are not counted and no destination is started: %v", err)}, nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkCountBound)
 	defer cancel()
-	counts := bridge.CountProfileTools(ctx, cfg, opts)
+	counts, probes := bridge.CountProfileTools(ctx, cfg, opts, also)
+	for _, name := range also {
+		if p := probes[name]; p.Err != "" {
+			warnings = append(warnings, fmt.Sprintf("destination %q did not start: %s", name, p.Err))
+		}
+	}
 	tools = map[string]int{}
 	for _, name := range cfg.ProfileNames {
 		pc := counts[name]
@@ -53,7 +68,23 @@ func profileCounts(ctx context.Context, cfg *config.Config, s *settings, environ
 			warnings = append(warnings, fmt.Sprintf("profile %q: its member %q did not start, so its tools are not counted: %s", name, m, pc.NotStarted[m]))
 		}
 	}
-	return warnings, tools
+	return warnings, tools, probes
+}
+
+// probeLines say what -check found of each destination it started.
+func probeLines(cfg *config.Config, probes map[string]bridge.Probe) []string {
+	var lines []string
+	for _, name := range cfg.Names {
+		p, ok := probes[name]
+		switch {
+		case !ok:
+		case p.Err != "":
+			lines = append(lines, fmt.Sprintf("destination %s: did not start (see above)", name))
+		default:
+			lines = append(lines, fmt.Sprintf("destination %s: its child speaks MCP %s; %d tool(s)", name, p.Speaks, p.Tools))
+		}
+	}
+	return lines
 }
 
 // sandboxProblems are what -check finds of the destinations' sandboxes:

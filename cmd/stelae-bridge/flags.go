@@ -26,6 +26,7 @@ type settings struct {
 	listen          string
 	listenSet       bool // -listen or STELAE_LISTEN given (else a fleet instance listens at its url)
 	check           bool
+	probe           bool
 	version         bool
 	maxSessions     int
 	maxConnections  int
@@ -129,6 +130,7 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	str(&s.instance, "instance", "STELAE_INSTANCE", "", "in a fleet (the file's 'instances:'), which instance this bridge is: it runs that instance's destinations and answers 421 naming the owner for the others")
 	str(&s.listen, "listen", "STELAE_LISTEN", "127.0.0.1:9090", "address to listen on: HOST:PORT, :PORT for every interface, or a bare PORT for 127.0.0.1:PORT")
 	fs.BoolVar(&s.check, "check", false, "validate the destinations file, list every problem, and exit (0 ok, 1 problems); also warns about commands not found on PATH")
+	fs.BoolVar(&s.probe, "probe", false, "with -check: also start each shared destination once, as the bridge would, to say which protocol its child speaks (2025 or 2026-07-28) and how many tools it lists, then stop it")
 	fs.BoolVar(&s.version, "version", false, "print the version, the commit it was built from and the Go version, and exit")
 	// The two names the project's specification fixes keep them; every other
 	// variable starts with STELAE_, so none collides with what children read.

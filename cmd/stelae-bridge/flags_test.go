@@ -296,14 +296,14 @@ func TestListenAddress(t *testing.T) {
 }
 
 // TestBridgeEnvVars: the list of variables kept from children is the flag
-// table's: every flag but -check and -version has one, each is STELAE_* or
+// table's: every flag but -check, its -probe and -version has one, each is STELAE_* or
 // one of the two names the specification fixes, and -help shows each.
 func TestBridgeEnvVars(t *testing.T) {
 	vars := bridgeEnvVars()
 	fs, envOf := newFlagSet(&settings{}, io.Discard)
 	n := 0
 	fs.VisitAll(func(f *flag.Flag) {
-		if f.Name == "check" || f.Name == "version" {
+		if f.Name == "check" || f.Name == "probe" || f.Name == "version" {
 			return
 		}
 		n++

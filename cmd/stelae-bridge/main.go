@@ -93,7 +93,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		}
 		warnings := append(slices.Clone(cfg.Warnings), commandWarnings(cfg, getenv("PATH"))...)
 		warnings = append(warnings, issuerWarnings(ctx, cfg)...)
-		profileWarnings, tools := profileCounts(ctx, cfg, s, environ)
+		profileWarnings, tools, probes := profileCounts(ctx, cfg, s, environ)
 		warnings = append(warnings, profileWarnings...)
 		sandboxes, sandboxProblems := sandboxReport(cfg)
 		warnings = append(warnings, sandboxProblems.warnings...)
@@ -116,6 +116,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		}
 		if len(cfg.ProfileNames) > 0 {
 			fmt.Fprintf(stdout, "  (counted by starting each profile's members once, as the bridge does; they are stopped again)\n")
+		}
+		for _, line := range probeLines(cfg, probes) {
+			fmt.Fprintf(stdout, "  %s\n", line)
 		}
 		for _, line := range sandboxes {
 			fmt.Fprintf(stdout, "  %s\n", line)

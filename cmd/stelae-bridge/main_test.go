@@ -240,8 +240,9 @@ func TestRunHelp(t *testing.T) {
 				t.Errorf("%s: help does not mention %q", arg, w)
 			}
 		}
-		// Every flag listed is documented, and every one but -check,
-		// -version and the help itself names its environment variable.
+		// Every flag listed is documented, and every one but -check, its
+		// -probe, -version and the help itself names its environment
+		// variable.
 		flagLine := regexp.MustCompile(`(?m)^  -([a-z-]+)`)
 		flags := flagLine.FindAllStringSubmatchIndex(help, -1)
 		fs, _ := newFlagSet(&settings{}, io.Discard)
@@ -265,7 +266,7 @@ func TestRunHelp(t *testing.T) {
 			if len(strings.TrimSpace(entry)) <= len(name)+8 {
 				t.Errorf("%s: flag -%s has no description: %q", arg, name, entry)
 			}
-			if name != "check" && name != "version" && !strings.Contains(entry, "(env ") {
+			if name != "check" && name != "probe" && name != "version" && !strings.Contains(entry, "(env ") {
 				t.Errorf("%s: flag -%s does not name its environment variable: %q", arg, name, entry)
 			}
 		}
