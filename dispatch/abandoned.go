@@ -115,7 +115,11 @@ func (d *Dispatcher) cancelsWritten(c *child, ups ...uint64) {
 		}
 	}
 	d.pmu.Unlock()
-	if n > 0 {
+	switch {
+	case n > 0 && c.modern:
+		// 2026-07-28 has no ping: any answer will do.
+		d.fireAndForget(c, "server/discover", withEnvelope(nil, d.ownEnvelope(), false))
+	case n > 0:
 		d.fireAndForget(c, "ping", nil)
 	}
 }

@@ -441,3 +441,57 @@ func waitForCond(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestModernListenFollowsSubscriptions: the one listen a 2026 child gets
+// names the resources some session subscribed to, reference-counted: a
+// second subscriber, or one of two leaving, changes nothing; the last
+// leaving (by unsubscribing, or by its session's end) closes the listen;
+// the child is sent no resources/subscribe or unsubscribe.
+func TestModernListenFollowsSubscriptions(t *testing.T) {
+	w, a, b, c := modernWired(t, Options{})
+	sub := func(s *testSession, method, uri string) {
+		t.Helper()
+		ans, err := w.d.Do(context.Background(), s, mustParse(t, `{"jsonrpc":"2.0","id":9,"method":"`+method+`","params":{"uri":"`+uri+`"}}`), 10*time.Second)
+		if err != nil || !strings.Contains(string(ans), `"result":{}`) {
+			t.Fatalf("%s %s: %s %v", method, uri, ans, err)
+		}
+	}
+	none := func(what string) {
+		t.Helper()
+		select {
+		case got := <-c.got:
+			t.Fatalf("%s: the child was sent %s", what, got)
+		default:
+		}
+	}
+	sub(a, "resources/subscribe", "res://x")
+	first := c.next(t)
+	if first.Method != "subscriptions/listen" || !strings.Contains(string(first.Params), `"resourceSubscriptions":["res://x"]`) ||
+		string(jsonrpc.Member(jsonrpc.Member(first.Params, "_meta"), "io.modelcontextprotocol/protocolVersion")) != `"2026-07-28"` {
+		t.Fatalf("first subscriber: the child got %s", first.Raw)
+	}
+	sub(b, "resources/subscribe", "res://x")
+	w.d.Detach(a, nil)
+	none("a second subscriber, then one of two leaving")
+	sub(b, "resources/subscribe", "res://y")
+	second := c.next(t)
+	if second.Method != "subscriptions/listen" || !strings.Contains(string(second.Params), `["res://x","res://y"]`) {
+		t.Fatalf("a second uri: the child got %s", second.Raw)
+	}
+	if cancel := c.next(t); cancel.Method != "notifications/cancelled" || string(jsonrpc.Member(cancel.Params, "requestId")) != string(first.ID) {
+		t.Fatalf("the first listen's end: %s", cancel.Raw)
+	}
+	sub(b, "resources/unsubscribe", "res://x")
+	third := c.next(t)
+	if third.Method != "subscriptions/listen" || strings.Contains(string(third.Params), "res://x") {
+		t.Fatalf("res://x's last subscriber left: the child got %s", third.Raw)
+	}
+	if cancel := c.next(t); cancel.Method != "notifications/cancelled" || string(jsonrpc.Member(cancel.Params, "requestId")) != string(second.ID) {
+		t.Fatalf("the second listen's end: %s", cancel.Raw)
+	}
+	w.d.Detach(b, nil)
+	if cancel := c.next(t); cancel.Method != "notifications/cancelled" || string(jsonrpc.Member(cancel.Params, "requestId")) != string(third.ID) {
+		t.Fatalf("the last subscriber's session ended: %s", cancel.Raw)
+	}
+	none("after the last subscriber")
+}

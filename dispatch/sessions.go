@@ -126,8 +126,13 @@ func (d *Dispatcher) Detach(s Session, cause error) {
 		for _, id := range orphaned {
 			d.writeTo(c, jsonrpc.ErrorResponse(json.RawMessage(id), jsonrpc.CodeInternalError, orphanWhy))
 		}
-		for _, uri := range release {
-			d.fireAndForget(c, "resources/unsubscribe", uriParams(uri))
+		switch {
+		case c.modern && len(release) > 0:
+			d.listenAnew(c) // without the uris no one wants now (listen.go)
+		case !c.modern:
+			for _, uri := range release {
+				d.fireAndForget(c, "resources/unsubscribe", uriParams(uri))
+			}
 		}
 	}
 	d.sup.Release()
