@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
 // tsV2Server is tests/servers/ts-v2-stdio.mjs's destination: "reject"
@@ -367,5 +369,47 @@ func TestCheckProbe(t *testing.T) {
 	out, err = exec.Command(bridgeBinary(t), "-check", "-config", cfg).CombinedOutput()
 	if err != nil || strings.Contains(string(out), "speaks") {
 		t.Errorf("-check: %v\n%s", err, out)
+	}
+}
+
+// TestModernChildGoSDK: a stdio server built on the go-sdk, which serves
+// both eras, is spoken to in 2026-07-28: a 2025 session's call of its
+// sampling tool becomes the session's sampling request, whose answer the
+// server gets back by MRTR; a 2026-07-28 request gets input_required.
+func TestModernChildGoSDK(t *testing.T) {
+	p := startBinary(t, fakeDestinations(t, map[string]string{"gosdk": fakemcp.ModeGoSDK}))
+	url := p.base + "/gosdk/mcp"
+	c := newClient(t, url)
+	c.initialize()
+	if r := c.callTool("1", "echo", map[string]any{"message": "go"}); !strings.Contains(string(r.body), `"text":"go"`) {
+		t.Fatalf("echo: %d %s\n%s", r.status, r.body, p.logs.String())
+	}
+	if speaks := verboseHealth(t, p)["gosdk"].ChildSpeaks; speaks != "2026-07-28" {
+		t.Errorf("the go-sdk child is spoken to in %q", speaks)
+	}
+	st := openSSE(t, http.MethodPost, c.url, c.sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"gopher"}}}`)
+	var req rpc
+	for req.Method == "" {
+		if ev := st.event(t, 10*time.Second); len(ev.data) > 0 {
+			req = decode(t, ev.data)
+		}
+	}
+	if req.Method != "sampling/createMessage" || !strings.Contains(string(req.Params), "gopher") {
+		t.Fatalf("want the go-sdk child's sampling request on the POST stream, got %+v", req)
+	}
+	if r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"from go"},"model":"m"}}`, req.ID)); r.status != http.StatusAccepted {
+		t.Fatalf("answer: %d %s", r.status, r.body)
+	}
+	if rest := st.rest(t, 10*time.Second); len(rest) != 1 || !strings.Contains(string(rest[0].data), "sampled: from go") {
+		t.Fatalf("the call's answer: %+v", rest)
+	}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	r := modernCall(t, url, "3", "tools/call", `{"name":"sample","arguments":{"prompt":"p"},`+meta+`}`)
+	if !strings.Contains(string(r.body), `"resultType":"input_required"`) {
+		t.Fatalf("a 2026-07-28 call: %d %s", r.status, r.body)
+	}
+	r = modernCall(t, url, "4", "tools/call", `{"name":"sample","arguments":{"prompt":"p"},"inputResponses":{"s":{"role":"assistant","content":{"type":"text","text":"again"},"model":"m"}},`+meta+`}`)
+	if !strings.Contains(string(r.body), "sampled: again") {
+		t.Fatalf("its retry: %d %s", r.status, r.body)
 	}
 }

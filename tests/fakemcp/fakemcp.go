@@ -162,6 +162,9 @@ func Serve() {
 	case ModeEchoModern:
 		echo(os.Stdin, os.Stdout, true)
 		os.Exit(0)
+	case ModeGoSDK:
+		goSDKServer()
+		os.Exit(0)
 	case ModeHTTPEcho:
 		httpEcho()
 		os.Exit(0)
