@@ -104,30 +104,13 @@ func TestModernChild(t *testing.T) {
 	if r := c.callTool("1", "echo", map[string]any{"message": "plain"}); !strings.Contains(string(r.body), "plain") {
 		t.Fatalf("echo: %d %s", r.status, r.body)
 	}
-	st := openSSE(t, http.MethodPost, c.url, c.sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"hi"}}}`)
-	var req rpc
-	for req.Method == "" {
-		ev := st.event(t, 10*time.Second)
-		if len(ev.data) > 0 {
-			req = decode(t, ev.data)
-		}
-	}
-	if req.Method != "sampling/createMessage" || !strings.Contains(string(req.Params), "hi") {
-		t.Fatalf("want the child's sampling request on the POST stream, got %+v", req)
-	}
-	if r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"pong"},"model":"m"}}`, req.ID)); r.status != http.StatusAccepted {
-		t.Fatalf("answer: %d %s", r.status, r.body)
-	}
-	rest := st.rest(t, 10*time.Second)
-	if len(rest) != 1 || !strings.Contains(string(rest[0].data), "sampled: pong") {
-		t.Fatalf("want the call's answer with the sampled text, got %d events: %+v", len(rest), rest)
-	}
+	sampledOnPostStream(t, c, "sample", "hi", "pong")
 
 	// Two rounds, the second resumed with the child's own requestState:
 	// the session answers both, and the call ends with what it sampled.
-	st = openSSE(t, http.MethodPost, c.url, c.sid, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"twostep","arguments":{"prompt":"two"}}}`)
+	st := openSSE(t, http.MethodPost, c.url, c.sid, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"twostep","arguments":{"prompt":"two"}}}`)
 	for _, want := range []string{"sampling/createMessage", "elicitation/create"} {
-		req = rpc{}
+		var req rpc
 		for req.Method == "" {
 			if ev := st.event(t, 10*time.Second); len(ev.data) > 0 {
 				req = decode(t, ev.data)
@@ -291,22 +274,7 @@ func TestModernChildServedAsOthers(t *testing.T) {
 	// The profile: its asking tool through the fan, to a 2025 session.
 	pc := newClient(t, p.base+"/p/both/mcp")
 	pc.initialize()
-	st := openSSE(t, http.MethodPost, pc.url, pc.sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"only2026__sample","arguments":{"prompt":"fan"}}}`)
-	var req rpc
-	for req.Method == "" {
-		if ev := st.event(t, 10*time.Second); len(ev.data) > 0 {
-			req = decode(t, ev.data)
-		}
-	}
-	if req.Method != "sampling/createMessage" || !strings.Contains(string(req.Params), "fan") {
-		t.Fatalf("through the profile: %+v", req)
-	}
-	if r := pc.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"via fan"},"model":"m"}}`, req.ID)); r.status != http.StatusAccepted {
-		t.Fatalf("answer through the profile: %d %s", r.status, r.body)
-	}
-	if rest := st.rest(t, 10*time.Second); len(rest) != 1 || !strings.Contains(string(rest[0].data), "sampled: via fan") {
-		t.Fatalf("the profile call's answer: %+v", rest)
-	}
+	sampledOnPostStream(t, pc, "only2026__sample", "fan", "via fan")
 	if r := pc.callTool("4", "everything__echo", map[string]any{"message": "2025 member"}); !strings.Contains(string(r.body), "2025 member") {
 		t.Errorf("the 2025 member: %d %s", r.status, r.body)
 	}
@@ -387,22 +355,7 @@ func TestModernChildGoSDK(t *testing.T) {
 	if speaks := verboseHealth(t, p)["gosdk"].ChildSpeaks; speaks != "2026-07-28" {
 		t.Errorf("the go-sdk child is spoken to in %q", speaks)
 	}
-	st := openSSE(t, http.MethodPost, c.url, c.sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"gopher"}}}`)
-	var req rpc
-	for req.Method == "" {
-		if ev := st.event(t, 10*time.Second); len(ev.data) > 0 {
-			req = decode(t, ev.data)
-		}
-	}
-	if req.Method != "sampling/createMessage" || !strings.Contains(string(req.Params), "gopher") {
-		t.Fatalf("want the go-sdk child's sampling request on the POST stream, got %+v", req)
-	}
-	if r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"from go"},"model":"m"}}`, req.ID)); r.status != http.StatusAccepted {
-		t.Fatalf("answer: %d %s", r.status, r.body)
-	}
-	if rest := st.rest(t, 10*time.Second); len(rest) != 1 || !strings.Contains(string(rest[0].data), "sampled: from go") {
-		t.Fatalf("the call's answer: %+v", rest)
-	}
+	sampledOnPostStream(t, c, "sample", "gopher", "from go")
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
 	r := modernCall(t, url, "3", "tools/call", `{"name":"sample","arguments":{"prompt":"p"},`+meta+`}`)
 	if !strings.Contains(string(r.body), `"resultType":"input_required"`) {
@@ -411,5 +364,29 @@ func TestModernChildGoSDK(t *testing.T) {
 	r = modernCall(t, url, "4", "tools/call", `{"name":"sample","arguments":{"prompt":"p"},"inputResponses":{"s":{"role":"assistant","content":{"type":"text","text":"again"},"model":"m"}},`+meta+`}`)
 	if !strings.Contains(string(r.body), "sampled: again") {
 		t.Fatalf("its retry: %d %s", r.status, r.body)
+	}
+}
+
+// sampledOnPostStream calls tool (a sampling tool of a 2026 child) with
+// prompt in c's 2025 session on a POST stream: the child's sampling
+// request must come on that stream carrying the prompt; answered with
+// answer, the call must end with "sampled: " and it.
+func sampledOnPostStream(t *testing.T, c *client, tool, prompt, answer string) {
+	t.Helper()
+	st := openSSE(t, http.MethodPost, c.url, c.sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":%q,"arguments":{"prompt":%q}}}`, tool, prompt))
+	var req rpc
+	for req.Method == "" {
+		if ev := st.event(t, 10*time.Second); len(ev.data) > 0 {
+			req = decode(t, ev.data)
+		}
+	}
+	if req.Method != "sampling/createMessage" || !strings.Contains(string(req.Params), prompt) {
+		t.Fatalf("%s: want the child's sampling request on the POST stream, got %+v", tool, req)
+	}
+	if r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":%q},"model":"m"}}`, req.ID, answer)); r.status != http.StatusAccepted {
+		t.Fatalf("%s: the answer: %d %s", tool, r.status, r.body)
+	}
+	if rest := st.rest(t, 10*time.Second); len(rest) != 1 || !strings.Contains(string(rest[0].data), "sampled: "+answer) {
+		t.Fatalf("%s: want the call's answer with the sampled text, got %d events: %+v", tool, len(rest), rest)
 	}
 }
