@@ -44,6 +44,9 @@ func (d *Dispatcher) handshake(ctx context.Context, c *child) error {
 		d.forgetListen()
 		d.listenAnew(c)
 		d.refreshTools(c)
+		if d.opts.Interactive || d.opts.InteractiveTool != nil {
+			d.log.Info("the child speaks MCP 2026-07-28: what it asks belongs to the call that got it, so 'interactive:' is not needed to route it; its calls still run alone as configured (remove 'interactive:' to let them run together)")
+		}
 		return nil
 	}
 	if d.opts.Era == EraModern {
