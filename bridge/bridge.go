@@ -24,11 +24,15 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/oauth"
 	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
+	"github.com/stelae-bridge/stelae-bridge/telemetry"
 )
 
 // Options are every knob of the bridge. The zero value of a field means its
 // default (Defaults); cmd/stelae-bridge shows the same defaults in -help.
 type Options struct {
+	// Tracing, when set, traces every MCP request into its child
+	// (telemetry); nil is tracing off.
+	Tracing *telemetry.Tracing
 	// Sessions and requests (per destination).
 	MaxSessions    int
 	RequestTimeout time.Duration
@@ -390,6 +394,7 @@ func (b *Bridge) dispatcherFactory(d *config.Destination) func() *dispatch.Dispa
 			Era:             d.Era,
 			Interactive:     d.Interactive,
 			InteractiveTool: alone,
+			TraceMeta:       traceMeta(o.Tracing),
 			Logger:          o.Logger.Named("dispatch"),
 		})
 	}
@@ -614,4 +619,13 @@ func (b *Bridge) SessionCount(name string) int {
 		return ep.SessionCount()
 	}
 	return 0
+}
+
+// traceMeta is dispatch's Options.TraceMeta for tracing t (nil when off:
+// the dispatchers then write no trace context).
+func traceMeta(t *telemetry.Tracing) func(context.Context) []byte {
+	if t == nil {
+		return nil
+	}
+	return t.Meta
 }

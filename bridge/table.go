@@ -71,6 +71,7 @@ func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 	if b.tail != nil {
 		sopts.Tail = b.tail
 	}
+	sopts.Tracing = opts.Tracing
 	for _, name := range cfg.Names {
 		d := cfg.Destinations[name]
 		t.names = append(t.names, name)

@@ -383,6 +383,9 @@ func (d *Dispatcher) send(call *Call, c *child, clientID json.RawMessage, method
 		params, modern = d.childParams(call.sess, params)
 		call.translate = call.sess != nil && !modern
 	}
+	if d.opts.TraceMeta != nil && call.ctx != nil {
+		params = withTraceMeta(params, d.opts.TraceMeta(call.ctx))
+	}
 	call.up = d.seq.Add(1)
 	upID := strconv.AppendUint(call.idBuf[:0], call.up, 10)
 	if clientID == nil {

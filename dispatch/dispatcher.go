@@ -143,6 +143,11 @@ type Options struct {
 	// Fan, when set, serves some of the clients' calls on other
 	// dispatchers (a profile's members: fan.go).
 	Fan Fan
+	// TraceMeta, when set (tracing is on: telemetry.Tracing.Meta), gives
+	// the _meta members of the W3C trace context of a call's context,
+	// written into the request to the child unless the client gave its
+	// own traceparent (nil: none).
+	TraceMeta func(ctx context.Context) []byte
 }
 
 // child is one running instance of the destination's process, as the

@@ -186,7 +186,7 @@ var (
 	// progress token) or reads and writes for a 2026 child (the
 	// envelope: what a client declared is what the child reads).
 	routedMetaKeys = [...]string{"progressToken", "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo",
-		"io.modelcontextprotocol/clientCapabilities", "io.modelcontextprotocol/logLevel"}
+		"io.modelcontextprotocol/clientCapabilities", "io.modelcontextprotocol/logLevel", "traceparent", "tracestate"}
 )
 
 // screenToolCall refuses a tools/call that names a hidden tool (name is

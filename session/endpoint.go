@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
+	"github.com/stelae-bridge/stelae-bridge/telemetry"
 )
 
 // Options configure an endpoint. The zero value of a field takes its
@@ -83,6 +84,9 @@ type Options struct {
 	// Tail, when set, is given every POST the access log writes (the
 	// operator console's live log; tail.go).
 	Tail Tail
+	// Tracing, when set, gives each MCP request a server span
+	// (telemetry); nil is tracing off.
+	Tracing *telemetry.Tracing
 }
 
 // DefaultOptions are the endpoint's defaults, written here once: the

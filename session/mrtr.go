@@ -487,7 +487,7 @@ func (ep *Endpoint) resumeChild(w http.ResponseWriter, r *http.Request, m *jsonr
 		return
 	}
 	fwd.Params = p
-	f := ep.startFlight(ep.shared, PrincipalFrom(r), &fwd, env.dispatchEnvelope(), true, false)
+	f := ep.startFlight(ep.shared, r, &fwd, env.dispatchEnvelope(), true, false)
 	f.taskAfter, f.tool = taskAfter, jsonrpc.String(env.name)
 	f.logLevel = logSeverity(jsonrpc.String(env.logLevel))
 	ep.drive(w, r, f, m, rec)

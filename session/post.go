@@ -14,6 +14,7 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+	"github.com/stelae-bridge/stelae-bridge/telemetry"
 )
 
 // postLog collects what the access log says of one POST.
@@ -30,6 +31,27 @@ type postLog struct {
 	// metrics, the session's last use and the access log: the clock is
 	// among the costliest calls of a POST here.
 	ended time.Time
+	// span is the request's server span (nil: tracing off, or not a
+	// request); rpcCode and toolError what its answer was (noteAnswer).
+	span      *telemetry.Span
+	rpcCode   int
+	toolError bool
+}
+
+// noteAnswer notes, for the request's span, what its answer says: a
+// JSON-RPC error's code, or a tool result marked isError.
+func (rec *postLog) noteAnswer(resp []byte) {
+	if rec.span == nil {
+		return
+	}
+	if e := jsonrpc.Member(resp, "error"); e != nil {
+		rec.rpcCode, _ = strconv.Atoi(string(jsonrpc.Member(e, "code")))
+		if rec.rpcCode == 0 {
+			rec.rpcCode = jsonrpc.CodeInternalError
+		}
+		return
+	}
+	rec.toolError = string(jsonrpc.Member(jsonrpc.Member(resp, "result"), "isError")) == "true"
 }
 
 // end is when the POST was answered (the first call reads the clock).
@@ -84,6 +106,9 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	if ep.opts.Tail != nil {
 		p.principal = PrincipalFrom(r)
 	}
+	if ep.opts.Tracing != nil && p.kind == jsonrpc.KindRequest {
+		r = ep.startSpan(r, p)
+	}
 	switch sid := httpx.Header(r.Header, httpx.HeaderSessionID); {
 	case isModern(r, &p.m, &p.env):
 		p.observe, p.rec.era = true, EraStateless
@@ -112,6 +137,7 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 // state back to their pools (the parsed message aliases the body, so it
 // goes last).
 func (ep *Endpoint) endPost(p *post) {
+	p.rec.span.End(p.rec.status, p.rec.rpcCode, p.rec.toolError)
 	if p.observe {
 		ep.m.observeCall(p.rec.status, p.rec.end().Sub(p.start))
 	}
@@ -210,7 +236,7 @@ func (ep *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, p *post)
 	// with the connection: a client that lost it resumes the stream. This
 	// handler owns the wait: it streams what belongs to the call and sends
 	// keepalives, which switch a slow call to a stream.
-	call := s.d.Begin(s.ctx, s, &p.m, ep.opts.RequestTimeout, true)
+	call := s.d.Begin(telemetry.With(s.ctx, p.rec.span), s, &p.m, ep.opts.RequestTimeout, true)
 	defer call.Release()
 	await(call, pw)
 }
@@ -344,6 +370,7 @@ func (ep *Endpoint) writeResult(w http.ResponseWriter, resp []byte, err error, r
 		rec.status = httpx.WriteError(w, st, httpx.EraCode(rec.era == EraStateless, st, codeServer), msg)
 		return
 	}
+	rec.noteAnswer(resp)
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	if len(resp) > 2048 {

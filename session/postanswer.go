@@ -102,6 +102,7 @@ func (pw *postAnswer) done(ev dispatch.Event) {
 		return
 	}
 	resp := ep.streamedAnswer(p.m.ID, ev.Answer, ev.Err, p.rec.era == EraStateless)
+	p.rec.noteAnswer(resp)
 	pw.sw.event(pw.s.emitPost(pw.stream, resp, true))
 	if ep.opts.AuditBodies {
 		p.rec.respBody = resp

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
+	"github.com/stelae-bridge/stelae-bridge/telemetry"
 )
 
 // This file serves MCP 2026-07-28 ("modern") requests beside the 2025
@@ -437,7 +438,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 			augment = false
 		}
 	}
-	f := ep.startFlight(d, PrincipalFrom(r), &fwd, env.dispatchEnvelope(), true, augment)
+	f := ep.startFlight(d, r, &fwd, env.dispatchEnvelope(), true, augment)
 	f.taskAfter, f.tool = taskAfter, jsonrpc.String(env.name)
 	f.logLevel = logSeverity(jsonrpc.String(env.logLevel))
 	if env.inputResponses != nil {
@@ -452,7 +453,7 @@ func (ep *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, m *jsonr
 // its related messages on its own POST stream. The auth layer has already
 // let it in.
 func (ep *Endpoint) serveSessionless(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, rec *postLog) {
-	f := ep.startFlight(ep.shared, PrincipalFrom(r), m, dispatch.Envelope{Capabilities: json.RawMessage(`{}`)}, false, false)
+	f := ep.startFlight(ep.shared, r, m, dispatch.Envelope{Capabilities: json.RawMessage(`{}`)}, false, false)
 	f.logLevel = 0 // a 2025 client takes every log line the child sends it
 	ep.drive(w, r, f, m, rec)
 }
@@ -489,15 +490,20 @@ type flight struct {
 	endCause error
 }
 
-// startFlight begins forwarding m, a request of principal's; with
-// childTask, as a task the child runs (dispatch.BeginChildTask).
-func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, principal Principal, m *jsonrpc.Message, denv dispatch.Envelope, modern, childTask bool) *flight {
-	caps := denv.Capabilities
+// startFlight begins forwarding m, a request of r's principal (its
+// context gives the call only its trace span); with childTask, as a task
+// the child runs (dispatch.BeginChildTask).
+func (ep *Endpoint) startFlight(d *dispatch.Dispatcher, r *http.Request, m *jsonrpc.Message, denv dispatch.Envelope, modern, childTask bool) *flight {
+	caps, principal := denv.Capabilities, PrincipalFrom(r)
 	ep.sl.keeper.touch(d)
 	// The request's bytes (m, caps) alias its body's buffer, which goes
 	// back to the pool when its HTTP request ends: a call parked for input
 	// outlives that, and copies what it keeps (park).
-	ctx, cancel := context.WithCancelCause(context.Background())
+	parent := context.Background()
+	if ep.opts.Tracing != nil {
+		parent = telemetry.Detached(r.Context())
+	}
+	ctx, cancel := context.WithCancelCause(parent)
 	f := &flight{d: d, cancel: cancel, method: m.Method, caps: caps, modern: modern, logLevel: -1, cache: ep.cache()}
 	f.caller = &statelessCaller{kind: "stateless", seq: modernSeq.Add(1), cancel: cancel, principal: principal}
 	// To the dispatcher a modern caller can answer anything, so that the
@@ -694,6 +700,7 @@ func (ra *requestAnswer) write(resp []byte, err error) {
 		return
 	}
 	out := ra.ep.streamedAnswer(ra.m.ID, resp, err, true)
+	ra.rec.noteAnswer(out)
 	ra.sw.write(modernEvent(out))
 	if ra.ep.opts.AuditBodies && ra.rec != nil {
 		ra.rec.respBody = out // what the client got, as a JSON answer's is

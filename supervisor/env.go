@@ -13,6 +13,12 @@ import (
 // such a variable unless their destination's 'env:' sets it.
 const BridgeVarPrefix = "STELAE_"
 
+// OTelVarPrefix starts the OpenTelemetry variables that configure the
+// bridge's own tracing (its exporter's headers may carry a collector's
+// credentials): children do not inherit them either; a child that traces
+// gets its own in its destination's 'env:'.
+const OTelVarPrefix = "OTEL_"
+
 // specVars are the variables the bridge reads whose names the project's
 // specification fixes, so they cannot carry BridgeVarPrefix. Start strips them
 // even when ProcessOptions.Environ is nil.
@@ -45,7 +51,7 @@ func (r envRules) childEnviron(environ []string, bridgeVars []string) []string {
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		key := r.key(name)
-		if strings.HasPrefix(key, BridgeVarPrefix) || slices.ContainsFunc(bridgeVars, func(v string) bool { return r.key(v) == key }) {
+		if strings.HasPrefix(key, BridgeVarPrefix) || strings.HasPrefix(key, OTelVarPrefix) || slices.ContainsFunc(bridgeVars, func(v string) bool { return r.key(v) == key }) {
 			continue
 		}
 		out = append(out, kv)

@@ -26,6 +26,7 @@ import (
 	"github.com/stelae-bridge/stelae-bridge/oauth"
 	"github.com/stelae-bridge/stelae-bridge/session"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
+	"github.com/stelae-bridge/stelae-bridge/telemetry"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -245,6 +246,19 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if store != nil {
 		opts.SessionStore = store
 	}
+	// Tracing (OTEL_TRACES_EXPORTER=otlp), off by default.
+	if opts.Tracing, err = telemetry.Setup(ctx, getenv, version); err != nil {
+		ln.Close()
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 1
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := opts.Tracing.Shutdown(sctx); err != nil {
+			log.Warn("the last spans could not be exported", "error", err)
+		}
+	}()
 	b, err := bridge.New(cfg, opts)
 	if err != nil {
 		ln.Close()

@@ -1,0 +1,136 @@
+//go:build unix
+
+package tests
+
+// Tracing (issue 39, in progress): with OTEL_TRACES_EXPORTER=otlp the
+// bridge sends one server span per MCP request to a loopback OTLP/HTTP
+// receiver, continuing the client's traceparent, and the request the
+// child reads carries the bridge span's context in _meta.traceparent.
+
+import (
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
+)
+
+// otlpReceiver is a loopback OTLP/HTTP trace receiver: it decodes each
+// export (protobuf) and keeps its spans.
+type otlpReceiver struct {
+	url string
+	// mu guards spans.
+	mu    sync.Mutex
+	spans []*tracepb.Span
+}
+
+func startOTLPReceiver(t *testing.T) *otlpReceiver {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv := &otlpReceiver{url: "http://" + ln.Addr().String()}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+		var req coltracepb.ExportTraceServiceRequest
+		if err != nil || r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
+			http.Error(w, "not an OTLP trace export", http.StatusBadRequest)
+			return
+		}
+		rcv.mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				rcv.spans = append(rcv.spans, ss.Spans...)
+			}
+		}
+		rcv.mu.Unlock()
+		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(out)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return rcv
+}
+
+// span is the first span named name (nil: none yet).
+func (rcv *otlpReceiver) span(name string) *tracepb.Span {
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	for _, s := range rcv.spans {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func spanAttr(s *tracepb.Span, key string) string {
+	for _, kv := range s.Attributes {
+		if kv.Key == key {
+			return kv.Value.GetStringValue()
+		}
+	}
+	return ""
+}
+
+// TestTraceThroughTheBridge: a client's traceparent is continued by the
+// bridge's server span ("tools/call params", attributed by the MCP
+// conventions), which the receiver gets; the child reads the bridge span's
+// context in _meta.traceparent; a client's own _meta.traceparent is kept;
+// the bridge's OTEL_* variables do not reach the child.
+func TestTraceThroughTheBridge(t *testing.T) {
+	rcv := startOTLPReceiver(t)
+	cfg := fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer})
+	cmd := exec.Command(bridgeBinary(t), "-config", cfg, "-listen", "127.0.0.1:0", "-state-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.url,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_EXPORTER_OTLP_HEADERS=x-collector-key=secret-of-the-bridge")
+	p := runBinary(t, cmd)
+	c := newClient(t, p.base+"/fake/mcp")
+	c.initialize()
+	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	r := c.post(toolCallBody("7", "params", map[string]any{"x": 1}), "traceparent", "00-"+traceID+"-"+parentID+"-01")
+	got := textOf(resultOK(t, "params", r))
+	var bridgeSpan *tracepb.Span
+	waitFor(t, 10*time.Second, "the bridge's span of the call at the receiver", func() bool {
+		bridgeSpan = rcv.span("tools/call params")
+		return bridgeSpan != nil
+	})
+	if hex.EncodeToString(bridgeSpan.TraceId) != traceID || hex.EncodeToString(bridgeSpan.ParentSpanId) != parentID {
+		t.Errorf("the bridge's span is in trace %x under %x; want the client's %s under %s", bridgeSpan.TraceId, bridgeSpan.ParentSpanId, traceID, parentID)
+	}
+	if bridgeSpan.Kind != tracepb.Span_SPAN_KIND_SERVER {
+		t.Errorf("span kind %v; want server", bridgeSpan.Kind)
+	}
+	for k, want := range map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "params", "jsonrpc.request.id": "7", "mcp.session.id": c.sid} {
+		if v := spanAttr(bridgeSpan, k); v != want {
+			t.Errorf("span attribute %s = %q; want %q", k, v, want)
+		}
+	}
+	want := fmt.Sprintf(`"traceparent":"00-%s-%s-01"`, traceID, hex.EncodeToString(bridgeSpan.SpanId))
+	if !strings.Contains(got, want) {
+		t.Errorf("the child read params %s; want _meta with %s", got, want)
+	}
+	// A client's own _meta.traceparent is the child's.
+	own := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"params","arguments":{},"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}`
+	if got := textOf(resultOK(t, "params", c.post(own))); !strings.Contains(got, "b7ad6b7169203331") || strings.Count(got, "traceparent") != 1 {
+		t.Errorf("the child read %s; want the client's own traceparent, once", got)
+	}
+	// The bridge's tracing configuration is not the child's.
+	if v, _, _ := getenvCall(t, c, "OTEL_EXPORTER_OTLP_HEADERS"); v != "" {
+		t.Errorf("the child sees the bridge's OTEL_EXPORTER_OTLP_HEADERS: %q", v)
+	}
+}
