@@ -129,6 +129,31 @@ func TestTraceThroughTheBridge(t *testing.T) {
 	if got := textOf(resultOK(t, "params", c.post(own))); !strings.Contains(got, "b7ad6b7169203331") || strings.Count(got, "traceparent") != 1 {
 		t.Errorf("the child read %s; want the client's own traceparent, once", got)
 	}
+	// A 2026-07-28 request: its own span, its era, no session.
+	const trace2 = "0af7651916cd43dd8448eb211c80319d"
+	r = modernCall(t, c.url, "9", "tools/call", `{"name":"echo","arguments":{"text":"m"},`+modernMeta+`}`, "traceparent", "00-"+trace2+"-"+parentID+"-01")
+	resultOK(t, "modern echo", r)
+	var modern *tracepb.Span
+	waitFor(t, 10*time.Second, "the 2026-07-28 request's span", func() bool {
+		modern = rcv.span("tools/call echo")
+		return modern != nil
+	})
+	if hex.EncodeToString(modern.TraceId) != trace2 || spanAttr(modern, "mcp.protocol.version") != "2026-07-28" || spanAttr(modern, "mcp.session.id") != "" {
+		t.Errorf("the 2026-07-28 request's span: trace %x, version %q, session %q", modern.TraceId, spanAttr(modern, "mcp.protocol.version"), spanAttr(modern, "mcp.session.id"))
+	}
+	// A JSON-RPC error marks its span an error.
+	c.post(`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"no-such-tool","arguments":{}}}`)
+	var failed *tracepb.Span
+	waitFor(t, 10*time.Second, "the failed call's span", func() bool {
+		failed = rcv.span("tools/call no-such-tool")
+		return failed != nil
+	})
+	if failed.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || spanAttr(failed, "error.type") == "" {
+		t.Errorf("the failed call's span: status %v, error.type %q", failed.Status, spanAttr(failed, "error.type"))
+	}
+	if bridgeSpan.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
+		t.Errorf("the call that succeeded is marked an error: %v", bridgeSpan.Status)
+	}
 	// The bridge's tracing configuration is not the child's.
 	if v, _, _ := getenvCall(t, c, "OTEL_EXPORTER_OTLP_HEADERS"); v != "" {
 		t.Errorf("the child sees the bridge's OTEL_EXPORTER_OTLP_HEADERS: %q", v)
