@@ -395,6 +395,7 @@ func (b *Bridge) dispatcherFactory(d *config.Destination) func() *dispatch.Dispa
 			Interactive:     d.Interactive,
 			InteractiveTool: alone,
 			TraceMeta:       traceMeta(o.Tracing),
+			TraceChild:      traceChild(o.Tracing),
 			Logger:          o.Logger.Named("dispatch"),
 		})
 	}
@@ -619,6 +620,15 @@ func (b *Bridge) SessionCount(name string) int {
 		return ep.SessionCount()
 	}
 	return 0
+}
+
+// traceChild is dispatch's Options.TraceChild for tracing t (nil when
+// off).
+func traceChild(t *telemetry.Tracing) func(context.Context, string, string) (context.Context, func(bool)) {
+	if t == nil {
+		return nil
+	}
+	return t.ChildCall
 }
 
 // traceMeta is dispatch's Options.TraceMeta for tracing t (nil when off:

@@ -80,6 +80,9 @@ type Call struct {
 	// owner is this call's user (childtasks.go); read by the reader
 	// (routeResponse) while the call is pending.
 	ownsTask bool
+	// traceEnd ends the span of the call's request to the child (tracing
+	// on: Options.TraceChild); finish calls it once.
+	traceEnd func(failed bool)
 	// method is the request's method, for a translated call's retry.
 	method string
 	// translate: the call is a 2025 session's on a 2026 child, whose
@@ -150,7 +153,7 @@ func (call *Call) Release() {
 	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after, call.relate = nil, nil, nil, nil, nil, nil, nil, nil
 	call.end, call.ended, call.follow = reply{}, false, false
 	call.augmented, call.childTask, call.parked, call.heldBy, call.ownsTask = false, "", noTurn, time.Time{}, false
-	call.method, call.translate, call.asking, call.waiting = "", false, nil, false
+	call.method, call.translate, call.asking, call.waiting, call.traceEnd = "", false, nil, false, nil
 	recycle.Poison(call.out)
 	call.out = call.out[:0]
 	if cap(call.out) > 64<<10 {
@@ -304,6 +307,10 @@ func (d *Dispatcher) Do(ctx context.Context, s Session, m *jsonrpc.Message, time
 func (call *Call) finish(msg []byte, err error) *Call {
 	call.end, call.ended = reply{msg: msg, err: err}, true
 	call.giveTurn()
+	if call.traceEnd != nil {
+		call.traceEnd(err != nil || jsonrpc.Member(msg, "error") != nil)
+		call.traceEnd = nil
+	}
 	return call
 }
 
@@ -384,7 +391,15 @@ func (d *Dispatcher) send(call *Call, c *child, clientID json.RawMessage, method
 		call.translate = call.sess != nil && !modern
 	}
 	if d.opts.TraceMeta != nil && call.ctx != nil {
-		params = withTraceMeta(params, d.opts.TraceMeta(call.ctx))
+		ctx := call.ctx
+		if d.opts.TraceChild != nil && call.sess != nil && call.traceEnd == nil {
+			target := ""
+			if method == "tools/call" || method == "prompts/get" {
+				target = jsonrpc.String(jsonrpc.Member(params, "name"))
+			}
+			ctx, call.traceEnd = d.opts.TraceChild(ctx, method, target)
+		}
+		params = withTraceMeta(params, d.opts.TraceMeta(ctx))
 	}
 	call.up = d.seq.Add(1)
 	upID := strconv.AppendUint(call.idBuf[:0], call.up, 10)

@@ -148,6 +148,12 @@ type Options struct {
 	// written into the request to the child unless the client gave its
 	// own traceparent (nil: none).
 	TraceMeta func(ctx context.Context) []byte
+	// TraceChild, when set (tracing is on: telemetry.Tracing.ChildCall),
+	// begins the span of a client's request to the child (method, and
+	// the tool's or prompt's name), under the call's context: its
+	// context's trace is what TraceMeta writes, and end ends it with the
+	// call.
+	TraceChild func(ctx context.Context, method, target string) (context.Context, func(failed bool))
 }
 
 // child is one running instance of the destination's process, as the

@@ -202,3 +202,25 @@ func (t *Tracing) Meta(ctx context.Context) []byte {
 	}
 	return out
 }
+
+// ChildCall begins the client span of one request the bridge writes to a
+// child (method, and target: the tool's or prompt's name, "" for none),
+// under ctx's span; the returned context carries it (its traceparent is
+// what the child reads) and end ends it, as an error when failed.
+func (t *Tracing) ChildCall(ctx context.Context, method, target string) (context.Context, func(failed bool)) {
+	if t == nil {
+		return ctx, func(bool) {}
+	}
+	name := method
+	if target != "" {
+		name += " " + target
+	}
+	ctx, s := t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("mcp.method.name", method), attribute.String("network.transport", "pipe")))
+	return ctx, func(failed bool) {
+		if failed {
+			s.SetStatus(codes.Error, "the child's answer is an error, or none came")
+		}
+		s.End()
+	}
+}

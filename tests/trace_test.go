@@ -66,12 +66,12 @@ func startOTLPReceiver(t *testing.T) *otlpReceiver {
 	return rcv
 }
 
-// span is the first span named name (nil: none yet).
+// span is the first server span named name (nil: none yet).
 func (rcv *otlpReceiver) span(name string) *tracepb.Span {
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
 	for _, s := range rcv.spans {
-		if s.Name == name {
+		if s.Name == name && s.Kind == tracepb.Span_SPAN_KIND_SERVER {
 			return s
 		}
 	}
@@ -89,9 +89,11 @@ func spanAttr(s *tracepb.Span, key string) string {
 
 // TestTraceThroughTheBridge: a client's traceparent is continued by the
 // bridge's server span ("tools/call params", attributed by the MCP
-// conventions), which the receiver gets; the child reads the bridge span's
-// context in _meta.traceparent; a client's own _meta.traceparent is kept;
-// the bridge's OTEL_* variables do not reach the child.
+// conventions), which the receiver gets, with the client span of the
+// request to the child under it; the child reads that span's context in
+// _meta.traceparent; a client's own _meta.traceparent is kept; a
+// 2026-07-28 request and a failed call have spans of their own; the
+// bridge's OTEL_* variables do not reach the child.
 func TestTraceThroughTheBridge(t *testing.T) {
 	rcv := startOTLPReceiver(t)
 	cfg := fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer})
@@ -120,7 +122,23 @@ func TestTraceThroughTheBridge(t *testing.T) {
 			t.Errorf("span attribute %s = %q; want %q", k, v, want)
 		}
 	}
-	want := fmt.Sprintf(`"traceparent":"00-%s-%s-01"`, traceID, hex.EncodeToString(bridgeSpan.SpanId))
+	// The request to the child is a client span under the bridge's, and
+	// its context is what the child read.
+	var toChild *tracepb.Span
+	waitFor(t, 10*time.Second, "the span of the request to the child", func() bool {
+		rcv.mu.Lock()
+		defer rcv.mu.Unlock()
+		for _, s := range rcv.spans {
+			if s.Kind == tracepb.Span_SPAN_KIND_CLIENT && string(s.ParentSpanId) == string(bridgeSpan.SpanId) {
+				toChild = s
+			}
+		}
+		return toChild != nil
+	})
+	if toChild.Name != "tools/call params" || spanAttr(toChild, "network.transport") != "pipe" {
+		t.Errorf("the request to the child: span %q, transport %q", toChild.Name, spanAttr(toChild, "network.transport"))
+	}
+	want := fmt.Sprintf(`"traceparent":"00-%s-%s-01"`, traceID, hex.EncodeToString(toChild.SpanId))
 	if !strings.Contains(got, want) {
 		t.Errorf("the child read params %s; want _meta with %s", got, want)
 	}
