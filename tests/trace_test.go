@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -175,5 +176,62 @@ func TestTraceThroughTheBridge(t *testing.T) {
 	// The bridge's tracing configuration is not the child's.
 	if v, _, _ := getenvCall(t, c, "OTEL_EXPORTER_OTLP_HEADERS"); v != "" {
 		t.Errorf("the child sees the bridge's OTEL_EXPORTER_OTLP_HEADERS: %q", v)
+	}
+}
+
+// TestTraceIntoAChildThatTraces: a child that traces (fakemcp's traced
+// tool, exporting to the same receiver) hangs its own span under the
+// bridge's span of the request to it, in the client's trace — at its
+// destination and through a profile.
+func TestTraceIntoAChildThatTraces(t *testing.T) {
+	rcv := startOTLPReceiver(t)
+	command, args, env := fakemcp.Command(fakemcp.ModeServer)
+	env["OTEL_EXPORTER_OTLP_ENDPOINT"], env["OTEL_EXPORTER_OTLP_PROTOCOL"] = rcv.url, "http/protobuf"
+	var b strings.Builder
+	fmt.Fprintf(&b, "destinations:\n  fake:\n    command: %q\n    args: [%q]\n    env:\n", command, args[0])
+	for k, v := range env {
+		fmt.Fprintf(&b, "      %s: %q\n", k, v)
+	}
+	b.WriteString("profiles:\n  all: {destinations: [fake]}\n")
+	cfg := filepath.Join(t.TempDir(), "destinations.yaml")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bridgeBinary(t), "-config", cfg, "-listen", "127.0.0.1:0", "-state-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.url, "OTEL_BSP_SCHEDULE_DELAY=50")
+	p := runBinary(t, cmd)
+	for _, tc := range []struct{ url, tool, traceID string }{
+		{p.base + "/fake/mcp", "traced", "11111111111111111111111111111111"},
+		{p.base + "/p/all/mcp", "fake__traced", "22222222222222222222222222222222"},
+	} {
+		c := newClient(t, tc.url)
+		c.initialize()
+		got := textOf(resultOK(t, tc.tool, c.post(toolCallBody("1", tc.tool, map[string]any{}), "traceparent", "00-"+tc.traceID+"-00f067aa0ba902b7-01")))
+		if got != tc.traceID {
+			t.Errorf("%s: the child worked in trace %q; want the client's %s", tc.tool, got, tc.traceID)
+		}
+		var server, client, child *tracepb.Span
+		waitFor(t, 10*time.Second, tc.tool+": the bridge's spans and the child's at the receiver", func() bool {
+			rcv.mu.Lock()
+			defer rcv.mu.Unlock()
+			for _, s := range rcv.spans {
+				if hex.EncodeToString(s.TraceId) != tc.traceID {
+					continue
+				}
+				switch {
+				case s.Kind == tracepb.Span_SPAN_KIND_SERVER:
+					server = s
+				case s.Kind == tracepb.Span_SPAN_KIND_CLIENT:
+					client = s
+				case s.Name == "child work":
+					child = s
+				}
+			}
+			return server != nil && client != nil && child != nil
+		})
+		if server.Name != "tools/call "+tc.tool || string(client.ParentSpanId) != string(server.SpanId) || string(child.ParentSpanId) != string(client.SpanId) {
+			t.Errorf("%s: server span %q %x, client span %x under %x, child's span under %x; want client under server, child under client",
+				tc.tool, server.Name, server.SpanId, client.SpanId, client.ParentSpanId, child.ParentSpanId)
+		}
 	}
 }

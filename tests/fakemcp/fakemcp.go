@@ -547,7 +547,7 @@ func (s *server) request(m message) {
 		})
 	case "tools/list":
 		tools := []map[string]any{}
-		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify", "search", "fetch", "ask", "ask_later", "stderr", "getenv", "hog", "fork_bomb"} {
+		for _, n := range []string{"echo", "whoami", "slow", "never", "progress", "sample", "list_changed", "crash", "big", "garbage", "spawn_grandchild", "stats", "notify", "search", "fetch", "ask", "ask_later", "stderr", "getenv", "hog", "fork_bomb", "traced"} {
 			tool := map[string]any{"name": n, "description": "fake " + n, "inputSchema": map[string]any{"type": "object"}}
 			switch n {
 			case "slow", "never", "ask":
@@ -676,6 +676,9 @@ func (s *server) call(m message) {
 	case "params":
 		// Answers with the params it got, as text, byte for byte.
 		s.reply(m.ID, text(string(m.Params)))
+	case "traced":
+		// Works in a span of its own, under the request's trace (traced.go).
+		s.reply(m.ID, text(tracedWork(m.Params)))
 	case "search":
 		// The shape ChatGPT's deep-research connectors expect: a JSON text
 		// with results of id, title, url.
