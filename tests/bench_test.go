@@ -730,3 +730,42 @@ func BenchmarkEchoChildEras(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEchoTracing: 2025 session echo calls at 1×16 with each request
+// carrying a traceparent, on a bridge with tracing off and one with
+// tracing on (OTEL_TRACES_EXPORTER=otlp, every request sampled, the batch
+// exporter sending to a loopback OTLP receiver), in interleaved rounds:
+// what a traced call costs, in CPU per call of the bridge's process tree.
+//
+//	go test -run '^$' -bench BenchmarkEchoTracing -benchtime 30000x ./tests/
+func BenchmarkEchoTracing(b *testing.B) {
+	rcv := startOTLPReceiver(b)
+	cfg := fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho})
+	off := startBinary(b, cfg, "-max-sessions", "64")
+	cmd := exec.Command(bridgeBinary(b), "-config", cfg, "-listen", "127.0.0.1:0", "-state-dir", b.TempDir(), "-max-sessions", "64")
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.url, "OTEL_TRACES_SAMPLER=always_on")
+	on := runBinary(b, cmd)
+	const workers = 16
+	const traceparent = "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n"
+	for round := 1; round <= 3; round++ {
+		for _, tc := range []struct {
+			name string
+			p    *binaryProc
+		}{{"off", off}, {"on", on}} {
+			b.Run(fmt.Sprintf("%s/1x16/round%d", tc.name, round), func(b *testing.B) {
+				c := newClient(b, tc.p.base+"/echo/mcp")
+				c.initialize()
+				defer c.must(http.MethodDelete, "")
+				conns := dialAll(b, tc.p.base, workers)
+				for _, rc := range conns {
+					rc.headers = traceparent
+				}
+				measureEcho(b, tc.p, conns, func(int) string { return c.sid }, "")
+			})
+		}
+	}
+	rcv.mu.Lock()
+	n := len(rcv.spans)
+	rcv.mu.Unlock()
+	b.Logf("the receiver got %d spans", n)
+}

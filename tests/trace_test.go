@@ -37,7 +37,7 @@ type otlpReceiver struct {
 	spans []*tracepb.Span
 }
 
-func startOTLPReceiver(t *testing.T) *otlpReceiver {
+func startOTLPReceiver(t testing.TB) *otlpReceiver {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
