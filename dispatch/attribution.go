@@ -94,15 +94,7 @@ func RefusalReasons() []string { return append([]string(nil), refusals[:]...) }
 // call's that runs alone. (Abandoned calls, parked or not, still count:
 // the child may go on with them.) d.pmu must be held.
 func (d *Dispatcher) inflight(now time.Time) (newest *Call, users int) {
-	var owner any
-	see := func(u any) {
-		switch {
-		case users == 0:
-			owner, users = u, 1
-		case users == 1 && u != owner:
-			users = 2
-		}
-	}
+	var seen userSet
 	aloneRuns := false
 	if d.turns.alone {
 		for _, q := range d.pending {
@@ -120,19 +112,35 @@ func (d *Dispatcher) inflight(now time.Time) (newest *Call, users int) {
 		if aloneRuns && q.parked != noTurn {
 			continue // parked beside a call that runs alone
 		}
-		see(q.sess.User())
+		seen.see(q.sess.User())
 		if u > up {
 			up, newest = u, q
 		}
 	}
 	d.expireAbandoned(now)
 	for _, a := range d.abandoned {
-		see(a.user)
+		seen.see(a.user)
 	}
-	if users != 1 {
+	if seen.n != 1 {
 		newest = nil
 	}
-	return newest, users
+	return newest, seen.n
+}
+
+// userSet counts the users seen, as 0, 1 or 2 ("more than one"), and
+// keeps the one when there is one.
+type userSet struct {
+	owner any
+	n     int
+}
+
+func (s *userSet) see(u any) {
+	switch {
+	case s.n == 0:
+		s.owner, s.n = u, 1
+	case s.n == 1 && u != s.owner:
+		s.n = 2
+	}
 }
 
 // connected returns how many users are connected — 0, 1, or 2 for "more

@@ -247,16 +247,7 @@ func (d *Dispatcher) routeModernLog(line []byte, level string) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	d.pmu.Lock()
-	var owner any
-	users := 0
-	see := func(u any) {
-		switch {
-		case users == 0:
-			owner, users = u, 1
-		case users == 1 && u != owner:
-			users = 2
-		}
-	}
+	var seen userSet
 	var newest *Call
 	var up uint64
 	for u, q := range d.pending {
@@ -267,16 +258,16 @@ func (d *Dispatcher) routeModernLog(line []byte, level string) {
 		if caps.logLevel == "" || slices.Index(logLevels, caps.logLevel) > sev {
 			continue
 		}
-		see(q.sess.User())
+		seen.see(q.sess.User())
 		if u > up {
 			up, newest = u, q
 		}
 	}
 	d.expireAbandoned(time.Now())
 	for _, a := range d.abandoned {
-		see(a.user)
+		seen.see(a.user)
 	}
-	if users == 1 && newest != nil && newest.sess.User() == owner {
+	if seen.n == 1 && newest != nil && newest.sess.User() == seen.owner {
 		if !d.toCaller(newest, msg) && !newest.sess.Deliver(msg) {
 			d.logsDropped.Add(1)
 		}
