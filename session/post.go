@@ -38,10 +38,16 @@ type postLog struct {
 	toolError bool
 }
 
-// noteAnswer notes, for the request's span, what its answer says: a
-// JSON-RPC error's code, or a tool result marked isError.
+// noteAnswer notes, for the request's span and its operation's series,
+// what its answer says: a JSON-RPC error's code, or a tool result marked
+// isError. An answer over noteWhole bytes is read only for an error at its
+// head, where the bridge writes it (jsonrpc.AppendResponse): reading a
+// MiB result through again would cost more than the series are worth.
 func (rec *postLog) noteAnswer(resp []byte) {
-	if rec.span == nil {
+	if len(resp) > noteWhole && rec.span == nil {
+		if bytes.Contains(resp[:min(len(resp), 512)], []byte(`,"error":{`)) {
+			rec.rpcCode = jsonrpc.CodeInternalError
+		}
 		return
 	}
 	if e := jsonrpc.Member(resp, "error"); e != nil {
@@ -139,7 +145,13 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 func (ep *Endpoint) endPost(p *post) {
 	p.rec.span.End(p.rec.status, p.rec.rpcCode, p.rec.toolError)
 	if p.observe {
-		ep.m.observeCall(p.rec.status, p.rec.end().Sub(p.start))
+		elapsed := p.rec.end().Sub(p.start)
+		ep.m.observeCall(p.rec.status, elapsed)
+		tool := ""
+		if p.m.Method == "tools/call" {
+			tool = jsonrpc.String(p.env.name)
+		}
+		ep.m.observeOperation(p.m.Method, tool, p.rec.errorType(), elapsed)
 	}
 	ep.logPost(&p.rec, p.start)
 	if ep.opts.Tail != nil {
@@ -401,4 +413,22 @@ func (ep *Endpoint) logPost(rec *postLog, start time.Time) {
 		args = append(args, "request_body", string(redact(rec.reqBody)), "response_body", string(redact(rec.respBody)))
 	}
 	ep.log.Info("POST", args...)
+}
+
+// noteWhole is the longest answer noteAnswer reads whole.
+const noteWhole = 64 << 10
+
+// errorType is the error.type of the request's operation: "" when it
+// succeeded; the JSON-RPC error's code; tool_error for an isError result;
+// else the HTTP outcome (stelae_calls_total's).
+func (rec *postLog) errorType() string {
+	switch {
+	case rec.rpcCode != 0:
+		return strconv.Itoa(rec.rpcCode)
+	case rec.toolError:
+		return "tool_error"
+	case rec.status >= 300:
+		return outcome(rec.status)
+	}
+	return ""
 }
