@@ -7,9 +7,17 @@ package tests
 // stelae_tool_calls_total, whose tool label is capped.
 
 import (
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
@@ -62,5 +70,81 @@ func TestOperationMetrics(t *testing.T) {
 	}
 	if _, n := find("mcp_server_operation_duration_seconds_count", `mcp_method_name="initialize"`); n != 1 {
 		t.Errorf("initialize's operation series: %d; want 1", n)
+	}
+}
+
+// TestPrometheusScrapes: a real Prometheus (Debian's) scrapes the bridge's
+// /metrics on loopback: a query over the new series returns the test's
+// calls, and the README's three queries answer.
+func TestPrometheusScrapes(t *testing.T) {
+	bin := debianProgram(t, "prometheus", "the Prometheus scrape test", "prometheus")
+	p := startBinary(t, fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer}))
+	c := newClient(t, p.base+"/fake/mcp")
+	c.initialize()
+	const calls = 5
+	for i := range calls {
+		resultOK(t, "echo", c.callTool(fmt.Sprint(i+1), "echo", map[string]any{"text": "x"}))
+	}
+	c.callTool("9", "no-such-tool", map[string]any{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	target := strings.TrimPrefix(p.base, "http://")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: stelae\n    static_configs: [{targets: [%q]}]\n", target)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+web)
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	query := func(q string) (string, bool) {
+		r, err := request(http.MethodGet, "http://"+web+"/api/v1/query?query="+url.QueryEscape(q), "", "")
+		if err != nil || r.status != http.StatusOK {
+			return "", false
+		}
+		var out struct {
+			Data struct {
+				Result []struct {
+					Value [2]any `json:"value"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(r.body, &out) != nil || len(out.Data.Result) == 0 {
+			return "", false
+		}
+		v, _ := out.Data.Result[0].Value[1].(string)
+		return v, true
+	}
+	var got string
+	waitFor(t, 60*time.Second, "Prometheus to have scraped the test's calls", func() bool {
+		v, ok := query(`sum(stelae_tool_calls_total{destination="fake",tool="echo",outcome="ok"})`)
+		got = v
+		return ok && v == fmt.Sprint(calls)
+	})
+	for _, q := range []string{
+		// The README's three queries, over a window that holds the test.
+		`sum by (destination, gen_ai_tool_name) (rate(mcp_server_operation_duration_seconds_count{mcp_method_name="tools/call"}[5m]))`,
+		`histogram_quantile(0.95, sum by (le, destination) (rate(mcp_server_operation_duration_seconds_bucket{mcp_method_name="tools/call"}[5m])))`,
+		`sum by (destination, tool) (rate(stelae_tool_calls_total{outcome!="ok"}[5m]))`,
+	} {
+		// rate() needs two scrapes in its window.
+		waitFor(t, 30*time.Second, "Prometheus to answer "+q, func() bool {
+			_, ok := query(q)
+			return ok
+		})
+	}
+	if t.Failed() {
+		t.Logf("last value %q; prometheus:\n%s", got, logs.String())
 	}
 }
