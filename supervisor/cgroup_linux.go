@@ -297,12 +297,18 @@ func (g *cgroup) remove() error {
 	var first error
 	for _, d := range g.dirs {
 		var err error
-		for try := 0; try < 50; try++ {
+		// A cgroup is removed once its last process has left it (EBUSY
+		// until then): killed processes leave within milliseconds, but on
+		// a loaded machine a run once left an empty cgroup after the
+		// half second this waited before; it waits up to removeWait.
+		for deadline := time.Now().Add(removeWait); ; time.Sleep(10 * time.Millisecond) {
 			if err = os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
 				err = nil
 				break
 			}
-			time.Sleep(10 * time.Millisecond)
+			if time.Now().After(deadline) {
+				break
+			}
 		}
 		if err != nil && first == nil {
 			first = fmt.Errorf("cannot remove the child's cgroup %s: %w", d, err)
@@ -310,6 +316,10 @@ func (g *cgroup) remove() error {
 	}
 	return first
 }
+
+// removeWait bounds the wait for a cgroup's processes to leave it before
+// it is removed.
+const removeWait = 5 * time.Second
 
 // cgroupMount is where a controller's hierarchy is mounted, and which
 // cgroup of it the mount shows at its point.
