@@ -124,7 +124,7 @@ type Options struct {
 	// cannot be attributed to one session: LogsAttributed (the default
 	// when empty), LogsFanout or LogsDrop. See routeLog.
 	Logs string
-	// Era is which protocol the child is spoken to in: EraAuto (""),
+	// Era is which protocol the child is spoken to in: EraAuto (or ""),
 	// the one it says it speaks to server/discover (2026-07-28 when it
 	// does); Era2025, initialize without asking; EraModern, 2026-07-28 or
 	// the start fails.
