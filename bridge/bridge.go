@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stelae-bridge/stelae-bridge/audit"
 	"github.com/stelae-bridge/stelae-bridge/h1"
 	"io"
 	"net"
@@ -33,6 +34,9 @@ type Options struct {
 	// Tracing, when set, traces every MCP request into its child
 	// (telemetry); nil is tracing off.
 	Tracing *telemetry.Tracing
+	// Audit, when set, is given every POST's entry with its arguments and
+	// answer (the audit trail); the caller opens and closes it.
+	Audit *audit.Trail
 	// Sessions and requests (per destination).
 	MaxSessions    int
 	RequestTimeout time.Duration

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stelae-bridge/stelae-bridge/audit"
 	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/console"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
@@ -492,4 +493,30 @@ func (cb *consoleBackend) RemoveUser(name, subject string) (string, error) {
 		return "", userError(name, err)
 	}
 	return u.Name + " is removed: their tokens are refused, their children stopped and the credentials they entered deleted; inviting the name again makes another user", nil
+}
+
+// tails is what the endpoints hand each POST's entry to: the audit trail
+// (first: it takes the bodies) and the console's live log; nil for
+// neither.
+func (b *Bridge) tails() session.Tail {
+	switch {
+	case b.opts.Audit == nil && b.tail == nil:
+		return nil
+	case b.opts.Audit == nil:
+		return b.tail
+	case b.tail == nil:
+		return b.opts.Audit
+	}
+	return bothTails{b.opts.Audit, b.tail}
+}
+
+// bothTails hands an entry to the audit trail and then the console.
+type bothTails struct {
+	audit   *audit.Trail
+	console *console.Tail
+}
+
+func (t bothTails) Access(e session.AccessEntry) {
+	t.audit.Access(e)
+	t.console.Access(e)
 }

@@ -43,6 +43,9 @@ func (b *Bridge) registerMetrics() {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stelae_build_info",
 			Help:        "1, labelled with the bridge's version, the commit it was built from (\"\" when unknown, -dirty with changes) and its Go version.",
 			ConstLabels: prometheus.Labels{"version": b.opts.Version, "commit": b.opts.Commit, "go_version": runtime.Version()}}, func() float64 { return 1 }))
+	if b.opts.Audit != nil {
+		b.reg.MustRegister(b.opts.Audit.Collectors()...)
+	}
 	b.metricsHandler = promhttp.HandlerFor(b.reg, promhttp.HandlerOpts{})
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stelae-bridge/stelae-bridge/audit"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/dispatch"
 	"github.com/stelae-bridge/stelae-bridge/oauth"
@@ -68,8 +69,9 @@ func (b *Bridge) buildTable(cfg *config.Config, prev *table) (*table, error) {
 		ResponseMode: opts.ResponseMode, EventLogSize: opts.EventLogSize, ProtocolEras: opts.ProtocolEras, Sessionless: opts.Sessionless, StopTimeout: opts.stopTimeout(),
 		Logger: opts.Logger.Named("http"), LogOutput: opts.LogOutput, LogJSON: opts.LogJSON, Store: opts.SessionStore,
 	}
-	if b.tail != nil {
-		sopts.Tail = b.tail
+	sopts.Tail = b.tails()
+	if opts.Audit != nil {
+		sopts.TailBodies = audit.MaxBody
 	}
 	sopts.Tracing = opts.Tracing
 	for _, name := range cfg.Names {

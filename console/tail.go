@@ -53,6 +53,8 @@ func NewTail() *Tail { return &Tail{counts: map[string]*traffic{}} }
 
 // Access records e (session.Tail).
 func (t *Tail) Access(e session.AccessEntry) {
+	// The audit trail's bodies are not kept here.
+	e.Arguments, e.Result, e.Error = nil, nil, nil
 	t.mu.Lock()
 	t.seq++
 	i := t.seq % tailSize
@@ -82,6 +84,14 @@ type LogEntry struct {
 	LatencyMs   float64   `json:"latency_ms"`
 	Session     string    `json:"session"`
 	Principal   string    `json:"principal"`
+	// User is the operator's name for the caller (Principal shows it
+	// too, for a named token); Client its "name version"; Outcome what
+	// became of the call ("ok", an error's code, tool_error, the HTTP
+	// outcome); TraceID its trace: the audit trail's fields.
+	User    string `json:"user,omitempty"`
+	Client  string `json:"client,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // since returns the newest entries after seq, at most limit (and
@@ -114,7 +124,8 @@ func (t *Tail) since(seq uint64, limit int) ([]LogEntry, uint64) {
 	out := make([]LogEntry, len(raw))
 	for i, e := range raw {
 		out[i] = LogEntry{Seq: seqs[i], Time: e.Time, Destination: e.Destination, Era: e.Era, Method: e.Method, Tool: e.Tool, RPCID: e.RPCID,
-			Status: e.Status, LatencyMs: float64(e.Latency.Microseconds()) / 1000, Session: e.Session, Principal: labels[i]}
+			Status: e.Status, LatencyMs: float64(e.Latency.Microseconds()) / 1000, Session: e.Session, Principal: labels[i],
+			User: e.User, Client: e.Client, Outcome: e.Outcome, TraceID: e.TraceID}
 	}
 	return out, last
 }

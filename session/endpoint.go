@@ -84,6 +84,10 @@ type Options struct {
 	// Tail, when set, is given every POST the access log writes (the
 	// operator console's live log; tail.go).
 	Tail Tail
+	// TailBodies, when positive, has the tail's entries carry the
+	// arguments and answers of calls, each kept whole up to this many
+	// bytes (AccessEntry.Arguments; the audit trail's).
+	TailBodies int
 	// Tracing, when set, gives each MCP request a server span
 	// (telemetry); nil is tracing off.
 	Tracing *telemetry.Tracing

@@ -2,10 +2,10 @@ package session
 
 import (
 	"cmp"
-	"encoding/json"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/stelae-bridge/stelae-bridge/jsonrpc"
 )
 
 // This file keeps an endpoint's sessions in its Store (Options.Store), so
@@ -96,7 +96,9 @@ func (ep *Endpoint) restoreRecords(recs []StoredSession) {
 		s.created = created
 		s.mu.Unlock()
 		s.setVersion(r.Version)
-		s.initParams = r.InitParams
+		s.mu.Lock()
+		s.initParams, s.client = r.InitParams, clientLabel(jsonrpc.Member(r.InitParams, "clientInfo"))
+		s.mu.Unlock()
 		s.d.Attach(s, r.InitParams)
 		kept++
 	}
@@ -136,15 +138,9 @@ func (ep *Endpoint) Sessions() []SessionInfo {
 		s.mu.Lock()
 		info := SessionInfo{ID: s.id[:8], ProtocolVersion: s.version, Streams: len(s.gets), Inflight: int(s.inflight.Load()),
 			AgeS: now.Sub(s.created).Round(time.Millisecond).Seconds(), IdleS: now.Sub(time.Unix(0, s.lastUsed.Load())).Round(time.Millisecond).Seconds()}
-		params := s.initParams
+		info.Client = s.client
 		s.mu.Unlock()
 		info.Principal = s.owner.Short()
-		var p struct {
-			ClientInfo struct{ Name, Version string } `json:"clientInfo"`
-		}
-		if json.Unmarshal(params, &p) == nil {
-			info.Client = strings.TrimSpace(p.ClientInfo.Name + " " + p.ClientInfo.Version)
-		}
 		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int { return cmp.Compare(a.IdleS, b.IdleS) })

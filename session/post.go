@@ -25,8 +25,9 @@ type postLog struct {
 	session  string
 	reqBody  []byte
 	respBody []byte
-	// era is how the POST was served, for the tail (tail.go).
-	era string
+	// era is how the POST was served, and client the client's "name
+	// version" (with a tail), for the tail (tail.go).
+	era, client string
 	// ended is when the POST was answered, read once (end) for the
 	// metrics, the session's last use and the access log: the clock is
 	// among the costliest calls of a POST here.
@@ -86,8 +87,11 @@ type post struct {
 	kind  jsonrpc.Kind
 	// sseOK and jsonOK: the forms of answer the client's Accept allows.
 	sseOK, jsonOK bool
-	// principal is the request's, read only for the tail (tail.go).
-	principal Principal
+	// principal and user are the request's, and traceparent its header,
+	// read only for the tail (tail.go).
+	principal   Principal
+	user        User
+	traceparent string
 	// observe: the POST counts in the call metrics (a request that reached
 	// the handshake, a session's call or a sessionless one).
 	observe bool
@@ -110,7 +114,10 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ep.opts.Tail != nil {
-		p.principal = PrincipalFrom(r)
+		p.principal, p.user = PrincipalFrom(r), UserFrom(r)
+		if ep.opts.Tracing == nil {
+			p.traceparent = httpx.Header(r.Header, "Traceparent")
+		}
 	}
 	if ep.opts.Tracing != nil && p.kind == jsonrpc.KindRequest {
 		r = ep.startSpan(r, p)
@@ -118,6 +125,9 @@ func (ep *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {
 	switch sid := httpx.Header(r.Header, httpx.HeaderSessionID); {
 	case isModern(r, &p.m, &p.env):
 		p.observe, p.rec.era = true, EraStateless
+		if ep.opts.Tail != nil {
+			p.rec.client = clientLabel(p.env.clientInfo)
+		}
 		ep.serveModern(w, r, &p.m, &p.env, &p.rec)
 	case p.kind == jsonrpc.KindRequest && p.m.Method == "initialize" && sid == "":
 		p.observe, p.rec.era = true, EraSession
@@ -231,6 +241,11 @@ func (ep *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, p *post)
 		return
 	}
 	defer s.leave(p)
+	if ep.opts.Tail != nil {
+		s.mu.Lock()
+		p.rec.client = s.client
+		s.mu.Unlock()
+	}
 	if p.kind != jsonrpc.KindRequest {
 		ep.forward(w, s, p)
 		return
@@ -358,7 +373,9 @@ func (ep *Endpoint) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 	s.setVersion(negotiated.Result.ProtocolVersion)
 	s.mu.Lock()
 	s.initParams = bytes.Clone(m.Params) // m aliases the body's buffer
+	s.client = clientLabel(jsonrpc.Member(m.Params, "clientInfo"))
 	s.mu.Unlock()
+	rec.client = s.client
 	ep.persist(s)
 	w.Header().Set(httpx.HeaderSessionID, s.id)
 	ep.log.Info("session started", "session", s.id, "protocol_version", negotiated.Result.ProtocolVersion)
@@ -393,10 +410,14 @@ func (ep *Endpoint) writeResult(w http.ResponseWriter, resp []byte, err error, r
 	w.WriteHeader(http.StatusOK)
 	n, _ := w.Write(resp)
 	ep.m.BytesOut.Add(float64(n))
-	if ep.opts.AuditBodies {
+	if ep.keepsAnswers() {
 		rec.respBody = resp
 	}
 }
+
+// keepsAnswers reports whether a POST keeps its answer until it ends: for
+// the audit of bodies, or the tail's results.
+func (ep *Endpoint) keepsAnswers() bool { return ep.opts.AuditBodies || ep.opts.TailBodies > 0 }
 
 func (ep *Endpoint) logPost(rec *postLog, start time.Time) {
 	if !ep.log.IsInfo() {

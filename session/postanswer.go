@@ -104,7 +104,7 @@ func (pw *postAnswer) done(ev dispatch.Event) {
 	resp := ep.streamedAnswer(p.m.ID, ev.Answer, ev.Err, p.rec.era == EraStateless)
 	p.rec.noteAnswer(resp)
 	pw.sw.event(pw.s.emitPost(pw.stream, resp, true))
-	if ep.opts.AuditBodies {
+	if ep.keepsAnswers() {
 		p.rec.respBody = resp
 	}
 }

@@ -35,6 +35,9 @@ type Session struct {
 	// initParams are the client's initialize params (kept with the
 	// session in the Store).
 	initParams []byte
+	// client is its initialize's clientInfo as "name version"
+	// (clientLabel), for the tail.
+	client     string
 	seq        uint64 // last event sequence number in this session
 	lastStream uint64 // last stream number handed out
 	// log holds the session's recent events. Notifications for GET streams

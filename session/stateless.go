@@ -702,7 +702,7 @@ func (ra *requestAnswer) write(resp []byte, err error) {
 	out := ra.ep.streamedAnswer(ra.m.ID, resp, err, true)
 	ra.rec.noteAnswer(out)
 	ra.sw.write(modernEvent(out))
-	if ra.ep.opts.AuditBodies && ra.rec != nil {
+	if ra.ep.keepsAnswers() && ra.rec != nil {
 		ra.rec.respBody = out // what the client got, as a JSON answer's is
 	}
 }

@@ -138,6 +138,14 @@ func (t *Tracing) Start(ctx context.Context, h http.Header, r Request) (context.
 	return ctx, &Span{s: s}
 }
 
+// TraceID is the span's trace id in hex ("" for a nil span).
+func (s *Span) TraceID() string {
+	if s == nil {
+		return ""
+	}
+	return s.s.SpanContext().TraceID().String()
+}
+
 // End ends the span with what became of the request: its HTTP status, the
 // JSON-RPC error code (0: none) and whether a tool's result was an error
 // (isError).

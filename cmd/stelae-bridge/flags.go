@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/stelae-bridge/stelae-bridge/audit"
 	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/config"
 	"github.com/stelae-bridge/stelae-bridge/supervisor"
@@ -35,6 +36,10 @@ type settings struct {
 	maxSessStreams  int
 	requestTimeout  time.Duration
 	auditBodies     bool
+	auditLog        string
+	auditMaxSize    byteSize
+	auditKeep       int
+	auditHash       bool
 	maxMessage      byteSize
 	maxBody         byteSize
 	maxBodyMemory   byteSize
@@ -141,6 +146,10 @@ func newFlagSet(s *settings, out io.Writer) (*flag.FlagSet, map[string]string) {
 	integer(&s.maxSessStreams, "max-streams-per-session", "STELAE_MAX_STREAMS_PER_SESSION", d.MaxStreamsPerSession, "open GET streams one session may hold (past it a GET gets 429), and with auth the subscriptions/listen streams of one token (past it 503)")
 	dur(&s.requestTimeout, "request-timeout", "STELAE_REQUEST_TIMEOUT", d.RequestTimeout, "longest wait for a child's answer to one request (504 after it, and the request is cancelled at the child)")
 	boolean(&s.auditBodies, "audit-log-bodies", "AUDIT_LOG_BODIES", "log request and response bodies, with secret-looking values redacted")
+	str(&s.auditLog, "audit-log", "STELAE_AUDIT_LOG", "", "write the audit trail, one JSON line per MCP message a client posts (who, client, destination, tool, arguments and result redacted, outcome, duration, trace id), to this file (created owner-only; rotated by -audit-log-max-size), or to standard output with -")
+	size(&s.auditMaxSize, "audit-log-max-size", "STELAE_AUDIT_LOG_MAX_SIZE", audit.DefaultMaxSize, "size past which the audit trail's file is renamed FILE.1 (FILE.1 to FILE.2, …) and a new one started")
+	integer(&s.auditKeep, "audit-log-keep", "STELAE_AUDIT_LOG_KEEP", audit.DefaultKeep, "rotated audit trail files kept (FILE.1 … FILE.N); the oldest beyond goes")
+	boolean(&s.auditHash, "audit-log-hash", "STELAE_AUDIT_LOG_HASH", "in the audit trail, write the SHA-256 of each redacted argument, result and error instead of its text")
 	size(&s.maxMessage, "max-message-size", "STELAE_MAX_MESSAGE_SIZE", int64(d.MaxMessage), "longest line accepted from a child; longer lines are discarded")
 	size(&s.maxBody, "max-body-size", "STELAE_MAX_BODY_SIZE", d.MaxBodyBytes, "largest POST body (at least 5MiB); larger bodies get 413")
 	size(&s.maxBodyMemory, "max-body-memory", "STELAE_MAX_BODY_MEMORY", d.MaxBodyMemory, "memory all POST bodies being read or served may hold together (at least -max-body-size); past it a POST gets 503 with Retry-After")
@@ -315,6 +324,10 @@ func parseSettings(args []string, getenv func(string) string, out io.Writer) (*s
 		return nil, invalid("protocol-eras", "-protocol-eras must be both or 2025, not %q", s.protocolEras)
 	case s.publicURL != "" && !strings.HasPrefix(s.publicURL, "http://") && !strings.HasPrefix(s.publicURL, "https://"):
 		return nil, invalid("public-url", "-public-url must start with http:// or https://, not %q", s.publicURL)
+	case s.auditKeep < 1:
+		return nil, invalid("audit-log-keep", "-audit-log-keep must be at least 1")
+	case s.auditMaxSize < 64<<10:
+		return nil, invalid("audit-log-max-size", "-audit-log-max-size must be at least 64KiB (the longest line is about that)")
 	case s.eventLogSize < 1:
 		return nil, invalid("event-log-size", "-event-log-size must be at least 1")
 	case s.logFormat != "text" && s.logFormat != "json":

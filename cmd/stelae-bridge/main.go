@@ -20,6 +20,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/stelae-bridge/stelae-bridge/audit"
 	"github.com/stelae-bridge/stelae-bridge/authserver"
 	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"github.com/stelae-bridge/stelae-bridge/config"
@@ -259,6 +260,29 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 			log.Warn("the last spans could not be exported", "error", err)
 		}
 	}()
+	// The audit trail (-audit-log), off by default. It is closed after
+	// the bridge's shutdown (defers run last-in first-out): the last
+	// calls' lines are written and fsynced.
+	if s.auditLog != "" {
+		trail, err := audit.Open(audit.Options{Path: s.auditLog, MaxSize: int64(s.auditMaxSize), Keep: s.auditKeep, Hash: s.auditHash,
+			Stdout: stdout, Logger: log.Named("audit")})
+		if err != nil {
+			ln.Close()
+			fmt.Fprintln(stderr, "stelae-bridge:", err)
+			return 1
+		}
+		defer func() {
+			if err := trail.Close(); err != nil {
+				log.Error("closing the audit trail", "error", err, "path", s.auditLog)
+			}
+		}()
+		opts.Audit = trail
+		if s.auditLog == audit.Stdout {
+			// Standard output is the trail's: what the bridge prints for
+			// the user goes to standard error.
+			stdout = stderr
+		}
+	}
 	b, err := bridge.New(cfg, opts)
 	if err != nil {
 		ln.Close()

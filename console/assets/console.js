@@ -519,7 +519,7 @@
     const u = fUser.value.trim().toLowerCase();
     if (d && str(e.destination) !== d) return false;
     if (t && !str(e.tool).toLowerCase().includes(t) && !str(e.method).toLowerCase().includes(t)) return false;
-    if (u && !str(e.principal).toLowerCase().includes(u)) return false;
+    if (u && !str(e.principal).toLowerCase().includes(u) && !str(e.user).toLowerCase().includes(u) && !str(e.client).toLowerCase().includes(u)) return false;
     return true;
   }
   function countLog() {
@@ -549,10 +549,15 @@
     td('tool', str(e.tool) || '—');
     const st = num(e.status);
     td('status' + (st >= 400 ? ' bad' : ''), st || '—');
+    const oc = str(e.outcome);
+    td('outcome' + (oc && oc !== 'ok' ? ' bad' : ''), oc || '—');
     const ms = num(e.latency_ms);
     td('latency', ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
     td('session', str(e.session) || '—');
     td('principal', e.principal);
+    td('client', str(e.client) || '—');
+    const trace = td('trace', str(e.trace_id).slice(0, 8) || '—');
+    if (e.trace_id) trace.title = 'trace ' + str(e.trace_id);
     tr.hidden = !matches(e);
     return tr;
   }
