@@ -62,8 +62,9 @@ type AccessEntry struct {
 	// tracing on, else the client's traceparent header's ("" for none).
 	TraceID string
 	// Arguments, Result and Error are set only with Options.TailBodies:
-	// the arguments of a tools/call or prompts/get, and the answer's
-	// result or error member, each a copy (shrunk, shrinkBody).
+	// the arguments of a tools/call or prompts/get, the result of one or
+	// of a resources/read, and any request's error, each a copy (shrunk,
+	// shrinkBody).
 	Arguments, Result, Error json.RawMessage
 }
 
@@ -93,11 +94,17 @@ func (ep *Endpoint) tail(p *post) {
 		e.Tool = field(jsonrpc.String(jsonrpc.Member(p.m.Params, "uri")))
 	}
 	if n := ep.opts.TailBodies; n > 0 {
-		if rec.method == "tools/call" || rec.method == "prompts/get" {
+		// A call's arguments and result; any request's error. (What the
+		// other methods answer is the server's catalogue, not a user's
+		// data: kept, it would be most of the trail.)
+		call := rec.method == "tools/call" || rec.method == "prompts/get"
+		if call {
 			e.Arguments = shrinkBody(jsonrpc.Member(p.m.Params, "arguments"), n)
 		}
 		if rec.respBody != nil {
-			e.Result = shrinkBody(jsonrpc.Member(rec.respBody, "result"), n)
+			if call || rec.method == "resources/read" {
+				e.Result = shrinkBody(jsonrpc.Member(rec.respBody, "result"), n)
+			}
 			e.Error = shrinkBody(jsonrpc.Member(rec.respBody, "error"), n)
 		}
 	}

@@ -673,6 +673,9 @@ func (s *server) call(m message) {
 	switch p.Name {
 	case "echo":
 		s.reply(m.ID, text(arg("text")))
+	case "fail":
+		// A tool's failure: a result marked isError (not listed).
+		s.reply(m.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": arg("text")}}, "isError": true})
 	case "params":
 		// Answers with the params it got, as text, byte for byte.
 		s.reply(m.ID, text(string(m.Params)))
