@@ -769,3 +769,30 @@ func BenchmarkEchoTracing(b *testing.B) {
 	rcv.mu.Unlock()
 	b.Logf("the receiver got %d spans", n)
 }
+
+// BenchmarkEchoAudit is the cost of the audit trail (-audit-log): the
+// same echo calls on a bridge without it and on one writing every call's
+// line to a file, interleaved, 3 rounds. What the trail dropped (its
+// queue full) is reported: a dropped line is a cost too.
+func BenchmarkEchoAudit(b *testing.B) {
+	cfg := fakeDestinations(b, map[string]string{"echo": fakemcp.ModeEcho})
+	off := startBinary(b, cfg, "-max-sessions", "64")
+	trail := filepath.Join(b.TempDir(), "audit.jsonl")
+	on := startBinary(b, cfg, "-max-sessions", "64", "-audit-log", trail)
+	const workers = 16
+	for round := 1; round <= 3; round++ {
+		for _, tc := range []struct {
+			name string
+			p    *binaryProc
+		}{{"off", off}, {"on", on}} {
+			b.Run(fmt.Sprintf("%s/1x16/round%d", tc.name, round), func(b *testing.B) {
+				c := newClient(b, tc.p.base+"/echo/mcp")
+				c.initialize()
+				defer c.must(http.MethodDelete, "")
+				measureEcho(b, tc.p, dialAll(b, tc.p.base, workers), func(int) string { return c.sid }, "")
+			})
+		}
+	}
+	m := scrapeURL(b, on.base)
+	b.Logf("the trail wrote %v lines and dropped %v", m["stelae_audit_records_total"], m["stelae_audit_dropped_total"])
+}

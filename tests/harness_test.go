@@ -910,7 +910,7 @@ func scrape(t *testing.T, b *testBridge) map[string]float64 {
 
 // scrapeURL reads the Prometheus exposition at base/metrics into
 // name{labels} (or name, for a series without labels) → value.
-func scrapeURL(t *testing.T, base string, headers ...string) map[string]float64 {
+func scrapeURL(t testing.TB, base string, headers ...string) map[string]float64 {
 	t.Helper()
 	r, err := request(http.MethodGet, base+"/metrics", "", "", headers...)
 	if err != nil || r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {

@@ -97,6 +97,10 @@ func TestParseSettingsEnvFallbacks(t *testing.T) {
 		"STELAE_AUTH_TOKENS":         "t1,t2",
 		"STELAE_PUBLIC_URL":          "https://mcp.example.com",
 		"STELAE_TRUST_PROXY_HEADERS": "true",
+		"STELAE_AUDIT_LOG":           "/var/log/stelae/audit.jsonl",
+		"STELAE_AUDIT_LOG_MAX_SIZE":  "10MiB",
+		"STELAE_AUDIT_LOG_KEEP":      "3",
+		"STELAE_AUDIT_LOG_HASH":      "true",
 	}
 	s := mustParse(t, nil, env)
 	checks := []struct {
@@ -128,6 +132,10 @@ func TestParseSettingsEnvFallbacks(t *testing.T) {
 		{"authTokens", s.authTokens, "t1,t2"},
 		{"publicURL", s.publicURL, "https://mcp.example.com"},
 		{"trustProxy", s.trustProxy, true},
+		{"auditLog", s.auditLog, "/var/log/stelae/audit.jsonl"},
+		{"auditMaxSize", s.auditMaxSize, byteSize(10 << 20)},
+		{"auditKeep", s.auditKeep, 3},
+		{"auditHash", s.auditHash, true},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -229,6 +237,8 @@ func TestParseSettingsErrors(t *testing.T) {
 		{"body below 5MiB flag", []string{"-max-body-size=4MiB"}, nil, []string{"max-body-size", "5MiB"}},
 		{"body just below 5MiB", []string{"-max-body-size", "5242879"}, nil, []string{"max-body-size"}},
 		{"body below 5MiB env", nil, map[string]string{"STELAE_MAX_BODY_SIZE": "1MiB"}, []string{"STELAE_MAX_BODY_SIZE=1MiB: -max-body-size must be at least 5MiB"}},
+		{"audit keep zero", []string{"-audit-log-keep", "0"}, nil, []string{"-audit-log-keep must be at least 1"}},
+		{"audit size small env", nil, map[string]string{"STELAE_AUDIT_LOG_MAX_SIZE": "1KiB"}, []string{"STELAE_AUDIT_LOG_MAX_SIZE=1KiB: -audit-log-max-size must be at least 64KiB"}},
 		{"unknown flag", []string{"-nope"}, nil, []string{"nope"}},
 		{"stray argument", []string{"extra"}, nil, []string{"extra", "-help"}},
 	}

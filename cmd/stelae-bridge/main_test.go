@@ -224,6 +224,7 @@ func TestRunHelp(t *testing.T) {
 			"-config", "-listen", "-check", "-version",
 			"-max-sessions", "MAX_STDIO_CONNECTIONS",
 			"-audit-log-bodies", "AUDIT_LOG_BODIES",
+			"-audit-log", "(env STELAE_AUDIT_LOG)", "-audit-log-max-size", "-audit-log-keep", "-audit-log-hash",
 			"-request-timeout", "(env STELAE_REQUEST_TIMEOUT)",
 			"-max-message-size", "(env STELAE_MAX_MESSAGE_SIZE)",
 			"-max-body-size", "(env STELAE_MAX_BODY_SIZE)",
