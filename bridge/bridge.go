@@ -400,6 +400,7 @@ func (b *Bridge) dispatcherFactory(d *config.Destination) func() *dispatch.Dispa
 			InteractiveTool: alone,
 			TraceMeta:       traceMeta(o.Tracing),
 			TraceChild:      traceChild(o.Tracing),
+			TraceWait:       traceWait(o.Tracing),
 			Logger:          o.Logger.Named("dispatch"),
 		})
 	}
@@ -633,6 +634,14 @@ func traceChild(t *telemetry.Tracing) func(context.Context, string, string) (con
 		return nil
 	}
 	return t.ChildCall
+}
+
+// traceWait is dispatch's Options.TraceWait for tracing t (nil when off).
+func traceWait(t *telemetry.Tracing) func(context.Context, string, time.Time) func(error) {
+	if t == nil {
+		return nil
+	}
+	return t.Wait
 }
 
 // traceMeta is dispatch's Options.TraceMeta for tracing t (nil when off:

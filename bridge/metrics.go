@@ -116,3 +116,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+// Gatherer is the bridge's metrics registry, what /metrics serves (for an
+// exporter that sends the same series elsewhere: telemetry.SetupMetrics).
+func (b *Bridge) Gatherer() prometheus.Gatherer { return b.reg }

@@ -83,6 +83,11 @@ type Call struct {
 	// traceEnd ends the span of the call's request to the child (tracing
 	// on: Options.TraceChild); finish calls it once.
 	traceEnd func(failed bool)
+	// inputEnd ends the span of the call's wait for its session's input
+	// (Options.TraceWait): set by ask, called by dropInputsLocked, which
+	// every way out of the wait goes through; guarded by d.pmu as waiting
+	// is.
+	inputEnd func(err error)
 	// method is the request's method, for a translated call's retry.
 	method string
 	// translate: the call is a 2025 session's on a 2026 child, whose
@@ -153,7 +158,7 @@ func (call *Call) Release() {
 	call.d, call.ctx, call.c, call.sess, call.clientID, call.clientToken, call.after, call.relate = nil, nil, nil, nil, nil, nil, nil, nil
 	call.end, call.ended, call.follow = reply{}, false, false
 	call.augmented, call.childTask, call.parked, call.heldBy, call.ownsTask = false, "", noTurn, time.Time{}, false
-	call.method, call.translate, call.asking, call.waiting, call.traceEnd = "", false, nil, false, nil
+	call.method, call.translate, call.asking, call.waiting, call.traceEnd, call.inputEnd = "", false, nil, false, nil, nil
 	recycle.Poison(call.out)
 	call.out = call.out[:0]
 	if cap(call.out) > 64<<10 {
@@ -320,7 +325,7 @@ func (call *Call) finish(msg []byte, err error) *Call {
 func (d *Dispatcher) forward(call *Call, m *jsonrpc.Message) *Call {
 	var dead *child
 	for {
-		c, err := d.sup.Running(call.ctx, call.timer.C, false)
+		c, err := d.running(call)
 		if err != nil {
 			return call.finish(nil, err)
 		}
@@ -359,6 +364,20 @@ func (d *Dispatcher) forward(call *Call, m *jsonrpc.Message) *Call {
 		}
 		dead = c
 	}
+}
+
+// running is the call's running child, once it runs (its wait traced).
+func (d *Dispatcher) running(call *Call) (*child, error) {
+	if d.opts.TraceWait == nil || call.ctx == nil {
+		return d.sup.Running(call.ctx, call.timer.C, false)
+	}
+	if c, ok := d.sup.Current(); ok {
+		return c, nil
+	}
+	end := d.opts.TraceWait(call.ctx, "child "+d.sup.Status().State, time.Now())
+	c, err := d.sup.Running(call.ctx, call.timer.C, false)
+	end(err)
+	return c, err
 }
 
 // pause waits for until; false when the call ended first (its timeout or

@@ -154,6 +154,11 @@ type Options struct {
 	// context's trace is what TraceMeta writes, and end ends it with the
 	// call.
 	TraceChild func(ctx context.Context, method, target string) (context.Context, func(failed bool))
+	// TraceWait, when set (tracing is on: telemetry.Tracing.Wait), begins
+	// the span of a wait of the call's (ctx: the call's context) that
+	// began at since: for its turn, for its child to run, for its
+	// session's answers to a 2026 child's input requests.
+	TraceWait func(ctx context.Context, what string, since time.Time) func(err error)
 }
 
 // child is one running instance of the destination's process, as the

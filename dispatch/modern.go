@@ -417,6 +417,9 @@ func (call *Call) ask() bool {
 	}
 	a.left = len(asks)
 	var deliver [][]byte
+	if d.opts.TraceWait != nil && call.ctx != nil && call.inputEnd == nil {
+		call.inputEnd = d.opts.TraceWait(call.ctx, "input", time.Now())
+	}
 	d.pmu.Lock()
 	d.pending[call.up] = call
 	call.waiting = true
@@ -539,5 +542,9 @@ func (d *Dispatcher) dropInputsLocked(call *Call) {
 	call.waiting = false
 	for _, id := range call.asking.ids {
 		delete(d.inputs, id)
+	}
+	if call.inputEnd != nil {
+		call.inputEnd(nil)
+		call.inputEnd = nil
 	}
 }

@@ -167,7 +167,8 @@ func (call *Call) hold(k turn) bool {
 // call finished, when the call's timeout or context ended first.
 func (call *Call) waitTurn(forAlone bool, take func(*turns, time.Time) bool) bool {
 	d := call.d
-	waiting := false // counted in waiting (and aloneWaiting)
+	waiting := false    // counted in waiting (and aloneWaiting)
+	var since time.Time // when it began to wait (traced)
 	var expiry *time.Timer
 	defer func() {
 		if expiry != nil {
@@ -183,10 +184,13 @@ func (call *Call) waitTurn(forAlone bool, take func(*turns, time.Time) bool) boo
 				d.stopWaitingLocked(forAlone)
 			}
 			d.pmu.Unlock()
+			if waiting {
+				call.tracedWait("turn", since, nil)
+			}
 			return true
 		}
 		if !waiting {
-			waiting = true
+			waiting, since = true, now
 			d.turns.waiting++
 			if forAlone {
 				d.turns.aloneWaiting++
@@ -226,8 +230,16 @@ func (call *Call) waitTurn(forAlone bool, take func(*turns, time.Time) bool) boo
 		d.pmu.Lock()
 		d.stopWaitingLocked(forAlone)
 		d.pmu.Unlock()
+		call.tracedWait("turn", since, err)
 		call.finish(nil, err)
 		return false
+	}
+}
+
+// tracedWait records a wait of the call's that is over (tracing on).
+func (call *Call) tracedWait(what string, since time.Time, err error) {
+	if call.d.opts.TraceWait != nil && call.ctx != nil {
+		call.d.opts.TraceWait(call.ctx, what, since)(err)
 	}
 }
 

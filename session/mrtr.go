@@ -49,6 +49,17 @@ type parkedCall struct {
 	principal Principal
 	digest    [32]byte
 	timer     *time.Timer
+	// waitEnd ends the span of the park (tracing on), by whoever takes
+	// the call out of the parked calls (unparkLocked's caller).
+	waitEnd func(err error)
+}
+
+// unparked ends the park's span: err is why the call will not go on
+// (nil: its retry came).
+func (pc *parkedCall) unparked(err error) {
+	if pc.waitEnd != nil {
+		pc.waitEnd(err)
+	}
 }
 
 // Bounds of the calls waiting for their clients' input: each holds a call
@@ -253,6 +264,9 @@ func (ep *Endpoint) park(w http.ResponseWriter, r *http.Request, f *flight, m *j
 	f.caps = bytes.Clone(f.caps)
 	id := newParkID()
 	pc := &parkedCall{f: f, keys: keys, principal: principal, digest: paramsDigest(m.Method, m.Params)}
+	if ep.opts.Tracing != nil {
+		pc.waitEnd = ep.opts.Tracing.Wait(r.Context(), "input", time.Now())
+	}
 	ep.sl.mrtr.mu.Lock()
 	if ep.sl.mrtr.closed {
 		// The endpoint shut down since this call took its place.
@@ -325,6 +339,7 @@ func (ep *Endpoint) endParked() {
 	ep.sl.mrtr.mu.Unlock()
 	for _, pc := range ended {
 		pc.timer.Stop()
+		pc.unparked(errShutdownParked)
 		pc.f.endCause = errShutdownParked
 		pc.f.end()
 	}
@@ -339,6 +354,7 @@ func (ep *Endpoint) expire(id string) {
 	if pc == nil {
 		return
 	}
+	pc.unparked(errNoRetry)
 	pc.f.endCause = errNoRetry
 	pc.f.end()
 }
@@ -404,6 +420,7 @@ func (ep *Endpoint) resumeModern(w http.ResponseWriter, r *http.Request, m *json
 		return
 	}
 	pc.timer.Stop()
+	pc.unparked(nil)
 	var responses map[string]json.RawMessage
 	_ = json.Unmarshal(resume[1], &responses)
 	pc.f.inputs = map[string]json.RawMessage{}

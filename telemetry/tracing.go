@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -55,17 +56,23 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (*Tr
 	if err != nil {
 		return nil, fmt.Errorf("the OTLP trace exporter: %w", err)
 	}
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
-		attribute.String("service.name", serviceName(getenv)), attribute.String("service.version", version)))
-	if err != nil {
-		res = resource.Default()
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(bridgeResource(getenv, version)))
 	return &Tracing{
 		tp:     tp,
 		tracer: tp.Tracer("github.com/stelae-bridge/stelae-bridge"),
 		prop:   propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 	}, nil
+}
+
+// bridgeResource is what the bridge's spans and metrics say of it: its
+// service name and version, with the SDK's defaults.
+func bridgeResource(getenv func(string) string, version string) *resource.Resource {
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
+		attribute.String("service.name", serviceName(getenv)), attribute.String("service.version", version)))
+	if err != nil {
+		return resource.Default()
+	}
+	return res
 }
 
 // serviceName is OTEL_SERVICE_NAME, or stelae-bridge.
@@ -209,6 +216,25 @@ func (t *Tracing) Meta(ctx context.Context) []byte {
 		out = append(out, `,"tracestate":"`+ts+`"`...)
 	}
 	return out
+}
+
+// Wait begins the span of something the bridge waits on for a request
+// ("turn": its turn on a destination whose calls run alone; "child
+// starting" or "child restarting": a child to run; "input": a client's
+// answers to what the child asked), named "wait WHAT", under ctx's span
+// and begun at since; end ends it, as an error when err is not nil.
+func (t *Tracing) Wait(ctx context.Context, what string, since time.Time) (end func(err error)) {
+	if t == nil {
+		return func(error) {}
+	}
+	_, s := t.tracer.Start(ctx, "wait "+what, trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(since),
+		trace.WithAttributes(attribute.String("stelae.wait", what)))
+	return func(err error) {
+		if err != nil {
+			s.SetStatus(codes.Error, err.Error())
+		}
+		s.End()
+	}
 }
 
 // ChildCall begins the client span of one request the bridge writes to a

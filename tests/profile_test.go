@@ -249,6 +249,7 @@ func listedLen(l *mcp.ListToolsResult) int {
 type destDetails struct {
 	PID         int    `json:"pid"`
 	ChildSpeaks string `json:"child_speaks"`
+	State       string `json:"state"`
 }
 
 // verboseHealth is /healthz?verbose's destinations.

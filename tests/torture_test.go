@@ -200,6 +200,8 @@ type torture struct {
 	usersRun *tortureUsers
 	users    atomic.Int64 // numbers the one-call users (open)
 	tags     atomic.Int64 // numbers the calls
+	// audit is the bridge's audit trail ("" for a bridge without one).
+	audit string
 
 	// mu guards every field below.
 	mu sync.Mutex
@@ -212,7 +214,11 @@ type torture struct {
 	intended map[string]bool
 	// failed are the tags of calls that failed, for the journal's story.
 	failed []string
-	counts map[string]int
+	// answered are the calls the bridge answered (or whose hold reached
+	// the child before the client closed it), tag → user: each must have
+	// its line in the audit trail.
+	answered map[string]string
+	counts   map[string]int
 }
 
 // tortureProblem is every problem of one kind: how many, and the first
@@ -309,6 +315,8 @@ func startTorture(t *testing.T, load time.Duration, tokens bool) *torture {
 		"-keepalive", "1s",
 		"-stop-grace", "500ms",
 		"-log-level", "warn",
+		// The audit trail of every call (issue 39), rotated many times.
+		"-audit-log", filepath.Join(dir, "audit.jsonl"), "-audit-log-max-size", "1MiB", "-audit-log-keep", "10000",
 	}
 	var us *tortureUsers
 	if tokens {
@@ -327,6 +335,7 @@ func startTorture(t *testing.T, load time.Duration, tokens bool) *torture {
 	u, _ := neturl.Parse(p.base)
 	tt := &torture{
 		t: t, p: p, base: p.base, host: u.Host, ctx: ctx, stop: stop, journals: journals, dests: dests, usersRun: us,
+		audit: filepath.Join(dir, "audit.jsonl"), answered: map[string]string{},
 		streams: streams, endStream: endStream, load: load, tokens: tokens, byDest: map[string][]*tortureSession{},
 		problems: map[string]*tortureProblem{}, intended: map[string]bool{}, counts: map[string]int{},
 		hc: &http.Client{Transport: &http.Transport{
@@ -450,9 +459,14 @@ func tortureBridgeBinary(t *testing.T) string {
 // report records a problem of a kind; the test fails with every kind at
 // its end.
 func (tt *torture) report(kind, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
+	tt.reportLocked(kind, format, args...)
+}
+
+// reportLocked is report with tt.mu held.
+func (tt *torture) reportLocked(kind, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
 	p := tt.problems[kind]
 	if p == nil {
 		p = &tortureProblem{}
@@ -946,6 +960,9 @@ func (tt *torture) run(c *tortureCall) string {
 			}
 			return true
 		})
+		if (cancelled && c.cancel == "close") || (err == nil && status == http.StatusOK) {
+			tt.heard(c)
+		}
 		if cancelled && c.cancel == "close" {
 			return ""
 		}
@@ -1281,7 +1298,9 @@ func (tt *torture) pipeline(rng *rand.Rand) {
 			}
 			for i, c := range calls {
 				if err == nil {
-					err = tt.readPipelined(br, c)
+					if err = tt.readPipelined(br, c); err == nil {
+						tt.heard(c)
+					}
 				}
 				if err != nil {
 					if !slices.ContainsFunc(calls[i:], func(c *tortureCall) bool { return tt.excused(c.dest, c.started) }) {
@@ -1660,6 +1679,7 @@ func (tt *torture) finish() {
 	if i := strings.Index(logs, "panic:"); i >= 0 {
 		tt.report("bridge", "the bridge panicked:\n%s", logs[i:min(len(logs), i+4000)])
 	}
+	tt.checkAudit()
 	if strings.Contains(logs, "SIGQUIT") {
 		// The goroutines that move messages between the bridge and its
 		// children, from the dump SIGQUIT asked for.
@@ -1882,5 +1902,62 @@ func TestTortureStalledChildRecovers(t *testing.T) {
 			t.Fatalf("20 s after the child read its stdin again, a call still gets %v %d %s", err, status, body)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// heard notes that the bridge answered c.
+func (tt *torture) heard(c *tortureCall) {
+	tt.mu.Lock()
+	if tt.answered == nil { // a torture made elsewhere (tracePhase's)
+		tt.answered = map[string]string{}
+	}
+	tt.answered[c.tag] = c.user
+	tt.mu.Unlock()
+}
+
+// checkAudit reads the stopped bridge's audit trail: it holds a line for
+// every call the bridge answered, with the call's user where auth names
+// them, no "dropped" line, and it was rotated.
+func (tt *torture) checkAudit() {
+	if tt.audit == "" {
+		return
+	}
+	lines, files, raw := readAudit(tt.t, tt.audit)
+	tags := map[string]auditLine{}
+	dropped := 0
+	for _, l := range lines {
+		if l.Event == "dropped" {
+			dropped += l.Dropped
+		}
+		var args struct{ Tag string }
+		if json.Unmarshal(l.Arguments, &args) == nil && args.Tag != "" {
+			tags[args.Tag] = l
+		}
+	}
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	missing := []string{}
+	for tag, user := range tt.answered {
+		l, ok := tags[tag]
+		switch {
+		case !ok:
+			missing = append(missing, tag)
+		case tt.tokens && l.User != user:
+			tt.reportLocked("audit", "%s: the trail names %q as its caller; want %q", tag, l.User, user)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		tt.reportLocked("audit", "%d of the %d calls the bridge answered have no line in the audit trail (%d dropped); the first: %q", len(missing), len(tt.answered), dropped, missing[:min(len(missing), 8)])
+	}
+	if dropped > 0 {
+		tt.reportLocked("audit", "the audit trail dropped %d entries", dropped)
+	}
+	if files < 2 {
+		tt.reportLocked("audit", "the audit trail was not rotated (%d file, %d bytes)", files, len(raw))
+	}
+	tt.counts["audit trail lines"], tt.counts["audit trail files"] = len(lines), files
+	if tt.usersRun != nil {
+		tt.usersRun.auditTrail = raw
 	}
 }

@@ -66,6 +66,8 @@ type tortureUsers struct {
 	secrets                       map[string]string // user → planted value
 	byDigest                      map[string]string // digest of a planted value → user
 	placesBeforeStop, placesAfter map[string]string // where to search → its text
+	// auditTrail is the load bridge's audit trail, read after it stopped.
+	auditTrail string
 
 	// mu guards pids.
 	mu sync.Mutex
@@ -371,11 +373,13 @@ func (tt *torture) tracePhase() {
 		places["load: "+k] = v
 	}
 	places["load: the bridge's log (warn)"] = tt.p.logs.String()
+	places["load: the audit trail"] = us.auditTrail
 	us.stateFiles(places, "load: the")
 	users := sortedKeys(us.served())
 
+	traceAudit := filepath.Join(t.TempDir(), "audit.jsonl")
 	p := startBinary(t, us.config, append([]string{"-max-sessions", "64", "-request-timeout", "25s", "-stop-grace", "500ms",
-		"-log-level", "trace", "-audit-log-bodies"}, us.flags()...)...)
+		"-log-level", "trace", "-audit-log-bodies", "-audit-log", traceAudit}, us.flags()...)...)
 	tr := &torture{t: t, p: p, base: p.base, ctx: tt.ctx, hc: tt.hc, journals: tt.journals, dests: []*tortureDest{us.dest}, tokens: true,
 		byDest: map[string][]*tortureSession{}, problems: map[string]*tortureProblem{}, intended: map[string]bool{}, counts: map[string]int{},
 		usersRun: &tortureUsers{dest: us.dest, config: us.config, tokens: us.tokens, creds: us.creds, state: us.state, secrets: us.secrets,
@@ -429,6 +433,8 @@ func (tt *torture) tracePhase() {
 	}
 	traceLog := p.logs.String()
 	places["trace: the bridge's log (trace, audit bodies)"] = traceLog
+	_, _, traceTrail := readAudit(t, traceAudit)
+	places["trace: the audit trail"] = traceTrail
 	files := us.stateFiles(places, "trace: the")
 
 	// The search has teeth: the encodings are found where planted, the
@@ -439,6 +445,9 @@ func (tt *torture) tracePhase() {
 	for _, u := range users {
 		if !strings.Contains(traceLog, sha256Hex(us.secrets[u])) {
 			tr.report("search", "the trace log has no result of %s's (the digest of their credential): the audit of bodies proves little", u)
+		}
+		if !strings.Contains(traceTrail, sha256Hex(us.secrets[u])) {
+			tr.report("search", "the trace bridge's audit trail has no result of %s's (the digest of their credential): its search proves little", u)
 		}
 	}
 	if !strings.Contains(traceLog, "[DEBUG]") && !strings.Contains(traceLog, "[TRACE]") {

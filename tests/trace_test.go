@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -233,5 +234,139 @@ func TestTraceIntoAChildThatTraces(t *testing.T) {
 			t.Errorf("%s: server span %q %x, client span %x under %x, child's span under %x; want client under server, child under client",
 				tc.tool, server.Name, server.SpanId, client.SpanId, client.ParentSpanId, child.ParentSpanId)
 		}
+	}
+}
+
+// spansIn are the receiver's spans of one trace.
+func (rcv *otlpReceiver) spansIn(traceID string) []*tracepb.Span {
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	var out []*tracepb.Span
+	for _, s := range rcv.spans {
+		if hex.EncodeToString(s.TraceId) == traceID {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// spanNamed is the span of spans named name (nil for none).
+func spanNamed(spans []*tracepb.Span, name string) *tracepb.Span {
+	for _, s := range spans {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// serverSpan is the server span of spans named name (nil for none).
+func serverSpan(spans []*tracepb.Span, name string) *tracepb.Span {
+	for _, s := range spans {
+		if s.Name == name && s.Kind == tracepb.Span_SPAN_KIND_SERVER {
+			return s
+		}
+	}
+	return nil
+}
+
+// TestTraceWaits: what the bridge waits on for a request is a span under
+// the request's: its turn on a destination whose calls run one at a time,
+// its child's restart, and a 2026-07-28 call parked for its client's
+// input, which ends when the retry comes.
+func TestTraceWaits(t *testing.T) {
+	rcv := startOTLPReceiver(t)
+	command, args, env := fakemcp.Command(fakemcp.ModeServer)
+	var b strings.Builder
+	b.WriteString("destinations:\n")
+	for _, d := range []struct{ name, keys string }{{"solo", "    interactive: true\n"}, {"crashy", ""}, {"fake", ""}} {
+		fmt.Fprintf(&b, "  %s:\n    command: %q\n    args: [%q]\n%s    env:\n", d.name, command, args[0], d.keys)
+		for k, v := range env {
+			fmt.Fprintf(&b, "      %s: %q\n", k, v)
+		}
+	}
+	cfg := filepath.Join(t.TempDir(), "destinations.yaml")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bridgeBinary(t), "-config", cfg, "-listen", "127.0.0.1:0", "-state-dir", t.TempDir(), "-restart-delay", "1s")
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.url, "OTEL_BSP_SCHEDULE_DELAY=50")
+	p := runBinary(t, cmd)
+	traceparent := func(id string) []string { return []string{"traceparent", "00-" + id + "-00f067aa0ba902b7-01"} }
+
+	// Two calls at once where calls run one at a time: one of them waits
+	// for the other's turn, under its own span.
+	c := newClient(t, p.base+"/solo/mcp")
+	c.initialize()
+	traces := []string{"a1111111111111111111111111111111", "b2222222222222222222222222222222"}
+	var wg sync.WaitGroup
+	for i, id := range traces {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resultOK(t, "slow", c.post(toolCallBody(strconv.Itoa(10+i), "slow", map[string]any{"ms": 400, "text": "x"}), traceparent(id)...))
+		}()
+	}
+	wg.Wait()
+	var waited []*tracepb.Span
+	waitFor(t, 10*time.Second, "both calls' spans", func() bool {
+		return serverSpan(rcv.spansIn(traces[0]), "tools/call slow") != nil && serverSpan(rcv.spansIn(traces[1]), "tools/call slow") != nil
+	})
+	for _, id := range traces {
+		spans := rcv.spansIn(id)
+		if w := spanNamed(spans, "wait turn"); w != nil {
+			if server := serverSpan(spans, "tools/call slow"); string(w.ParentSpanId) != string(server.SpanId) || w.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
+				t.Errorf("the wait for the turn: under %x (the call's span is %x), status %v", w.ParentSpanId, server.SpanId, w.Status)
+			}
+			waited = append(waited, w)
+		}
+	}
+	if len(waited) != 1 {
+		t.Errorf("%d of the two calls have a span of their wait for the turn; want exactly 1 (calls run one at a time)", len(waited))
+	}
+
+	// A call that comes while its child restarts (a second: within the
+	// bridge's patience of 3 s) waits for it.
+	cr := newClient(t, p.base+"/crashy/mcp")
+	cr.initialize()
+	if r := cr.callTool("1", "crash", map[string]any{}); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("the crash call: %d %s", r.status, r.body)
+	}
+	const restartTrace = "c3333333333333333333333333333333"
+	resultOK(t, "echo after the crash", cr.post(toolCallBody("2", "echo", map[string]any{"text": "back"}), traceparent(restartTrace)...))
+	var restart *tracepb.Span
+	waitFor(t, 10*time.Second, "the span of the wait for the restart", func() bool {
+		restart = spanNamed(rcv.spansIn(restartTrace), "wait child restarting")
+		return restart != nil
+	})
+	if server := serverSpan(rcv.spansIn(restartTrace), "tools/call echo"); server == nil || string(restart.ParentSpanId) != string(server.SpanId) {
+		t.Errorf("the wait for the restart is not under the call's span: %v", server)
+	}
+
+	// A 2026-07-28 call parked for its client's input: the wait is a span
+	// under the first request's, ended by the retry.
+	const parkTrace = "d4444444444444444444444444444444"
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	askArgs := `"arguments":{"method":"sampling/createMessage","params":"{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"hi\"}}],\"maxTokens\":5}"}`
+	key, state := inputRequired(t, modernCall(t, p.base+"/fake/mcp", `"first"`, "tools/call", `{"name":"ask",`+askArgs+`,`+meta+`}`, traceparent(parkTrace)...))
+	if w := spanNamed(rcv.spansIn(parkTrace), "wait input"); w != nil {
+		t.Fatalf("the park's span was exported before the retry came: %v", w)
+	}
+	retry := fmt.Sprintf(`{"name":"ask",%s,"inputResponses":{%q:{"role":"assistant","content":{"type":"text","text":"answered"},"model":"m"}},"requestState":%q,%s}`, askArgs, key, state, meta)
+	resultOK(t, "the retry", modernCall(t, p.base+"/fake/mcp", `"retry"`, "tools/call", retry, traceparent(parkTrace)...))
+	var park *tracepb.Span
+	waitFor(t, 10*time.Second, "the park's span", func() bool {
+		park = spanNamed(rcv.spansIn(parkTrace), "wait input")
+		return park != nil
+	})
+	var first *tracepb.Span
+	for _, s := range rcv.spansIn(parkTrace) {
+		if s.Kind == tracepb.Span_SPAN_KIND_SERVER && spanAttr(s, "jsonrpc.request.id") == `"first"` {
+			first = s
+		}
+	}
+	if first == nil || string(park.ParentSpanId) != string(first.SpanId) || park.EndTimeUnixNano < first.EndTimeUnixNano || park.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
+		t.Errorf("the park's span: under %x (the first request's span: %v), ends %d (the first request's %d), status %v",
+			park.ParentSpanId, first, park.EndTimeUnixNano, first.GetEndTimeUnixNano(), park.Status)
 	}
 }

@@ -260,6 +260,21 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 			log.Warn("the last spans could not be exported", "error", err)
 		}
 	}()
+	// Metrics over OTLP (OTEL_METRICS_EXPORTER=otlp), beside /metrics:
+	// started on the bridge's registry once the bridge is made.
+	otlpMetrics, err := telemetry.SetupMetrics(ctx, getenv, version)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 1
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := otlpMetrics.Shutdown(sctx); err != nil {
+			log.Warn("the last metrics could not be exported", "error", err)
+		}
+	}()
 	// The audit trail (-audit-log), off by default. It is closed after
 	// the bridge's shutdown (defers run last-in first-out): the last
 	// calls' lines are written and fsynced.
@@ -289,6 +304,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
 	}
+	otlpMetrics.Start(b.Gatherer())
 	// The addresses go to stdout whatever the log level: they are what the
 	// user needs to configure a client.
 	fmt.Fprintf(stdout, "stelae-bridge %s listening on http://%s\n", version, ln.Addr())
