@@ -109,3 +109,32 @@ func BenchmarkTracedCall(b *testing.B) {
 		})
 	}
 }
+
+// TestSetupMetrics: metrics over OTLP are off unless asked for (and
+// "prometheus" is /metrics, served anyway); an exporter or protocol the
+// bridge does not have is an error naming the variable.
+func TestSetupMetrics(t *testing.T) {
+	for _, env := range []map[string]string{{}, {"OTEL_METRICS_EXPORTER": "none"}, {"OTEL_METRICS_EXPORTER": "prometheus"}} {
+		m, err := SetupMetrics(context.Background(), func(k string) string { return env[k] }, "v")
+		if m != nil || err != nil {
+			t.Errorf("%v: %v, %v; want off", env, m, err)
+		}
+		if err := m.Shutdown(context.Background()); err != nil {
+			t.Errorf("a nil Metrics' Shutdown: %v", err)
+		}
+	}
+	for _, env := range []map[string]string{{"OTEL_METRICS_EXPORTER": "zipkin"}, {"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}} {
+		if _, err := SetupMetrics(context.Background(), func(k string) string { return env[k] }, "v"); err == nil || !strings.Contains(err.Error(), "OTEL_") {
+			t.Errorf("%v: %v; want an error naming the variable", env, err)
+		}
+	}
+	m, err := SetupMetrics(context.Background(), func(k string) string { return map[string]string{"OTEL_METRICS_EXPORTER": "otlp"}[k] }, "v")
+	if err != nil || m == nil {
+		t.Fatalf("otlp: %v, %v", m, err)
+	}
+	// Shut down before Start (the bridge did not start): the exporter
+	// stops all the same.
+	if err := m.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown before Start: %v", err)
+	}
+}

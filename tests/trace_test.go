@@ -8,7 +8,9 @@ package tests
 // child reads carries the bridge span's context in _meta.traceparent.
 
 import (
+	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,20 +24,82 @@ import (
 	"testing"
 	"time"
 
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stelae-bridge/stelae-bridge/tests/fakemcp"
 )
 
-// otlpReceiver is a loopback OTLP/HTTP trace receiver: it decodes each
-// export (protobuf) and keeps its spans.
+// otlpReceiver is a loopback OTLP receiver of traces and metrics, over
+// HTTP (protobuf) at url and over gRPC at grpcURL: it decodes each export
+// and keeps its spans and metrics.
 type otlpReceiver struct {
-	url string
-	// mu guards spans.
-	mu    sync.Mutex
-	spans []*tracepb.Span
+	url, grpcURL string
+	// mu guards spans and metrics.
+	mu      sync.Mutex
+	spans   []*tracepb.Span
+	metrics []serviceMetric
+}
+
+// serviceMetric is a metric and the service.name of who sent it.
+type serviceMetric struct {
+	service string
+	m       *metricspb.Metric
+}
+
+func (rcv *otlpReceiver) addSpans(req *coltracepb.ExportTraceServiceRequest) {
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			rcv.spans = append(rcv.spans, ss.Spans...)
+		}
+	}
+}
+
+func (rcv *otlpReceiver) addMetrics(req *colmetricspb.ExportMetricsServiceRequest) {
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	for _, rm := range req.ResourceMetrics {
+		service := ""
+		for _, kv := range rm.GetResource().GetAttributes() {
+			if kv.Key == "service.name" {
+				service = kv.Value.GetStringValue()
+			}
+		}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				rcv.metrics = append(rcv.metrics, serviceMetric{service, m})
+			}
+		}
+	}
+}
+
+// otlpGRPC is the trace service into a receiver.
+type otlpGRPC struct {
+	coltracepb.UnimplementedTraceServiceServer
+	rcv *otlpReceiver
+}
+
+func (g otlpGRPC) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	g.rcv.addSpans(req)
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+// otlpGRPCMetrics is the metrics service (its method has the trace
+// service's name).
+type otlpGRPCMetrics struct {
+	colmetricspb.UnimplementedMetricsServiceServer
+	rcv *otlpReceiver
+}
+
+func (g otlpGRPCMetrics) Export(_ context.Context, req *colmetricspb.ExportMetricsServiceRequest) (*colmetricspb.ExportMetricsServiceResponse, error) {
+	g.rcv.addMetrics(req)
+	return &colmetricspb.ExportMetricsServiceResponse{}, nil
 }
 
 func startOTLPReceiver(t testing.TB) *otlpReceiver {
@@ -44,28 +108,65 @@ func startOTLPReceiver(t testing.TB) *otlpReceiver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rcv := &otlpReceiver{url: "http://" + ln.Addr().String()}
+	gln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv := &otlpReceiver{url: "http://" + ln.Addr().String(), grpcURL: "http://" + gln.Addr().String()}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
-		var req coltracepb.ExportTraceServiceRequest
-		if err != nil || r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
-			http.Error(w, "not an OTLP trace export", http.StatusBadRequest)
-			return
-		}
-		rcv.mu.Lock()
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				rcv.spans = append(rcv.spans, ss.Spans...)
+		var out proto.Message
+		switch r.URL.Path {
+		case "/v1/traces":
+			var req coltracepb.ExportTraceServiceRequest
+			if err = errors.Join(err, proto.Unmarshal(body, &req)); err == nil {
+				rcv.addSpans(&req)
+				out = &coltracepb.ExportTraceServiceResponse{}
+			}
+		case "/v1/metrics":
+			var req colmetricspb.ExportMetricsServiceRequest
+			if err = errors.Join(err, proto.Unmarshal(body, &req)); err == nil {
+				rcv.addMetrics(&req)
+				out = &colmetricspb.ExportMetricsServiceResponse{}
 			}
 		}
-		rcv.mu.Unlock()
-		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		if out == nil {
+			http.Error(w, "not an OTLP export", http.StatusBadRequest)
+			return
+		}
+		b, _ := proto.Marshal(out)
 		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(out)
+		_, _ = w.Write(b)
 	})}
 	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	gs := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(gs, otlpGRPC{rcv: rcv})
+	colmetricspb.RegisterMetricsServiceServer(gs, otlpGRPCMetrics{rcv: rcv})
+	go gs.Serve(gln)
+	t.Cleanup(func() { srv.Close(); gs.Stop() })
 	return rcv
+}
+
+// histogramCount is how many observations service's latest export of
+// histogram name counted where attribute key is value (-1: none seen).
+func (rcv *otlpReceiver) histogramCount(service, name, key, value string) int {
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	n := -1
+	for _, sm := range rcv.metrics {
+		m := sm.m
+		if sm.service != service || m.Name != name || m.GetHistogram() == nil {
+			continue
+		}
+		for _, dp := range m.GetHistogram().DataPoints {
+			for _, kv := range dp.Attributes {
+				if kv.Key == key && kv.Value.GetStringValue() == value {
+					n = int(dp.Count) // cumulative: the latest is the largest
+				}
+			}
+		}
+	}
+	return n
 }
 
 // span is the first server span named name (nil: none yet).
@@ -334,13 +435,13 @@ func TestTraceWaits(t *testing.T) {
 	}
 	const restartTrace = "c3333333333333333333333333333333"
 	resultOK(t, "echo after the crash", cr.post(toolCallBody("2", "echo", map[string]any{"text": "back"}), traceparent(restartTrace)...))
-	var restart *tracepb.Span
-	waitFor(t, 10*time.Second, "the span of the wait for the restart", func() bool {
-		restart = spanNamed(rcv.spansIn(restartTrace), "wait child restarting")
-		return restart != nil
+	var restart, server *tracepb.Span
+	waitFor(t, 10*time.Second, "the span of the wait for the restart, and the call's", func() bool {
+		restart, server = spanNamed(rcv.spansIn(restartTrace), "wait child restarting"), serverSpan(rcv.spansIn(restartTrace), "tools/call echo")
+		return restart != nil && server != nil
 	})
-	if server := serverSpan(rcv.spansIn(restartTrace), "tools/call echo"); server == nil || string(restart.ParentSpanId) != string(server.SpanId) {
-		t.Errorf("the wait for the restart is not under the call's span: %v", server)
+	if string(restart.ParentSpanId) != string(server.SpanId) {
+		t.Errorf("the wait for the restart is under %x, not the call's span %x", restart.ParentSpanId, server.SpanId)
 	}
 
 	// A 2026-07-28 call parked for its client's input: the wait is a span
@@ -354,19 +455,63 @@ func TestTraceWaits(t *testing.T) {
 	}
 	retry := fmt.Sprintf(`{"name":"ask",%s,"inputResponses":{%q:{"role":"assistant","content":{"type":"text","text":"answered"},"model":"m"}},"requestState":%q,%s}`, askArgs, key, state, meta)
 	resultOK(t, "the retry", modernCall(t, p.base+"/fake/mcp", `"retry"`, "tools/call", retry, traceparent(parkTrace)...))
-	var park *tracepb.Span
-	waitFor(t, 10*time.Second, "the park's span", func() bool {
+	var park, first *tracepb.Span
+	waitFor(t, 10*time.Second, "the park's span, and the first request's", func() bool {
 		park = spanNamed(rcv.spansIn(parkTrace), "wait input")
-		return park != nil
-	})
-	var first *tracepb.Span
-	for _, s := range rcv.spansIn(parkTrace) {
-		if s.Kind == tracepb.Span_SPAN_KIND_SERVER && spanAttr(s, "jsonrpc.request.id") == `"first"` {
-			first = s
+		for _, s := range rcv.spansIn(parkTrace) {
+			if s.Kind == tracepb.Span_SPAN_KIND_SERVER && spanAttr(s, "jsonrpc.request.id") == `"first"` {
+				first = s
+			}
 		}
-	}
+		return park != nil && first != nil
+	})
 	if first == nil || string(park.ParentSpanId) != string(first.SpanId) || park.EndTimeUnixNano < first.EndTimeUnixNano || park.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
 		t.Errorf("the park's span: under %x (the first request's span: %v), ends %d (the first request's %d), status %v",
 			park.ParentSpanId, first, park.EndTimeUnixNano, first.GetEndTimeUnixNano(), park.Status)
+	}
+}
+
+// TestOTLPProtocols: with OTEL_TRACES_EXPORTER=otlp and
+// OTEL_METRICS_EXPORTER=otlp the bridge sends its spans and its metrics —
+// the MCP conventions' operation duration among them, as /metrics has
+// it — to a loopback collector, over HTTP (protobuf) and over gRPC.
+func TestOTLPProtocols(t *testing.T) {
+	rcv := startOTLPReceiver(t)
+	cfg := fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer})
+	for _, tc := range []struct{ protocol, endpoint, traceID string }{
+		{"http/protobuf", rcv.url, "e5555555555555555555555555555555"},
+		{"grpc", rcv.grpcURL, "f6666666666666666666666666666666"},
+	} {
+		t.Run(strings.ReplaceAll(tc.protocol, "/", "-"), func(t *testing.T) {
+			cmd := exec.Command(bridgeBinary(t), "-config", cfg, "-listen", "127.0.0.1:0", "-state-dir", t.TempDir())
+			cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=otlp", "OTEL_METRICS_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL="+tc.protocol,
+				"OTEL_EXPORTER_OTLP_ENDPOINT="+tc.endpoint, "OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_METRIC_EXPORT_INTERVAL=100", "OTEL_SERVICE_NAME=bridge-"+tc.protocol)
+			p := runBinary(t, cmd)
+			c := newClient(t, p.base+"/fake/mcp")
+			c.initialize()
+			tool := "echo"
+			const calls = 3
+			for i := range calls {
+				resultOK(t, "echo", c.post(toolCallBody(strconv.Itoa(i+1), tool, map[string]any{"text": "x"}), "traceparent", "00-"+tc.traceID+"-00f067aa0ba902b7-01"))
+			}
+			waitFor(t, 10*time.Second, "the calls' server spans at the collector", func() bool {
+				n := 0
+				for _, s := range rcv.spansIn(tc.traceID) {
+					if s.Kind == tracepb.Span_SPAN_KIND_SERVER && s.Name == "tools/call echo" {
+						n++
+					}
+				}
+				return n == calls
+			})
+			// Both bridges export to the one receiver: each by its own
+			// service name.
+			waitFor(t, 10*time.Second, "the operation duration at the collector", func() bool {
+				return rcv.histogramCount("bridge-"+tc.protocol, "mcp_server_operation_duration_seconds", "gen_ai_tool_name", tool) == calls
+			})
+			// /metrics says the same.
+			if v := metricsOf(t, p)[`mcp_server_operation_duration_seconds_count{destination="fake",error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call"}`]; v != calls {
+				t.Errorf("/metrics counts %v echo calls; want %d", v, calls)
+			}
+		})
 	}
 }
