@@ -10,6 +10,7 @@ package tests
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -302,15 +303,34 @@ func TestTraceIntoAChildThatTraces(t *testing.T) {
 	cmd := exec.Command(bridgeBinary(t), "-config", cfg, "-listen", "127.0.0.1:0", "-state-dir", t.TempDir())
 	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.url, "OTEL_BSP_SCHEDULE_DELAY=50")
 	p := runBinary(t, cmd)
-	for _, tc := range []struct{ url, tool, traceID string }{
-		{p.base + "/fake/mcp", "traced", "11111111111111111111111111111111"},
-		{p.base + "/p/all/mcp", "fake__traced", "22222222222222222222222222222222"},
+	node := node24(t)
+	for _, tc := range []struct {
+		url, tool, traceID string
+		ts                 bool // the TypeScript SDK's client (else the test's)
+	}{
+		{p.base + "/fake/mcp", "traced", "11111111111111111111111111111111", false},
+		{p.base + "/p/all/mcp", "fake__traced", "22222222222222222222222222222222", false},
+		{p.base + "/fake/mcp", "traced", "33333333333333333333333333333333", true},
+		{p.base + "/p/all/mcp", "fake__traced", "44444444444444444444444444444444", true},
 	} {
-		c := newClient(t, tc.url)
-		c.initialize()
-		got := textOf(resultOK(t, tc.tool, c.post(toolCallBody("1", tc.tool, map[string]any{}), "traceparent", "00-"+tc.traceID+"-00f067aa0ba902b7-01")))
+		traceparent := "00-" + tc.traceID + "-00f067aa0ba902b7-01"
+		var got string
+		if tc.ts {
+			// The official TypeScript SDK client, sending the traceparent
+			// header with every request of its session.
+			run := runClientScript(node, "ts-session.mjs", tc.url, "--label", "traced", "--header", "traceparent: "+traceparent, "--call", tc.tool+" {}")
+			var s tsSession
+			if err := json.Unmarshal([]byte(run.last), &s); err != nil || !s.OK || len(s.Calls) != 1 {
+				t.Fatalf("the TypeScript client: %v %v\nstdout %s\nstderr %s", run.err, err, run.stdout, run.stderr)
+			}
+			got = s.text(0)
+		} else {
+			c := newClient(t, tc.url)
+			c.initialize()
+			got = textOf(resultOK(t, tc.tool, c.post(toolCallBody("1", tc.tool, map[string]any{}), "traceparent", traceparent)))
+		}
 		if got != tc.traceID {
-			t.Errorf("%s: the child worked in trace %q; want the client's %s", tc.tool, got, tc.traceID)
+			t.Errorf("%s (TypeScript SDK %v): the child worked in trace %q; want the client's %s", tc.tool, tc.ts, got, tc.traceID)
 		}
 		var server, client, child *tracepb.Span
 		waitFor(t, 10*time.Second, tc.tool+": the bridge's spans and the child's at the receiver", func() bool {
@@ -320,10 +340,12 @@ func TestTraceIntoAChildThatTraces(t *testing.T) {
 				if hex.EncodeToString(s.TraceId) != tc.traceID {
 					continue
 				}
+				// (The TypeScript client's session has other requests in
+				// the trace: its initialize, its tools/list.)
 				switch {
-				case s.Kind == tracepb.Span_SPAN_KIND_SERVER:
+				case s.Kind == tracepb.Span_SPAN_KIND_SERVER && s.Name == "tools/call "+tc.tool:
 					server = s
-				case s.Kind == tracepb.Span_SPAN_KIND_CLIENT:
+				case s.Kind == tracepb.Span_SPAN_KIND_CLIENT && s.Name == "tools/call traced":
 					client = s
 				case s.Name == "child work":
 					child = s
@@ -331,7 +353,7 @@ func TestTraceIntoAChildThatTraces(t *testing.T) {
 			}
 			return server != nil && client != nil && child != nil
 		})
-		if server.Name != "tools/call "+tc.tool || string(client.ParentSpanId) != string(server.SpanId) || string(child.ParentSpanId) != string(client.SpanId) {
+		if server.Name != "tools/call "+tc.tool || hex.EncodeToString(server.ParentSpanId) != "00f067aa0ba902b7" || string(client.ParentSpanId) != string(server.SpanId) || string(child.ParentSpanId) != string(client.SpanId) {
 			t.Errorf("%s: server span %q %x, client span %x under %x, child's span under %x; want client under server, child under client",
 				tc.tool, server.Name, server.SpanId, client.SpanId, client.ParentSpanId, child.ParentSpanId)
 		}
