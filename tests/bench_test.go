@@ -745,25 +745,7 @@ func BenchmarkEchoTracing(b *testing.B) {
 	cmd := exec.Command(bridgeBinary(b), "-config", cfg, "-listen", "127.0.0.1:0", "-state-dir", b.TempDir(), "-max-sessions", "64")
 	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.url, "OTEL_TRACES_SAMPLER=always_on")
 	on := runBinary(b, cmd)
-	const workers = 16
-	const traceparent = "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n"
-	for round := 1; round <= 3; round++ {
-		for _, tc := range []struct {
-			name string
-			p    *binaryProc
-		}{{"off", off}, {"on", on}} {
-			b.Run(fmt.Sprintf("%s/1x16/round%d", tc.name, round), func(b *testing.B) {
-				c := newClient(b, tc.p.base+"/echo/mcp")
-				c.initialize()
-				defer c.must(http.MethodDelete, "")
-				conns := dialAll(b, tc.p.base, workers)
-				for _, rc := range conns {
-					rc.headers = traceparent
-				}
-				measureEcho(b, tc.p, conns, func(int) string { return c.sid }, "")
-			})
-		}
-	}
+	echoOffOn(b, off, on, "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n")
 	rcv.mu.Lock()
 	n := len(rcv.spans)
 	rcv.mu.Unlock()
@@ -779,6 +761,15 @@ func BenchmarkEchoAudit(b *testing.B) {
 	off := startBinary(b, cfg, "-max-sessions", "64")
 	trail := filepath.Join(b.TempDir(), "audit.jsonl")
 	on := startBinary(b, cfg, "-max-sessions", "64", "-audit-log", trail)
+	echoOffOn(b, off, on, "")
+	m := scrapeURL(b, on.base)
+	b.Logf("the trail wrote %v lines and dropped %v", m["stelae_audit_records_total"], m["stelae_audit_dropped_total"])
+}
+
+// echoOffOn measures echo calls on two bridges that differ by one feature
+// (off and on), interleaved, 3 rounds of 16 connections on one session
+// each; headers go with every request.
+func echoOffOn(b *testing.B, off, on *binaryProc, headers string) {
 	const workers = 16
 	for round := 1; round <= 3; round++ {
 		for _, tc := range []struct {
@@ -789,10 +780,12 @@ func BenchmarkEchoAudit(b *testing.B) {
 				c := newClient(b, tc.p.base+"/echo/mcp")
 				c.initialize()
 				defer c.must(http.MethodDelete, "")
-				measureEcho(b, tc.p, dialAll(b, tc.p.base, workers), func(int) string { return c.sid }, "")
+				conns := dialAll(b, tc.p.base, workers)
+				for _, rc := range conns {
+					rc.headers = headers
+				}
+				measureEcho(b, tc.p, conns, func(int) string { return c.sid }, "")
 			})
 		}
 	}
-	m := scrapeURL(b, on.base)
-	b.Logf("the trail wrote %v lines and dropped %v", m["stelae_audit_records_total"], m["stelae_audit_dropped_total"])
 }
