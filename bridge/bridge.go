@@ -401,6 +401,7 @@ func (b *Bridge) dispatcherFactory(d *config.Destination) func() *dispatch.Dispa
 			TraceMeta:       traceMeta(o.Tracing),
 			TraceChild:      traceChild(o.Tracing),
 			TraceWait:       traceWait(o.Tracing),
+			TraceRelated:    traceRelated(o.Tracing),
 			Logger:          o.Logger.Named("dispatch"),
 		})
 	}
@@ -642,6 +643,15 @@ func traceWait(t *telemetry.Tracing) func(context.Context, string, time.Time) fu
 		return nil
 	}
 	return t.Wait
+}
+
+// traceRelated is dispatch's Options.TraceRelated for tracing t (nil when
+// off).
+func traceRelated(t *telemetry.Tracing) func(context.Context, string, bool) {
+	if t == nil {
+		return nil
+	}
+	return t.Related
 }
 
 // traceMeta is dispatch's Options.TraceMeta for tracing t (nil when off:

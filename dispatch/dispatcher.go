@@ -159,6 +159,11 @@ type Options struct {
 	// began at since: for its turn, for its child to run, for its
 	// session's answers to a 2026 child's input requests.
 	TraceWait func(ctx context.Context, what string, since time.Time) func(err error)
+	// TraceRelated, when set (tracing is on: telemetry.Tracing.Related),
+	// notes on the call's span (ctx: the call's context) a message of the
+	// child's that goes to the call's caller: a request (sampling,
+	// elicitation) or a notification (progress, a log line).
+	TraceRelated func(ctx context.Context, method string, request bool)
 }
 
 // child is one running instance of the destination's process, as the

@@ -204,6 +204,9 @@ func (d *Dispatcher) toCaller(p *Call, msg []byte) bool {
 	case p.relatedReady <- struct{}{}:
 	default: // the token is there already
 	}
+	if d.opts.TraceRelated != nil && p.ctx != nil {
+		d.opts.TraceRelated(p.ctx, jsonrpc.String(jsonrpc.Member(msg, "method")), jsonrpc.Member(msg, "id") != nil)
+	}
 	return true
 }
 

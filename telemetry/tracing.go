@@ -237,6 +237,20 @@ func (t *Tracing) Wait(ctx context.Context, what string, since time.Time) (end f
 	}
 }
 
+// Related notes on ctx's span (a request's) a message its child sent
+// for its caller: an event "child request" or "child notification" with
+// the message's mcp.method.name.
+func (t *Tracing) Related(ctx context.Context, method string, request bool) {
+	if t == nil {
+		return
+	}
+	name := "child notification"
+	if request {
+		name = "child request"
+	}
+	trace.SpanFromContext(ctx).AddEvent(name, trace.WithAttributes(attribute.String("mcp.method.name", method)))
+}
+
 // ChildCall begins the client span of one request the bridge writes to a
 // child (method, and target: the tool's or prompt's name, "" for none),
 // under ctx's span; the returned context carries it (its traceparent is

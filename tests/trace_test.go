@@ -537,3 +537,63 @@ func TestOTLPProtocols(t *testing.T) {
 		})
 	}
 }
+
+// spanEvents are the names and mcp.method.name of s's events.
+func spanEvents(s *tracepb.Span) []string {
+	var out []string
+	for _, e := range s.Events {
+		m := ""
+		for _, kv := range e.Attributes {
+			if kv.Key == "mcp.method.name" {
+				m = kv.Value.GetStringValue()
+			}
+		}
+		out = append(out, e.Name+" "+m)
+	}
+	return out
+}
+
+// TestTraceRelated: what a child sends for a call — its progress
+// notifications, its sampling request — is noted on the call's span (an
+// event each), and nothing of it on another call's.
+func TestTraceRelated(t *testing.T) {
+	rcv := startOTLPReceiver(t)
+	cfg := fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer})
+	cmd := exec.Command(bridgeBinary(t), "-config", cfg, "-listen", "127.0.0.1:0", "-state-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.url, "OTEL_BSP_SCHEDULE_DELAY=50")
+	p := runBinary(t, cmd)
+	c := newClient(t, p.base+"/fake/mcp")
+	c.initialize()
+	const progressTrace, sampleTrace, quietTrace = "a7777777777777777777777777777777", "b8888888888888888888888888888888", "c9999999999999999999999999999999"
+	tp := func(id string) string { return "00-" + id + "-00f067aa0ba902b7-01" }
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"steps":3,"ms":1},"_meta":{"progressToken":"pt"}}}`
+	st := openSSE(t, http.MethodPost, c.url, c.sid, body, "traceparent", tp(progressTrace))
+	st.rest(t, 10*time.Second)
+	// The sampling request, answered on the call's stream.
+	st = openSSE(t, http.MethodPost, c.url, c.sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"hi"}}}`, "traceparent", tp(sampleTrace))
+	var req rpc
+	for req.Method == "" {
+		if ev := st.event(t, 10*time.Second); len(ev.data) > 0 {
+			req = decode(t, ev.data)
+		}
+	}
+	if r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"ok"},"model":"m"}}`, req.ID)); r.status != http.StatusAccepted {
+		t.Fatalf("the answer to the sampling request: %d %s", r.status, r.body)
+	}
+	st.rest(t, 10*time.Second)
+	resultOK(t, "echo", c.post(toolCallBody("3", "echo", map[string]any{"text": "x"}), "traceparent", tp(quietTrace)))
+	var progress, sample, quiet *tracepb.Span
+	waitFor(t, 10*time.Second, "the three calls' spans", func() bool {
+		progress, sample, quiet = serverSpan(rcv.spansIn(progressTrace), "tools/call progress"), serverSpan(rcv.spansIn(sampleTrace), "tools/call sample"), serverSpan(rcv.spansIn(quietTrace), "tools/call echo")
+		return progress != nil && sample != nil && quiet != nil
+	})
+	if got := strings.Join(spanEvents(progress), ", "); got != strings.Repeat("child notification notifications/progress, ", 2)+"child notification notifications/progress" {
+		t.Errorf("the progress call's events: %s", got)
+	}
+	if got := strings.Join(spanEvents(sample), ", "); got != "child request sampling/createMessage" {
+		t.Errorf("the sampling call's events: %s", got)
+	}
+	if got := spanEvents(quiet); len(got) != 0 {
+		t.Errorf("the echo call's span has events: %q", got)
+	}
+}
