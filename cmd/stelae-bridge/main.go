@@ -48,6 +48,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if len(args) > 0 && args[0] == "auth" {
 		return runAuth(ctx, args[1:], getenv, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "doctor" {
+		return runDoctor(ctx, args[1:], getenv, stdout, stderr)
+	}
 	// -help is asked for: it goes to stdout; a flag error's usage to
 	// stderr.
 	var usage bytes.Buffer

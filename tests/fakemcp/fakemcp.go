@@ -28,6 +28,10 @@ import (
 // server instead of returning.
 const EnvMode = "STELAE_FAKE_MCP"
 
+// EnvExtraTools, a number N, makes the server list N more tools ("extra001"
+// …), which it does not answer (a profile of many tools).
+const EnvExtraTools = "STELAE_FAKE_EXTRA_TOOLS"
+
 // Modes.
 const (
 	// ModeServer is the full scripted server (see the tools below).
@@ -559,6 +563,10 @@ func (s *server) request(m message) {
 		}
 		tools = append(tools, map[string]any{"name": "task_only", "description": "fake task_only (slow, as a task only)",
 			"inputSchema": map[string]any{"type": "object"}, "execution": map[string]any{"taskSupport": "required"}})
+		extra, _ := strconv.Atoi(os.Getenv(EnvExtraTools))
+		for i := 1; i <= extra; i++ {
+			tools = append(tools, map[string]any{"name": fmt.Sprintf("extra%03d", i), "description": "fake extra tool", "inputSchema": map[string]any{"type": "object"}})
+		}
 		s.reply(m.ID, map[string]any{"tools": tools})
 	case "resources/subscribe", "resources/unsubscribe":
 		var p struct {
