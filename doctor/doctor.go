@@ -144,6 +144,9 @@ func (r *run) all() {
 	r.endSession()
 }
 
+// noAuth as the Authorization header sends none, the token given or not.
+const noAuth = "-"
+
 // exchange is one request and its answer (body read, at most 4 MiB).
 type exchange struct {
 	status int
@@ -160,7 +163,10 @@ func (r *run) do(method, target, body string, headers ...string) exchange {
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	if r.opts.Token != "" && req.Header.Get("Authorization") == "" {
+	switch a := req.Header.Get("Authorization"); {
+	case a == noAuth:
+		req.Header.Del("Authorization")
+	case a == "" && r.opts.Token != "":
 		req.Header.Set("Authorization", "Bearer "+r.opts.Token)
 	}
 	resp, err := r.hc.Do(req)
