@@ -244,6 +244,17 @@ func TestDoctorBehindNginx(t *testing.T) {
 			case tc.failed != "" && (code != 1 || len(failed) != 1 || !strings.HasPrefix(failed[0], tc.failed+": ")):
 				t.Errorf("exit %d, failed %q; want the one line of %q", code, failed, tc.failed)
 			}
+			if tc.name == "right" {
+				// For a person: the checks, then how to add the connector
+				// to each client, with the URL and its OAuth sign-in.
+				out, err := exec.Command(bridgeBinary(t), "doctor", "-ca", tls.ca, "-token", "doctor-token-1", "-keepalive-wait", "5s", public+path).Output()
+				text := string(out)
+				for _, w := range []string{"PASS tls", "passed.", "Add custom connector", "Developer mode", "claude mcp add --transport http fake " + public + "/fake/mcp", `"mcpServers": {"fake"`} {
+					if err != nil || !strings.Contains(text, w) {
+						t.Errorf("the doctor's text (%v) lacks %q:\n%s", err, w, text)
+					}
+				}
+			}
 			if tc.failed == "" {
 				st := rep.statuses()
 				for _, c := range []string{"tls", "initialize", "session", "tools", "discover", "stream", "cors", "resource-metadata", "issuer-metadata", "cimd", "oauth-paths"} {

@@ -84,6 +84,9 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 		_ = enc.Encode(rep)
 	} else {
 		rep.WriteText(stdout)
+		if rep.OK {
+			rep.WriteSteps(stdout)
+		}
 	}
 	if !rep.OK {
 		return 1
