@@ -31,6 +31,9 @@ type Client struct {
 	Approved time.Time `json:"approved,omitzero"`
 	LastUsed time.Time `json:"last_used,omitzero"`
 	Revoked  bool      `json:"revoked,omitempty"`
+	// RegTokenHash is the SHA-256 of its registration access token
+	// (deregister.go); none for a client not registered by DCR.
+	RegTokenHash []byte `json:"reg_token_hash,omitempty"`
 }
 
 // Client sources.
@@ -249,7 +252,8 @@ func (srv *Server) register(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusServiceUnavailable, "invalid_request", fmt.Sprintf("this server holds its maximum of %d registered clients; the operator can free some with 'stelae-bridge auth revoke' (registrations never approved go after a day)", srv.opts.MaxClients))
 		return
 	}
-	c := &Client{ID: newID("dcr_", 16), Name: truncate(reg.ClientName, 200), RedirectURIs: reg.RedirectURIs, Source: SourceDCR, Created: time.Now().UTC()}
+	regToken, regHash := newRegistrationToken()
+	c := &Client{ID: newID("dcr_", 16), Name: truncate(reg.ClientName, 200), RedirectURIs: reg.RedirectURIs, Source: SourceDCR, Created: time.Now().UTC(), RegTokenHash: regHash}
 	if err := srv.store.saveClient(c); err != nil {
 		oauthError(w, http.StatusInternalServerError, "server_error", "could not store the client")
 		srv.log.Error("could not store a registered client", "error", err)
@@ -264,6 +268,9 @@ func (srv *Server) register(w http.ResponseWriter, r *http.Request) {
 		"token_endpoint_auth_method": "none",
 		"grant_types":                []string{"authorization_code", "refresh_token"},
 		"response_types":             []string{"code"},
+		// RFC 7592: how the client deletes itself.
+		"registration_client_uri":   baseOf(r.Context()) + PathRegister + "/" + c.ID,
+		"registration_access_token": regToken,
 	})
 }
 

@@ -236,6 +236,8 @@ func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		srv.token(w, r)
 	case path == PathRegister:
 		srv.register(w, r)
+	case strings.HasPrefix(path, PathRegister+"/"):
+		srv.deregister(w, r, strings.TrimPrefix(path, PathRegister+"/"))
 	case path == PathRevoke:
 		srv.revoke(w, r)
 	case path == PathInvite:

@@ -120,6 +120,10 @@ func (r *run) checkIssuer(issuer string) {
 	default:
 		r.pass("cimd", "client ID metadata documents are supported, with public clients (\"none\"): claude.ai's sign-in")
 	}
+	if md.RegistrationEndpoint != "" && r.sameOrigin(md.RegistrationEndpoint) && md.AuthorizationEndpoint != "" {
+		r.checkRegistration(md.RegistrationEndpoint, md.AuthorizationEndpoint)
+		return
+	}
 	if md.AuthorizationEndpoint != "" && r.sameOrigin(md.AuthorizationEndpoint) {
 		// The authorization endpoint answers (a request without a client
 		// is refused by the server itself, not by a proxy's 404).
@@ -130,4 +134,60 @@ func (r *run) checkIssuer(issuer string) {
 		}
 		r.pass("oauth-paths", fmt.Sprintf("%s is reached (%d without a client, as expected)", md.AuthorizationEndpoint, ex.status))
 	}
+}
+
+// doctorRedirect is where the doctor's test client says it returns to
+// (nothing is ever sent there: it never approves).
+const doctorRedirect = "http://127.0.0.1/stelae-bridge-doctor/callback"
+
+// checkRegistration: a client registers (RFC 7591, as ChatGPT does), its
+// authorization request reaches the approval page, and the doctor's test
+// client is then deleted (RFC 7592) — registered and removed.
+func (r *run) checkRegistration(registration, authorize string) {
+	ex := r.do(http.MethodPost, registration, `{"client_name":"stelae-bridge doctor (a test client, deleted at once)","redirect_uris":["`+doctorRedirect+`"],"token_endpoint_auth_method":"none","grant_types":["authorization_code"],"response_types":["code"]}`,
+		"Content-Type", "application/json", "Authorization", noAuth)
+	var reg struct {
+		ClientID string `json:"client_id"`
+		URI      string `json:"registration_client_uri"`
+		Token    string `json:"registration_access_token"`
+	}
+	switch {
+	case ex.err != nil:
+		r.fail("oauth-paths", ex.err.Error(), "", fixOAuthPaths)
+		return
+	case ex.status == http.StatusNotFound && !strings.Contains(string(ex.body), "invalid"):
+		r.fail("oauth-paths", fmt.Sprintf("%s answers 404", registration), "the proxy does not forward the authorization server's paths", fixOAuthPaths)
+		return
+	case ex.status != http.StatusCreated || json.Unmarshal(ex.body, &reg) != nil || reg.ClientID == "":
+		r.fail("registration", fmt.Sprintf("registering a client: %d %.200s", ex.status, ex.body), "ChatGPT registers itself this way (RFC 7591)", "look at the bridge's log for the registration")
+		return
+	}
+	defer r.deregister(reg.ClientID, reg.URI, reg.Token)
+	q := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {doctorRedirect}, "state": {"doctor"},
+		"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"}, "resource": {r.u.String()}}
+	page := r.do(http.MethodGet, authorize+"?"+q.Encode(), "", "Authorization", noAuth)
+	switch {
+	case page.err != nil:
+		r.fail("oauth-paths", page.err.Error(), "", fixOAuthPaths)
+	case page.status == http.StatusNotFound:
+		r.fail("oauth-paths", fmt.Sprintf("%s answers 404", authorize), "the proxy does not forward the authorization server's paths", fixOAuthPaths)
+	case page.status == http.StatusOK && strings.HasPrefix(page.header.Get("Content-Type"), "text/html"):
+		r.pass("oauth-paths", "a registered client's authorization request reaches the approval page ("+authorize+")")
+	default:
+		r.fail("oauth-paths", fmt.Sprintf("the authorization request got %d %.200s", page.status, page.body), "the approval page does not open: the request's resource may not be the URL the bridge knows", fixPublicURL)
+	}
+}
+
+// deregister deletes the doctor's test client (RFC 7592), and says so.
+func (r *run) deregister(id, uri, token string) {
+	if uri == "" || token == "" || !r.sameOrigin(uri) {
+		r.warn("registration", "the test client "+id+" stays registered: the server offers no deletion (RFC 7592)", "", "remove it with the server's own tools ('stelae-bridge auth revoke "+id+"' on the bridge's); an unapproved registration of the bridge's goes by itself after a day")
+		return
+	}
+	ex := r.do(http.MethodDelete, uri, "", "Authorization", "Bearer "+token)
+	if ex.err != nil || ex.status != http.StatusNoContent {
+		r.warn("registration", fmt.Sprintf("deleting the test client %s: %d %v", id, ex.status, ex.err), "", "remove it with 'stelae-bridge auth revoke "+id+"'")
+		return
+	}
+	r.pass("registration", "a client registers (RFC 7591, as ChatGPT does), and the doctor's was deleted (RFC 7592)")
 }

@@ -71,7 +71,13 @@ func newTestTLS(t *testing.T) testTLS {
 // publicURL, with a destination of 150 tools beside the usual one.
 func doctorBridge(t *testing.T, publicURL string, flags ...string) *binaryProc {
 	t.Helper()
-	dir := t.TempDir()
+	return doctorBridgeIn(t, t.TempDir(), publicURL, flags...)
+}
+
+// doctorBridgeIn is doctorBridge with its files (and state, dir/state) in
+// dir.
+func doctorBridgeIn(t *testing.T, dir, publicURL string, flags ...string) *binaryProc {
+	t.Helper()
 	tokens := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(tokens, []byte("doctor-token-1\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -179,7 +185,8 @@ func TestDoctorBehindNginx(t *testing.T) {
 	tls := newTestTLS(t)
 	addr := freeAddr(t)
 	public := "https://" + addr
-	b := doctorBridge(t, public)
+	home := t.TempDir()
+	b := doctorBridgeIn(t, home, public)
 	bridge := strings.TrimPrefix(b.base, "http://")
 	// slow: a bridge whose keepalive (45 s) is longer than the proxy's
 	// read timeout (30 s); elsewhere: one whose -public-url is another.
@@ -245,6 +252,14 @@ func TestDoctorBehindNginx(t *testing.T) {
 				t.Errorf("exit %d, failed %q; want the one line of %q", code, failed, tc.failed)
 			}
 			if tc.name == "right" {
+				defer func() {
+					// The doctor's test client was deleted: the bridge
+					// lists no client (and no session is left).
+					out, err := exec.Command(bridgeBinary(t), "auth", "clients", "-state-dir", filepath.Join(home, "state")).CombinedOutput()
+					if err != nil || strings.Contains(string(out), "doctor") || strings.Contains(string(out), "dcr_") {
+						t.Errorf("the clients after the doctor (%v):\n%s", err, out)
+					}
+				}()
 				// For a person: the checks, then how to add the connector
 				// to each client, with the URL and its OAuth sign-in.
 				out, err := exec.Command(bridgeBinary(t), "doctor", "-ca", tls.ca, "-token", "doctor-token-1", "-keepalive-wait", "5s", public+path).Output()
@@ -257,7 +272,7 @@ func TestDoctorBehindNginx(t *testing.T) {
 			}
 			if tc.failed == "" {
 				st := rep.statuses()
-				for _, c := range []string{"tls", "initialize", "session", "tools", "discover", "stream", "cors", "resource-metadata", "issuer-metadata", "cimd", "oauth-paths"} {
+				for _, c := range []string{"tls", "initialize", "session", "tools", "discover", "stream", "cors", "resource-metadata", "issuer-metadata", "cimd", "oauth-paths", "registration"} {
 					if st[c] != "pass" {
 						t.Errorf("check %s: %s; want pass (%+v)", c, st[c], rep)
 					}
