@@ -66,7 +66,20 @@ type Options struct {
 	Hold time.Duration
 	// Timeout bounds each request (default 15 s).
 	Timeout time.Duration
+	// CIMDClient is a known client's metadata document URL (its client
+	// id), which the run asks the authorization server to use, as that
+	// client's sign-in does: the server fetches it (default claude.ai's);
+	// CIMDRedirect is one of its redirect URIs (default claude.ai's).
+	// Offline skips that check: the server would reach the internet.
+	CIMDClient, CIMDRedirect string
+	Offline                  bool
 }
+
+// claude.ai's client ID metadata document, and its redirect URI.
+const (
+	claudeCIMD     = "https://claude.ai/oauth/mcp-oauth-client-metadata"
+	claudeCallback = "https://claude.ai/api/mcp/auth_callback"
+)
 
 // Client caps: how many tools each client keeps.
 var toolCaps = []struct {
@@ -82,6 +95,9 @@ func Run(ctx context.Context, opts Options) Report {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 15 * time.Second
+	}
+	if opts.CIMDClient == "" {
+		opts.CIMDClient, opts.CIMDRedirect = claudeCIMD, claudeCallback
 	}
 	r := &run{ctx: ctx, opts: opts, rep: Report{URL: opts.URL, Tools: -1}}
 	r.all()

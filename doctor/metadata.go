@@ -3,6 +3,7 @@ package doctor
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -119,6 +120,9 @@ func (r *run) checkIssuer(issuer string) {
 			"claude.ai signs in with a client ID metadata document, which needs both (true, and \"none\" among the methods)", fixCIMD)
 	default:
 		r.pass("cimd", "client ID metadata documents are supported, with public clients (\"none\"): claude.ai's sign-in")
+		if md.AuthorizationEndpoint != "" && r.sameOrigin(md.AuthorizationEndpoint) {
+			r.checkCIMDFetch(md.AuthorizationEndpoint)
+		}
 	}
 	if md.RegistrationEndpoint != "" && r.sameOrigin(md.RegistrationEndpoint) && md.AuthorizationEndpoint != "" {
 		r.checkRegistration(md.RegistrationEndpoint, md.AuthorizationEndpoint)
@@ -190,4 +194,42 @@ func (r *run) deregister(id, uri, token string) {
 		return
 	}
 	r.pass("registration", "a client registers (RFC 7591, as ChatGPT does), and the doctor's was deleted (RFC 7592)")
+}
+
+// checkCIMDFetch: the authorization server fetches a known client's
+// metadata document (claude.ai's), as that client's sign-in makes it do,
+// and opens its approval page. Where the server cannot reach it (no
+// internet, its address guard), the check says so and is not failed.
+func (r *run) checkCIMDFetch(authorize string) {
+	if r.opts.Offline {
+		r.skip("cimd-fetch", "not checked (-offline): the server would fetch "+r.opts.CIMDClient)
+		return
+	}
+	q := url.Values{"response_type": {"code"}, "client_id": {r.opts.CIMDClient}, "redirect_uri": {r.opts.CIMDRedirect}, "state": {"doctor"},
+		"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"}, "resource": {r.u.String()}}
+	ex := r.do(http.MethodGet, authorize+"?"+q.Encode(), "", "Authorization", noAuth)
+	switch {
+	case ex.err != nil:
+		r.skip("cimd-fetch", "not checked: "+ex.err.Error())
+	case ex.status == http.StatusOK && strings.HasPrefix(ex.header.Get("Content-Type"), "text/html"):
+		r.pass("cimd-fetch", "the server fetched "+r.opts.CIMDClient+" and opened its approval page")
+	default:
+		r.skip("cimd-fetch", fmt.Sprintf("not checked: the server could not use %s (%d): %s", r.opts.CIMDClient, ex.status, pageText(ex.body)))
+	}
+}
+
+// blocks are a page's head, styles and scripts, and tags its HTML tags:
+// dropped from its text.
+var (
+	blocks = regexp.MustCompile(`(?is)<(head|style|script)\b.*?</(head|style|script)>`)
+	tags   = regexp.MustCompile(`<[^>]*>`)
+)
+
+// pageText is an error page's text, short.
+func pageText(body []byte) string {
+	t := html.UnescapeString(strings.Join(strings.Fields(tags.ReplaceAllString(blocks.ReplaceAllString(string(body), " "), " ")), " "))
+	if len(t) > 300 {
+		t = t[:300] + "…"
+	}
+	return t
 }

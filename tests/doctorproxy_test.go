@@ -204,7 +204,9 @@ func TestDoctorBehindNginx(t *testing.T) {
 		return proxyRun(t, exec.Command(bin, "-p", prefix+"/", "-c", path, "-g", "daemon off;"), "nginx", addr)
 	}
 	doctor := func(path string, flags ...string) (int, doctorReport) {
-		return runDoctor(t, public+path, append([]string{"-ca", tls.ca, "-token", "doctor-token-1", "-keepalive-wait", "5s"}, flags...)...)
+		// -offline: the bridge must not fetch claude.ai's document here
+		// (tests dial loopback only).
+		return runDoctor(t, public+path, append([]string{"-ca", tls.ca, "-token", "doctor-token-1", "-keepalive-wait", "5s", "-offline"}, flags...)...)
 	}
 	noCIMD := fmt.Sprintf(`location = /.well-known/oauth-authorization-server { default_type application/json; return 200 '{"issuer":"%[1]s","authorization_endpoint":"%[1]s/oauth/authorize","token_endpoint":"%[1]s/oauth/token","token_endpoint_auth_methods_supported":["client_secret_basic"]}'; }`, public)
 	for _, tc := range []struct {
@@ -235,6 +237,10 @@ func TestDoctorBehindNginx(t *testing.T) {
 		{name: "a -public-url that differs", bridge: strings.TrimPrefix(elsewhere.base, "http://"), failed: "resource-metadata"},
 		{name: "an authorization server without the CIMD flags", bridge: bridge, edit: extra(noCIMD), failed: "cimd"},
 		{name: "a profile of 150 tools", bridge: bridge, path: "/many/mcp", failed: "tools"},
+		// A client document the bridge's address guard does not let it
+		// fetch (a loopback URL: nothing is dialed): not checked, and
+		// said why; the run passes.
+		{name: "a client document the bridge may not fetch", bridge: bridge, flags: []string{"-cimd-client", "https://127.0.0.1:9/client.json", "-cimd-redirect", "http://127.0.0.1/cb", "-offline=false"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stop := nginx(nginxConf(addr, tc.bridge, tls, tc.edit))
@@ -262,13 +268,16 @@ func TestDoctorBehindNginx(t *testing.T) {
 				}()
 				// For a person: the checks, then how to add the connector
 				// to each client, with the URL and its OAuth sign-in.
-				out, err := exec.Command(bridgeBinary(t), "doctor", "-ca", tls.ca, "-token", "doctor-token-1", "-keepalive-wait", "5s", public+path).Output()
+				out, err := exec.Command(bridgeBinary(t), "doctor", "-ca", tls.ca, "-token", "doctor-token-1", "-keepalive-wait", "5s", "-offline", public+path).Output()
 				text := string(out)
 				for _, w := range []string{"PASS tls", "passed.", "Add custom connector", "Developer mode", "claude mcp add --transport http fake " + public + "/fake/mcp", `"mcpServers": {"fake"`} {
 					if err != nil || !strings.Contains(text, w) {
 						t.Errorf("the doctor's text (%v) lacks %q:\n%s", err, w, text)
 					}
 				}
+			}
+			if st := rep.statuses(); len(tc.flags) > 0 && tc.flags[0] == "-cimd-client" && st["cimd-fetch"] != "skip" {
+				t.Errorf("the fetch the guard refuses: %s; want skip", st["cimd-fetch"])
 			}
 			if tc.failed == "" {
 				st := rep.statuses()
@@ -324,7 +333,7 @@ backend bridge
 			}
 			stop := proxyRun(t, exec.Command(bin, "-f", path, "-db"), "haproxy", addr)
 			defer stop()
-			code, rep := runDoctor(t, public+"/fake/mcp", "-ca", tls.ca, "-token", "doctor-token-1", "-keepalive-wait", "5s")
+			code, rep := runDoctor(t, public+"/fake/mcp", "-ca", tls.ca, "-token", "doctor-token-1", "-keepalive-wait", "5s", "-offline")
 			failed := rep.failed()
 			switch {
 			case tc.failed == "" && (code != 0 || len(failed) != 0):

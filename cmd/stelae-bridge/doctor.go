@@ -39,6 +39,9 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 	caFile := fs.String("ca", "", "a PEM file of CA certificates to trust besides the system's (a test CA)")
 	hold := fs.Duration("hold", 0, "hold a stream open this long to find a proxy that cuts streams (say 100s; 0: not held)")
 	wait := fs.Duration("keepalive-wait", 20*time.Second, "how long a stream may deliver nothing before the proxy is said to buffer it")
+	offline := fs.Bool("offline", false, "skip the check that has the authorization server fetch a known client's metadata document (claude.ai's) from the internet")
+	cimdClient := fs.String("cimd-client", "", "the client metadata document URL that check uses (default claude.ai's)")
+	cimdRedirect := fs.String("cimd-redirect", "", "a redirect URI of that client (default claude.ai's)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), doctorUsage)
 		fs.PrintDefaults()
@@ -60,7 +63,7 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 		fs.Usage()
 		return 2
 	}
-	opts := doctor.Options{URL: pos[0], Token: *token, Hold: *hold, KeepaliveWait: *wait}
+	opts := doctor.Options{URL: pos[0], Token: *token, Hold: *hold, KeepaliveWait: *wait, Offline: *offline, CIMDClient: *cimdClient, CIMDRedirect: *cimdRedirect}
 	if *caFile != "" {
 		pem, err := os.ReadFile(*caFile)
 		if err != nil {
