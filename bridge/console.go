@@ -28,7 +28,7 @@ import (
 // passphrase is one).
 func (b *Bridge) newConsole() *console.Console {
 	o := console.Options{Backend: (*consoleBackend)(b), Tail: b.tail, AuthOn: b.authOn || b.opts.AuthServer != nil, Tokens: b.tokens.Load().operators,
-		Remote: b.opts.ConsoleRemote, BaseURL: b.baseURL, Version: b.opts.Version, Done: b.streams, Logger: b.opts.Logger.Named("console")}
+		Remote: b.opts.ConsoleRemote, BaseURL: b.baseURL, Version: b.opts.Version, PublicURL: b.opts.PublicURL, Done: b.streams, Logger: b.opts.Logger.Named("console")}
 	if b.opts.AuthServer != nil {
 		o.Passphrase = b.opts.AuthServer
 	}

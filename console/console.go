@@ -39,6 +39,9 @@ type Options struct {
 	// authenticates, for the page.
 	Version  string
 	AuthMode string
+	// PublicURL is the bridge's -public-url ("" for none): the doctor
+	// panel's first URL.
+	PublicURL string
 	// Done closes when the bridge stops: event streams end.
 	Done <-chan struct{}
 	// Every is how often a stream sends the state (default 1 s); the log
@@ -70,6 +73,8 @@ type Console struct {
 	// one's check of whom a name names holds while it acts ('stelae-bridge
 	// auth' commands over the admin socket are not serialized with them).
 	people sync.Mutex
+	// doctor is held by the doctor's run from the page (one at a time).
+	doctor sync.Mutex
 	// mu guards streams (the open event streams), snap and snapAt (the
 	// last state, shared by the viewers), prev and prevAt (the traffic at
 	// the last rate sample, and when) and rates (calls and errors per
@@ -207,6 +212,8 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case Path + "/api/sessions/end", Path + "/api/restart", Path + "/api/clients/revoke", Path + "/api/users/stop", Path + "/api/credentials/delete",
 		Path + "/api/people/invite", Path + "/api/people/disable", Path + "/api/people/enable", Path + "/api/people/remove":
 		c.serveAction(w, r, strings.TrimPrefix(path, Path+"/api/"))
+	case Path + "/api/doctor":
+		c.serveDoctor(w, r)
 	default:
 		if name, ok := strings.CutPrefix(path, Path+"/assets/"); ok {
 			serveAsset(w, r, name)
@@ -248,7 +255,7 @@ func (c *Console) state() []byte {
 	if c.snap != nil && now.Sub(c.snapAt) < c.opts.Every/2 {
 		return c.snap
 	}
-	st := State{Bridge: BridgeInfo{Version: c.opts.Version, Auth: c.opts.AuthMode, Now: now.UTC()}}
+	st := State{Bridge: BridgeInfo{Version: c.opts.Version, Auth: c.opts.AuthMode, PublicURL: c.opts.PublicURL, Now: now.UTC()}}
 	st.Destinations = c.opts.Backend.Destinations()
 	st.Profiles = c.opts.Backend.Profiles()
 	clients, enabled, err := c.opts.Backend.Clients()

@@ -49,9 +49,10 @@ type State struct {
 
 // BridgeInfo describes the bridge itself.
 type BridgeInfo struct {
-	Version string    `json:"version"`
-	Auth    string    `json:"auth"`
-	Now     time.Time `json:"now"`
+	Version   string    `json:"version"`
+	Auth      string    `json:"auth"`
+	PublicURL string    `json:"public_url,omitempty"`
+	Now       time.Time `json:"now"`
 }
 
 // Destination is one destination's child, sessions, traffic and tools.

@@ -202,7 +202,7 @@ func (r *run) deregister(id, uri, token string) {
 // internet, its address guard), the check says so and is not failed.
 func (r *run) checkCIMDFetch(authorize string) {
 	if r.opts.Offline {
-		r.skip("cimd-fetch", "not checked (-offline): the server would fetch "+r.opts.CIMDClient)
+		r.skip("cimd-fetch", "not checked (doctor -offline, or the console's box unticked): the server would fetch "+r.opts.CIMDClient+" from the internet")
 		return
 	}
 	q := url.Values{"response_type": {"code"}, "client_id": {r.opts.CIMDClient}, "redirect_uri": {r.opts.CIMDRedirect}, "state": {"doctor"},

@@ -501,3 +501,43 @@ func followConsole(b *testing.B, p *binaryProc, logEvents *atomic.Int64) (stop f
 		<-done
 	}
 }
+
+// TestConsoleDoctor: the console's doctor panel runs the doctor's checks
+// on a URL (filled in with the first destination's) with a token, and
+// shows each check; every check of the bridge's own endpoint passes.
+func TestConsoleDoctor(t *testing.T) {
+	browser := browserFor(t)
+	b, _ := consoleBridge(t)
+	ctx, cancel := context.WithTimeout(browser, 3*time.Minute)
+	defer cancel()
+	p := &page{t: t, ctx: ctx}
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(b.srv.URL+"/console")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#credential"), consoleToken), chromedp.Click(chromedp.CSS("#login-submit"))); err != nil {
+		t.Fatal(err)
+	}
+	p.waitJS("the console to be live", `document.querySelector("#conn") && document.querySelector("#conn").textContent.trim() === "live"`)
+	p.waitJS("the doctor's URL filled in", `/^http:\/\/127\.0\.0\.1:\d+\/(files|notes)\/mcp$/.test(document.querySelector("#doctor-url").value)`)
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS("#doctor-url"), b.url("notes")), chromedp.SendKeys(chromedp.CSS("#doctor-token"), consoleToken),
+		chromedp.Click(chromedp.CSS("#doctor-run"))); err != nil {
+		t.Fatal(err)
+	}
+	p.waitJS("the doctor's report", `/passed|failed/.test(document.querySelector("#doctor-summary").textContent)`)
+	for _, c := range []string{"initialize", "session", "tools", "discover", "stream", "resource-metadata", "issuer-metadata", "cimd", "oauth-paths", "registration"} {
+		if st := eval[string](p, fmt.Sprintf(`(document.querySelector('#doctor-body tr[data-check=%q]')||{getAttribute(){return "absent"}}).getAttribute("data-status")`, c)); st != "pass" {
+			t.Errorf("the panel's check %s: %s; want pass\n%s", c, st, p.text("#doctor-table"))
+		}
+	}
+	if s := p.text("#doctor-summary"); !strings.Contains(s, "passed") {
+		t.Errorf("the panel's summary: %q\n%s", s, p.text("#doctor-table"))
+	}
+	if st := eval[string](p, `document.querySelector('#doctor-body tr[data-check="cimd-fetch"]').getAttribute("data-status")`); st != "skip" {
+		t.Errorf("the fetch of claude.ai's document, not asked for: %s; want skip", st)
+	}
+	// Only an operator runs it (the bridge dials the URL given).
+	r := mustRequest(t, http.MethodPost, b.srv.URL+"/console/api/doctor", "", `{"url":"`+b.url("notes")+`"}`, "Origin", b.srv.URL)
+	if r.status != http.StatusUnauthorized || strings.Contains(string(r.body), "results") {
+		t.Errorf("the doctor without a credential: %d %s", r.status, r.body)
+	}
+}

@@ -641,3 +641,17 @@ func TestRunCheckSandbox(t *testing.T) {
 		}
 	}
 }
+
+// TestRunDoctorUsage: 'doctor' wants one URL; -help is its usage on
+// stdout; a bad URL is a failed check (exit 1), not a crash.
+func TestRunDoctorUsage(t *testing.T) {
+	if code, out, _ := runCmd(t, []string{"doctor", "-help"}, nil); code != 0 || !strings.Contains(out, "Usage: stelae-bridge doctor") || !strings.Contains(out, "-keepalive-wait") {
+		t.Errorf("doctor -help: %d %q", code, out)
+	}
+	if code, _, errOut := runCmd(t, []string{"doctor"}, nil); code != 2 || !strings.Contains(errOut, "give one URL") {
+		t.Errorf("doctor without a URL: %d %q", code, errOut)
+	}
+	if code, out, _ := runCmd(t, []string{"doctor", "-json", "not a url"}, nil); code != 1 || !strings.Contains(out, `"check": "url"`) || !strings.Contains(out, `"status": "fail"`) {
+		t.Errorf("doctor on a bad URL: %d %q", code, out)
+	}
+}

@@ -617,11 +617,66 @@
   }
 
   // ---- state --------------------------------------------------------------
+  // ---- doctor ---------------------------------------------------------------
+  const doctorForm = $('doctor-form');
+  const doctorURL = $('doctor-url');
+  const doctorRun = $('doctor-run');
+  const doctorSummary = $('doctor-summary');
+  const doctorBody = $('doctor-body');
+  // suggestDoctorURL fills the URL once: the public URL (or this page's
+  // origin) and the first destination.
+  function suggestDoctorURL(s) {
+    if (doctorURL.value || doctorURL.dataset.suggested) return;
+    const d = arr(s.destinations).find((x) => x && x.name);
+    if (!d) return;
+    const base = (str(s.bridge && s.bridge.public_url) || location.origin).replace(/\/+$/, '');
+    doctorURL.value = `${base}/${str(d.name)}/mcp`;
+    doctorURL.dataset.suggested = '1';
+  }
+  doctorForm.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    doctorRun.disabled = true;
+    setText(doctorSummary, 'Checking… (a stream is watched for up to 20 s)');
+    doctorBody.replaceChildren();
+    let res, data = null;
+    try {
+      res = await fetch('/console/api/doctor', {
+        method: 'POST', credentials: 'same-origin', cache: 'no-store',
+        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf },
+        body: JSON.stringify({ url: doctorURL.value.trim(), token: $('doctor-token').value, fetch: $('doctor-fetch').checked }),
+      });
+      try { data = await res.json(); } catch (_) { data = null; }
+    } catch (err) {
+      setText(doctorSummary, 'The bridge could not be reached: ' + str(err && err.message));
+      doctorRun.disabled = false;
+      return;
+    }
+    doctorRun.disabled = false;
+    if (!res.ok || !data) {
+      setText(doctorSummary, str(data && data.error && data.error.message) || `The bridge answered HTTP ${res.status}.`);
+      return;
+    }
+    for (const r of arr(data.results)) {
+      const tr = el('tr');
+      const st = str(r.status);
+      tr.setAttribute('data-check', str(r.check));
+      tr.setAttribute('data-status', st);
+      tr.appendChild(el('td', 'status' + (st === 'fail' ? ' bad' : ''), st.toUpperCase()));
+      tr.appendChild(el('td', 'check', str(r.check)));
+      tr.appendChild(el('td', 'found', str(r.found)));
+      const why = [r.cause ? 'Cause: ' + str(r.cause) : '', r.fix ? 'Fix: ' + str(r.fix) : ''].filter(Boolean).join(' ');
+      tr.appendChild(el('td', 'fix', why || '—'));
+      doctorBody.appendChild(tr);
+    }
+    setText(doctorSummary, data.ok ? `${str(data.url)}: passed (no check failed).` : `${str(data.url)}: some checks failed; each says its cause and fix.`);
+  });
+
   function renderState(s) {
     if (!s || typeof s !== 'object') return;
     const b = s.bridge || {};
     if (b.version) setText($('version'), b.version);
     setText($('auth-mode'), b.auth ? '· auth: ' + str(b.auth) : '');
+    suggestDoctorURL(s);
 
     const dests = arr(s.destinations).filter((d) => d && typeof d === 'object');
     const key = (d) => str(d.name);
