@@ -231,17 +231,18 @@ type rpcError struct {
 	Message string `json:"message"`
 }
 
-// WriteText writes the report for a person: one line per check, the
-// failed ones with their cause and fix.
+// WriteText writes the report for a person: one line per check — what it
+// found and, for a warning or a failure, the likely cause and the fix.
 func (rep Report) WriteText(w io.Writer) {
 	for _, res := range rep.Results {
-		fmt.Fprintf(w, "%-4s %-16s %s\n", strings.ToUpper(string(res.Status)), res.Check, res.Found)
+		line := fmt.Sprintf("%-4s %-17s %s", strings.ToUpper(string(res.Status)), res.Check, res.Found)
 		if res.Cause != "" {
-			fmt.Fprintf(w, "     %-16s cause: %s\n", "", res.Cause)
+			line += " — likely cause: " + res.Cause
 		}
 		if res.Fix != "" {
-			fmt.Fprintf(w, "     %-16s fix: %s\n", "", res.Fix)
+			line += " — fix: " + res.Fix
 		}
+		fmt.Fprintln(w, line)
 	}
 	if rep.OK {
 		fmt.Fprintf(w, "\n%s passed.\n", rep.URL)

@@ -7,7 +7,7 @@ const (
 		"HAProxy 'option http-no-delay' (HAProxy does not buffer streams by default: look for a compression or cache filter), " +
 		"Caddy 'flush_interval -1' in reverse_proxy, cloudflared: nothing to set (check a Cloudflare cache rule), ngrok: nothing to set"
 	fixStreamTimeout = "let streams stay open: nginx 'proxy_read_timeout 1h;' (with 'proxy_buffering off;'), HAProxy 'timeout tunnel 1h' " +
-		"(and 'timeout server' above the bridge's -keepalive), Caddy: none by default, cloudflared: none, ngrok: none; " +
+		"(it governs a stream once its answer began; 'timeout server' the wait for the answer), Caddy: none by default, cloudflared: none, ngrok: none; " +
 		"or lower the bridge's -keepalive below the proxy's timeout"
 	fixWellKnown = "forward /.well-known/ to the bridge as well as the MCP path: nginx 'location /.well-known/ { proxy_pass http://BRIDGE; }', " +
 		"HAProxy 'use_backend bridge if { path_beg /.well-known/ }', Caddy 'reverse_proxy /.well-known/* BRIDGE', " +

@@ -297,7 +297,8 @@ func TestDoctorBehindNginx(t *testing.T) {
 }
 
 // TestDoctorBehindHAProxy: the doctor through HAProxy with TLS, configured
-// right, and with /.well-known/ or /oauth/ not forwarded.
+// right, and once per misconfiguration that HAProxy can have (it does not
+// buffer streams), each its one failed line.
 func TestDoctorBehindHAProxy(t *testing.T) {
 	bin := haproxyBinary(t)
 	tls := newTestTLS(t)
@@ -305,11 +306,28 @@ func TestDoctorBehindHAProxy(t *testing.T) {
 	public := "https://" + addr
 	b := doctorBridge(t, public)
 	bridge := strings.TrimPrefix(b.base, "http://")
-	for _, tc := range []struct{ name, rule, failed string }{
+	slow := strings.TrimPrefix(doctorBridge(t, public, "-keepalive", "45s").base, "http://")
+	elsewhere := strings.TrimPrefix(doctorBridge(t, "https://"+freeAddr(t)).base, "http://")
+	noCIMD := fmt.Sprintf(`http-request return status 200 content-type application/json string '{"issuer":"%[1]s","authorization_endpoint":"%[1]s/oauth/authorize","token_endpoint":"%[1]s/oauth/token","token_endpoint_auth_methods_supported":["client_secret_basic"]}' if { path /.well-known/oauth-authorization-server }`, public)
+	for _, tc := range []struct{ name, rule, bridge, timeout, path, failed string }{
 		{name: "right"},
 		{name: "/.well-known/ not forwarded", rule: "http-request return status 404 if { path_beg /.well-known/ }", failed: "resource-metadata"},
 		{name: "/oauth/ not forwarded", rule: "http-request return status 404 if { path_beg /oauth/ }", failed: "oauth-paths"},
+		{name: "a 30 s timeout (tunnel: it governs a stream once its answer began)", bridge: slow, timeout: "30s", failed: "hold"},
+		{name: "a Host the bridge refuses", rule: "http-request set-header Host mcp.elsewhere.example", failed: "initialize"},
+		{name: "a -public-url that differs", bridge: elsewhere, failed: "resource-metadata"},
+		{name: "an authorization server without the CIMD flags", rule: noCIMD, failed: "cimd"},
+		{name: "a profile of 150 tools", path: "/many/mcp", failed: "tools"},
 	} {
+		if tc.bridge == "" {
+			tc.bridge = bridge
+		}
+		if tc.timeout == "" {
+			tc.timeout = "1h"
+		}
+		if tc.path == "" {
+			tc.path = "/fake/mcp"
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			conf := `global
     log stderr format raw local0 warning
@@ -318,14 +336,14 @@ defaults
     log global
     timeout connect 5s
     timeout client 1h
-    timeout server 1h
-    timeout tunnel 1h
+    timeout server ` + tc.timeout + `
+    timeout tunnel ` + tc.timeout + `
 frontend mcp
     bind ` + addr + ` ssl crt ` + tls.cert + `.both
     ` + tc.rule + `
     default_backend bridge
 backend bridge
-    server b1 ` + bridge + `
+    server b1 ` + tc.bridge + `
 `
 			path := filepath.Join(t.TempDir(), "haproxy.cfg")
 			if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
@@ -333,7 +351,11 @@ backend bridge
 			}
 			stop := proxyRun(t, exec.Command(bin, "-f", path, "-db"), "haproxy", addr)
 			defer stop()
-			code, rep := runDoctor(t, public+"/fake/mcp", "-ca", tls.ca, "-token", "doctor-token-1", "-keepalive-wait", "5s", "-offline")
+			flags := []string{"-ca", tls.ca, "-token", "doctor-token-1", "-keepalive-wait", "5s", "-offline"}
+			if tc.failed == "hold" {
+				flags = append(flags, "-hold", "40s")
+			}
+			code, rep := runDoctor(t, public+tc.path, flags...)
 			failed := rep.failed()
 			switch {
 			case tc.failed == "" && (code != 0 || len(failed) != 0):
