@@ -6,6 +6,26 @@ import (
 	"net/http"
 )
 
+// admitPost admits a POST of the page's: an admitted viewer, a
+// same-origin request, the page's CSRF token; false when it has answered
+// the request with why not.
+func (c *Console) admitPost(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, "the console's actions are POSTed")
+		return false
+	}
+	v := c.admit(w, r, false)
+	if v == nil || !c.sameOrigin(w, r) {
+		return false
+	}
+	if !v.csrfOK(r.Header.Get(csrfHeader)) {
+		writeError(w, http.StatusForbidden, "this request did not come from the console's page (CSRF check failed); reload the console")
+		return false
+	}
+	return true
+}
+
 // ErrNotFound is what a Backend's action wraps when what it names does
 // not exist (404); ErrInvalid (people.go) a malformed request (400); any
 // other error is a 409.
@@ -17,17 +37,7 @@ var ErrNotFound = errors.New("not found")
 // Each needs an admitted viewer, a same-origin
 // request and the page's CSRF token (X-CSRF-Token), and a small JSON body.
 func (c *Console) serveAction(w http.ResponseWriter, r *http.Request, action string) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		writeError(w, http.StatusMethodNotAllowed, "the console's actions are POSTed")
-		return
-	}
-	v := c.admit(w, r, false)
-	if v == nil || !c.sameOrigin(w, r) {
-		return
-	}
-	if !v.csrfOK(r.Header.Get(csrfHeader)) {
-		writeError(w, http.StatusForbidden, "this action did not come from the console's page (CSRF check failed); reload the console")
+	if !c.admitPost(w, r) {
 		return
 	}
 	var in struct {

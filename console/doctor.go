@@ -21,17 +21,7 @@ const doctorTimeout = 2 * time.Minute
 // authorization server fetch claude.ai's client document (the internet);
 // without it that check says it was not run.
 func (c *Console) serveDoctor(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		writeError(w, http.StatusMethodNotAllowed, "the doctor is run with POST")
-		return
-	}
-	v := c.admit(w, r, false)
-	if v == nil || !c.sameOrigin(w, r) {
-		return
-	}
-	if !v.csrfOK(r.Header.Get(csrfHeader)) {
-		writeError(w, http.StatusForbidden, "this request did not come from the console's page (CSRF check failed); reload the console")
+	if !c.admitPost(w, r) {
 		return
 	}
 	var in struct {

@@ -44,19 +44,15 @@ func SetupMetrics(ctx context.Context, getenv func(string) string, version strin
 	default:
 		return nil, fmt.Errorf("OTEL_METRICS_EXPORTER=%q: stelae-bridge exports metrics by OTLP (otlp), or serves them at /metrics (prometheus, or none)", exp)
 	}
-	protocol := getenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
-	if protocol == "" {
-		protocol = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	grpc, err := useGRPC(getenv, "METRICS")
+	if err != nil {
+		return nil, err
 	}
 	var exporter sdkmetric.Exporter
-	var err error
-	switch protocol {
-	case "", "http/protobuf":
-		exporter, err = otlpmetrichttp.New(ctx)
-	case "grpc":
+	if grpc {
 		exporter, err = otlpmetricgrpc.New(ctx)
-	default:
-		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: use http/protobuf or grpc", protocol)
+	} else {
+		exporter, err = otlpmetrichttp.New(ctx)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the OTLP metric exporter: %w", err)

@@ -39,19 +39,15 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (*Tr
 	default:
 		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: stelae-bridge exports traces by OTLP only (otlp, or none)", exp)
 	}
-	protocol := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if protocol == "" {
-		protocol = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	grpc, err := useGRPC(getenv, "TRACES")
+	if err != nil {
+		return nil, err
 	}
 	var exporter sdktrace.SpanExporter
-	var err error
-	switch protocol {
-	case "", "http/protobuf":
-		exporter, err = otlptracehttp.New(ctx)
-	case "grpc":
+	if grpc {
 		exporter, err = otlptracegrpc.New(ctx)
-	default:
-		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: use http/protobuf or grpc", protocol)
+	} else {
+		exporter, err = otlptracehttp.New(ctx)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the OTLP trace exporter: %w", err)
@@ -62,6 +58,25 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (*Tr
 		tracer: tp.Tracer("github.com/stelae-bridge/stelae-bridge"),
 		prop:   propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 	}, nil
+}
+
+// useGRPC reports whether the OTLP exporter of signal ("TRACES",
+// "METRICS") speaks gRPC: OTEL_EXPORTER_OTLP_{signal}_PROTOCOL or
+// OTEL_EXPORTER_OTLP_PROTOCOL is grpc; http/protobuf (the default) is not.
+func useGRPC(getenv func(string) string, signal string) (bool, error) {
+	name := "OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"
+	protocol := getenv(name)
+	if protocol == "" {
+		name = "OTEL_EXPORTER_OTLP_PROTOCOL"
+		protocol = getenv(name)
+	}
+	switch protocol {
+	case "", "http/protobuf":
+		return false, nil
+	case "grpc":
+		return true, nil
+	}
+	return false, fmt.Errorf("%s=%q: use http/protobuf or grpc", name, protocol)
 }
 
 // bridgeResource is what the bridge's spans and metrics say of it: its

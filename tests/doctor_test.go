@@ -72,22 +72,7 @@ func (r doctorReport) failed() []string {
 }
 
 func TestDoctorLoopback(t *testing.T) {
-	command, args, env := fakemcp.Command(fakemcp.ModeServer)
-	var b strings.Builder
-	b.WriteString("destinations:\n")
-	for _, d := range []struct{ name, extra string }{{"fake", ""}, {"many", "150"}} {
-		fmt.Fprintf(&b, "  %s:\n    command: %q\n    args: [%q]\n    env:\n", d.name, command, args[0])
-		for k, v := range env {
-			fmt.Fprintf(&b, "      %s: %q\n", k, v)
-		}
-		if d.extra != "" {
-			fmt.Fprintf(&b, "      %s: %q\n", fakemcp.EnvExtraTools, d.extra)
-		}
-	}
-	cfg := filepath.Join(t.TempDir(), "destinations.yaml")
-	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := doctorConfig(t, t.TempDir())
 	p := startBinary(t, cfg, "-keepalive", "1s")
 
 	// A healthy endpoint: nothing fails; what needs what is not there

@@ -82,22 +82,7 @@ func doctorBridgeIn(t *testing.T, dir, publicURL string, flags ...string) *binar
 	if err := os.WriteFile(tokens, []byte("doctor-token-1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	command, args, env := fakemcp.Command(fakemcp.ModeServer)
-	var b strings.Builder
-	b.WriteString("destinations:\n")
-	for _, d := range []struct{ name, extra string }{{"fake", ""}, {"many", "150"}} {
-		fmt.Fprintf(&b, "  %s:\n    command: %q\n    args: [%q]\n    env:\n", d.name, command, args[0])
-		for k, v := range env {
-			fmt.Fprintf(&b, "      %s: %q\n", k, v)
-		}
-		if d.extra != "" {
-			fmt.Fprintf(&b, "      %s: %q\n", fakemcp.EnvExtraTools, d.extra)
-		}
-	}
-	cfg := filepath.Join(dir, "destinations.yaml")
-	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := doctorConfig(t, dir)
 	cmd := exec.Command(bridgeBinary(t), append([]string{"-config", cfg, "-listen", "127.0.0.1:0", "-state-dir", filepath.Join(dir, "state"),
 		"-public-url", publicURL, "-auth-tokens-file", tokens}, flags...)...)
 	cmd.Env = append(os.Environ(), "STELAE_OAUTH_PASSPHRASE=a long passphrase for the doctor's test")
@@ -250,13 +235,7 @@ func TestDoctorBehindNginx(t *testing.T) {
 				path = "/fake/mcp"
 			}
 			code, rep := doctor(path, tc.flags...)
-			failed := rep.failed()
-			switch {
-			case tc.failed == "" && (code != 0 || len(failed) != 0):
-				t.Errorf("exit %d, failed %q; want every check to pass", code, failed)
-			case tc.failed != "" && (code != 1 || len(failed) != 1 || !strings.HasPrefix(failed[0], tc.failed+": ")):
-				t.Errorf("exit %d, failed %q; want the one line of %q", code, failed, tc.failed)
-			}
+			checkDoctorRun(t, code, rep, tc.failed)
 			if tc.name == "right" {
 				defer func() {
 					// The doctor's test client was deleted: the bridge
@@ -356,18 +335,47 @@ backend bridge
 				flags = append(flags, "-hold", "40s")
 			}
 			code, rep := runDoctor(t, public+tc.path, flags...)
-			failed := rep.failed()
-			switch {
-			case tc.failed == "" && (code != 0 || len(failed) != 0):
-				t.Errorf("exit %d, failed %q; want every check to pass", code, failed)
-			case tc.failed != "" && (code != 1 || len(failed) != 1 || !strings.HasPrefix(failed[0], tc.failed+": ")):
-				t.Errorf("exit %d, failed %q; want the one line of %q", code, failed, tc.failed)
-			}
+			checkDoctorRun(t, code, rep, tc.failed)
 			if t.Failed() {
 				for _, r := range rep.Results {
 					t.Logf("%-4s %-17s %s", r.Status, r.Check, r.Found)
 				}
 			}
 		})
+	}
+}
+
+// doctorConfig writes dir/destinations.yaml: "fake" (fakemcp's server)
+// and "many" (the same, listing 150 tools more).
+func doctorConfig(t *testing.T, dir string) string {
+	t.Helper()
+	command, args, env := fakemcp.Command(fakemcp.ModeServer)
+	var b strings.Builder
+	b.WriteString("destinations:\n")
+	for _, d := range []struct{ name, extra string }{{"fake", ""}, {"many", "150"}} {
+		fmt.Fprintf(&b, "  %s:\n    command: %q\n    args: [%q]\n    env:\n", d.name, command, args[0])
+		for k, v := range env {
+			fmt.Fprintf(&b, "      %s: %q\n", k, v)
+		}
+		if d.extra != "" {
+			fmt.Fprintf(&b, "      %s: %q\n", fakemcp.EnvExtraTools, d.extra)
+		}
+	}
+	cfg := filepath.Join(dir, "destinations.yaml")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// checkDoctorRun: no check failed (failed ""), or exactly the one named.
+func checkDoctorRun(t *testing.T, code int, rep doctorReport, failed string) {
+	t.Helper()
+	f := rep.failed()
+	switch {
+	case failed == "" && (code != 0 || len(f) != 0):
+		t.Errorf("exit %d, failed %q; want every check to pass", code, f)
+	case failed != "" && (code != 1 || len(f) != 1 || !strings.HasPrefix(f[0], failed+": ")):
+		t.Errorf("exit %d, failed %q; want the one line of %q", code, f, failed)
 	}
 }

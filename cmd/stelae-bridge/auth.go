@@ -186,18 +186,10 @@ func runAuth(ctx context.Context, args []string, getenv func(string) string, std
 		fs.PrintDefaults()
 	}
 	// Flags may come anywhere, as -help prints them (auth revoke
-	// CLIENT_ID -state-dir DIR); -help goes to stdout, errors to stderr.
-	var parsed bytes.Buffer
-	fs.SetOutput(&parsed)
-	pos, err := parseInterspersed(fs, args)
-	fs.SetOutput(stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		_, _ = stdout.Write(parsed.Bytes())
-		return 0
-	}
-	if err != nil {
-		_, _ = stderr.Write(parsed.Bytes())
-		return 2
+	// CLIENT_ID -state-dir DIR).
+	pos, code, done := parseSubcommand(fs, args, stdout, stderr)
+	if done {
+		return code
 	}
 	if len(pos) == 0 {
 		fmt.Fprintln(stderr, "stelae-bridge auth: which command? want clients, revoke CLIENT_ID, unlock, invite NAME, users, disable NAME, enable NAME or remove NAME")
@@ -533,4 +525,23 @@ func printClients(w io.Writer, cs []authserver.Client) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, c.Source, when(c.Approved), when(c.LastUsed), state)
 	}
 	tw.Flush()
+}
+
+// parseSubcommand parses a subcommand's flags, which may come anywhere
+// among its arguments: -help goes to stdout (exit 0), an error to stderr
+// (exit 2). done: the caller returns code.
+func parseSubcommand(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (pos []string, code int, done bool) {
+	var parsed bytes.Buffer
+	fs.SetOutput(&parsed)
+	pos, err := parseInterspersed(fs, args)
+	fs.SetOutput(stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		_, _ = stdout.Write(parsed.Bytes())
+		return nil, 0, true
+	case err != nil:
+		_, _ = stderr.Write(parsed.Bytes())
+		return nil, 2, true
+	}
+	return pos, 0, false
 }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -46,17 +44,9 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprint(fs.Output(), doctorUsage)
 		fs.PrintDefaults()
 	}
-	var parsed bytes.Buffer
-	fs.SetOutput(&parsed)
-	pos, err := parseInterspersed(fs, args)
-	fs.SetOutput(stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		_, _ = stdout.Write(parsed.Bytes())
-		return 0
-	}
-	if err != nil {
-		_, _ = stderr.Write(parsed.Bytes())
-		return 2
+	pos, code, done := parseSubcommand(fs, args, stdout, stderr)
+	if done {
+		return code
 	}
 	if len(pos) != 1 {
 		fmt.Fprintln(stderr, "stelae-bridge doctor: give one URL, the endpoint's (https://HOST/{destination}/mcp)")

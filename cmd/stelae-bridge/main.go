@@ -256,13 +256,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := opts.Tracing.Shutdown(sctx); err != nil {
-			log.Warn("the last spans could not be exported", "error", err)
-		}
-	}()
+	defer exportLast(log, "the last spans could not be exported", opts.Tracing.Shutdown)
 	// Metrics over OTLP (OTEL_METRICS_EXPORTER=otlp), beside /metrics:
 	// started on the bridge's registry once the bridge is made.
 	otlpMetrics, err := telemetry.SetupMetrics(ctx, getenv, version)
@@ -271,13 +265,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := otlpMetrics.Shutdown(sctx); err != nil {
-			log.Warn("the last metrics could not be exported", "error", err)
-		}
-	}()
+	defer exportLast(log, "the last metrics could not be exported", otlpMetrics.Shutdown)
 	// The audit trail (-audit-log), off by default. It is closed after
 	// the bridge's shutdown (defers run last-in first-out): the last
 	// calls' lines are written and fsynced.
@@ -456,4 +444,14 @@ func commandWarnings(cfg *config.Config, pathList string) []string {
 		}
 	}
 	return out
+}
+
+// exportLast runs an exporter's shutdown (its last export) within 5 s,
+// and logs why when it fails.
+func exportLast(log hclog.Logger, failed string, shutdown func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		log.Warn(failed, "error", err)
+	}
 }
