@@ -38,7 +38,7 @@ func profileCounts(ctx context.Context, cfg *config.Config, s *settings, environ
 		return nil, nil, nil
 	}
 	opts := s.options()
-	opts.Environ = supervisor.ChildEnviron(environ, append(bridgeEnvVars(), systemdVars...))
+	opts.Environ = supervisor.ChildEnviron(environ, slices.Concat(bridgeEnvVars(), systemdVars, notifyVars))
 	opts.Logger = hclog.NewNullLogger()
 	var err error
 	if opts.Reaper, err = supervisor.ReaperCommand(); err != nil {

@@ -144,6 +144,12 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	logOut := newLogWriter(stderr)
 	defer logOut.Close()
 	log := hclog.New(&hclog.LoggerOptions{Name: "stelae-bridge", Level: level, JSONFormat: s.logFormat == "json", Output: logOut})
+	notify, err := newNotifier(getenv, log.Named("systemd"))
+	if err != nil {
+		fmt.Fprintln(stderr, "stelae-bridge:", err)
+		return 1
+	}
+	defer notify.close()
 	for _, w := range cfg.Warnings {
 		log.Warn("destinations file: "+w, "file", s.config)
 	}
@@ -171,7 +177,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	// settings and secrets (STELAE_AUTH_TOKENS and the rest), each under a
 	// reaper, with its process group recorded in the state directory; what
 	// a bridge killed outright left running is killed first.
-	run := runChildren{environ: supervisor.ChildEnviron(environ, append(bridgeEnvVars(), systemdVars...))}
+	run := runChildren{environ: supervisor.ChildEnviron(environ, slices.Concat(bridgeEnvVars(), systemdVars, notifyVars))}
 	if run.reaper, err = supervisor.ReaperCommand(); err != nil {
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
 		return 1
@@ -357,13 +363,25 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 			rl.lastTokens = sha256.Sum256(data)
 		}
 	}
+	rl.notify = notify
 	rctx, stopReloads := context.WithCancel(ctx)
 	reloads := make(chan struct{})
 	go func() {
 		defer close(reloads)
 		rl.run(rctx, hup, s.watch)
 	}()
+	// systemd (Type=notify-reload): ready now that the bridge listens and
+	// has started its children; the watchdog while it serves; STOPPING=1
+	// when the drain begins.
+	notify.ready()
+	served, notified := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(notified)
+		notify.serve(ctx.Done(), served, getenv)
+	}()
 	err = b.Serve(ctx, ln)
+	close(served)
+	<-notified
 	stopReloads()
 	<-reloads
 	if err != nil {

@@ -22,6 +22,8 @@ import (
 // (bridge.ReloadFrom: a diff; an invalid or refused file changes nothing).
 // Commands come only from the file.
 type reloader struct {
+	// notify tells systemd of each reload (nil: not under systemd).
+	notify *notifier
 	path   string
 	lookup func(string) (string, bool)
 	b      *bridge.Bridge
@@ -66,8 +68,10 @@ func (rl *reloader) run(ctx context.Context, hup <-chan os.Signal, watch bool) {
 		case <-ctx.Done():
 			return
 		case <-hup:
+			rl.notify.reloading()
 			rl.reload("SIGHUP")
 			rl.reloadTokens("SIGHUP")
+			rl.notify.ready()
 		case <-tick:
 			data, err := os.ReadFile(rl.path)
 			if err != nil {
@@ -80,7 +84,9 @@ func (rl *reloader) run(ctx context.Context, hup <-chan os.Signal, watch bool) {
 			}
 			unreadable = false
 			if sha256.Sum256(data) != rl.last {
+				rl.notify.reloading()
 				rl.reload("the file changed (-watch)")
+				rl.notify.ready()
 			}
 			if rl.tokensFile != "" {
 				if data, err := os.ReadFile(rl.tokensFile); err == nil && sha256.Sum256(data) != rl.lastTokens {
