@@ -79,21 +79,30 @@ func (ns *notifySocket) count(state string) int {
 
 // TestSystemdNotify: READY, WATCHDOG, RELOADING and READY on a SIGHUP,
 // STOPPING on SIGTERM, in that order, from the real binary; RELOADING
-// carries MONOTONIC_USEC; children do not inherit NOTIFY_SOCKET or
-// WATCHDOG_USEC.
+// carries MONOTONIC_USEC; the tokens come from a systemd credential
+// (auth-tokens); children inherit none of NOTIFY_SOCKET, WATCHDOG_USEC,
+// CREDENTIALS_DIRECTORY.
 func TestSystemdNotify(t *testing.T) {
 	ns := listenNotify(t)
 	cfg := fakeDestinations(t, map[string]string{"fake": fakemcp.ModeServer})
+	// The tokens as a systemd credential (LoadCredential=auth-tokens:…).
+	creds := t.TempDir()
+	if err := os.WriteFile(filepath.Join(creds, "auth-tokens"), []byte("sd-credential-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bridgeBinary(t), "-config", cfg, "-listen", "127.0.0.1:0", "-state-dir", t.TempDir())
-	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+ns.path, "WATCHDOG_USEC=200000")
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+ns.path, "WATCHDOG_USEC=200000", "CREDENTIALS_DIRECTORY="+creds)
 	p := runBinary(t, cmd)
 	waitFor(t, 10*time.Second, "READY=1 and two WATCHDOG=1", func() bool { return ns.count("READY=1") == 1 && ns.count("WATCHDOG=1") >= 2 })
 	if s := ns.states(); s[0] != "READY=1" {
 		t.Errorf("the first notification: %q; want READY=1", s)
 	}
-	c := newClient(t, p.base+"/fake/mcp")
+	if r := newClient(t, p.base+"/fake/mcp").post(initBody); r.status != 401 {
+		t.Errorf("without the token of the systemd credential: %d; want 401", r.status)
+	}
+	c := authedClient(t, p.base+"/fake/mcp", "sd-credential-token")
 	c.initialize()
-	for _, v := range []string{"NOTIFY_SOCKET", "WATCHDOG_USEC"} {
+	for _, v := range []string{"NOTIFY_SOCKET", "WATCHDOG_USEC", "CREDENTIALS_DIRECTORY"} {
 		if got, _, _ := getenvCall(t, c, v); got != "" {
 			t.Errorf("the child sees %s=%q", v, got)
 		}

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"github.com/stelae-bridge/stelae-bridge/bridge"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -469,5 +471,34 @@ func TestFlagDefaultsAreTheBridges(t *testing.T) {
 		if n := strings.Count(entry, "default"); n != 1 || !strings.Contains(entry, "iB)") {
 			t.Errorf("-%s's help says its default %d times, or not in a unit: %q", flagName, n, entry)
 		}
+	}
+}
+
+// TestSystemdCredentials: with $CREDENTIALS_DIRECTORY, the tokens file
+// and the passphrase come from the credentials named auth-tokens and
+// oauth-passphrase, unless a flag or variable gives them; without the
+// directory, or the file, nothing changes.
+func TestSystemdCredentials(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"auth-tokens", "oauth-passphrase"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"CREDENTIALS_DIRECTORY": dir}
+	s := mustParse(t, nil, nil)
+	systemdCredentials(s, func(k string) string { return env[k] }, os.Stat)
+	if s.authTokensFile != filepath.Join(dir, "auth-tokens") || s.passphraseFile != filepath.Join(dir, "oauth-passphrase") {
+		t.Errorf("from the credentials: tokens %q, passphrase file %q", s.authTokensFile, s.passphraseFile)
+	}
+	s = mustParse(t, []string{"-auth-tokens-file", "/etc/t", "-oauth-passphrase", "given"}, nil)
+	systemdCredentials(s, func(k string) string { return env[k] }, os.Stat)
+	if s.authTokensFile != "/etc/t" || s.passphraseFile != "" {
+		t.Errorf("flags given: tokens %q, passphrase file %q", s.authTokensFile, s.passphraseFile)
+	}
+	s = mustParse(t, nil, nil)
+	systemdCredentials(s, func(k string) string { return map[string]string{"CREDENTIALS_DIRECTORY": t.TempDir()}[k] }, os.Stat)
+	if s.authTokensFile != "" || s.passphraseFile != "" {
+		t.Errorf("an empty credentials directory: tokens %q, passphrase file %q", s.authTokensFile, s.passphraseFile)
 	}
 }

@@ -8,8 +8,9 @@ import (
 )
 
 // systemdVars are the variables of systemd's socket activation
-// (sd_listen_fds(3)): read here, and kept from children.
-var systemdVars = []string{"LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"}
+// (sd_listen_fds(3)), read here, and its credentials directory
+// (credentials_systemd.go): kept from children.
+var systemdVars = []string{"LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", credentialsDirVar}
 
 // listenFDsStart is the first descriptor systemd passes.
 const listenFDsStart = 3

@@ -130,6 +130,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		}
 		return 0
 	}
+	systemdCredentials(s, getenv, os.Stat)
 	tokens, tokenNames, err := loadTokens(s, os.ReadFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "stelae-bridge:", err)
