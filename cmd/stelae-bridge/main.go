@@ -51,6 +51,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if len(args) > 0 && args[0] == "doctor" {
 		return runDoctor(ctx, args[1:], getenv, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "service" {
+		return runService(ctx, args[1:], stdout, stderr)
+	}
 	// -help is asked for: it goes to stdout; a flag error's usage to
 	// stderr.
 	var usage bytes.Buffer

@@ -655,3 +655,14 @@ func TestRunDoctorUsage(t *testing.T) {
 		t.Errorf("doctor on a bad URL: %d %q", code, out)
 	}
 }
+
+// TestRunServiceElsewhere: 'service' is the Windows service manager's
+// command; elsewhere it says to use the systemd units, exit 2.
+func TestRunServiceElsewhere(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the Windows service command itself")
+	}
+	if code, _, errOut := runCmd(t, []string{"service", "install"}, nil); code != 2 || !strings.Contains(errOut, "systemd") {
+		t.Errorf("service elsewhere: %d %q", code, errOut)
+	}
+}
