@@ -418,7 +418,8 @@ func TestTraceWaits(t *testing.T) {
 	traceparent := func(id string) []string { return []string{"traceparent", "00-" + id + "-00f067aa0ba902b7-01"} }
 
 	// Two calls at once where calls run one at a time: one of them waits
-	// for the other's turn, under its own span.
+	// for the other's turn (1.5 s: the second starts well within it, even
+	// on a loaded machine), under its own span.
 	c := newClient(t, p.base+"/solo/mcp")
 	c.initialize()
 	traces := []string{"a1111111111111111111111111111111", "b2222222222222222222222222222222"}
@@ -427,7 +428,7 @@ func TestTraceWaits(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resultOK(t, "slow", c.post(toolCallBody(strconv.Itoa(10+i), "slow", map[string]any{"ms": 400, "text": "x"}), traceparent(id)...))
+			resultOK(t, "slow", c.post(toolCallBody(strconv.Itoa(10+i), "slow", map[string]any{"ms": 1500, "text": "x"}), traceparent(id)...))
 		}()
 	}
 	wg.Wait()
