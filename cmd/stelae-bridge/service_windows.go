@@ -92,26 +92,17 @@ func installService(flags []string) error {
 }
 
 func uninstallService() error {
-	m, err := mgr.Connect()
-	if err != nil {
-		return fmt.Errorf("cannot reach the service manager (run as an administrator): %w", err)
-	}
-	defer m.Disconnect()
-	s, err := m.OpenService(serviceName)
-	if err != nil {
-		return fmt.Errorf("service %s is not installed", serviceName)
-	}
-	defer s.Close()
-	if err := s.Delete(); err != nil {
-		return err
-	}
-	_ = eventlog.Remove(serviceName)
-	return nil
+	return withService(func(s *mgr.Service) error {
+		if err := s.Delete(); err != nil {
+			return err
+		}
+		_ = eventlog.Remove(serviceName)
+		return nil
+	})
 }
 
-// controlService does do and waits (a minute at most: the drain is
-// -drain-timeout, 30 s by default) for the service to reach want.
-func controlService(do func(*mgr.Service) error, want svc.State) error {
+// withService runs f on the installed service.
+func withService(f func(*mgr.Service) error) error {
 	m, err := mgr.Connect()
 	if err != nil {
 		return fmt.Errorf("cannot reach the service manager (run as an administrator): %w", err)
@@ -122,9 +113,22 @@ func controlService(do func(*mgr.Service) error, want svc.State) error {
 		return fmt.Errorf("service %s is not installed ('stelae-bridge service install')", serviceName)
 	}
 	defer s.Close()
-	if err := do(s); err != nil {
-		return err
-	}
+	return f(s)
+}
+
+// controlService does do and waits (a minute at most: the drain is
+// -drain-timeout, 30 s by default) for the service to reach want.
+func controlService(do func(*mgr.Service) error, want svc.State) error {
+	return withService(func(s *mgr.Service) error {
+		if err := do(s); err != nil {
+			return err
+		}
+		return waitState(s, want)
+	})
+}
+
+// waitState waits (a minute at most) for s to reach want.
+func waitState(s *mgr.Service, want svc.State) error {
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
 		st, err := s.Query()
 		if err != nil {
