@@ -106,6 +106,16 @@ func TestSystemdUnit(t *testing.T) {
 	if out, err := exec.Command(bin, append(args, "-check")...).CombinedOutput(); err != nil {
 		t.Errorf("stelae-bridge %s -check: %v\n%s", strings.Join(args, " "), err, out)
 	}
+	// The packages' drop-in (deploy/release/package.conf) resets ExecStart
+	// to the package's binary with the unit's flags, word for word.
+	dropIn, err := os.ReadFile(filepath.Join("..", "deploy", "release", "package.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := regexp.MustCompile(`(?m)^ExecStart=\n(?:.*\n)*?ExecStart=(\S+) (.*)$`).FindStringSubmatch(string(dropIn))
+	if d == nil || d[1] != "/usr/bin/stelae-bridge" || d[2] != m[2] {
+		t.Errorf("the packages' drop-in's ExecStart %q is not the unit's flags (%q) after an empty ExecStart= and /usr/bin/stelae-bridge", d, m[2])
+	}
 }
 
 // TestDockerfileSettings: every variable deploy/Dockerfile sets for the
