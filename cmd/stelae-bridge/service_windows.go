@@ -93,6 +93,18 @@ func installService(flags []string) error {
 
 func uninstallService() error {
 	return withService(func(s *mgr.Service) error {
+		// A running service is stopped first, with its drain: a deleted
+		// service that still runs would hold its port until the next stop.
+		if st, err := s.Query(); err == nil && st.State != svc.Stopped {
+			if st.State != svc.StopPending {
+				if _, err := s.Control(svc.Stop); err != nil {
+					return fmt.Errorf("stopping the service before removing it: %w", err)
+				}
+			}
+			if err := waitState(s, svc.Stopped); err != nil {
+				return err
+			}
+		}
 		if err := s.Delete(); err != nil {
 			return err
 		}
