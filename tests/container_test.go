@@ -4,8 +4,8 @@ package tests
 
 // The static container image (issue 41): deploy/build-image.sh builds deploy/Containerfile FROM
 // scratch with Debian's podman (nothing pulled); the image holds the static binary, its user and
-// its state directory; where podman can run containers, a container from it serves an MCP call on
-// loopback, and where it cannot, the test says exactly why.
+// its state directory; a container from it, run by Debian's runc, serves an MCP call on loopback.
+// Outside CI, where podman cannot run a container the test says exactly why and skips that half.
 
 import (
 	"fmt"
@@ -61,41 +61,55 @@ func TestStaticImage(t *testing.T) {
 		t.Errorf("the state directory: %v %v", st, err)
 	}
 
-	// A container from it, on the host's loopback. crun here needs the
-	// default rlimits off (setrlimit is not permitted in some sandboxes).
+	// A container from it, on the host's loopback, run by Debian's runc:
+	// podman's default runtime, crun, refuses this machine's hybrid
+	// cgroup layout ("cgroups in hybrid mode not supported"), which runc
+	// supports. The default rlimits are off (setrlimit is not permitted
+	// in some sandboxes).
+	runc := debianProgram(t, "runc", "running a container from the image", "runc", "/usr/sbin/runc")
 	conf := filepath.Join(t.TempDir(), "containers.conf")
 	if err := os.WriteFile(conf, []byte("[containers]\ndefault_ulimits = []\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	podmanRun := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(podman, append([]string{"run", "--rm", "--network", "host"}, args...)...)
+		cmd := exec.Command(podman, append([]string{"--runtime", runc, "run", "--rm", "--network", "host"}, args...)...)
 		cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
 		return cmd
 	}
 	if out, err := podmanRun(tag, "-version").CombinedOutput(); err != nil {
-		// The issue allows it: say exactly why, the image being built.
-		t.Logf("podman builds the image here but cannot run a container from it: %v: %s", err, strings.TrimSpace(string(out)))
-		return
+		if os.Getenv("CI") != "" {
+			t.Fatalf("podman (with runc) cannot run a container from the image: %v: %s", err, out)
+		}
+		t.Skipf("podman builds the image here but cannot run a container from it: %v: %s", err, strings.TrimSpace(string(out)))
+	} else if !strings.HasPrefix(string(out), "stelae-bridge v-image-test ") {
+		t.Errorf("the container's -version: %q", out)
 	}
 	// It runs: a destination whose child is fakemcp (a static build of
 	// this package's binary, mounted in) serves a tool call.
 	dir := t.TempDir()
 	fake := filepath.Join(dir, "fake")
-	if out, err := exec.Command("go", "test", "-c", "-o", fake, ".").CombinedOutput(); err != nil {
+	static := exec.Command("go", "test", "-c", "-o", fake, ".")
+	static.Env = append(os.Environ(), "CGO_ENABLED=0") // the image has no C library
+	if out, err := static.CombinedOutput(); err != nil {
 		t.Fatalf("a static fake server: %v %s", err, out)
 	}
 	cfgText := fmt.Sprintf("destinations:\n  fake:\n    command: /fake\n    args: [\"-test.run=^$\"]\n    env: {%s: %s}\n", fakemcp.EnvMode, fakemcp.ModeServer)
 	if err := os.WriteFile(filepath.Join(dir, "destinations.yaml"), []byte(cfgText), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	name := strings.ReplaceAll(tag[len("localhost/stelae-bridge:"):], ".", "-")
 	addr := freeAddr(t)
-	run := podmanRun("-d", "--name", strings.ReplaceAll(tag[len("localhost/stelae-bridge:"):], ".", "-"), "-e", "STELAE_LISTEN="+addr,
+	run := podmanRun("-d", "--name", name, "-e", "STELAE_LISTEN="+addr,
 		"-v", filepath.Join(dir, "destinations.yaml")+":/etc/stelae-bridge/destinations.yaml:ro", "-v", fake+":/fake:ro", tag)
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("podman run -d: %v %s", err, out)
 	}
 	t.Cleanup(func() {
-		_ = exec.Command(podman, "rm", "-f", strings.ReplaceAll(tag[len("localhost/stelae-bridge:"):], ".", "-")).Run()
+		if t.Failed() {
+			out, _ := exec.Command(podman, "logs", name).CombinedOutput()
+			t.Logf("the container's log:\n%s", out)
+		}
+		_ = exec.Command(podman, "--runtime", runc, "rm", "-f", name).Run()
 	})
 	waitFor(t, 30*time.Second, "the container to serve", func() bool {
 		r, err := request(http.MethodGet, "http://"+addr+"/healthz", "", "")
